@@ -1,0 +1,272 @@
+"""Objectives: the losses of D and G, written on D's per-sample scores.
+
+An objective sees D's output only through :meth:`Objective.score`, which turns a
+batch of D outputs into one number per sample (a logit, or BEGAN's
+reconstruction error). Losses are means over the batch, exactly as defined in
+the docstring of each class. State (BEGAN's ``k``) stays a tensor on the device:
+no ``.item()`` anywhere, so a step never waits for the GPU.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+Logs = dict[str, Tensor]
+
+
+class Objective:
+    """Base class. Subclasses define ``d_loss`` and ``g_loss`` on scores.
+
+    Attributes:
+        name: the registry name (``"ns"``, ``"began"``, ...).
+        g_needs_real: ``True`` when L_G uses D's scores on the real batch. Those
+            scores are constants for G: schedules compute them without a graph.
+    """
+
+    name = ""
+    g_needs_real = False
+
+    def score(self, out: Tensor, inp: Tensor) -> Tensor:
+        """Return one score per sample, shape ``(n,)``, from ``out = D(inp)``."""
+        n = inp.shape[0]
+        if out.dim() == 0 or out.shape[0] != n or out.numel() != n:
+            raise ValueError(
+                f"objective {self.name!r} needs one logit per sample, but D returned "
+                f"shape {tuple(out.shape)} for a batch of {n}; end D in a single output "
+                f"per sample, e.g. shape ({n},) or ({n}, 1)"
+            )
+        return out.reshape(n)
+
+    def d_loss(self, real: Tensor, fake: Tensor) -> tuple[Tensor, Logs]:
+        """L_D from the scores of the real and the fake batch."""
+        raise NotImplementedError
+
+    def penalty(self, D: nn.Module, real: Tensor, fake: Tensor) -> Tensor | None:
+        """An extra term of L_D that needs D itself (WGAN-GP); ``None`` if there is none.
+
+        ``fake`` is cut from G's graph: the penalty trains D only.
+        """
+        return None
+
+    def g_loss(self, fake: Tensor, real: Tensor | None = None) -> tuple[Tensor, Logs]:
+        """L_G from the scores of the fake batch (and, if ``g_needs_real``, the real one)."""
+        raise NotImplementedError
+
+    def end_iteration(self, logs: Logs) -> Logs:
+        """Update the objective's state from one iteration's logs; return extra logs."""
+        return {}
+
+    def state_dict(self) -> dict:
+        """The objective's state (empty for stateless objectives)."""
+        return {}
+
+    def load_state_dict(self, state: dict) -> None:
+        """Restore what :meth:`state_dict` returned."""
+        if state:
+            raise ValueError(f"objective {self.name!r} has no state, got keys {sorted(state)}")
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}()"
+
+
+class NS(Objective):
+    """Non-saturating GAN (BCE with logits).
+
+    L_D = mean(softplus(-D(x))) + mean(softplus(D(G(z)))),
+    L_G = mean(softplus(-D(G(z)))).
+    """
+
+    name = "ns"
+
+    def d_loss(self, real: Tensor, fake: Tensor) -> tuple[Tensor, Logs]:
+        return F.softplus(-real).mean() + F.softplus(fake).mean(), {}
+
+    def g_loss(self, fake: Tensor, real: Tensor | None = None) -> tuple[Tensor, Logs]:
+        return F.softplus(-fake).mean(), {}
+
+
+class Minimax(NS):
+    """The original minimax GAN: L_D as in :class:`NS`, L_G = -mean(softplus(D(G(z))))."""
+
+    name = "minimax"
+
+    def g_loss(self, fake: Tensor, real: Tensor | None = None) -> tuple[Tensor, Logs]:
+        return -F.softplus(fake).mean(), {}
+
+
+class LSGAN(Objective):
+    """Least squares GAN with targets 0 and 1.
+
+    L_D = 0.5 mean((D(x)-1)^2) + 0.5 mean(D(G(z))^2), L_G = 0.5 mean((D(G(z))-1)^2).
+    """
+
+    name = "lsgan"
+
+    def d_loss(self, real: Tensor, fake: Tensor) -> tuple[Tensor, Logs]:
+        return 0.5 * (real - 1).square().mean() + 0.5 * fake.square().mean(), {}
+
+    def g_loss(self, fake: Tensor, real: Tensor | None = None) -> tuple[Tensor, Logs]:
+        return 0.5 * (fake - 1).square().mean(), {}
+
+
+class Hinge(Objective):
+    """Hinge loss: L_D = mean(relu(1-D(x))) + mean(relu(1+D(G(z)))), L_G = -mean(D(G(z)))."""
+
+    name = "hinge"
+
+    def d_loss(self, real: Tensor, fake: Tensor) -> tuple[Tensor, Logs]:
+        return F.relu(1 - real).mean() + F.relu(1 + fake).mean(), {}
+
+    def g_loss(self, fake: Tensor, real: Tensor | None = None) -> tuple[Tensor, Logs]:
+        return -fake.mean(), {}
+
+
+class WGANGP(Objective):
+    """WGAN with gradient penalty on random interpolates.
+
+    L_D = mean(D(G(z))) - mean(D(x)) + weight * mean((||grad D(x_hat)||_2 - 1)^2),
+    x_hat = e x + (1 - e) G(z) with e ~ U[0, 1] per sample (drawn with ``torch.rand``
+    from the global generator, one draw per D step); L_G = -mean(D(G(z))).
+    The penalty is reported as ``gp``.
+    """
+
+    name = "wgan_gp"
+
+    def __init__(self, weight: float = 10.0) -> None:
+        if not float(weight) >= 0:
+            raise ValueError(f"wgan_gp weight must be >= 0, got {weight!r}")
+        self.weight = float(weight)
+
+    def d_loss(self, real: Tensor, fake: Tensor) -> tuple[Tensor, Logs]:
+        return fake.mean() - real.mean(), {}
+
+    def penalty(self, D: nn.Module, real: Tensor, fake: Tensor) -> Tensor:
+        shape = (real.shape[0],) + (1,) * (real.dim() - 1)
+        e = torch.rand(shape, dtype=real.dtype, device=real.device)
+        x_hat = (e * real + (1 - e) * fake).requires_grad_(True)
+        scores = self.score(D(x_hat), x_hat)
+        (grad,) = torch.autograd.grad(scores.sum(), x_hat, create_graph=True)
+        norms = grad.reshape(grad.shape[0], -1).norm(2, dim=1)
+        return self.weight * (norms - 1).square().mean()
+
+    def g_loss(self, fake: Tensor, real: Tensor | None = None) -> tuple[Tensor, Logs]:
+        return -fake.mean(), {}
+
+    def __repr__(self) -> str:
+        return f"WGANGP(weight={self.weight})"
+
+
+class BEGAN(Objective):
+    """BEGAN: D is an autoencoder and L(v) = mean|v - D(v)|.
+
+    L_D = L(x) - k_t L(G(z)), L_G = L(G(z)),
+    k_{t+1} = clip(k_t + lambda_k (gamma L(x) - L(G(z))), 0, 1) once per iteration,
+    with L(x) from the iteration's (last) D step and L(G(z)) from its (last) G step,
+    as the BEGAN paper and seed 000's loops do. Also reports the convergence measure
+    ``m_global`` = L(x) + |gamma L(x) - L(G(z))| and the updated ``k``. An iteration
+    that updates only one of D and G leaves ``k`` unchanged.
+    """
+
+    name = "began"
+
+    def __init__(self, gamma: float = 0.5, lambda_k: float = 0.001, k0: float = 0.0) -> None:
+        if not 0 < float(gamma) <= 1:
+            raise ValueError(f"began gamma must be in (0, 1], got {gamma!r}")
+        if not float(lambda_k) >= 0:
+            raise ValueError(f"began lambda_k must be >= 0, got {lambda_k!r}")
+        if not 0 <= float(k0) <= 1:
+            raise ValueError(f"began k0 must be in [0, 1], got {k0!r}")
+        self.gamma = float(gamma)
+        self.lambda_k = float(lambda_k)
+        self.k = torch.tensor(float(k0))
+
+    def score(self, out: Tensor, inp: Tensor) -> Tensor:
+        if out.shape != inp.shape:
+            raise ValueError(
+                "objective 'began' needs D to be an autoencoder, D(x) shaped like x: "
+                f"got D(x) of shape {tuple(out.shape)} for x of shape {tuple(inp.shape)}"
+            )
+        return (inp - out).abs().reshape(inp.shape[0], -1).mean(1)
+
+    def d_loss(self, real: Tensor, fake: Tensor) -> tuple[Tensor, Logs]:
+        # Follow the data's device and dtype, so float64 runs keep k in float64.
+        self.k = self.k.to(device=real.device, dtype=real.dtype)
+        l_real = real.mean()
+        return l_real - self.k * fake.mean(), {"l_real": l_real.detach()}
+
+    def g_loss(self, fake: Tensor, real: Tensor | None = None) -> tuple[Tensor, Logs]:
+        return fake.mean(), {}
+
+    def end_iteration(self, logs: Logs) -> Logs:
+        if "l_real" not in logs or "loss_g" not in logs:
+            return {"k": self.k}
+        l_real, l_fake = logs["l_real"], logs["loss_g"]
+        balance = self.gamma * l_real - l_fake
+        self.k = (self.k + self.lambda_k * balance).clamp(0.0, 1.0)
+        return {"k": self.k, "m_global": l_real + balance.abs()}
+
+    def state_dict(self) -> dict:
+        return {"k": self.k.detach().clone()}
+
+    def load_state_dict(self, state: dict) -> None:
+        if set(state) != {"k"}:
+            raise ValueError(f"began state needs exactly the key 'k', got {sorted(state)}")
+        self.k = torch.as_tensor(state["k"]).detach().clone()
+
+    def __repr__(self) -> str:
+        return f"BEGAN(gamma={self.gamma}, lambda_k={self.lambda_k})"
+
+
+class Softmax(Objective):
+    """SoftmaxGAN (seed 002), logits as energies.
+
+    With Z_B = sum(exp(-D(x))) + sum(exp(-D(G(z)))) over both batches:
+    L_D = mean(D(x)) + log Z_B,
+    L_G = (sum(D(x)) + sum(D(G(z)))) / (2n) + log Z_B, where D(x) is a constant for G.
+    log Z_B is computed with ``logsumexp`` (same value, no overflow).
+    """
+
+    name = "softmax"
+    g_needs_real = True
+
+    def d_loss(self, real: Tensor, fake: Tensor) -> tuple[Tensor, Logs]:
+        return real.mean() + torch.logsumexp(torch.cat([-real, -fake]), 0), {}
+
+    def g_loss(self, fake: Tensor, real: Tensor | None = None) -> tuple[Tensor, Logs]:
+        if real is None:
+            raise ValueError("objective 'softmax' needs D's scores on the real batch for L_G")
+        both = torch.cat([real, fake])
+        return both.sum() / both.numel() + torch.logsumexp(-both, 0), {}
+
+
+# Lower-case aliases: objectives are named the way users spell them.
+minimax, ns, lsgan, hinge, wgan_gp, began, softmax = (
+    Minimax,
+    NS,
+    LSGAN,
+    Hinge,
+    WGANGP,
+    BEGAN,
+    Softmax,
+)
+
+OBJECTIVES: dict[str, type[Objective]] = {
+    cls.name: cls for cls in (Minimax, NS, LSGAN, Hinge, WGANGP, BEGAN, Softmax)
+}
+
+
+def get_objective(spec: str | Objective) -> Objective:
+    """Return an objective from its name or pass an :class:`Objective` through."""
+    if isinstance(spec, Objective):
+        return spec
+    if isinstance(spec, str):
+        cls = OBJECTIVES.get(spec)
+        if cls is None:
+            raise ValueError(f"unknown objective {spec!r}; choose one of: {', '.join(OBJECTIVES)}")
+        return cls()
+    raise TypeError(
+        f"objective must be a name ({', '.join(OBJECTIVES)}) or an Objective, "
+        f"got {type(spec).__name__}"
+    )
