@@ -1,0 +1,22 @@
+"""ganstep: GAN update steps with an explicit update order and the fewest passes it allows."""
+
+from . import objectives, reference, schedules
+from .objectives import Objective, get_objective
+from .schedules import Schedule, d_first, g_first, get_schedule, simultaneous
+from .step import Step
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Objective",
+    "Schedule",
+    "Step",
+    "d_first",
+    "g_first",
+    "get_objective",
+    "get_schedule",
+    "objectives",
+    "reference",
+    "schedules",
+    "simultaneous",
+]

@@ -1,0 +1,175 @@
+"""Phases: the building blocks of every schedule, each owning exactly one set of gradients.
+
+A phase is one optimizer step of D (``d_phase``), of G (``g_phase``), or of both at
+the same parameters from one shared forward (``joint_phase``). Every phase computes
+the gradients of the module it updates and nothing else:
+
+- the other module's parameters do not require grad while it runs (``frozen``),
+  and are restored exactly as the user had them afterwards;
+- backward calls name their ``inputs``, so no gradient leaks into a module whose
+  optimizer is not about to step;
+- G runs without a graph when its output is not needed for G's update.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+
+import torch
+from torch import Tensor, nn
+
+from .objectives import Logs, Objective
+
+# Layers that mix the samples of a batch: with them, D(cat(real, fake)) is not
+# D(real) next to D(fake), so real and fake may not share one D call.
+SAMPLE_MIXING = (nn.modules.batchnorm._BatchNorm,)
+
+
+def sample_mixing_layers(module: nn.Module) -> list[str]:
+    """Names of the layers of ``module`` that mix samples in their current mode."""
+    return [
+        name or type(m).__name__
+        for name, m in module.named_modules()
+        if isinstance(m, SAMPLE_MIXING) and m.training
+    ]
+
+
+@dataclass
+class Pair:
+    """What the phases act on: both modules, their optimizers, the objective and z."""
+
+    G: nn.Module
+    D: nn.Module
+    opt_g: torch.optim.Optimizer
+    opt_d: torch.optim.Optimizer
+    objective: Objective
+    latent: Callable[[int], Tensor]
+    concat: bool = False
+    _mixing: list[nn.Module] = field(default_factory=list, repr=False)
+
+    def __post_init__(self) -> None:
+        self._mixing = [m for m in self.D.modules() if isinstance(m, SAMPLE_MIXING)]
+
+    def check_concat(self) -> None:
+        """Refuse one D call on real and fake while D has a sample-mixing layer."""
+        if self.concat and any(m.training for m in self._mixing):
+            layers = ", ".join(sample_mixing_layers(self.D))
+            raise ValueError(
+                "concat=True runs D once on cat(real, fake), which changes the math when D "
+                f"mixes samples; D has BatchNorm in training mode ({layers}). "
+                "Use concat=False, or put those layers in eval mode."
+            )
+
+
+def trainable(module: nn.Module) -> list[nn.Parameter]:
+    """The parameters of ``module`` that the user lets train (``requires_grad``)."""
+    return [p for p in module.parameters() if p.requires_grad]
+
+
+@contextmanager
+def frozen(module: nn.Module) -> Iterator[None]:
+    """Switch off weight gradients of ``module``; restore exactly the user's flags after."""
+    params = trainable(module)
+    for p in params:
+        p.requires_grad_(False)
+    try:
+        yield
+    finally:
+        for p in params:
+            p.requires_grad_(True)
+
+
+def draw(pair: Pair, n: int) -> Tensor:
+    """One batch of z from the user's ``latent``, checked."""
+    z = pair.latent(n)
+    if not isinstance(z, Tensor) or z.dim() == 0 or z.shape[0] != n:
+        got = tuple(z.shape) if isinstance(z, Tensor) else type(z).__name__
+        raise ValueError(f"latent({n}) must return a tensor with {n} rows, got {got}")
+    return z
+
+
+def generate(pair: Pair, z: Tensor, like: Tensor, *, graph: bool) -> Tensor:
+    """G(z), with G's graph only when G's update will need it; checked against ``like``."""
+    if graph:
+        fake = pair.G(z)
+    else:
+        with torch.no_grad():
+            fake = pair.G(z)
+    if fake.shape[1:] != like.shape[1:] or fake.dtype != like.dtype or fake.device != like.device:
+        raise ValueError(
+            f"the real batch does not match G's output: real samples are {tuple(like.shape[1:])} "
+            f"{like.dtype} on {like.device}, G produces {tuple(fake.shape[1:])} {fake.dtype} "
+            f"on {fake.device}"
+        )
+    return fake
+
+
+def scores(pair: Pair, real: Tensor, fake: Tensor) -> tuple[Tensor, Tensor]:
+    """D's per-sample scores on the real and the fake batch (one D call if ``concat``)."""
+    score, D = pair.objective.score, pair.D
+    if pair.concat:
+        pair.check_concat()
+        out = D(torch.cat([real, fake]))
+        n = real.shape[0]
+        return score(out[:n], real), score(out[n:], fake)
+    return score(D(real), real), score(D(fake), fake)
+
+
+def _d_loss(pair: Pair, real: Tensor, fake_cut: Tensor, s_real: Tensor, s_fake: Tensor):
+    loss, logs = pair.objective.d_loss(s_real, s_fake)
+    penalty = pair.objective.penalty(pair.D, real, fake_cut)
+    if penalty is not None:
+        logs["gp"] = penalty.detach()
+        loss = loss + penalty
+    logs["loss_d"] = loss.detach()
+    return loss, logs
+
+
+def d_phase(pair: Pair, real: Tensor, fake: Tensor) -> Logs:
+    """One step of D on ``real`` and ``fake`` (already cut from G's graph)."""
+    pair.opt_d.zero_grad(set_to_none=True)
+    loss, logs = _d_loss(pair, real, fake, *scores(pair, real, fake))
+    torch.autograd.backward(loss, inputs=trainable(pair.D))
+    pair.opt_d.step()
+    return logs
+
+
+def g_phase(pair: Pair, fake: Tensor, real: Tensor) -> Logs:
+    """One step of G on ``fake`` (which carries G's graph); D only passes gradients through."""
+    objective = pair.objective
+    pair.opt_g.zero_grad(set_to_none=True)
+    with frozen(pair.D):
+        s_real = None
+        if objective.g_needs_real:
+            with torch.no_grad():  # D(x) is a constant for G
+                s_real = objective.score(pair.D(real), real)
+        loss, logs = objective.g_loss(objective.score(pair.D(fake), fake), s_real)
+        torch.autograd.backward(loss, inputs=trainable(pair.G))
+    pair.opt_g.step()
+    logs["loss_g"] = loss.detach()
+    return logs
+
+
+def joint_phase(pair: Pair, real: Tensor, fake: Tensor) -> Logs:
+    """One step of D and one of G at the same parameters, from one D forward on ``fake``.
+
+    D's forward on the fake batch is shared: L_D's backward takes D's weight gradients
+    from it, L_G's backward takes the gradient at G's output from it. Each backward
+    names its inputs, so neither loss reaches the other module. The graph is kept
+    between the two backward calls only, because both read it.
+    """
+    objective = pair.objective
+    pair.opt_d.zero_grad(set_to_none=True)
+    pair.opt_g.zero_grad(set_to_none=True)
+    s_real, s_fake = scores(pair, real, fake)
+    loss_d, logs = _d_loss(pair, real, fake.detach(), s_real, s_fake)
+    loss_g, g_logs = objective.g_loss(s_fake, s_real.detach() if objective.g_needs_real else None)
+    torch.autograd.backward(loss_d, inputs=trainable(pair.D), retain_graph=True)
+    torch.autograd.backward(loss_g, inputs=trainable(pair.G))
+    pair.opt_d.step()
+    pair.opt_g.step()
+    logs.update(g_logs)
+    logs["loss_g"] = loss_g.detach()
+    return logs

@@ -1,0 +1,198 @@
+"""Schedules: the update orders, composed from the phases in :mod:`ganstep.phases`.
+
+With parameters (g, d) at iteration t:
+
+============== ===================== =====================
+schedule        D's gradient at       G's gradient at
+============== ===================== =====================
+``d_first``     (g_t, d_t)            (g_t, d_t+1)
+``g_first``     (g_t+1, d_t)          (g_t, d_t)
+``simultaneous`` (g_t, d_t)           (g_t, d_t)
+============== ===================== =====================
+
+Each D step trains on its own real batch: a schedule with ``d_steps = k`` takes
+``k`` real batches per iteration (``real_batches``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+from torch import Tensor
+
+from .objectives import Logs
+from .phases import Pair, d_phase, draw, g_phase, generate, joint_phase
+
+
+def _positive_int(owner: str, name: str, value: object) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"{owner}: {name} must be a positive integer, got {value!r}")
+
+
+def _flag(owner: str, name: str, value: object) -> None:
+    if not isinstance(value, bool):
+        raise ValueError(f"{owner}: {name} must be True or False, got {value!r}")
+
+
+class Schedule:
+    """Base class: ``run`` performs one iteration and returns its logs."""
+
+    name: ClassVar[str] = ""
+
+    @property
+    def real_batches(self) -> int:
+        """How many real batches one iteration consumes (one per D step)."""
+        return 1
+
+    def run(self, pair: Pair, reals: list[Tensor], iteration: int) -> Logs:
+        raise NotImplementedError
+
+
+@dataclass(frozen=True)
+class DFirst(Schedule):
+    """D steps first, then G steps (Goodfellow's Algorithm 1, the PyTorch DCGAN example).
+
+    Args:
+        d_steps: D steps per iteration, each on its own real batch and its own z
+            (WGAN's n_critic).
+        g_steps: G steps per iteration, after the D steps.
+        reuse_fake: the first G step reuses the fake batch of the last D step, as the
+            PyTorch DCGAN example does (G then runs once for both); otherwise every G
+            step draws a fresh z. Later G steps always draw a fresh z.
+
+    Passes: G runs without a graph for every D step whose fake batch is not reused;
+    D's weights compute no gradient in the G steps.
+    """
+
+    d_steps: int = 1
+    g_steps: int = 1
+    reuse_fake: bool = True
+    name: ClassVar[str] = "d_first"
+
+    def __post_init__(self) -> None:
+        _positive_int(self.name, "d_steps", self.d_steps)
+        _positive_int(self.name, "g_steps", self.g_steps)
+        _flag(self.name, "reuse_fake", self.reuse_fake)
+
+    @property
+    def real_batches(self) -> int:
+        return self.d_steps
+
+    def run(self, pair: Pair, reals: list[Tensor], iteration: int) -> Logs:
+        logs: Logs = {}
+        kept = None
+        for i, real in enumerate(reals):
+            keep = self.reuse_fake and i == len(reals) - 1
+            fake = generate(pair, draw(pair, real.shape[0]), real, graph=keep)
+            logs.update(d_phase(pair, real, fake.detach()))
+            kept = fake if keep else None
+        real = reals[-1]
+        for j in range(self.g_steps):
+            if j == 0 and kept is not None:
+                fake = kept
+            else:
+                fake = generate(pair, draw(pair, real.shape[0]), real, graph=True)
+            logs.update(g_phase(pair, fake, real))
+        return logs
+
+
+@dataclass(frozen=True)
+class GFirst(Schedule):
+    """G steps first, then D steps on fakes from the updated G (Lightning's GAN example).
+
+    Args:
+        g_steps: G steps per iteration, each with its own z.
+        d_steps: D steps per iteration, after the G steps, each on its own real batch.
+        reuse_z: the first D step regenerates its fakes from the last G step's z with
+            the updated G, as Lightning's example does; otherwise it draws a fresh z.
+
+    Passes: G runs without a graph in the D steps; D's weights compute no gradient
+    in the G steps.
+    """
+
+    g_steps: int = 1
+    d_steps: int = 1
+    reuse_z: bool = False
+    name: ClassVar[str] = "g_first"
+
+    def __post_init__(self) -> None:
+        _positive_int(self.name, "g_steps", self.g_steps)
+        _positive_int(self.name, "d_steps", self.d_steps)
+        _flag(self.name, "reuse_z", self.reuse_z)
+
+    @property
+    def real_batches(self) -> int:
+        return self.d_steps
+
+    def run(self, pair: Pair, reals: list[Tensor], iteration: int) -> Logs:
+        logs: Logs = {}
+        first = reals[0]
+        z = None
+        for _ in range(self.g_steps):
+            z = draw(pair, first.shape[0])
+            logs.update(g_phase(pair, generate(pair, z, first, graph=True), first))
+        for i, real in enumerate(reals):
+            if not (self.reuse_z and i == 0):
+                z = draw(pair, real.shape[0])
+            logs.update(d_phase(pair, real, generate(pair, z, real, graph=False)))
+        return logs
+
+
+@dataclass(frozen=True)
+class Simultaneous(Schedule):
+    """D and G both step from the same parameters (g_t, d_t), sharing one D forward.
+
+    This is what PyTorch-GAN's G-first scripts compute (their D step reuses the fake
+    batch of g_t), SoftmaxGAN's third fix (seed 002), and what ``retain_graph=True``
+    loops meant before PyTorch 1.5.
+
+    Args:
+        d_every: update D only on every ``d_every``-th iteration (the 1st is iteration
+            ``d_every - 1``, counting from 0); ``d_every=2`` is SoftmaxGAN's D:G = 1:2.
+        g_every: likewise for G (WGAN's n_critic in this order). At most one of the two
+            may exceed 1. An iteration that updates one module runs only that phase.
+    """
+
+    d_every: int = 1
+    g_every: int = 1
+    name: ClassVar[str] = "simultaneous"
+
+    def __post_init__(self) -> None:
+        _positive_int(self.name, "d_every", self.d_every)
+        _positive_int(self.name, "g_every", self.g_every)
+        if self.d_every > 1 and self.g_every > 1:
+            raise ValueError(
+                f"{self.name}: at most one of d_every ({self.d_every}) and g_every "
+                f"({self.g_every}) may exceed 1"
+            )
+
+    def run(self, pair: Pair, reals: list[Tensor], iteration: int) -> Logs:
+        (real,) = reals
+        update_d = (iteration + 1) % self.d_every == 0
+        update_g = (iteration + 1) % self.g_every == 0
+        z = draw(pair, real.shape[0])
+        if update_d and update_g:
+            return joint_phase(pair, real, generate(pair, z, real, graph=True))
+        if update_g:
+            return g_phase(pair, generate(pair, z, real, graph=True), real)
+        return d_phase(pair, real, generate(pair, z, real, graph=False))
+
+
+d_first, g_first, simultaneous = DFirst, GFirst, Simultaneous
+
+SCHEDULES: dict[str, type[Schedule]] = {cls.name: cls for cls in (DFirst, GFirst, Simultaneous)}
+
+
+def get_schedule(spec: str | Schedule) -> Schedule:
+    """Return a schedule from its name (default options) or pass a :class:`Schedule` through."""
+    if isinstance(spec, Schedule):
+        return spec
+    if isinstance(spec, str):
+        cls = SCHEDULES.get(spec)
+        if cls is None:
+            raise ValueError(f"unknown schedule {spec!r}; choose one of: {', '.join(SCHEDULES)}")
+        return cls()
+    raise TypeError(
+        f"schedule must be a name ({', '.join(SCHEDULES)}) or a Schedule, got {type(spec).__name__}"
+    )
