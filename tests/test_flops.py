@@ -1,0 +1,109 @@
+"""Passes saved, counted exactly with FlopCounterMode on a DCGAN-shaped pair (32x32)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from torch.utils.flop_counter import FlopCounterMode
+
+from ganstep import Step, d_first, reference
+from ganstep.models import DCGANDiscriminator, DCGANGenerator
+from ganstep.phases import frozen
+
+N, Z = 8, 16
+
+
+def flops(fn) -> int:
+    with FlopCounterMode(display=False) as counter:
+        fn()
+    return counter.get_total_flops()
+
+
+def dcgan_pair(batchnorm: bool = True):
+    torch.manual_seed(0)
+    G = DCGANGenerator(z_dim=Z, width=8)
+    D = DCGANDiscriminator(width=8, batchnorm=batchnorm)
+    opt_g = torch.optim.Adam(G.parameters(), 2e-4, betas=(0.5, 0.999))
+    opt_d = torch.optim.Adam(D.parameters(), 2e-4, betas=(0.5, 0.999))
+    return G, D, opt_g, opt_d
+
+
+def latent(n: int) -> torch.Tensor:
+    return torch.randn(n, Z)
+
+
+@pytest.fixture
+def real():
+    return torch.randn(N, 3, 32, 32)
+
+
+def d_costs(real: torch.Tensor) -> tuple[int, int]:
+    """(one D forward on a fake batch, D's weight gradients in one backward through it)."""
+    _, D, _, _ = dcgan_pair()
+    fake = torch.randn_like(real, requires_grad=True)
+    forward = flops(lambda: D(fake))
+    with_weights = flops(lambda: D(fake).sum().backward())
+    with frozen(D):
+        without_weights = flops(lambda: D(fake).sum().backward())
+    weight_grads = with_weights - without_weights
+    assert forward > 0 and weight_grads > 0
+    return forward, weight_grads
+
+
+@pytest.mark.parametrize("batchnorm", [True, False])
+def test_d_first_saves_exactly_d_weight_gradients_in_g_phase(real, batchnorm):
+    _, weight_grads = d_costs(real)
+    G, D, opt_g, opt_d = dcgan_pair(batchnorm)
+    ref = flops(lambda: reference.dcgan_example(G, D, opt_g, opt_d, [real], latent))
+    step = Step(*dcgan_pair(batchnorm), objective="ns", schedule="d_first", latent=latent)
+    ours = flops(lambda: step(real))
+    assert ref - ours == weight_grads
+
+
+@pytest.mark.parametrize("batchnorm", [True, False])
+def test_simultaneous_saves_one_d_forward_and_d_weight_gradients(real, batchnorm):
+    forward, weight_grads = d_costs(real)
+    G, D, opt_g, opt_d = dcgan_pair(batchnorm)
+    ref = flops(lambda: reference.pytorch_gan_g_first(G, D, opt_g, opt_d, [real], latent))
+    step = Step(*dcgan_pair(batchnorm), objective="ns", schedule="simultaneous", latent=latent)
+    ours = flops(lambda: step(real))
+    assert ref - ours == forward + weight_grads
+
+
+def test_g_first_matches_lightning_which_already_freezes(real):
+    """Lightning's toggle_optimizer already does the minimal passes: ganstep costs the same."""
+    G, D, opt_g, opt_d = dcgan_pair()
+    ref = flops(lambda: reference.lightning_g_first(G, D, opt_g, opt_d, [real], latent))
+    step = Step(*dcgan_pair(), objective="ns", schedule="g_first", latent=latent)
+    assert flops(lambda: step(real)) == ref
+
+
+def backward_flops(module, x: torch.Tensor, *, input_grad: bool, weight_grads: bool) -> int:
+    """FLOPs of one backward through ``module`` at ``x`` (its forward excluded)."""
+    x = x.detach().requires_grad_(input_grad)
+
+    def forward_backward():
+        module(x).sum().backward()
+
+    if weight_grads:
+        return flops(forward_backward) - flops(lambda: module(x))
+    with frozen(module):
+        return flops(forward_backward) - flops(lambda: module(x))
+
+
+def test_d_first_fresh_z_keeps_d_loss_out_of_g(real):
+    """Seed 001's way 1 backpropagates D's loss into G (no detach) and D's weights in G's
+    step; ganstep's D step stops at D's first layer and its G step skips D's weights."""
+    G, D, opt_g, opt_d = dcgan_pair()
+    ref = flops(lambda: reference.seed001_way1(G, D, opt_g, opt_d, [real], latent))
+    step = Step(*dcgan_pair(), objective="ns", schedule=d_first(reuse_fake=False), latent=latent)
+    ours = flops(lambda: step(real))
+    G, D, _, _ = dcgan_pair()
+    d_first_layer_input = backward_flops(D, real, input_grad=True, weight_grads=True) - (
+        backward_flops(D, real, input_grad=False, weight_grads=True)
+    )
+    d_weights = backward_flops(D, real, input_grad=True, weight_grads=True) - (
+        backward_flops(D, real, input_grad=True, weight_grads=False)
+    )
+    g_backward = backward_flops(G, latent(N), input_grad=False, weight_grads=True)
+    assert ref - ours == d_first_layer_input + g_backward + d_weights

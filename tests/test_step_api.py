@@ -1,0 +1,385 @@
+"""Step's contract: clear errors for bad input, flags restored, state saved, no host sync."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+import torch
+from conftest import BATCH, X_DIM, Z_DIM, Run, real_batches
+from hypothesis import given
+from hypothesis import strategies as st
+from torch.testing import assert_close
+
+from ganstep import Step, d_first, g_first, get_objective, get_schedule, simultaneous
+from ganstep.objectives import BEGAN, OBJECTIVES, WGANGP
+from ganstep.schedules import SCHEDULES
+
+
+def make_step(objective="ns", schedule="d_first", batchnorm=False, **kwargs):
+    side = Run(getattr(objective, "name", objective), batchnorm)
+    return side, Step(
+        *side.models(), objective=objective, schedule=schedule, latent=side.latent, **kwargs
+    )
+
+
+# -- names ------------------------------------------------------------------------------
+
+
+@given(st.text(max_size=12).filter(lambda s: s not in OBJECTIVES))
+def test_unknown_objective_names_the_choices(name):
+    with pytest.raises(ValueError, match="unknown objective .*choose one of: minimax, ns, lsgan"):
+        get_objective(name)
+
+
+@given(st.text(max_size=12).filter(lambda s: s not in SCHEDULES))
+def test_unknown_schedule_names_the_choices(name):
+    with pytest.raises(ValueError, match="choose one of: d_first, g_first, simultaneous"):
+        get_schedule(name)
+
+
+@pytest.mark.parametrize("bad", [3, None, torch.nn.Linear(1, 1)])
+def test_objective_and_schedule_of_wrong_type(bad):
+    with pytest.raises(TypeError, match="objective must be a name"):
+        get_objective(bad)
+    with pytest.raises(TypeError, match="schedule must be a name"):
+        get_schedule(bad)
+
+
+def test_step_refuses_unknown_names_at_construction():
+    with pytest.raises(ValueError, match="unknown schedule 'mode2'"):
+        make_step(schedule="mode2")
+    with pytest.raises(ValueError, match="unknown objective 'wgan'.*wgan_gp"):
+        make_step(objective="wgan")
+
+
+# -- schedule and objective options -------------------------------------------------------
+
+option = st.one_of(
+    st.integers(-3, 8), st.booleans(), st.floats(-2, 8), st.none(), st.text(max_size=2)
+)
+
+
+@given(option, option)
+def test_schedule_step_counts_must_be_positive_integers(a, b):
+    def valid(v):
+        return isinstance(v, int) and not isinstance(v, bool) and v >= 1
+
+    for make in (lambda: d_first(d_steps=a, g_steps=b), lambda: g_first(g_steps=a, d_steps=b)):
+        if valid(a) and valid(b):
+            assert make().real_batches == b if make().name == "g_first" else a
+        else:
+            with pytest.raises(ValueError, match="must be a positive integer"):
+                make()
+    if valid(a) and valid(b) and not (a > 1 and b > 1):
+        assert simultaneous(d_every=a, g_every=b).real_batches == 1
+    else:
+        with pytest.raises(ValueError, match="positive integer|at most one of d_every"):
+            simultaneous(d_every=a, g_every=b)
+
+
+@given(option)
+def test_schedule_flags_must_be_booleans(flag):
+    if isinstance(flag, bool):
+        assert d_first(reuse_fake=flag).reuse_fake is flag
+        assert g_first(reuse_z=flag).reuse_z is flag
+    else:
+        with pytest.raises(ValueError, match="must be True or False"):
+            d_first(reuse_fake=flag)
+        with pytest.raises(ValueError, match="must be True or False"):
+            g_first(reuse_z=flag)
+
+
+@given(st.floats(allow_nan=True), st.floats(allow_nan=True))
+def test_began_and_wgan_gp_options_are_checked(gamma, lambda_k):
+    if 0 < gamma <= 1 and lambda_k >= 0:
+        assert BEGAN(gamma=gamma, lambda_k=lambda_k).gamma == gamma
+    else:
+        with pytest.raises(ValueError, match="began (gamma|lambda_k)"):
+            BEGAN(gamma=gamma, lambda_k=lambda_k)
+    if lambda_k >= 0:
+        assert WGANGP(weight=lambda_k).weight == lambda_k
+    else:
+        with pytest.raises(ValueError, match="wgan_gp weight must be >= 0"):
+            WGANGP(weight=lambda_k)
+
+
+# -- models and optimizers ----------------------------------------------------------------
+
+
+def test_optimizer_that_does_not_hold_the_module_parameters():
+    side = Run("ns", False)
+    wrong = torch.optim.SGD(torch.nn.Linear(2, 2).parameters(), lr=0.1)
+    with pytest.raises(ValueError, match=r"opt_g does not hold G's trainable parameters net\.0"):
+        Step(
+            side.G,
+            side.D,
+            wrong,
+            side.opt_d,
+            objective="ns",
+            schedule="d_first",
+            latent=side.latent,
+        )
+    partial = torch.optim.SGD(list(side.D.parameters())[:1], lr=0.1)
+    with pytest.raises(ValueError, match="opt_d does not hold D's trainable parameters net.0.bias"):
+        Step(
+            side.G,
+            side.D,
+            side.opt_g,
+            partial,
+            objective="ns",
+            schedule="d_first",
+            latent=side.latent,
+        )
+
+
+def test_swapped_optimizers_are_named():
+    side = Run("ns", False)
+    with pytest.raises(ValueError, match="opt_g holds D's parameters .*swapped"):
+        Step(
+            side.G,
+            side.D,
+            side.opt_d,
+            side.opt_g,
+            objective="ns",
+            schedule="d_first",
+            latent=side.latent,
+        )
+
+
+def test_wrong_types_are_named():
+    side = Run("ns", False)
+    with pytest.raises(TypeError, match="G must be a torch.nn.Module"):
+        Step(
+            lambda z: z,
+            side.D,
+            side.opt_g,
+            side.opt_d,
+            objective="ns",
+            schedule="d_first",
+            latent=side.latent,
+        )
+    with pytest.raises(TypeError, match="opt_d must be a torch.optim.Optimizer"):
+        Step(
+            side.G,
+            side.D,
+            side.opt_g,
+            "adam",
+            objective="ns",
+            schedule="d_first",
+            latent=side.latent,
+        )
+    with pytest.raises(TypeError, match="latent must be callable"):
+        Step(side.G, side.D, side.opt_g, side.opt_d, objective="ns", schedule="d_first", latent=3)
+
+
+# -- batches and shapes -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("schedule", ["d_first", "g_first", "simultaneous"])
+def test_real_batch_of_wrong_shape_for_g_output(schedule):
+    _, step = make_step(schedule=schedule)
+    with pytest.raises(ValueError, match=r"real samples are \(5,\).*G produces \(2,\)"):
+        step(torch.randn(BATCH, 5, dtype=torch.float64))
+    with pytest.raises(ValueError, match="float32.*G produces .*float64"):
+        step(torch.randn(BATCH, X_DIM))
+
+
+@given(st.integers(0, 6))
+def test_number_of_real_batches_follows_d_steps(count):
+    _, step = make_step(schedule=d_first(d_steps=3))
+    batches = real_batches(count)
+    if count == 3:
+        assert set(step(batches)) >= {"loss_d", "loss_g"}
+    else:
+        with pytest.raises(ValueError, match=r"takes 3 real batch\(es\) per step.*got"):
+            step(batches)
+
+
+def test_real_must_be_a_tensor_or_a_list_of_them():
+    _, step = make_step()
+    with pytest.raises(TypeError, match="real must be a tensor"):
+        step([[1.0, 2.0]])
+    with pytest.raises(ValueError, match="shape \\(n, ...\\)"):
+        step(torch.zeros(0, X_DIM, dtype=torch.float64))
+
+
+def test_d_output_that_the_objective_cannot_use():
+    side = Run("began", False)  # an autoencoder D: one output per feature, not per sample
+    step = Step(*side.models(), objective="ns", schedule="d_first", latent=side.latent)
+    with pytest.raises(ValueError, match="'ns' needs one logit per sample.*shape \\(6, 2\\)"):
+        step(real_batches(1)[0])
+    side = Run("ns", False)  # a logit D: not an autoencoder
+    step = Step(*side.models(), objective="began", schedule="simultaneous", latent=side.latent)
+    with pytest.raises(ValueError, match="'began' needs D to be an autoencoder.*\\(6, 1\\)"):
+        step(real_batches(1)[0])
+
+
+def test_latent_that_returns_the_wrong_batch():
+    side = Run("ns", False)
+    step = Step(
+        *side.models(),
+        objective="ns",
+        schedule="d_first",
+        latent=lambda n: torch.randn(n + 1, Z_DIM, dtype=torch.float64),
+    )
+    with pytest.raises(ValueError, match="latent\\(6\\) must return a tensor with 6 rows"):
+        step(real_batches(1)[0])
+
+
+def test_concat_with_batchnorm_in_d_is_refused():
+    with pytest.raises(
+        ValueError, match="concat=True .*BatchNorm in training mode \\(net.1, net.4\\)"
+    ):
+        make_step(batchnorm=True, concat=True)
+    side, step = make_step(batchnorm=False, concat=True)
+    step(real_batches(1)[0])
+
+
+def test_concat_allowed_with_batchnorm_in_eval_and_refused_after_train():
+    side = Run("ns", True)
+    side.D.eval()
+    step = Step(
+        *side.models(), objective="ns", schedule="simultaneous", latent=side.latent, concat=True
+    )
+    step(real_batches(1)[0])
+    side.D.train()
+    with pytest.raises(ValueError, match="concat=True"):
+        step(real_batches(1)[0])
+
+
+# -- gradients: who owns them -------------------------------------------------------------
+
+
+@pytest.mark.parametrize("schedule", ["d_first", "g_first", "simultaneous"])
+def test_user_frozen_layers_stay_frozen_and_flags_are_restored(schedule):
+    side = Run("ns", False)
+    frozen_layer = side.D.net[0]
+    for p in frozen_layer.parameters():
+        p.requires_grad_(False)
+    before = [p.detach().clone() for p in frozen_layer.parameters()]
+    flags = {m: [p.requires_grad for p in m.parameters()] for m in (side.G, side.D)}
+    step = Step(*side.models(), objective="ns", schedule=schedule, latent=side.latent)
+    for batch in real_batches(3):
+        step(batch)
+    for m, want in flags.items():
+        assert [p.requires_grad for p in m.parameters()] == want
+    for p, q in zip(frozen_layer.parameters(), before, strict=True):
+        assert torch.equal(p, q) and p.grad is None
+
+
+@pytest.mark.parametrize("schedule", ["d_first", "g_first"])
+def test_flags_restored_when_a_phase_raises(schedule):
+    side = Run("ns", False)
+    step = Step(*side.models(), objective="softmax", schedule=schedule, latent=side.latent)
+    bad_real = torch.randn(BATCH, X_DIM, 1, dtype=torch.float64)
+    with pytest.raises(ValueError):
+        step(bad_real)
+    assert all(p.requires_grad for m in (side.G, side.D) for p in m.parameters())
+
+
+@pytest.mark.parametrize("objective", list(OBJECTIVES))
+@pytest.mark.parametrize(
+    "schedule", [d_first(), d_first(reuse_fake=False), g_first(), simultaneous()], ids=repr
+)
+def test_each_weight_gradient_is_computed_once_per_iteration(schedule, objective):
+    """Only the module being updated computes weight gradients: one accumulation per
+    parameter per iteration, none wasted in the other module's phase."""
+    side, step = make_step(objective=objective, schedule=schedule)
+    counts = {}
+    for module in (side.G, side.D):
+        for p in module.parameters():
+            counts[p] = 0
+            p.register_post_accumulate_grad_hook(lambda p: counts.__setitem__(p, counts[p] + 1))
+    for batch in real_batches(2):
+        step(batch)
+    assert set(counts.values()) == {2}
+
+
+# -- returned values, state ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize("objective", list(OBJECTIVES))
+def test_returns_detached_tensors_on_the_device(objective):
+    _, step = make_step(objective=objective)
+    logs = step(real_batches(1)[0])
+    assert {"loss_d", "loss_g"} <= set(logs)
+    for key, value in logs.items():
+        assert isinstance(value, torch.Tensor) and not value.requires_grad, key
+        assert value.dim() == 0 and value.device.type == "cpu"
+    if objective == "wgan_gp":
+        assert "gp" in logs
+    if objective == "began":
+        assert {"k", "m_global", "l_real"} <= set(logs)
+
+
+def test_began_state_dict_round_trip_continues_identically():
+    side_a, step_a = make_step(objective="began", schedule="simultaneous")
+    batches = real_batches(6)
+    for b in batches[:3]:
+        step_a(b)
+    saved = step_a.state_dict()
+    assert saved["iteration"] == 3 and saved["objective"]["k"].item() > 0
+    # deepcopy: Optimizer.load_state_dict keeps same-device tensors by reference
+    models = copy.deepcopy([m.state_dict() for m in side_a.models()])
+
+    side_b, step_b = make_step(objective="began", schedule="simultaneous")
+    for m, state in zip(side_b.models(), models, strict=True):
+        m.load_state_dict(state)
+    step_b.load_state_dict(saved)
+    side_b.gen.set_state(side_a.gen.get_state())
+    logs_a = [step_a(b) for b in batches[3:]]
+    logs_b = [step_b(b) for b in batches[3:]]
+    for la, lb in zip(logs_a, logs_b, strict=True):
+        assert_close(la["k"], lb["k"])
+    for p, q in zip(side_a.G.parameters(), side_b.G.parameters(), strict=True):
+        assert_close(p, q)
+
+
+def test_state_dict_restores_d_every_phase():
+    _, step = make_step(schedule=simultaneous(d_every=2))
+    assert "loss_d" not in step(real_batches(1)[0])
+    state = step.state_dict()
+    _, fresh = make_step(schedule=simultaneous(d_every=2))
+    fresh.load_state_dict(state)
+    assert "loss_d" in fresh(real_batches(1)[0])
+
+
+def test_bad_state_is_refused():
+    _, step = make_step(objective="began")
+    with pytest.raises(ValueError, match="keys 'iteration' and 'objective'"):
+        step.load_state_dict({"k": 0.5})
+    with pytest.raises(ValueError, match="exactly the key 'k'"):
+        step.load_state_dict({"iteration": 0, "objective": {}})
+    _, step = make_step(objective="ns")
+    with pytest.raises(ValueError, match="'ns' has no state"):
+        step.load_state_dict({"iteration": 0, "objective": {"k": 1}})
+
+
+def test_began_k_stays_within_bounds_and_on_the_device():
+    obj = BEGAN(lambda_k=10.0)
+    _, step = make_step(objective=obj)
+    for b in real_batches(4):
+        k = step(b)["k"]
+        assert isinstance(k, torch.Tensor) and 0.0 <= k.item() <= 1.0
+        assert k.dtype == torch.float64
+
+
+# -- CUDA -------------------------------------------------------------------------------
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+@pytest.mark.parametrize("objective", list(OBJECTIVES))
+@pytest.mark.parametrize("schedule", ["d_first", "g_first", "simultaneous"])
+def test_runs_on_cuda_and_matches_cpu(objective, schedule):
+    runs = {}
+    for device in ("cpu", "cuda"):
+        side = Run(objective, True, device=device)
+        step = Step(*side.models(), objective=objective, schedule=schedule, latent=side.latent)
+        torch.manual_seed(7)
+        for b in real_batches(3, device=device):
+            logs = step(b)
+        assert all(v.device.type == device for v in logs.values())
+        runs[device] = side
+    for p, q in zip(runs["cpu"].G.parameters(), runs["cuda"].G.parameters(), strict=True):
+        assert_close(p, q.cpu())
