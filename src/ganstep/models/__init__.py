@@ -1,6 +1,95 @@
 """Plain ``nn.Module`` generators and discriminators that users can import."""
 
+from __future__ import annotations
+
+import math
+
+from torch import Tensor, nn
+
+from .began import BEGANDecoder, BEGANDiscriminator, BEGANEncoder
 from .dcgan import DCGANDiscriminator, DCGANGenerator
 from .mlp import MLP
 
-__all__ = ["DCGANDiscriminator", "DCGANGenerator", "MLP"]
+MODELS = ("mlp", "dcgan", "began")
+
+
+class ImageMLP(nn.Module):
+    """An MLP generator whose output is reshaped to images in [-1, 1] (tanh)."""
+
+    def __init__(self, z_dim: int, shape: tuple[int, ...], hidden: tuple[int, ...]):
+        super().__init__()
+        self.shape = shape
+        self.mlp = MLP(z_dim, math.prod(shape), hidden)
+
+    def forward(self, z: Tensor) -> Tensor:
+        return self.mlp(z).tanh().reshape(z.shape[0], *self.shape)
+
+
+class Autoencoder(nn.Module):
+    """An MLP autoencoder (BEGAN's D for vector or flattened data)."""
+
+    def __init__(self, shape: tuple[int, ...], hidden: int, code: int):
+        super().__init__()
+        self.shape = shape
+        d = math.prod(shape)
+        self.mlp = MLP(d, d, (hidden, code, hidden), activation=nn.ELU)
+
+    def forward(self, x: Tensor) -> Tensor:
+        return self.mlp(x).reshape(x.shape[0], *self.shape)
+
+
+def image_size(shape: tuple[int, ...]) -> int:
+    """The convolutional models' size for images of ``shape`` (C, H, W): 32 or 64."""
+    return 32 if max(shape[1:]) <= 32 else 64
+
+
+def build_models(
+    name: str, shape: tuple[int, ...], objective: str, z_dim: int, width: int
+) -> tuple[nn.Module, nn.Module]:
+    """G and D of model ``name`` for samples of ``shape``.
+
+    ``began`` pairs only with the ``began`` objective (its D is an autoencoder); with
+    ``mlp`` the ``began`` objective gets an MLP autoencoder D. ``shape`` of images
+    must already be the model size (see :func:`image_size`).
+    """
+    if name not in MODELS:
+        raise ValueError(f"unknown model {name!r}; choose one of: {', '.join(MODELS)}")
+    images = len(shape) == 3
+    if name != "mlp" and not images:
+        raise ValueError(f"model {name!r} needs images; use --model mlp for {shape} vectors")
+    if (name == "began") != (objective == "began") and name != "mlp":
+        raise ValueError(
+            "the 'began' model (an autoencoder D) goes with the 'began' objective and only "
+            f"with it; got model {name!r} with objective {objective!r}"
+        )
+    if name == "mlp":
+        hidden = (width, width, width)
+        G = ImageMLP(z_dim, shape, hidden) if images else MLP(z_dim, shape[0], hidden)
+        if objective == "began":
+            return G, Autoencoder(shape, width, max(2, width // 4))
+        return G, MLP(math.prod(shape), 1, hidden, activation=nn.LeakyReLU)
+    channels, size = shape[0], image_size(shape)
+    if name == "dcgan":
+        return (
+            DCGANGenerator(z_dim, width, channels, size),
+            DCGANDiscriminator(width, channels, size, batchnorm=objective != "wgan_gp"),
+        )
+    return (
+        BEGANDecoder(z_dim, width, channels, size),
+        BEGANDiscriminator(z_dim, width, channels, size),
+    )
+
+
+__all__ = [
+    "MODELS",
+    "Autoencoder",
+    "BEGANDecoder",
+    "BEGANDiscriminator",
+    "BEGANEncoder",
+    "DCGANDiscriminator",
+    "DCGANGenerator",
+    "ImageMLP",
+    "MLP",
+    "build_models",
+    "image_size",
+]

@@ -1,0 +1,149 @@
+"""The ``ganstep`` command: ``ganstep train`` and ``ganstep sample``."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tomllib
+from pathlib import Path
+
+from .data import NAMES, DataError
+from .models import MODELS
+from .objectives import OBJECTIVES
+from .schedules import SCHEDULES
+
+# flag -> Config field, for the options the command line may override
+TRAIN_FLAGS = {
+    "data": (str, f"dataset: {', '.join(NAMES)}, a folder of PNG/JPG images, or a .npy file"),
+    "data_dir": (str, "folder with the official MNIST/Fashion-MNIST files (no download)"),
+    "model": (str, f"one of: {', '.join(MODELS)}"),
+    "objective": (str, f"one of: {', '.join(OBJECTIVES)}"),
+    "schedule": (str, f"update order, one of: {', '.join(SCHEDULES)}"),
+    "steps": (int, "training iterations"),
+    "batch_size": (int, "real (and fake) samples per D step"),
+    "lr_g": (float, "G's Adam learning rate"),
+    "lr_d": (float, "D's Adam learning rate"),
+    "seed": (int, "seed of every random stream of the run"),
+    "device": (str, "auto (cuda when available), cpu or cuda[:N]"),
+    "out": (str, "the run folder"),
+    "z_dim": (int, "size of z"),
+    "width": (int, "model width (hidden units, or base channels)"),
+    "ema": (float, "EMA decay of G's weights for samples and metrics; 0 turns EMA off"),
+    "eval_every": (int, "steps between evaluations (metrics.jsonl)"),
+    "eval_samples": (int, "samples per evaluation"),
+    "sample_every": (int, "steps between sample pictures"),
+    "ckpt_every": (int, "steps between checkpoints"),
+    "keep": (int, "checkpoints kept"),
+    "log_every": (int, "steps between progress bar updates"),
+    "feature_steps": (int, "training steps of the FID feature extractor (cached per dataset)"),
+}
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="ganstep", description="GAN training with an explicit update order."
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+    train = sub.add_parser(
+        "train",
+        help="train a GAN (with no option: the 2D grid in a few minutes on a CPU)",
+        description="Train a GAN. Values come from the defaults, then the run's config.toml "
+        "(with --resume), then --config FILE.toml, then the flags given.",
+    )
+    for name, (kind, text) in TRAIN_FLAGS.items():
+        train.add_argument("--" + name.replace("_", "-"), dest=name, type=kind, help=text)
+    train.add_argument("--config", type=Path, help="a TOML file of config values")
+    train.add_argument("--resume", action="store_true", help="continue the run in --out")
+    train.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+    sample = sub.add_parser("sample", help="write samples of a trained run")
+    sample.add_argument("--run", required=True, type=Path, help="a run folder")
+    sample.add_argument("--n", required=True, type=int, help="number of samples")
+    sample.add_argument(
+        "--out", required=True, type=Path,
+        help=".npy (raw values, as the data was given) or .png (a grid, or a 2D scatter plot)",
+    )  # fmt: skip
+    sample.add_argument("--seed", type=int, default=0, help="seed of z")
+    return parser
+
+
+def _read_toml(path: Path) -> dict:
+    try:
+        return tomllib.loads(path.read_text())
+    except (OSError, tomllib.TOMLDecodeError) as e:
+        raise ValueError(f"{path}: cannot read TOML config ({e})") from e
+
+
+def _train(args: argparse.Namespace) -> int:
+    from .train import Config, train
+
+    values: dict = {}
+    flags = {k: getattr(args, k) for k in TRAIN_FLAGS if getattr(args, k) is not None}
+    out = flags.get("out")
+    if args.config is not None:
+        values.update(_read_toml(args.config))
+        out = flags.get("out", values.get("out"))
+    if args.resume:
+        if out is None:
+            raise ValueError("--resume needs --out (or out in --config): the run to continue")
+        saved = Path(out) / "config.toml"
+        if not saved.exists():
+            raise FileNotFoundError(f"--resume: {saved} not found")
+        values = {**_read_toml(saved), **values}
+    values.update(flags)
+    cfg = Config.from_dict(values)
+    if "out" not in values:
+        cfg.out = (
+            f"runs/{Path(cfg.data).stem}-{cfg.model}-{cfg.objective}-{cfg.schedule}-s{cfg.seed}"
+        )
+    record = train(cfg, resume=args.resume, progress=not args.no_progress)
+    shown = ", ".join(f"{k}={v}" for k, v in record.items() if k != "elapsed_s")
+    print(f"done: {shown}\nrun folder: {cfg.out}")
+    return 0
+
+
+def _sample(args: argparse.Namespace) -> int:
+    import numpy as np
+    import torch
+
+    from . import plots
+    from .models import build_models
+    from .train import dataset_from_meta, generate, load_run
+
+    if args.n < 1:
+        raise ValueError(f"--n must be at least 1, got {args.n}")
+    if args.out.suffix not in (".npy", ".png"):
+        raise ValueError(f"--out must end in .npy or .png, got {args.out}")
+    cfg, state = load_run(args.run)
+    data = dataset_from_meta(state["data"])
+    shape = tuple(state["data"]["sample_shape"])
+    G, _ = build_models(cfg.model, shape, cfg.objective, cfg.z_dim, cfg.width)
+    G.load_state_dict(state["ema"] if state.get("ema") is not None else state["G"])
+    x = generate(G, cfg.z_dim, args.n, torch.device("cpu"), seed=args.seed)
+    raw = data.to_raw(x)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    if args.out.suffix == ".npy":
+        np.save(args.out, raw)
+    elif data.kind == "images":
+        plots.image_grid(raw, data.raw_range, args.out)
+    else:
+        modes = None if data.modes is None else data.modes.numpy()
+        plots.scatter(raw[:, :2], modes, args.out, f"{data.name}: {args.n} samples")
+    print(f"wrote {args.n} samples to {args.out}")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the ``ganstep`` console script."""
+    args = _parser().parse_args(argv)
+    try:
+        return _train(args) if args.command == "train" else _sample(args)
+    except KeyboardInterrupt:
+        return 130
+    except (ValueError, DataError, FileNotFoundError, FileExistsError, RuntimeError) as e:
+        print(f"ganstep: error: {e}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,235 @@
+"""Datasets: toy 2D mixtures, images (digits, MNIST, Fashion-MNIST, a folder), arrays.
+
+Every dataset gives batches in the model's space (points as they are, images in
+[-1, 1] at the model's size) and maps generated samples back to the data's own
+values and size with :meth:`Dataset.to_raw`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+
+from .idx import CHECKSUMS, DataError, load_idx
+from .toy import TOY, sample_mixture
+
+NAMES = ("grid", "ring", "digits", "mnist", "fashion-mnist")
+IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg")
+
+
+@dataclass
+class Dataset:
+    """Training data and how to map between its values and the model's.
+
+    ``kind`` is ``"points"`` (vectors, used as given) or ``"images"`` (N, C, H, W,
+    mapped from ``raw_range`` to [-1, 1]). Toy mixtures have ``modes`` and ``std``
+    and no fixed ``train`` tensor: batches are drawn fresh.
+    """
+
+    name: str
+    kind: str
+    train: Tensor | None
+    test: Tensor | None = None
+    modes: Tensor | None = None
+    std: float | None = None
+    raw_range: tuple[float, float] = (-1.0, 1.0)
+    native_hw: tuple[int, int] | None = None
+    model_hw: tuple[int, int] | None = field(default=None)
+
+    @property
+    def sample_shape(self) -> tuple[int, ...]:
+        if self.modes is not None:
+            return (self.modes.shape[1],)
+        return tuple(self.train.shape[1:])
+
+    @property
+    def checksum(self) -> str:
+        """A digest of the training data, to key caches (the FID feature extractor)."""
+        h = hashlib.sha256(self.name.encode())
+        if self.train is not None:
+            h.update(str(tuple(self.train.shape)).encode())
+            h.update(self.train.numpy().tobytes())
+        return h.hexdigest()[:16]
+
+    def batch(self, n: int, generator: torch.Generator) -> Tensor:
+        """n training samples, drawn with ``generator`` (uniformly, with replacement)."""
+        if self.modes is not None:
+            return sample_mixture(self.modes, self.std, n, generator)
+        return self.train[torch.randint(len(self.train), (n,), generator=generator)]
+
+    def fit(self, size: int | None) -> None:
+        """Bring images to ``size`` x ``size``: pad by up to 8 pixels (28 -> 32), else resize.
+        ``None`` keeps the native size."""
+        if self.kind != "images" or size is None or self.native_hw == (size, size):
+            self.model_hw = self.native_hw
+            return
+        self.model_hw = (size, size)
+        self.train = _to_size(self.train, self.native_hw, size)
+        if self.test is not None:
+            self.test = _to_size(self.test, self.native_hw, size)
+
+    def to_raw(self, x: Tensor) -> np.ndarray:
+        """Generated samples in the data's own values and size, as a numpy array."""
+        x = x.detach().float().cpu()
+        if self.kind == "images":
+            if self.model_hw != self.native_hw:
+                x = _from_size(x, self.native_hw)
+            lo, hi = self.raw_range
+            x = (x.clamp(-1, 1) + 1) / 2 * (hi - lo) + lo
+        return x.numpy()
+
+
+def _pad(native: tuple[int, int], size: int) -> tuple[int, int, int, int] | None:
+    dh, dw = size - native[0], size - native[1]
+    if 0 <= dh <= 8 and 0 <= dw <= 8 and dh % 2 == 0 and dw % 2 == 0:
+        return (dw // 2, dw // 2, dh // 2, dh // 2)
+    return None
+
+
+def _to_size(x: Tensor, native: tuple[int, int], size: int) -> Tensor:
+    pad = _pad(native, size)
+    if pad is not None:
+        return F.pad(x, pad, value=-1.0)
+    if size % native[0] == 0 and size % native[1] == 0:  # 8 -> 32: blocks, undone exactly
+        return F.interpolate(x, size=(size, size), mode="nearest")
+    return F.interpolate(x, size=(size, size), mode="bilinear", align_corners=False)
+
+
+def _from_size(x: Tensor, native: tuple[int, int]) -> Tensor:
+    pad = _pad(native, x.shape[-1])
+    if pad is not None:
+        left, _, top, _ = pad
+        return x[..., top : top + native[0], left : left + native[1]]
+    if x.shape[-2] % native[0] == 0 and x.shape[-1] % native[1] == 0:
+        return F.interpolate(x, size=native, mode="area")
+    return F.interpolate(x, size=native, mode="bilinear", align_corners=False, antialias=True)
+
+
+def _images(name: str, array: np.ndarray, raw_range, test: np.ndarray | None = None) -> Dataset:
+    """Images (N, C, H, W) in ``raw_range`` -> a dataset in [-1, 1]."""
+    lo, hi = raw_range
+    if not hi > lo:
+        raise DataError(f"{name}: all pixel values are equal ({lo}); nothing to learn")
+
+    def norm(a):
+        return torch.from_numpy(((a.astype(np.float32) - lo) / (hi - lo)) * 2 - 1).contiguous()
+
+    return Dataset(
+        name=name,
+        kind="images",
+        train=norm(array),
+        test=None if test is None else norm(test),
+        raw_range=(float(lo), float(hi)),
+        native_hw=tuple(array.shape[2:]),
+    )
+
+
+def _split(array: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
+    """Hold out the last tenth as a test split (for the metrics' real-vs-real floor)."""
+    if len(array) < 20:
+        return array, None
+    cut = len(array) - len(array) // 10
+    return array[:cut], array[cut:]
+
+
+def load_digits() -> Dataset:
+    """scikit-learn's bundled 8x8 digits (1797 images, values 0..16): no download."""
+    from sklearn.datasets import load_digits as sk_digits
+
+    images = sk_digits().images.astype(np.float32)[:, None]  # (1797, 1, 8, 8)
+    train, test = _split(images)
+    return _images("digits", train, (0.0, 16.0), test)
+
+
+def load_folder(path: Path) -> Dataset:
+    """All PNG/JPG images of a folder; they must share one size."""
+    from PIL import Image
+
+    files = sorted(p for p in path.iterdir() if p.suffix.lower() in IMAGE_SUFFIXES)
+    if not files:
+        raise DataError(f"{path}: no PNG or JPG images in this folder")
+    images, sizes = [], {}
+    for f in files:
+        try:
+            with Image.open(f) as im:
+                im.load()
+                sizes.setdefault(im.size, f.name)
+                images.append(im.copy())
+        except OSError as e:
+            raise DataError(f"{f}: not a readable image ({e})") from e
+    if len(sizes) > 1:
+        (s1, f1), (s2, f2) = list(sizes.items())[:2]
+        raise DataError(
+            f"{path}: images of mixed sizes ({f1} is {s1[0]}x{s1[1]}, {f2} is {s2[0]}x{s2[1]}); "
+            "resize them to one size first"
+        )
+    gray = all(im.mode in ("L", "1", "LA", "I", "I;16") for im in images)
+    mode = "L" if gray else "RGB"
+    array = np.stack([np.asarray(im.convert(mode)) for im in images])
+    array = array[:, None] if gray else array.transpose(0, 3, 1, 2)
+    train, test = _split(array)
+    return _images(path.name, train, (0.0, 255.0), test)
+
+
+def load_array(path: Path) -> Dataset:
+    """A ``.npy`` array: (N, d) points, or images (N, H, W), (N, C, H, W) or (N, H, W, C)."""
+    try:
+        array = np.load(path, allow_pickle=False)
+    except (OSError, ValueError) as e:
+        raise DataError(f"{path}: not a readable .npy array ({e})") from e
+    if array.dtype.kind not in "uif" or array.ndim < 2 or len(array) < 2:
+        raise DataError(
+            f"{path}: need a numeric array of at least 2 samples, shape (N, ...), got "
+            f"{array.dtype} {array.shape}"
+        )
+    if not np.isfinite(array).all():
+        raise DataError(f"{path}: the array has NaN or infinite values")
+    if array.ndim == 2:
+        data = torch.from_numpy(array.astype(np.float32))
+        train, test = _split(data)
+        return Dataset(name=path.stem, kind="points", train=train.contiguous(), test=test)
+    if array.ndim == 3:
+        array = array[:, None]
+    elif array.ndim == 4 and array.shape[1] not in (1, 3) and array.shape[3] in (1, 3):
+        array = array.transpose(0, 3, 1, 2)
+    if array.ndim != 4 or array.shape[1] not in (1, 3):
+        raise DataError(f"{path}: images must have 1 or 3 channels, got shape {array.shape}")
+    raw = (0.0, 255.0) if array.dtype == np.uint8 else (float(array.min()), float(array.max()))
+    train, test = _split(array)
+    return _images(path.stem, train, raw, test)
+
+
+def load_dataset(name: str, data_dir: str | os.PathLike | None = None) -> Dataset:
+    """A dataset by name (``grid``, ``ring``, ``digits``, ``mnist``, ``fashion-mnist``) or
+    by path (a folder of images or a ``.npy`` file)."""
+    if name in TOY:
+        modes_fn, std = TOY[name]
+        return Dataset(name=name, kind="points", train=None, modes=modes_fn(), std=std)
+    if name == "digits":
+        return load_digits()
+    if name in CHECKSUMS:
+        arrays = load_idx(name, data_dir)
+        return _images(
+            name, arrays["train_images"][:, None], (0.0, 255.0), arrays["test_images"][:, None]
+        )
+    path = Path(name)
+    if path.is_dir():
+        return load_folder(path)
+    if path.suffix == ".npy":
+        if not path.exists():
+            raise DataError(f"{path}: no such file")
+        return load_array(path)
+    raise DataError(
+        f"unknown data {name!r}; choose one of: {', '.join(NAMES)}, a folder of PNG/JPG "
+        "images, or a .npy file"
+    )
+
+
+__all__ = ["DataError", "Dataset", "NAMES", "load_dataset"]

@@ -1,0 +1,79 @@
+"""Pictures a run writes: sample grids (PNG), 2D scatter plots and the report."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+
+
+def image_grid(images: np.ndarray, raw_range: tuple[float, float], path: Path) -> None:
+    """Save images (N, C, H, W) with values in ``raw_range`` as one PNG grid."""
+    from PIL import Image
+
+    lo, hi = raw_range
+    x = np.clip((images - lo) / (hi - lo), 0, 1)
+    n, c, h, w = x.shape
+    cols = math.ceil(math.sqrt(n))
+    rows = math.ceil(n / cols)
+    pad = 2
+    grid = np.ones((c, rows * (h + pad) + pad, cols * (w + pad) + pad), dtype=np.float64)
+    for i in range(n):
+        r, q = divmod(i, cols)
+        y0, x0 = pad + r * (h + pad), pad + q * (w + pad)
+        grid[:, y0 : y0 + h, x0 : x0 + w] = x[i]
+    pixels = (grid * 255).round().astype(np.uint8)
+    mode_img = pixels[0] if c == 1 else pixels.transpose(1, 2, 0)
+    Image.fromarray(mode_img).save(path)
+
+
+def scatter(points: np.ndarray, modes: np.ndarray | None, path: Path, title: str) -> None:
+    """Save 2D samples (and the true modes) as a scatter plot PNG."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(5, 5), dpi=100)
+    ax.scatter(points[:, 0], points[:, 1], s=2, alpha=0.4, label="generated")
+    if modes is not None:
+        ax.scatter(modes[:, 0], modes[:, 1], s=30, c="red", marker="x", label="modes")
+    ax.set_aspect("equal")
+    ax.set_title(title)
+    ax.legend(loc="upper right", fontsize=7)
+    fig.savefig(path)
+    plt.close(fig)
+
+
+def report(metrics_path: Path, path: Path) -> None:
+    """Plot every numeric series of ``metrics.jsonl`` against the step, one panel each."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows = [json.loads(line) for line in metrics_path.read_text().splitlines() if line.strip()]
+    keys = [
+        k
+        for k in dict.fromkeys(k for r in rows for k in r)
+        if k not in ("step", "elapsed_s")
+        and all(isinstance(r.get(k, 0), int | float) for r in rows)
+    ]
+    cols = 3
+    panels = max(1, len(keys))
+    fig, axes = plt.subplots(
+        math.ceil(panels / cols), cols, figsize=(4 * cols, 3 * math.ceil(panels / cols)), dpi=100
+    )
+    axes = np.atleast_1d(axes).ravel()
+    for ax, key in zip(axes, keys, strict=False):
+        xs = [r["step"] for r in rows if key in r]
+        ax.plot(xs, [r[key] for r in rows if key in r], marker=".")
+        ax.set_title(key)
+        ax.set_xlabel("step")
+    for ax in axes[len(keys) :]:
+        ax.axis("off")
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)

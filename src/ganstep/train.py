@@ -1,0 +1,443 @@
+"""The training loop around Step: data, models, EMA, metrics, samples, checkpoints, resume.
+
+A run folder holds ``config.toml`` (the resolved config), ``metrics.jsonl`` (one JSON
+object per evaluation, with ``step``), ``samples/`` (PNG grids or 2D scatter plots),
+``checkpoints/`` (atomic, last K kept) and ``report.png`` (loss and metric curves).
+A resumed run ends with exactly the parameters of an uninterrupted one: every random
+stream the loop draws from (z, real batches, the global generator) is saved.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import json
+import math
+import signal
+import sys
+import time
+from dataclasses import dataclass, fields
+from pathlib import Path
+
+import torch
+from torch import Tensor, nn
+
+from . import checkpoint, plots
+from .data import Dataset, load_dataset
+from .data.idx import cache_dir
+from .metrics import FeatureExtractor, fid, kid, toy_metrics
+from .models import build_models, image_size
+from .objectives import OBJECTIVES
+from .schedules import SCHEDULES
+from .step import Step
+
+
+@dataclass
+class Config:
+    """Everything a run depends on; written to ``config.toml``. Defaults train the 2D grid."""
+
+    data: str = "grid"
+    data_dir: str | None = None
+    model: str = "mlp"
+    objective: str = "ns"
+    schedule: str = "d_first"
+    steps: int = 6000
+    batch_size: int = 256
+    lr_g: float = 2e-4
+    lr_d: float = 2e-4
+    beta1: float = 0.5
+    beta2: float = 0.999
+    z_dim: int = 16
+    width: int = 256
+    ema: float = 0.999
+    seed: int = 0
+    device: str = "auto"
+    out: str = "runs/latest"
+    eval_every: int = 1000
+    eval_samples: int = 2500
+    sample_every: int = 1000
+    ckpt_every: int = 1000
+    keep: int = 3
+    log_every: int = 50
+    feature_steps: int = 200
+
+    def validate(self) -> None:
+        """Raise ValueError naming the first bad value."""
+        from .models import MODELS
+
+        if self.model not in MODELS:
+            raise ValueError(f"unknown model {self.model!r}; choose one of: {', '.join(MODELS)}")
+        if self.objective not in OBJECTIVES:
+            raise ValueError(
+                f"unknown objective {self.objective!r}; choose one of: {', '.join(OBJECTIVES)}"
+            )
+        if self.schedule not in SCHEDULES:
+            raise ValueError(
+                f"unknown schedule {self.schedule!r}; choose one of: {', '.join(SCHEDULES)}"
+            )
+        counts = ("steps", "batch_size", "z_dim", "width", "eval_every", "eval_samples",
+                  "sample_every", "ckpt_every", "keep", "log_every", "feature_steps")  # fmt: skip
+        for name in counts:
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"{name} must be a positive integer, got {value!r}")
+        for name in ("lr_g", "lr_d"):
+            if not math.isfinite(getattr(self, name)) or getattr(self, name) <= 0:
+                raise ValueError(f"{name} must be a positive number, got {getattr(self, name)!r}")
+        if not (0 <= self.ema < 1 and 0 <= self.beta1 < 1 and 0 <= self.beta2 < 1):
+            raise ValueError("ema, beta1 and beta2 must be in [0, 1)")
+        if self.device not in ("auto", "cpu") and not self.device.startswith("cuda"):
+            raise ValueError(f"device must be auto, cpu or cuda[:N], got {self.device!r}")
+        if self.device.startswith("cuda") and not torch.cuda.is_available():
+            raise ValueError(f"device {self.device!r} asked for, but CUDA is not available")
+
+    @classmethod
+    def from_dict(cls, values: dict) -> Config:
+        known = {f.name: f for f in fields(cls)}
+        unknown = sorted(set(values) - set(known))
+        if unknown:
+            raise ValueError(f"unknown config keys {unknown}; known keys: {', '.join(known)}")
+        cfg = cls(**values)
+        for f in fields(cls):  # TOML gives ints for floats like 1 (lr = 1): accept them
+            value = getattr(cfg, f.name)
+            if f.type == "float" and isinstance(value, int) and not isinstance(value, bool):
+                setattr(cfg, f.name, float(value))
+        return cfg
+
+    def to_toml(self) -> str:
+        lines = []
+        for key, value in dataclasses.asdict(self).items():
+            if value is None:
+                continue
+            if isinstance(value, bool):
+                text = "true" if value else "false"
+            elif isinstance(value, int | float):
+                text = repr(value)
+            else:
+                text = json.dumps(value)  # a JSON string is a valid TOML basic string
+            lines.append(f"{key} = {text}")
+        return "\n".join(lines) + "\n"
+
+
+class NonFiniteLoss(RuntimeError):
+    """A loss became NaN or infinite; training stopped before saving anything after it."""
+
+
+class Evaluator:
+    """Metrics of generated samples: toy mode coverage, or FID/KID against real features."""
+
+    def __init__(self, data: Dataset, cfg: Config) -> None:
+        self.data, self.n = data, cfg.eval_samples
+        self.floor: dict[str, float] = {}
+        if data.modes is not None:
+            return
+        if data.kind == "images":
+            self.extractor = cached_extractor(data, cfg.feature_steps)
+            self.embed = self.extractor.features
+        else:
+            self.embed = lambda x: x.double()
+        gen = torch.Generator().manual_seed(0)
+        pick = torch.randperm(len(data.train), generator=gen)[: self.n]
+        self.real = self.embed(data.train[pick])
+        if data.test is not None and len(data.test) >= 2:
+            test = self.embed(data.test[: self.n])
+            self.floor = {"fid_floor": fid(self.real, test), "kid_floor": kid(self.real, test)}
+
+    def __call__(self, samples: Tensor) -> dict[str, float]:
+        if self.data.modes is not None:
+            return toy_metrics(samples, self.data.modes, self.data.std)
+        fake = self.embed(samples.float().cpu())
+        return {"fid": fid(self.real, fake), "kid": kid(self.real, fake), **self.floor}
+
+
+def cached_extractor(data: Dataset, steps: int) -> FeatureExtractor:
+    """The feature extractor of ``data``, trained once and cached by a data checksum."""
+    folder = cache_dir() / "features"
+    key = f"{data.checksum}-{data.model_hw[0]}px-v{FeatureExtractor.VERSION}-s{steps}"
+    path = folder / f"{key}.pt"
+    net = FeatureExtractor(data.train.shape[1])
+    if path.exists():
+        try:
+            net.load_state_dict(torch.load(path, map_location="cpu", weights_only=True))
+            return net.eval()
+        except (RuntimeError, OSError, EOFError):
+            pass  # a stale or damaged cache entry: train again and overwrite it
+    net = FeatureExtractor.train_on(data.train, steps=steps)
+    checkpoint.atomic_save(net.state_dict(), path)
+    return net
+
+
+@torch.no_grad()
+def generate(G: nn.Module, latent_dim: int, n: int, device, seed: int, batch: int = 500) -> Tensor:
+    """n samples of G in eval mode from a fixed seed, leaving all training streams alone."""
+    gen = torch.Generator(device=device).manual_seed(seed)
+    was_training = G.training
+    G.eval()
+    try:
+        out = [
+            G(torch.randn(min(batch, n - i), latent_dim, generator=gen, device=device)).cpu()
+            for i in range(0, n, batch)
+        ]
+    finally:
+        G.train(was_training)
+    return torch.cat(out)
+
+
+def resolve_device(name: str) -> torch.device:
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    return torch.device(name)
+
+
+def data_meta(data: Dataset) -> dict:
+    """What ``ganstep sample`` needs to map samples back to the data's values."""
+    return {
+        "name": data.name,
+        "kind": data.kind,
+        "sample_shape": list(data.sample_shape),
+        "raw_range": list(data.raw_range),
+        "native_hw": list(data.native_hw) if data.native_hw else None,
+        "model_hw": list(data.model_hw) if data.model_hw else None,
+        "modes": data.modes,
+        "std": data.std,
+    }
+
+
+def dataset_from_meta(meta: dict) -> Dataset:
+    hw = meta["native_hw"], meta["model_hw"]
+    return Dataset(
+        name=meta["name"],
+        kind=meta["kind"],
+        train=None,
+        modes=meta["modes"],
+        std=meta["std"],
+        raw_range=tuple(meta["raw_range"]),
+        native_hw=tuple(hw[0]) if hw[0] else None,
+        model_hw=tuple(hw[1]) if hw[1] else None,
+    )
+
+
+def save_samples(G: nn.Module, data: Dataset, cfg: Config, device, path: Path) -> None:
+    if data.kind == "images":
+        x = generate(G, cfg.z_dim, 64, device, seed=cfg.seed + 3)
+        plots.image_grid(data.to_raw(x), data.raw_range, path)
+    else:
+        x = generate(G, cfg.z_dim, min(cfg.eval_samples, 2500), device, seed=cfg.seed + 3)
+        modes = None if data.modes is None else data.modes.numpy()
+        plots.scatter(data.to_raw(x)[:, :2], modes, path, f"{data.name}, {path.stem}")
+
+
+class _StopFlag:
+    """Ctrl-C (SIGINT) asks the loop to stop after the current iteration; a second one
+    interrupts at once."""
+
+    def __init__(self) -> None:
+        self.requested = False
+
+    def __enter__(self):
+        self.previous = signal.getsignal(signal.SIGINT)
+        signal.signal(signal.SIGINT, self._handle)
+        return self
+
+    def _handle(self, signum, frame) -> None:
+        if self.requested:
+            raise KeyboardInterrupt
+        self.requested = True
+
+    def __exit__(self, *exc) -> None:
+        signal.signal(signal.SIGINT, self.previous)
+
+
+def train(cfg: Config, *, resume: bool = False, progress: bool = True) -> dict:
+    """Train as ``cfg`` says; return the last metrics record.
+
+    With ``resume``, continue from the newest checkpoint of ``cfg.out``. Raises
+    :class:`NonFiniteLoss` if a loss becomes NaN or infinite (checkpoints written
+    before it stay), and stops cleanly on Ctrl-C after saving a checkpoint.
+    """
+    cfg.validate()
+    out = Path(cfg.out)
+    device = resolve_device(cfg.device)
+    data = load_dataset(cfg.data, cfg.data_dir)
+    data.fit(
+        image_size(data.sample_shape) if data.kind == "images" and cfg.model != "mlp" else None
+    )
+
+    torch.manual_seed(cfg.seed)
+    G, D = build_models(cfg.model, data.sample_shape, cfg.objective, cfg.z_dim, cfg.width)
+    G, D = G.to(device), D.to(device)
+    opt_g = torch.optim.Adam(G.parameters(), cfg.lr_g, betas=(cfg.beta1, cfg.beta2))
+    opt_d = torch.optim.Adam(D.parameters(), cfg.lr_d, betas=(cfg.beta1, cfg.beta2))
+    ema = copy.deepcopy(G).requires_grad_(False) if cfg.ema > 0 else None
+    latent_gen = torch.Generator(device=device).manual_seed(cfg.seed + 1)
+    data_gen = torch.Generator().manual_seed(cfg.seed + 2)
+
+    def latent(n: int) -> Tensor:
+        return torch.randn(n, cfg.z_dim, generator=latent_gen, device=device)
+
+    step = Step(G, D, opt_g, opt_d, objective=cfg.objective, schedule=cfg.schedule, latent=latent)
+    sums: dict[str, Tensor] = {}  # loss sums since the last evaluation, kept on the device
+    counts: dict[str, int] = {}
+    first_bad = torch.full((), -1, dtype=torch.long, device=device)
+    start = 0
+    ckpt_dir, samples_dir, metrics_path = (
+        out / "checkpoints",
+        out / "samples",
+        out / "metrics.jsonl",
+    )
+    if resume:
+        state = checkpoint.load_latest(ckpt_dir, map_location=device)
+        if state is None:
+            raise FileNotFoundError(f"--resume: no checkpoint in {ckpt_dir}")
+        start = state["step"]
+        G.load_state_dict(state["G"])
+        D.load_state_dict(state["D"])
+        for opt, key, lr in ((opt_g, "opt_g", cfg.lr_g), (opt_d, "opt_d", cfg.lr_d)):
+            opt.load_state_dict(state[key])
+            for group in opt.param_groups:  # the config wins: a resume may change them
+                group["lr"], group["betas"] = lr, (cfg.beta1, cfg.beta2)
+        step.load_state_dict(state["step_state"])
+        if ema is not None and state.get("ema") is not None:
+            ema.load_state_dict(state["ema"])
+        torch.set_rng_state(state["rng"]["torch"])
+        latent_gen.set_state(state["rng"]["latent"])
+        data_gen.set_state(state["rng"]["data"])
+        if device.type == "cuda" and state["rng"].get("cuda") is not None:
+            torch.cuda.set_rng_state(state["rng"]["cuda"], device)
+        sums = {k: v.to(device) for k, v in state["sums"].items()}
+        counts = dict(state["counts"])
+        _truncate_metrics(metrics_path, start)
+    elif ckpt_dir.exists() and checkpoint.list_checkpoints(ckpt_dir):
+        raise FileExistsError(
+            f"{out} already holds checkpoints: pass --resume to continue it, or choose "
+            "another --out"
+        )
+    out.mkdir(parents=True, exist_ok=True)
+    samples_dir.mkdir(exist_ok=True)
+    (out / "config.toml").write_text(cfg.to_toml())
+    evaluator = Evaluator(data, cfg)
+    sample_model = ema if ema is not None else G
+
+    def save_checkpoint(done: int) -> Path:
+        _raise_if_non_finite(first_bad)
+        state = {
+            "step": done,
+            "G": G.state_dict(),
+            "D": D.state_dict(),
+            "opt_g": opt_g.state_dict(),
+            "opt_d": opt_d.state_dict(),
+            "step_state": step.state_dict(),
+            "ema": ema.state_dict() if ema is not None else None,
+            "rng": {
+                "torch": torch.get_rng_state(),
+                "latent": latent_gen.get_state(),
+                "data": data_gen.get_state(),
+                "cuda": torch.cuda.get_rng_state(device) if device.type == "cuda" else None,
+            },
+            "sums": sums,
+            "counts": counts,
+            "config": dataclasses.asdict(cfg),
+            "data": data_meta(data),
+        }
+        return checkpoint.save(ckpt_dir, done, state, cfg.keep)
+
+    bar = None
+    if progress:
+        from tqdm import tqdm
+
+        bar = tqdm(total=cfg.steps, initial=start, desc="ganstep", unit="step", file=sys.stderr)
+    last_record: dict = {}
+    t0 = time.perf_counter()
+    done = start
+    with _StopFlag() as stop:
+        for done in range(start + 1, cfg.steps + 1):
+            reals = [
+                data.batch(cfg.batch_size, data_gen).to(device) for _ in range(step.real_batches)
+            ]
+            logs = step(reals if len(reals) > 1 else reals[0])
+            for key, value in logs.items():  # on the device: no host sync per step
+                sums[key] = sums.get(key, torch.zeros((), device=device)) + value.float()
+                counts[key] = counts.get(key, 0) + 1
+                bad = ~torch.isfinite(value)
+                first_bad = torch.where((first_bad < 0) & bad, done, first_bad)
+            if ema is not None:
+                with torch.no_grad():
+                    for e, p in zip(ema.parameters(), G.parameters(), strict=True):
+                        e.lerp_(p, 1 - cfg.ema)
+                    for e, b in zip(ema.buffers(), G.buffers(), strict=True):
+                        e.copy_(b)
+            if done % cfg.log_every == 0 or done == cfg.steps:
+                _raise_if_non_finite(first_bad)
+                if bar is not None:
+                    bar.set_postfix(
+                        {k: f"{v.item():.3f}" for k, v in logs.items() if k.startswith("loss")}
+                    )
+                    bar.update(done - bar.n)
+            if done % cfg.eval_every == 0 or done == cfg.steps:
+                _raise_if_non_finite(first_bad)
+                samples = generate(
+                    sample_model, cfg.z_dim, cfg.eval_samples, device, seed=cfg.seed + 4
+                )
+                last_record = {
+                    "step": done,
+                    **{k: round(v.item() / counts[k], 6) for k, v in sums.items()},
+                    **evaluator(samples),
+                    "elapsed_s": round(time.perf_counter() - t0, 2),
+                }
+                sums, counts = {}, {}
+                with metrics_path.open("a") as f:
+                    f.write(json.dumps(last_record) + "\n")
+            if done % cfg.sample_every == 0 or done == cfg.steps:
+                save_samples(sample_model, data, cfg, device, samples_dir / f"step_{done:08d}.png")
+            if done % cfg.ckpt_every == 0 or done == cfg.steps:
+                save_checkpoint(done)
+            if stop.requested:
+                if done % cfg.ckpt_every != 0 and done != cfg.steps:
+                    save_checkpoint(done)
+                if bar is not None:
+                    bar.close()
+                print(f"interrupted at step {done}: checkpoint saved; continue with --resume",
+                      file=sys.stderr)  # fmt: skip
+                raise KeyboardInterrupt
+    if bar is not None:
+        bar.close()
+    if metrics_path.exists():
+        plots.report(metrics_path, out / "report.png")
+    return last_record
+
+
+def _raise_if_non_finite(first_bad: Tensor) -> None:
+    bad = int(first_bad.item())
+    if bad >= 0:
+        raise NonFiniteLoss(
+            f"a loss became NaN or infinite at step {bad}; training stopped and nothing was "
+            "saved after it (the last checkpoint before it is kept). Try smaller learning "
+            "rates (--lr-g, --lr-d)."
+        )
+
+
+def _truncate_metrics(path: Path, step: int) -> None:
+    """Drop records written after the checkpoint a run resumes from."""
+    if not path.exists():
+        return
+    keep = [
+        line
+        for line in path.read_text().splitlines()
+        if line.strip() and json.loads(line)["step"] <= step
+    ]
+    path.write_text("".join(line + "\n" for line in keep))
+
+
+def load_run(run: str | Path, map_location="cpu") -> tuple[Config, dict]:
+    """The config and newest checkpoint of a run folder."""
+    run = Path(run)
+    import tomllib
+
+    config_path = run / "config.toml"
+    if not config_path.exists():
+        raise FileNotFoundError(f"{run} is not a ganstep run folder: no config.toml")
+    cfg = Config.from_dict(tomllib.loads(config_path.read_text()))
+    state = checkpoint.load_latest(run / "checkpoints", map_location=map_location)
+    if state is None:
+        raise FileNotFoundError(f"{run / 'checkpoints'} holds no checkpoint")
+    return cfg, state

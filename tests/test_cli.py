@@ -1,0 +1,237 @@
+"""`ganstep train` and `ganstep sample` run as a user runs them: subprocess, real files."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import tomllib
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from PIL import Image
+
+SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+TINY = ["--width", "16", "--batch-size", "32", "--eval-samples", "200", "--log-every", "5",
+        "--no-progress"]  # fmt: skip
+
+
+def ganstep(*args, cache: Path, check: bool = True, timeout: float = 120):
+    env = {**os.environ, "GANSTEP_CACHE": str(cache)}
+    proc = subprocess.run(
+        [sys.executable, "-m", "ganstep", *map(str, args)],
+        capture_output=True, text=True, env=env, timeout=timeout,
+    )  # fmt: skip
+    if check and proc.returncode != 0:
+        raise AssertionError(f"exit {proc.returncode}\n{proc.stdout}\n{proc.stderr}")
+    return proc
+
+
+@pytest.fixture
+def cache(tmp_path):
+    return tmp_path / "cache"
+
+
+def records(run: Path) -> list[dict]:
+    return [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
+
+
+def checkpoint(run: Path) -> dict:
+    last = sorted((run / "checkpoints").glob("step_*.pt"))[-1]
+    return torch.load(last, weights_only=False)
+
+
+def assert_same_state(a: dict, b: dict) -> None:
+    for key in ("G", "D", "ema"):
+        for name, value in a[key].items():
+            assert torch.equal(value, b[key][name]), f"{key}.{name}"
+    for key in ("opt_g", "opt_d"):
+        for pid, state in a[key]["state"].items():
+            for name, value in state.items():
+                assert torch.equal(value, b[key]["state"][pid][name]), f"{key}.{pid}.{name}"
+    assert a["step_state"] == b["step_state"]
+
+
+def test_train_grid_writes_every_file(tmp_path, cache):
+    run = tmp_path / "run"
+    proc = ganstep("train", "--steps", 20, "--eval-every", 10, "--sample-every", 10,
+                   "--ckpt-every", 5, "--keep", 2, "--out", run, *TINY, cache=cache)  # fmt: skip
+    assert "modes=" in proc.stdout
+    config = tomllib.loads((run / "config.toml").read_text())
+    assert config["data"] == "grid" and config["steps"] == 20 and config["schedule"] == "d_first"
+    rows = records(run)
+    assert [r["step"] for r in rows] == [10, 20]
+    for r in rows:
+        assert {"loss_d", "loss_g", "modes", "hq_fraction", "reverse_kl"} <= set(r)
+        assert 0 <= r["modes"] <= 25 and 0 <= r["hq_fraction"] <= 1
+    assert sorted(p.name for p in (run / "samples").iterdir()) == [
+        "step_00000010.png", "step_00000020.png"]  # fmt: skip
+    with Image.open(run / "samples" / "step_00000020.png") as im:
+        assert im.size == (500, 500)
+    with Image.open(run / "report.png") as im:
+        assert im.size[0] > 300 and im.size[1] > 200
+    assert sorted(p.name for p in (run / "checkpoints").iterdir()) == [
+        "step_00000015.pt", "step_00000020.pt"]  # fmt: skip
+
+
+def test_digits_dcgan_reports_fid_kid_and_floor(tmp_path, cache):
+    run = tmp_path / "digits"
+    ganstep("train", "--data", "digits", "--model", "dcgan", "--steps", 4, "--eval-every", 4,
+            "--width", "8", "--batch-size", "16", "--eval-samples", "100", "--feature-steps", 3,
+            "--no-progress", "--out", run, cache=cache)  # fmt: skip
+    (row,) = records(run)
+    assert {"fid", "kid", "fid_floor", "kid_floor"} <= set(row)
+    assert row["fid"] > row["fid_floor"] >= 0
+    assert len(list((cache / "features").glob("*.pt"))) == 1  # trained once, cached
+    with Image.open(run / "samples" / "step_00000004.png") as im:
+        assert im.size == (82, 82) and im.mode == "L"  # 8 x 8 digits of 8x8 pixels, 2px gaps
+    out = tmp_path / "digits.npy"
+    ganstep("sample", "--run", run, "--n", 10, "--out", out, cache=cache)
+    x = np.load(out)
+    assert x.shape == (10, 1, 8, 8) and 0 <= x.min() and x.max() <= 16  # digits' own values
+
+
+def test_config_file_values_are_overridden_by_flags(tmp_path, cache):
+    config = tmp_path / "run.toml"
+    config.write_text('objective = "hinge"\nschedule = "simultaneous"\nsteps = 50\nlr_g = 1\n')
+    run = tmp_path / "run"
+    ganstep("train", "--config", config, "--steps", 6, "--eval-every", 3, "--out", run, *TINY,
+            cache=cache)  # fmt: skip
+    saved = tomllib.loads((run / "config.toml").read_text())
+    assert (saved["objective"], saved["schedule"], saved["steps"]) == ("hinge", "simultaneous", 6)
+    assert saved["lr_g"] == 1.0
+
+
+def test_resume_equals_uninterrupted(tmp_path, cache):
+    common = ["--ckpt-every", 4, "--eval-every", 6, "--schedule", "simultaneous", "--objective",
+              "wgan_gp", *TINY]  # fmt: skip
+    ganstep("train", "--steps", 12, "--out", tmp_path / "a", *common, cache=cache)
+    ganstep("train", "--steps", 6, "--out", tmp_path / "b", *common, cache=cache)
+    ganstep("train", "--resume", "--steps", 12, "--out", tmp_path / "b", cache=cache)
+    assert_same_state(checkpoint(tmp_path / "a"), checkpoint(tmp_path / "b"))
+    assert [r["step"] for r in records(tmp_path / "b")] == [6, 12]
+    assert records(tmp_path / "a")[-1]["loss_d"] == records(tmp_path / "b")[-1]["loss_d"]
+
+
+def test_sigkill_then_resume_from_last_complete_checkpoint(tmp_path, cache):
+    run = tmp_path / "killed"
+    env = {**os.environ, "GANSTEP_CACHE": str(cache)}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "ganstep", "train", "--steps", "1000000", "--ckpt-every", "7",
+         "--eval-every", "1000000", "--sample-every", "1000000", "--out", str(run), *TINY],
+        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    ckpts = run / "checkpoints"
+    deadline = time.time() + 60
+    while time.time() < deadline and len(list(ckpts.glob("step_*.pt"))) < 2:
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    assert proc.returncode == -signal.SIGKILL
+    (ckpts / ".tmp-halfwritten.pt").write_bytes(b"\x80\x02garbage")  # as a kill mid-write leaves
+    last = int(sorted(ckpts.glob("step_*.pt"))[-1].stem.split("_")[1])
+    target = last + 5
+    ganstep("train", "--resume", "--steps", target, "--out", run, cache=cache)
+    straight = tmp_path / "straight"
+    ganstep("train", "--steps", target, "--ckpt-every", 7, "--eval-every", 1000000,
+            "--sample-every", 1000000, "--out", straight, *TINY, cache=cache)  # fmt: skip
+    assert_same_state(checkpoint(run), checkpoint(straight))
+
+
+def test_ctrl_c_saves_a_checkpoint_and_exits_cleanly(tmp_path, cache):
+    run = tmp_path / "interrupted"
+    env = {**os.environ, "GANSTEP_CACHE": str(cache)}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "ganstep", "train", "--steps", "1000000", "--ckpt-every", "1000000",
+         "--eval-every", "1000000", "--out", str(run), *TINY],
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    deadline = time.time() + 60
+    while time.time() < deadline and not (run / "config.toml").exists():
+        time.sleep(0.05)
+    time.sleep(0.5)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert "interrupted at step" in err and "--resume" in err
+    (saved,) = list((run / "checkpoints").glob("step_*.pt"))
+    assert torch.load(saved, weights_only=False)["step"] == int(saved.stem.split("_")[1]) > 0
+
+
+def test_non_finite_loss_stops_and_keeps_the_last_good_checkpoint(tmp_path, cache):
+    run = tmp_path / "nan"
+    ganstep("train", "--steps", 5, "--ckpt-every", 1, "--keep", 10, "--out", run, *TINY,
+            cache=cache)  # fmt: skip
+    proc = ganstep("train", "--resume", "--steps", 50, "--lr-d", 1e30, "--lr-g", 1e30,
+                   "--out", run, cache=cache, check=False)  # fmt: skip
+    assert proc.returncode == 1
+    assert "NaN or infinite at step 6" in proc.stderr
+    steps = sorted(int(p.stem.split("_")[1]) for p in (run / "checkpoints").glob("step_*.pt"))
+    assert steps == [1, 2, 3, 4, 5]
+    assert torch.isfinite(checkpoint(run)["G"]["net.0.weight"]).all()
+
+
+def test_sample_writes_raw_values_and_pictures(tmp_path, cache):
+    run = tmp_path / "run"
+    ganstep("train", "--steps", 5, "--ema", 0, "--out", run, *TINY, cache=cache)
+    ganstep("sample", "--run", run, "--n", 300, "--out", tmp_path / "s.npy", cache=cache)
+    assert np.load(tmp_path / "s.npy").shape == (300, 2)
+    ganstep("sample", "--run", run, "--n", 300, "--out", tmp_path / "s.png", cache=cache)
+    with Image.open(tmp_path / "s.png") as im:
+        assert im.size == (500, 500)
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--model", "gpt"], "unknown model 'gpt'; choose one of: mlp, dcgan, began"),
+        (["--objective", "wgan"], "unknown objective 'wgan'; choose one of: minimax"),
+        (["--schedule", "mode2"], "unknown schedule 'mode2'; choose one of: d_first"),
+        (["--data", "cifar"], "unknown data 'cifar'; choose one of: grid, ring, digits"),
+        (["--model", "dcgan"], "model 'dcgan' needs images"),
+        (["--steps", "0"], "steps must be a positive integer"),
+        (["--device", "cuda:7"] if not torch.cuda.is_available() else ["--lr-g", "-1"],
+         "CUDA is not available" if not torch.cuda.is_available() else "lr_g must be positive"),
+    ],
+)  # fmt: skip
+def test_bad_options_are_named(tmp_path, cache, args, message):
+    proc = ganstep("train", *args, "--out", tmp_path / "x", *TINY, cache=cache, check=False)
+    assert proc.returncode == 1 and message in proc.stderr, proc.stderr
+    assert not (tmp_path / "x" / "checkpoints").exists()
+
+
+def test_existing_run_is_not_overwritten(tmp_path, cache):
+    run = tmp_path / "run"
+    ganstep("train", "--steps", 2, "--out", run, *TINY, cache=cache)
+    before = (run / "metrics.jsonl").read_text()
+    proc = ganstep("train", "--steps", 2, "--out", run, *TINY, cache=cache, check=False)
+    assert proc.returncode == 1 and "--resume" in proc.stderr
+    assert (run / "metrics.jsonl").read_text() == before
+
+
+def test_mixed_image_sizes_are_refused(tmp_path, cache):
+    folder = tmp_path / "imgs"
+    folder.mkdir()
+    for i, size in enumerate([(32, 32), (32, 32), (28, 28)]):
+        Image.new("RGB", size, (i * 40, 0, 0)).save(folder / f"{i}.png")
+    proc = ganstep("train", "--data", folder, "--model", "dcgan", "--out", tmp_path / "x", *TINY,
+                   cache=cache, check=False)  # fmt: skip
+    assert proc.returncode == 1
+    assert "images of mixed sizes (0.png is 32x32, 2.png is 28x28)" in proc.stderr
+
+
+@pytest.mark.skipif(not SHARED_DATA.exists(), reason="needs ../shared/data")
+def test_mnist_from_data_dir_trains(tmp_path, cache):
+    run = tmp_path / "mnist"
+    ganstep("train", "--data", "mnist", "--data-dir", SHARED_DATA, "--model", "dcgan",
+            "--steps", 2, "--eval-every", 2, "--width", 8, "--batch-size", 8,
+            "--eval-samples", 50, "--feature-steps", 2, "--no-progress", "--out", run,
+            cache=cache, timeout=300)  # fmt: skip
+    assert {"fid", "fid_floor"} <= set(records(run)[0])
+    with Image.open(run / "samples" / "step_00000002.png") as im:
+        assert im.size == (8 * 30 + 2, 8 * 30 + 2)  # 28x28 images: the padding is cropped back

@@ -1,0 +1,204 @@
+"""Datasets and metrics: IDX parsing, verified downloads, folders, arrays, toy metrics, FID/KID."""
+
+from __future__ import annotations
+
+import gzip
+import math
+import shutil
+import struct
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from PIL import Image
+
+from ganstep.data import DataError, load_dataset
+from ganstep.data import idx as idx_module
+from ganstep.data.idx import IMAGE_MAGIC, LABEL_MAGIC, locate, read_idx
+from ganstep.metrics import fid, kid, toy_metrics
+
+SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+needs_shared = pytest.mark.skipif(not SHARED_DATA.exists(), reason="needs ../shared/data")
+
+
+def write_idx(path: Path, array: np.ndarray, magic: int, cut: int = 0) -> None:
+    payload = struct.pack(">i", magic) + struct.pack(f">{array.ndim}i", *array.shape)
+    payload += array.astype(np.uint8).tobytes()
+    with gzip.open(path, "wb") as f:
+        f.write(payload[: len(payload) - cut])
+
+
+def test_read_idx_round_trip(tmp_path):
+    images = np.arange(2 * 3 * 4).reshape(2, 3, 4).astype(np.uint8)
+    write_idx(tmp_path / "x.gz", images, IMAGE_MAGIC)
+    assert np.array_equal(read_idx(tmp_path / "x.gz", IMAGE_MAGIC), images)
+
+
+def test_bad_idx_magic(tmp_path):
+    write_idx(tmp_path / "x.gz", np.zeros((2, 3)), LABEL_MAGIC + 0x100)
+    with pytest.raises(DataError, match="bad IDX magic 2305, expected 2049"):
+        read_idx(tmp_path / "x.gz", LABEL_MAGIC)
+
+
+@given(st.integers(1, 40))
+@settings(max_examples=15, deadline=None)
+def test_truncated_idx(cut):
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as d:
+        path = Path(d) / "x.gz"
+        write_idx(path, np.ones((3, 4, 4)), IMAGE_MAGIC, cut=cut)
+        with pytest.raises(DataError, match="truncated IDX"):
+            read_idx(path, IMAGE_MAGIC)
+
+
+def test_not_gzip_is_a_clear_error(tmp_path):
+    (tmp_path / "x.gz").write_bytes(b"plain bytes")
+    with pytest.raises(DataError, match="cannot read IDX file"):
+        read_idx(tmp_path / "x.gz", IMAGE_MAGIC)
+
+
+@needs_shared
+def test_mnist_from_data_dir_is_verified_and_read():
+    ds = load_dataset("mnist", SHARED_DATA)
+    assert ds.train.shape == (60000, 1, 28, 28) and ds.test.shape == (10000, 1, 28, 28)
+    assert ds.train.min() == -1 and ds.train.max() == 1
+
+
+@needs_shared
+def test_checksum_mismatch_is_refused(tmp_path):
+    local = tmp_path / "fashion-mnist"
+    shutil.copytree(SHARED_DATA / "fashion-mnist", local)
+    target = local / "t10k-labels-idx1-ubyte.gz"
+    target.chmod(0o644)
+    data = bytearray(target.read_bytes())
+    data[-1] ^= 0xFF
+    target.write_bytes(bytes(data))
+    with pytest.raises(DataError, match="t10k-labels-idx1-ubyte.gz: checksum mismatch"):
+        load_dataset("fashion-mnist", tmp_path)
+
+
+def test_missing_files_in_data_dir(tmp_path):
+    with pytest.raises(DataError, match="train-images-idx3-ubyte.gz not found in"):
+        load_dataset("mnist", tmp_path)
+
+
+@needs_shared
+def test_download_goes_to_the_cache_and_is_verified(tmp_path, monkeypatch):
+    """The downloader, offline: mirrors pointed at file:// copies of the official files."""
+    monkeypatch.setenv("GANSTEP_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setitem(idx_module.MIRRORS, "mnist", [
+        (tmp_path / "dead").as_uri() + "/", (SHARED_DATA / "mnist").as_uri() + "/"])  # fmt: skip
+    paths = locate("mnist")
+    assert all(p.parent == tmp_path / "cache" / "mnist" for p in paths.values())
+    assert not list((tmp_path / "cache" / "mnist").glob(".download-*"))
+    # a corrupted cached file is detected on the next use
+    victim = paths["t10k-labels-idx1-ubyte.gz"]
+    victim.write_bytes(victim.read_bytes()[:-10])
+    with pytest.raises(DataError, match="checksum mismatch"):
+        locate("mnist")
+
+
+def test_download_failure_names_every_mirror(tmp_path, monkeypatch):
+    monkeypatch.setenv("GANSTEP_CACHE", str(tmp_path))
+    monkeypatch.setitem(idx_module.MIRRORS, "mnist", [(tmp_path / "nowhere").as_uri() + "/"])
+    with pytest.raises(DataError, match="could not download train-images-idx3-ubyte.gz"):
+        locate("mnist")
+
+
+def test_image_folder_grayscale_and_rgb(tmp_path):
+    for mode, color in (("L", 200), ("RGB", (10, 20, 30))):
+        folder = tmp_path / mode
+        folder.mkdir()
+        for i in range(3):
+            Image.new(mode, (12, 10), color).save(folder / f"{i}.png")
+        ds = load_dataset(str(folder))
+        assert ds.train.shape == (3, 1 if mode == "L" else 3, 10, 12)
+        raw = ds.to_raw(ds.train)
+        assert np.allclose(raw[0, :, 0, 0], np.atleast_1d(color), atol=1e-3)
+
+
+def test_unreadable_image_and_empty_folder(tmp_path):
+    with pytest.raises(DataError, match="no PNG or JPG images"):
+        load_dataset(str(tmp_path))
+    (tmp_path / "bad.png").write_bytes(b"not a png")
+    with pytest.raises(DataError, match="bad.png: not a readable image"):
+        load_dataset(str(tmp_path))
+
+
+@given(st.sampled_from([(50, 3), (30, 5, 5), (30, 1, 6, 6), (30, 6, 6, 3)]))
+@settings(max_examples=8, deadline=None)
+def test_npy_arrays_of_points_and_images(shape):
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as d:
+        path = Path(d) / "data.npy"
+        array = np.random.default_rng(0).uniform(-3, 7, size=shape).astype(np.float32)
+        np.save(path, array)
+        ds = load_dataset(str(path))
+        if len(shape) == 2:
+            assert ds.kind == "points" and ds.train.shape[1:] == (3,)
+            assert np.allclose(ds.to_raw(ds.train), array[: len(ds.train)])
+        else:
+            assert ds.kind == "images" and ds.train.min() >= -1 and ds.train.max() <= 1
+            raw = ds.to_raw(ds.train)
+            assert raw.min() >= array.min() - 1e-4 and raw.max() <= array.max() + 1e-4
+
+
+@pytest.mark.parametrize(
+    "array, message",
+    [(np.array([1.0, np.nan, 2.0, 3.0]).reshape(2, 2), "NaN or infinite"),
+     (np.zeros(5), "at least 2 samples"),
+     (np.zeros((4, 2, 5, 5)), "1 or 3 channels")],
+)  # fmt: skip
+def test_bad_npy_arrays(tmp_path, array, message):
+    np.save(tmp_path / "x.npy", array)
+    with pytest.raises(DataError, match=message):
+        load_dataset(str(tmp_path / "x.npy"))
+
+
+def test_digits_is_embedded_and_maps_back_to_its_values():
+    ds = load_dataset("digits")
+    assert ds.train.shape[1:] == (1, 8, 8) and len(ds.train) + len(ds.test) == 1797
+    original = ds.to_raw(ds.train[:5])
+    ds.fit(32)
+    assert ds.train.shape[1:] == (1, 32, 32)
+    assert np.abs(ds.to_raw(ds.train[:5]) - original).max() < 1e-5  # 4x blocks, averaged back
+
+
+def test_toy_data_is_pacgans():
+    gen = torch.Generator().manual_seed(0)
+    grid, ring = load_dataset("grid"), load_dataset("ring")
+    assert grid.modes.shape == (25, 2) and grid.std == 0.05
+    assert torch.allclose(ring.modes.norm(dim=1), torch.ones(8)) and ring.std == 0.01
+    x = grid.batch(20000, gen)
+    assert abs(float((x - x.round()).std()) - 0.05) < 0.005
+
+
+# -- metrics ----------------------------------------------------------------------------
+
+
+def test_toy_metrics_on_exact_modes_and_on_collapse():
+    grid = load_dataset("grid")
+    perfect = grid.modes.repeat(100, 1)
+    assert toy_metrics(perfect, grid.modes, grid.std) == {
+        "modes": 25, "hq_fraction": 1.0, "reverse_kl": pytest.approx(0.0, abs=1e-12)}  # fmt: skip
+    collapsed = grid.modes[:1].repeat(2500, 1)
+    m = toy_metrics(collapsed, grid.modes, grid.std)
+    assert m["modes"] == 1 and m["reverse_kl"] == pytest.approx(math.log(25))
+    far = grid.modes + 0.16  # just beyond 3 sigma: counted in the histogram, not high quality
+    m = toy_metrics(far, grid.modes, grid.std)
+    assert m["modes"] == 0 and m["hq_fraction"] == 0.0 and m["reverse_kl"] == pytest.approx(0.0)
+
+
+def test_fid_and_kid_separate_distributions():
+    gen = torch.Generator().manual_seed(0)
+    a, b = torch.randn(2000, 8, generator=gen), torch.randn(2000, 8, generator=gen)
+    shifted = b + 1.0
+    assert fid(a, b) < 0.1 < 7.0 < fid(a, shifted) < 9.0  # ||mu||^2 = 8
+    assert abs(kid(a, b)) < 0.01 < kid(a, shifted)
+    with pytest.raises(ValueError, match="at least 2 samples"):
+        kid(a[:1], b)
