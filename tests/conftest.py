@@ -7,6 +7,9 @@ import torch
 
 from ganstep.models import MLP
 
+# Tiny models: intra-op threads cost more than they give, and CI has 2 cores.
+torch.set_num_threads(1)
+
 Z_DIM, X_DIM, BATCH = 3, 2, 6
 OBJECTIVES = ["minimax", "ns", "lsgan", "hinge", "wgan_gp", "began", "softmax"]
 

@@ -21,8 +21,12 @@ TINY = ["--width", "16", "--batch-size", "32", "--eval-samples", "200", "--log-e
         "--no-progress"]  # fmt: skip
 
 
+def environment(cache: Path) -> dict:
+    return {**os.environ, "GANSTEP_CACHE": str(cache), "OMP_NUM_THREADS": "1"}
+
+
 def ganstep(*args, cache: Path, check: bool = True, timeout: float = 120):
-    env = {**os.environ, "GANSTEP_CACHE": str(cache)}
+    env = environment(cache)
     proc = subprocess.run(
         [sys.executable, "-m", "ganstep", *map(str, args)],
         capture_output=True, text=True, env=env, timeout=timeout,
@@ -120,7 +124,7 @@ def test_resume_equals_uninterrupted(tmp_path, cache):
 
 def test_sigkill_then_resume_from_last_complete_checkpoint(tmp_path, cache):
     run = tmp_path / "killed"
-    env = {**os.environ, "GANSTEP_CACHE": str(cache)}
+    env = environment(cache)
     proc = subprocess.Popen(
         [sys.executable, "-m", "ganstep", "train", "--steps", "1000000", "--ckpt-every", "7",
          "--eval-every", "1000000", "--sample-every", "1000000", "--out", str(run), *TINY],
@@ -145,7 +149,7 @@ def test_sigkill_then_resume_from_last_complete_checkpoint(tmp_path, cache):
 
 def test_ctrl_c_saves_a_checkpoint_and_exits_cleanly(tmp_path, cache):
     run = tmp_path / "interrupted"
-    env = {**os.environ, "GANSTEP_CACHE": str(cache)}
+    env = environment(cache)
     proc = subprocess.Popen(
         [sys.executable, "-m", "ganstep", "train", "--steps", "1000000", "--ckpt-every", "1000000",
          "--eval-every", "1000000", "--out", str(run), *TINY],

@@ -100,8 +100,21 @@ def test_began_and_wgan_gp_options_are_checked(gamma, lambda_k):
     if lambda_k >= 0:
         assert WGANGP(weight=lambda_k).weight == lambda_k
     else:
-        with pytest.raises(ValueError, match="wgan_gp weight must be >= 0"):
+        with pytest.raises(ValueError, match="wgan_gp weight must be a number >= 0"):
             WGANGP(weight=lambda_k)
+
+
+@pytest.mark.parametrize("name", ["ns", "minimax", "lsgan", "hinge"])
+def test_r1_penalty_is_half_r1_times_squared_gradient_norm(name):
+    """On D(x) = w.x the gradient is w everywhere: R1 = r1/2 ||w||^2."""
+    D = torch.nn.Linear(X_DIM, 1, bias=True).double()
+    objective = OBJECTIVES[name](r1=3.0)
+    real = torch.randn(BATCH, X_DIM, dtype=torch.float64)
+    penalty = objective.penalty(D, real, real)
+    assert_close(penalty, 1.5 * D.weight.square().sum())
+    assert OBJECTIVES[name]().penalty(D, real, real) is None
+    with pytest.raises(ValueError, match=f"{name} r1 must be a number >= 0"):
+        OBJECTIVES[name](r1=-1)
 
 
 # -- models and optimizers ----------------------------------------------------------------

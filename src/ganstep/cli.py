@@ -18,6 +18,7 @@ TRAIN_FLAGS = {
     "data_dir": (str, "folder with the official MNIST/Fashion-MNIST files (no download)"),
     "model": (str, f"one of: {', '.join(MODELS)}"),
     "objective": (str, f"one of: {', '.join(OBJECTIVES)}"),
+    "r1": (float, "R1 penalty weight on real data (ns, minimax, lsgan, hinge); 0 is off"),
     "schedule": (str, f"update order, one of: {', '.join(SCHEDULES)}"),
     "steps": (int, "training iterations"),
     "batch_size": (int, "real (and fake) samples per D step"),

@@ -16,6 +16,12 @@ from torch import Tensor, nn
 Logs = dict[str, Tensor]
 
 
+def _non_negative(owner: str, name: str, value: object) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not value >= 0:
+        raise ValueError(f"{owner} {name} must be a number >= 0, got {value!r}")
+    return float(value)
+
+
 class Objective:
     """Base class. Subclasses define ``d_loss`` and ``g_loss`` on scores.
 
@@ -27,6 +33,7 @@ class Objective:
 
     name = ""
     g_needs_real = False
+    r1 = 0.0
 
     def score(self, out: Tensor, inp: Tensor) -> Tensor:
         """Return one score per sample, shape ``(n,)``, from ``out = D(inp)``."""
@@ -44,11 +51,17 @@ class Objective:
         raise NotImplementedError
 
     def penalty(self, D: nn.Module, real: Tensor, fake: Tensor) -> Tensor | None:
-        """An extra term of L_D that needs D itself (WGAN-GP); ``None`` if there is none.
+        """An extra term of L_D that needs D itself; ``None`` if there is none.
 
-        ``fake`` is cut from G's graph: the penalty trains D only.
+        By default the R1 penalty (Mescheder et al., 2018), r1/2 mean(||grad D(x)||^2)
+        on the real batch, when the objective was built with ``r1 > 0``. ``fake`` is cut
+        from G's graph: a penalty trains D only.
         """
-        return None
+        if not self.r1:
+            return None
+        x = real.detach().requires_grad_(True)
+        (grad,) = torch.autograd.grad(self.score(D(x), x).sum(), x, create_graph=True)
+        return 0.5 * self.r1 * grad.reshape(grad.shape[0], -1).square().sum(1).mean()
 
     def g_loss(self, fake: Tensor, real: Tensor | None = None) -> tuple[Tensor, Logs]:
         """L_G from the scores of the fake batch (and, if ``g_needs_real``, the real one)."""
@@ -75,10 +88,17 @@ class NS(Objective):
     """Non-saturating GAN (BCE with logits).
 
     L_D = mean(softplus(-D(x))) + mean(softplus(D(G(z)))),
-    L_G = mean(softplus(-D(G(z)))).
+    L_G = mean(softplus(-D(G(z)))). ``r1 > 0`` adds the R1 penalty to L_D (as for
+    ``lsgan`` and ``hinge``), reported as ``gp``.
     """
 
     name = "ns"
+
+    def __init__(self, r1: float = 0.0) -> None:
+        self.r1 = _non_negative(self.name, "r1", r1)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(r1={self.r1})"
 
     def d_loss(self, real: Tensor, fake: Tensor) -> tuple[Tensor, Logs]:
         return F.softplus(-real).mean() + F.softplus(fake).mean(), {}
@@ -104,6 +124,12 @@ class LSGAN(Objective):
 
     name = "lsgan"
 
+    def __init__(self, r1: float = 0.0) -> None:
+        self.r1 = _non_negative(self.name, "r1", r1)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(r1={self.r1})"
+
     def d_loss(self, real: Tensor, fake: Tensor) -> tuple[Tensor, Logs]:
         return 0.5 * (real - 1).square().mean() + 0.5 * fake.square().mean(), {}
 
@@ -115,6 +141,12 @@ class Hinge(Objective):
     """Hinge loss: L_D = mean(relu(1-D(x))) + mean(relu(1+D(G(z)))), L_G = -mean(D(G(z)))."""
 
     name = "hinge"
+
+    def __init__(self, r1: float = 0.0) -> None:
+        self.r1 = _non_negative(self.name, "r1", r1)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(r1={self.r1})"
 
     def d_loss(self, real: Tensor, fake: Tensor) -> tuple[Tensor, Logs]:
         return F.relu(1 - real).mean() + F.relu(1 + fake).mean(), {}
@@ -135,9 +167,7 @@ class WGANGP(Objective):
     name = "wgan_gp"
 
     def __init__(self, weight: float = 10.0) -> None:
-        if not float(weight) >= 0:
-            raise ValueError(f"wgan_gp weight must be >= 0, got {weight!r}")
-        self.weight = float(weight)
+        self.weight = _non_negative(self.name, "weight", weight)
 
     def d_loss(self, real: Tensor, fake: Tensor) -> tuple[Tensor, Logs]:
         return fake.mean() - real.mean(), {}

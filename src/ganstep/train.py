@@ -15,6 +15,7 @@ import json
 import math
 import signal
 import sys
+import threading
 import time
 from dataclasses import dataclass, fields
 from pathlib import Path
@@ -31,6 +32,8 @@ from .objectives import OBJECTIVES
 from .schedules import SCHEDULES
 from .step import Step
 
+R1_OBJECTIVES = ("ns", "minimax", "lsgan", "hinge")
+
 
 @dataclass
 class Config:
@@ -40,6 +43,7 @@ class Config:
     data_dir: str | None = None
     model: str = "mlp"
     objective: str = "ns"
+    r1: float = 0.0
     schedule: str = "d_first"
     steps: int = 6000
     batch_size: int = 256
@@ -84,6 +88,10 @@ class Config:
         for name in ("lr_g", "lr_d"):
             if not math.isfinite(getattr(self, name)) or getattr(self, name) <= 0:
                 raise ValueError(f"{name} must be a positive number, got {getattr(self, name)!r}")
+        if self.r1 != 0 and self.objective not in R1_OBJECTIVES:
+            raise ValueError(
+                f"r1 applies to the objectives {', '.join(R1_OBJECTIVES)}, not {self.objective!r}"
+            )
         if not (0 <= self.ema < 1 and 0 <= self.beta1 < 1 and 0 <= self.beta2 < 1):
             raise ValueError("ema, beta1 and beta2 must be in [0, 1)")
         if self.device not in ("auto", "cpu") and not self.device.startswith("cuda"):
@@ -235,8 +243,10 @@ class _StopFlag:
         self.requested = False
 
     def __enter__(self):
-        self.previous = signal.getsignal(signal.SIGINT)
-        signal.signal(signal.SIGINT, self._handle)
+        self.installed = threading.current_thread() is threading.main_thread()
+        if self.installed:  # signal handlers can only be set from the main thread
+            self.previous = signal.getsignal(signal.SIGINT)
+            signal.signal(signal.SIGINT, self._handle)
         return self
 
     def _handle(self, signum, frame) -> None:
@@ -245,7 +255,8 @@ class _StopFlag:
         self.requested = True
 
     def __exit__(self, *exc) -> None:
-        signal.signal(signal.SIGINT, self.previous)
+        if self.installed:
+            signal.signal(signal.SIGINT, self.previous)
 
 
 def train(cfg: Config, *, resume: bool = False, progress: bool = True) -> dict:
@@ -275,7 +286,8 @@ def train(cfg: Config, *, resume: bool = False, progress: bool = True) -> dict:
     def latent(n: int) -> Tensor:
         return torch.randn(n, cfg.z_dim, generator=latent_gen, device=device)
 
-    step = Step(G, D, opt_g, opt_d, objective=cfg.objective, schedule=cfg.schedule, latent=latent)
+    objective = OBJECTIVES[cfg.objective](r1=cfg.r1) if cfg.r1 else cfg.objective
+    step = Step(G, D, opt_g, opt_d, objective=objective, schedule=cfg.schedule, latent=latent)
     sums: dict[str, Tensor] = {}  # loss sums since the last evaluation, kept on the device
     counts: dict[str, int] = {}
     first_bad = torch.full((), -1, dtype=torch.long, device=device)
@@ -286,7 +298,8 @@ def train(cfg: Config, *, resume: bool = False, progress: bool = True) -> dict:
         out / "metrics.jsonl",
     )
     if resume:
-        state = checkpoint.load_latest(ckpt_dir, map_location=device)
+        # CPU first: RNG states must stay CPU byte tensors; load_state_dict moves the rest
+        state = checkpoint.load_latest(ckpt_dir, map_location="cpu")
         if state is None:
             raise FileNotFoundError(f"--resume: no checkpoint in {ckpt_dir}")
         start = state["step"]
@@ -346,7 +359,7 @@ def train(cfg: Config, *, resume: bool = False, progress: bool = True) -> dict:
         from tqdm import tqdm
 
         bar = tqdm(total=cfg.steps, initial=start, desc="ganstep", unit="step", file=sys.stderr)
-    last_record: dict = {}
+    last_record: dict = _records(metrics_path)[-1] if start >= cfg.steps else {}
     t0 = time.perf_counter()
     done = start
     with _StopFlag() as stop:
@@ -416,16 +429,17 @@ def _raise_if_non_finite(first_bad: Tensor) -> None:
         )
 
 
+def _records(path: Path) -> list[dict]:
+    if not path.exists():
+        return [{}]
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()] or [{}]
+
+
 def _truncate_metrics(path: Path, step: int) -> None:
     """Drop records written after the checkpoint a run resumes from."""
-    if not path.exists():
-        return
-    keep = [
-        line
-        for line in path.read_text().splitlines()
-        if line.strip() and json.loads(line)["step"] <= step
-    ]
-    path.write_text("".join(line + "\n" for line in keep))
+    if path.exists():
+        keep = [r for r in _records(path) if r and r["step"] <= step]
+        path.write_text("".join(json.dumps(r) + "\n" for r in keep))
 
 
 def load_run(run: str | Path, map_location="cpu") -> tuple[Config, dict]:

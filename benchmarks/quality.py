@@ -1,0 +1,58 @@
+"""Sample quality of the default-style runs over several seeds (a benchmark, not a test).
+
+    python benchmarks/quality.py grid --seeds 10          # the issue's toy bar
+    python benchmarks/quality.py ring --seeds 10
+    python benchmarks/quality.py digits --seeds 3 --model dcgan
+
+Trains with ``ganstep.train`` into a temporary folder and prints, for each seed, the
+last evaluation, then the mean and standard deviation of each metric.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import tempfile
+import time
+
+from ganstep.train import Config, train
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("data", help="grid, ring, digits, ...")
+    parser.add_argument("--seeds", type=int, default=10)
+    parser.add_argument("--first-seed", type=int, default=0)
+    parser.add_argument("--set", nargs="*", default=[], metavar="KEY=VALUE",
+                        help="Config overrides, e.g. steps=20000 objective=hinge")  # fmt: skip
+    parser.add_argument("--model", default=None)
+    args = parser.parse_args()
+    overrides: dict = {"data": args.data}
+    if args.model:
+        overrides["model"] = args.model
+    defaults = Config()
+    for item in args.set:
+        key, value = item.split("=", 1)
+        overrides[key] = type(getattr(defaults, key))(value) if getattr(defaults, key) is not None else value
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for seed in range(args.first_seed, args.first_seed + args.seeds):
+            cfg = Config.from_dict({**overrides, "seed": seed, "out": f"{tmp}/s{seed}"})
+            cfg.eval_every = cfg.steps
+            t0 = time.perf_counter()
+            record = train(cfg, progress=False)
+            record["seconds"] = round(time.perf_counter() - t0, 1)
+            rows.append(record)
+            shown = {k: v for k, v in record.items() if not k.startswith("loss")}
+            print(f"seed {seed}: {shown}", flush=True)
+    print(f"config: {Config.from_dict(overrides)}")
+    keys = [k for k in rows[0] if k not in ("step", "elapsed_s") and not k.startswith("loss")]
+    for key in keys:
+        values = [r[key] for r in rows]
+        spread = statistics.stdev(values) if len(values) > 1 else 0.0
+        print(f"{key:>12}: mean {statistics.mean(values):.4f}  std {spread:.4f}  "
+              f"min {min(values):.4f}  max {max(values):.4f}")  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()
