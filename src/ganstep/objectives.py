@@ -13,6 +13,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from .registry import resolve
+
 Logs = dict[str, Tensor]
 
 
@@ -289,14 +291,4 @@ OBJECTIVES: dict[str, type[Objective]] = {
 
 def get_objective(spec: str | Objective) -> Objective:
     """Return an objective from its name or pass an :class:`Objective` through."""
-    if isinstance(spec, Objective):
-        return spec
-    if isinstance(spec, str):
-        cls = OBJECTIVES.get(spec)
-        if cls is None:
-            raise ValueError(f"unknown objective {spec!r}; choose one of: {', '.join(OBJECTIVES)}")
-        return cls()
-    raise TypeError(
-        f"objective must be a name ({', '.join(OBJECTIVES)}) or an Objective, "
-        f"got {type(spec).__name__}"
-    )
+    return resolve(spec, OBJECTIVES, Objective, "objective")

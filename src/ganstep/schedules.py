@@ -23,6 +23,7 @@ from torch import Tensor
 
 from .objectives import Logs
 from .phases import Pair, d_phase, draw, g_phase, generate, joint_phase
+from .registry import resolve
 
 
 def _positive_int(owner: str, name: str, value: object) -> None:
@@ -186,13 +187,4 @@ SCHEDULES: dict[str, type[Schedule]] = {cls.name: cls for cls in (DFirst, GFirst
 
 def get_schedule(spec: str | Schedule) -> Schedule:
     """Return a schedule from its name (default options) or pass a :class:`Schedule` through."""
-    if isinstance(spec, Schedule):
-        return spec
-    if isinstance(spec, str):
-        cls = SCHEDULES.get(spec)
-        if cls is None:
-            raise ValueError(f"unknown schedule {spec!r}; choose one of: {', '.join(SCHEDULES)}")
-        return cls()
-    raise TypeError(
-        f"schedule must be a name ({', '.join(SCHEDULES)}) or a Schedule, got {type(spec).__name__}"
-    )
+    return resolve(spec, SCHEDULES, Schedule, "schedule")

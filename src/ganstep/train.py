@@ -29,6 +29,7 @@ from .data.idx import cache_dir
 from .metrics import FeatureExtractor, fid, kid, toy_metrics
 from .models import build_models, image_size
 from .objectives import OBJECTIVES
+from .registry import check_name
 from .schedules import SCHEDULES
 from .step import Step
 
@@ -69,16 +70,9 @@ class Config:
         """Raise ValueError naming the first bad value."""
         from .models import MODELS
 
-        if self.model not in MODELS:
-            raise ValueError(f"unknown model {self.model!r}; choose one of: {', '.join(MODELS)}")
-        if self.objective not in OBJECTIVES:
-            raise ValueError(
-                f"unknown objective {self.objective!r}; choose one of: {', '.join(OBJECTIVES)}"
-            )
-        if self.schedule not in SCHEDULES:
-            raise ValueError(
-                f"unknown schedule {self.schedule!r}; choose one of: {', '.join(SCHEDULES)}"
-            )
+        check_name("model", self.model, MODELS)
+        check_name("objective", self.objective, OBJECTIVES)
+        check_name("schedule", self.schedule, SCHEDULES)
         counts = ("steps", "batch_size", "z_dim", "width", "eval_every", "eval_samples",
                   "sample_every", "ckpt_every", "keep", "log_every", "feature_steps")  # fmt: skip
         for name in counts:

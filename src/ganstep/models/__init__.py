@@ -6,6 +6,7 @@ import math
 
 from torch import Tensor, nn
 
+from ..registry import check_name
 from .began import BEGANDecoder, BEGANDiscriminator, BEGANEncoder
 from .dcgan import DCGANDiscriminator, DCGANGenerator
 from .mlp import MLP
@@ -52,8 +53,7 @@ def build_models(
     ``mlp`` the ``began`` objective gets an MLP autoencoder D. ``shape`` of images
     must already be the model size (see :func:`image_size`).
     """
-    if name not in MODELS:
-        raise ValueError(f"unknown model {name!r}; choose one of: {', '.join(MODELS)}")
+    check_name("model", name, MODELS)
     images = len(shape) == 3
     if name != "mlp" and not images:
         raise ValueError(f"model {name!r} needs images; use --model mlp for {shape} vectors")
