@@ -14,6 +14,7 @@ import argparse
 import statistics
 import tempfile
 import time
+import tomllib
 
 from ganstep.train import Config, train
 
@@ -30,10 +31,12 @@ def main() -> None:
     overrides: dict = {"data": args.data}
     if args.model:
         overrides["model"] = args.model
-    defaults = Config()
     for item in args.set:
         key, value = item.split("=", 1)
-        overrides[key] = type(getattr(defaults, key))(value) if getattr(defaults, key) is not None else value
+        try:  # numbers and booleans as TOML reads them, anything else as a string
+            overrides[key] = tomllib.loads(f"v = {value}")["v"]
+        except tomllib.TOMLDecodeError:
+            overrides[key] = value
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for seed in range(args.first_seed, args.first_seed + args.seeds):

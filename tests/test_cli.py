@@ -68,6 +68,7 @@ def test_train_grid_writes_every_file(tmp_path, cache):
     assert "modes=" in proc.stdout
     config = tomllib.loads((run / "config.toml").read_text())
     assert config["data"] == "grid" and config["steps"] == 20 and config["schedule"] == "d_first"
+    assert (config["z_dim"], config["r1"], config["lr_decay"]) == (2, 0.1, "linear")  # points
     rows = records(run)
     assert [r["step"] for r in rows] == [10, 20]
     for r in rows:
@@ -89,6 +90,13 @@ def test_digits_dcgan_reports_fid_kid_and_floor(tmp_path, cache):
             "--width", "8", "--batch-size", "16", "--eval-samples", "100", "--feature-steps", 3,
             "--no-progress", "--out", run, cache=cache)  # fmt: skip
     (row,) = records(run)
+    config = tomllib.loads((run / "config.toml").read_text())
+    assert (config["z_dim"], config["lr_g"], config["r1"], config["lr_decay"]) == (
+        64,
+        2e-4,
+        0.0,
+        "none",
+    )
     assert {"fid", "kid", "fid_floor", "kid_floor"} <= set(row)
     assert row["fid"] > row["fid_floor"] >= 0
     assert len(list((cache / "features").glob("*.pt"))) == 1  # trained once, cached
@@ -113,7 +121,7 @@ def test_config_file_values_are_overridden_by_flags(tmp_path, cache):
 
 def test_resume_equals_uninterrupted(tmp_path, cache):
     common = ["--ckpt-every", 4, "--eval-every", 6, "--schedule", "simultaneous", "--objective",
-              "wgan_gp", *TINY]  # fmt: skip
+              "wgan_gp", "--lr-decay", "none", *TINY]  # fmt: skip
     ganstep("train", "--steps", 12, "--out", tmp_path / "a", *common, cache=cache)
     ganstep("train", "--steps", 6, "--out", tmp_path / "b", *common, cache=cache)
     ganstep("train", "--resume", "--steps", 12, "--out", tmp_path / "b", cache=cache)
@@ -127,7 +135,8 @@ def test_sigkill_then_resume_from_last_complete_checkpoint(tmp_path, cache):
     env = environment(cache)
     proc = subprocess.Popen(
         [sys.executable, "-m", "ganstep", "train", "--steps", "1000000", "--ckpt-every", "7",
-         "--eval-every", "1000000", "--sample-every", "1000000", "--out", str(run), *TINY],
+         "--eval-every", "1000000", "--sample-every", "1000000", "--lr-decay", "none",
+         "--out", str(run), *TINY],
         env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )  # fmt: skip
     ckpts = run / "checkpoints"
@@ -143,7 +152,8 @@ def test_sigkill_then_resume_from_last_complete_checkpoint(tmp_path, cache):
     ganstep("train", "--resume", "--steps", target, "--out", run, cache=cache)
     straight = tmp_path / "straight"
     ganstep("train", "--steps", target, "--ckpt-every", 7, "--eval-every", 1000000,
-            "--sample-every", 1000000, "--out", straight, *TINY, cache=cache)  # fmt: skip
+            "--sample-every", 1000000, "--lr-decay", "none", "--out", straight, *TINY,
+            cache=cache)  # fmt: skip
     assert_same_state(checkpoint(run), checkpoint(straight))
 
 
@@ -199,6 +209,8 @@ def test_sample_writes_raw_values_and_pictures(tmp_path, cache):
         (["--data", "cifar"], "unknown data 'cifar'; choose one of: grid, ring, digits"),
         (["--model", "dcgan"], "model 'dcgan' needs images"),
         (["--steps", "0"], "steps must be a positive integer"),
+        (["--lr-decay", "cosine"], "unknown lr_decay 'cosine'; choose one of: none, linear"),
+        (["--objective", "wgan_gp", "--r1", "1"], "r1 applies to the objectives ns, minimax"),
         (["--device", "cuda:7"] if not torch.cuda.is_available() else ["--lr-g", "-1"],
          "CUDA is not available" if not torch.cuda.is_available() else "lr_g must be positive"),
     ],

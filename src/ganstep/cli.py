@@ -24,6 +24,7 @@ TRAIN_FLAGS = {
     "batch_size": (int, "real (and fake) samples per D step"),
     "lr_g": (float, "G's Adam learning rate"),
     "lr_d": (float, "D's Adam learning rate"),
+    "lr_decay": (str, "none, or linear (to 0 at the last step)"),
     "seed": (int, "seed of every random stream of the run"),
     "device": (str, "auto (cuda when available), cpu or cuda[:N]"),
     "out": (str, "the run folder"),

@@ -36,24 +36,37 @@ from .step import Step
 R1_OBJECTIVES = ("ns", "minimax", "lsgan", "hinge")
 
 
+# Defaults that depend on the data; a value given by the user always wins. The points
+# defaults are tuned on the 2D grid (benchmarks/quality.py); z has the data's dimension.
+POINTS_DEFAULTS = {"steps": 12000, "batch_size": 256, "lr_g": 5e-4, "lr_d": 5e-4, "r1": 0.1,
+                   "lr_decay": "linear", "width": 256}  # fmt: skip
+IMAGES_DEFAULTS = {"steps": 5000, "batch_size": 64, "lr_g": 2e-4, "lr_d": 2e-4, "r1": 0.0,
+                   "lr_decay": "none", "width": 32, "z_dim": 64}  # fmt: skip
+
+
 @dataclass
 class Config:
-    """Everything a run depends on; written to ``config.toml``. Defaults train the 2D grid."""
+    """Everything a run depends on; written to ``config.toml``.
+
+    Fields left ``None`` take the defaults of the data's kind (``POINTS_DEFAULTS`` or
+    ``IMAGES_DEFAULTS``) when the run starts. With no value at all it trains the 2D grid.
+    """
 
     data: str = "grid"
     data_dir: str | None = None
     model: str = "mlp"
     objective: str = "ns"
-    r1: float = 0.0
+    r1: float | None = None
     schedule: str = "d_first"
-    steps: int = 6000
-    batch_size: int = 256
-    lr_g: float = 2e-4
-    lr_d: float = 2e-4
+    steps: int | None = None
+    batch_size: int | None = None
+    lr_g: float | None = None
+    lr_d: float | None = None
+    lr_decay: str | None = None
     beta1: float = 0.5
     beta2: float = 0.999
-    z_dim: int = 16
-    width: int = 256
+    z_dim: int | None = None
+    width: int | None = None
     ema: float = 0.999
     seed: int = 0
     device: str = "auto"
@@ -66,6 +79,20 @@ class Config:
     log_every: int = 50
     feature_steps: int = 200
 
+    def resolved(self, data: Dataset) -> Config:
+        """A copy with every ``None`` field filled from the defaults of ``data``'s kind."""
+        if data.kind == "images":
+            defaults = IMAGES_DEFAULTS
+        else:
+            defaults = {**POINTS_DEFAULTS, "z_dim": data.sample_shape[0]}
+        if self.objective not in R1_OBJECTIVES:
+            defaults = {**defaults, "r1": 0.0}
+        values = dataclasses.asdict(self)
+        for key, value in defaults.items():
+            if values[key] is None:
+                values[key] = value
+        return Config(**values)
+
     def validate(self) -> None:
         """Raise ValueError naming the first bad value."""
         from .models import MODELS
@@ -73,16 +100,22 @@ class Config:
         check_name("model", self.model, MODELS)
         check_name("objective", self.objective, OBJECTIVES)
         check_name("schedule", self.schedule, SCHEDULES)
+        if self.lr_decay is not None:
+            check_name("lr_decay", self.lr_decay, ("none", "linear"))
         counts = ("steps", "batch_size", "z_dim", "width", "eval_every", "eval_samples",
                   "sample_every", "ckpt_every", "keep", "log_every", "feature_steps")  # fmt: skip
         for name in counts:
             value = getattr(self, name)
+            if value is None:  # filled from the data's defaults when the run starts
+                continue
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"{name} must be a positive integer, got {value!r}")
         for name in ("lr_g", "lr_d"):
+            if getattr(self, name) is None:
+                continue
             if not math.isfinite(getattr(self, name)) or getattr(self, name) <= 0:
                 raise ValueError(f"{name} must be a positive number, got {getattr(self, name)!r}")
-        if self.r1 != 0 and self.objective not in R1_OBJECTIVES:
+        if self.r1 and self.objective not in R1_OBJECTIVES:
             raise ValueError(
                 f"r1 applies to the objectives {', '.join(R1_OBJECTIVES)}, not {self.objective!r}"
             )
@@ -102,7 +135,7 @@ class Config:
         cfg = cls(**values)
         for f in fields(cls):  # TOML gives ints for floats like 1 (lr = 1): accept them
             value = getattr(cfg, f.name)
-            if f.type == "float" and isinstance(value, int) and not isinstance(value, bool):
+            if "float" in f.type and isinstance(value, int) and not isinstance(value, bool):
                 setattr(cfg, f.name, float(value))
         return cfg
 
@@ -264,6 +297,8 @@ def train(cfg: Config, *, resume: bool = False, progress: bool = True) -> dict:
     out = Path(cfg.out)
     device = resolve_device(cfg.device)
     data = load_dataset(cfg.data, cfg.data_dir)
+    cfg = cfg.resolved(data)
+    cfg.validate()
     data.fit(
         image_size(data.sample_shape) if data.kind == "images" and cfg.model != "mlp" else None
     )
@@ -358,6 +393,11 @@ def train(cfg: Config, *, resume: bool = False, progress: bool = True) -> dict:
     done = start
     with _StopFlag() as stop:
         for done in range(start + 1, cfg.steps + 1):
+            if cfg.lr_decay == "linear":  # a function of the step alone: resume stays exact
+                scale = 1 - (done - 1) / cfg.steps
+                for opt, lr in ((opt_g, cfg.lr_g), (opt_d, cfg.lr_d)):
+                    for group in opt.param_groups:
+                        group["lr"] = lr * scale
             reals = [
                 data.batch(cfg.batch_size, data_gen).to(device) for _ in range(step.real_batches)
             ]
