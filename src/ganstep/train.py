@@ -286,6 +286,82 @@ class _StopFlag:
             signal.signal(signal.SIGINT, self.previous)
 
 
+class Trainee:
+    """What a checkpoint holds: models, optimizers, Step, EMA and every random stream."""
+
+    def __init__(self, cfg: Config, data: Dataset, device: torch.device) -> None:
+        self.cfg, self.device = cfg, device
+        torch.manual_seed(cfg.seed)
+        G, D = build_models(cfg.model, data.sample_shape, cfg.objective, cfg.z_dim, cfg.width)
+        self.G, self.D = G.to(device), D.to(device)
+        betas = (cfg.beta1, cfg.beta2)
+        self.opt_g = torch.optim.Adam(self.G.parameters(), cfg.lr_g, betas=betas)
+        self.opt_d = torch.optim.Adam(self.D.parameters(), cfg.lr_d, betas=betas)
+        self.ema = copy.deepcopy(self.G).requires_grad_(False) if cfg.ema > 0 else None
+        self.latent_gen = torch.Generator(device=device).manual_seed(cfg.seed + 1)
+        self.data_gen = torch.Generator().manual_seed(cfg.seed + 2)
+        objective = OBJECTIVES[cfg.objective](r1=cfg.r1) if cfg.r1 else cfg.objective
+        self.step = Step(self.G, self.D, self.opt_g, self.opt_d, objective=objective,
+                         schedule=cfg.schedule, latent=self.latent)  # fmt: skip
+
+    def latent(self, n: int) -> Tensor:
+        return torch.randn(n, self.cfg.z_dim, generator=self.latent_gen, device=self.device)
+
+    @property
+    def sampler(self) -> nn.Module:
+        """The G that samples and metrics use: the EMA when it is on."""
+        return self.ema if self.ema is not None else self.G
+
+    def set_lr(self, scale: float) -> None:
+        for opt, lr in ((self.opt_g, self.cfg.lr_g), (self.opt_d, self.cfg.lr_d)):
+            for group in opt.param_groups:
+                group["lr"] = lr * scale
+
+    @torch.no_grad()
+    def update_ema(self) -> None:
+        if self.ema is not None:
+            for e, p in zip(self.ema.parameters(), self.G.parameters(), strict=True):
+                e.lerp_(p, 1 - self.cfg.ema)
+            for e, b in zip(self.ema.buffers(), self.G.buffers(), strict=True):
+                e.copy_(b)
+
+    def state_dict(self) -> dict:
+        cuda = self.device.type == "cuda"
+        return {
+            "G": self.G.state_dict(),
+            "D": self.D.state_dict(),
+            "opt_g": self.opt_g.state_dict(),
+            "opt_d": self.opt_d.state_dict(),
+            "step_state": self.step.state_dict(),
+            "ema": self.ema.state_dict() if self.ema is not None else None,
+            "rng": {
+                "torch": torch.get_rng_state(),
+                "latent": self.latent_gen.get_state(),
+                "data": self.data_gen.get_state(),
+                "cuda": torch.cuda.get_rng_state(self.device) if cuda else None,
+            },
+        }
+
+    def load_state_dict(self, state: dict) -> None:
+        """Restore a checkpoint (loaded on the CPU: RNG states must stay CPU tensors)."""
+        self.G.load_state_dict(state["G"])
+        self.D.load_state_dict(state["D"])
+        for opt, key in ((self.opt_g, "opt_g"), (self.opt_d, "opt_d")):
+            opt.load_state_dict(state[key])
+        self.set_lr(1.0)  # the config wins over the saved rates: a resume may change them
+        for opt in (self.opt_g, self.opt_d):
+            for group in opt.param_groups:
+                group["betas"] = (self.cfg.beta1, self.cfg.beta2)
+        self.step.load_state_dict(state["step_state"])
+        if self.ema is not None and state.get("ema") is not None:
+            self.ema.load_state_dict(state["ema"])
+        torch.set_rng_state(state["rng"]["torch"])
+        self.latent_gen.set_state(state["rng"]["latent"])
+        self.data_gen.set_state(state["rng"]["data"])
+        if self.device.type == "cuda" and state["rng"].get("cuda") is not None:
+            torch.cuda.set_rng_state(state["rng"]["cuda"], self.device)
+
+
 def train(cfg: Config, *, resume: bool = False, progress: bool = True) -> dict:
     """Train as ``cfg`` says; return the last metrics record.
 
@@ -295,6 +371,11 @@ def train(cfg: Config, *, resume: bool = False, progress: bool = True) -> dict:
     """
     cfg.validate()
     out = Path(cfg.out)
+    ckpt_dir, samples_dir, metrics_path = (
+        out / "checkpoints",
+        out / "samples",
+        out / "metrics.jsonl",
+    )
     device = resolve_device(cfg.device)
     data = load_dataset(cfg.data, cfg.data_dir)
     cfg = cfg.resolved(data)
@@ -302,85 +383,33 @@ def train(cfg: Config, *, resume: bool = False, progress: bool = True) -> dict:
     data.fit(
         image_size(data.sample_shape) if data.kind == "images" and cfg.model != "mlp" else None
     )
-
-    torch.manual_seed(cfg.seed)
-    G, D = build_models(cfg.model, data.sample_shape, cfg.objective, cfg.z_dim, cfg.width)
-    G, D = G.to(device), D.to(device)
-    opt_g = torch.optim.Adam(G.parameters(), cfg.lr_g, betas=(cfg.beta1, cfg.beta2))
-    opt_d = torch.optim.Adam(D.parameters(), cfg.lr_d, betas=(cfg.beta1, cfg.beta2))
-    ema = copy.deepcopy(G).requires_grad_(False) if cfg.ema > 0 else None
-    latent_gen = torch.Generator(device=device).manual_seed(cfg.seed + 1)
-    data_gen = torch.Generator().manual_seed(cfg.seed + 2)
-
-    def latent(n: int) -> Tensor:
-        return torch.randn(n, cfg.z_dim, generator=latent_gen, device=device)
-
-    objective = OBJECTIVES[cfg.objective](r1=cfg.r1) if cfg.r1 else cfg.objective
-    step = Step(G, D, opt_g, opt_d, objective=objective, schedule=cfg.schedule, latent=latent)
+    trainee = Trainee(cfg, data, device)
     sums: dict[str, Tensor] = {}  # loss sums since the last evaluation, kept on the device
     counts: dict[str, int] = {}
     first_bad = torch.full((), -1, dtype=torch.long, device=device)
     start = 0
-    ckpt_dir, samples_dir, metrics_path = (
-        out / "checkpoints",
-        out / "samples",
-        out / "metrics.jsonl",
-    )
     if resume:
-        # CPU first: RNG states must stay CPU byte tensors; load_state_dict moves the rest
         state = checkpoint.load_latest(ckpt_dir, map_location="cpu")
         if state is None:
             raise FileNotFoundError(f"--resume: no checkpoint in {ckpt_dir}")
+        trainee.load_state_dict(state)
         start = state["step"]
-        G.load_state_dict(state["G"])
-        D.load_state_dict(state["D"])
-        for opt, key, lr in ((opt_g, "opt_g", cfg.lr_g), (opt_d, "opt_d", cfg.lr_d)):
-            opt.load_state_dict(state[key])
-            for group in opt.param_groups:  # the config wins: a resume may change them
-                group["lr"], group["betas"] = lr, (cfg.beta1, cfg.beta2)
-        step.load_state_dict(state["step_state"])
-        if ema is not None and state.get("ema") is not None:
-            ema.load_state_dict(state["ema"])
-        torch.set_rng_state(state["rng"]["torch"])
-        latent_gen.set_state(state["rng"]["latent"])
-        data_gen.set_state(state["rng"]["data"])
-        if device.type == "cuda" and state["rng"].get("cuda") is not None:
-            torch.cuda.set_rng_state(state["rng"]["cuda"], device)
         sums = {k: v.to(device) for k, v in state["sums"].items()}
         counts = dict(state["counts"])
         _truncate_metrics(metrics_path, start)
-    elif ckpt_dir.exists() and checkpoint.list_checkpoints(ckpt_dir):
+    elif checkpoint.list_checkpoints(ckpt_dir):
         raise FileExistsError(
             f"{out} already holds checkpoints: pass --resume to continue it, or choose "
             "another --out"
         )
-    out.mkdir(parents=True, exist_ok=True)
-    samples_dir.mkdir(exist_ok=True)
+    samples_dir.mkdir(parents=True, exist_ok=True)
     (out / "config.toml").write_text(cfg.to_toml())
     evaluator = Evaluator(data, cfg)
-    sample_model = ema if ema is not None else G
 
     def save_checkpoint(done: int) -> Path:
         _raise_if_non_finite(first_bad)
-        state = {
-            "step": done,
-            "G": G.state_dict(),
-            "D": D.state_dict(),
-            "opt_g": opt_g.state_dict(),
-            "opt_d": opt_d.state_dict(),
-            "step_state": step.state_dict(),
-            "ema": ema.state_dict() if ema is not None else None,
-            "rng": {
-                "torch": torch.get_rng_state(),
-                "latent": latent_gen.get_state(),
-                "data": data_gen.get_state(),
-                "cuda": torch.cuda.get_rng_state(device) if device.type == "cuda" else None,
-            },
-            "sums": sums,
-            "counts": counts,
-            "config": dataclasses.asdict(cfg),
-            "data": data_meta(data),
-        }
+        state = {"step": done, **trainee.state_dict(), "sums": sums, "counts": counts,
+                 "config": dataclasses.asdict(cfg), "data": data_meta(data)}  # fmt: skip
         return checkpoint.save(ckpt_dir, done, state, cfg.keep)
 
     bar = None
@@ -390,41 +419,29 @@ def train(cfg: Config, *, resume: bool = False, progress: bool = True) -> dict:
         bar = tqdm(total=cfg.steps, initial=start, desc="ganstep", unit="step", file=sys.stderr)
     last_record: dict = _records(metrics_path)[-1] if start >= cfg.steps else {}
     t0 = time.perf_counter()
-    done = start
     with _StopFlag() as stop:
         for done in range(start + 1, cfg.steps + 1):
             if cfg.lr_decay == "linear":  # a function of the step alone: resume stays exact
-                scale = 1 - (done - 1) / cfg.steps
-                for opt, lr in ((opt_g, cfg.lr_g), (opt_d, cfg.lr_d)):
-                    for group in opt.param_groups:
-                        group["lr"] = lr * scale
-            reals = [
-                data.batch(cfg.batch_size, data_gen).to(device) for _ in range(step.real_batches)
-            ]
-            logs = step(reals if len(reals) > 1 else reals[0])
+                trainee.set_lr(1 - (done - 1) / cfg.steps)
+            reals = [data.batch(cfg.batch_size, trainee.data_gen).to(device)
+                     for _ in range(trainee.step.real_batches)]  # fmt: skip
+            logs = trainee.step(reals if len(reals) > 1 else reals[0])
             for key, value in logs.items():  # on the device: no host sync per step
                 sums[key] = sums.get(key, torch.zeros((), device=device)) + value.float()
                 counts[key] = counts.get(key, 0) + 1
-                bad = ~torch.isfinite(value)
-                first_bad = torch.where((first_bad < 0) & bad, done, first_bad)
-            if ema is not None:
-                with torch.no_grad():
-                    for e, p in zip(ema.parameters(), G.parameters(), strict=True):
-                        e.lerp_(p, 1 - cfg.ema)
-                    for e, b in zip(ema.buffers(), G.buffers(), strict=True):
-                        e.copy_(b)
-            if done % cfg.log_every == 0 or done == cfg.steps:
+                first_bad = torch.where((first_bad < 0) & ~torch.isfinite(value), done, first_bad)
+            trainee.update_ema()
+            last = done == cfg.steps
+            if done % cfg.log_every == 0 or last:
                 _raise_if_non_finite(first_bad)
                 if bar is not None:
-                    bar.set_postfix(
-                        {k: f"{v.item():.3f}" for k, v in logs.items() if k.startswith("loss")}
-                    )
+                    losses = {k: f"{v.item():.3f}" for k, v in logs.items() if k.startswith("loss")}
+                    bar.set_postfix(losses)
                     bar.update(done - bar.n)
-            if done % cfg.eval_every == 0 or done == cfg.steps:
+            if done % cfg.eval_every == 0 or last:
                 _raise_if_non_finite(first_bad)
-                samples = generate(
-                    sample_model, cfg.z_dim, cfg.eval_samples, device, seed=cfg.seed + 4
-                )
+                samples = generate(trainee.sampler, cfg.z_dim, cfg.eval_samples, device,
+                                   seed=cfg.seed + 4)  # fmt: skip
                 last_record = {
                     "step": done,
                     **{k: round(v.item() / counts[k], 6) for k, v in sums.items()},
@@ -434,12 +451,14 @@ def train(cfg: Config, *, resume: bool = False, progress: bool = True) -> dict:
                 sums, counts = {}, {}
                 with metrics_path.open("a") as f:
                     f.write(json.dumps(last_record) + "\n")
-            if done % cfg.sample_every == 0 or done == cfg.steps:
-                save_samples(sample_model, data, cfg, device, samples_dir / f"step_{done:08d}.png")
-            if done % cfg.ckpt_every == 0 or done == cfg.steps:
+            if done % cfg.sample_every == 0 or last:
+                save_samples(
+                    trainee.sampler, data, cfg, device, samples_dir / f"step_{done:08d}.png"
+                )
+            if done % cfg.ckpt_every == 0 or last:
                 save_checkpoint(done)
             if stop.requested:
-                if done % cfg.ckpt_every != 0 and done != cfg.steps:
+                if not (done % cfg.ckpt_every == 0 or last):
                     save_checkpoint(done)
                 if bar is not None:
                     bar.close()
