@@ -4,11 +4,16 @@ from __future__ import annotations
 
 import pytest
 import torch
+from hypothesis import settings
 
 from ganstep.models import MLP
 
 # Tiny models: intra-op threads cost more than they give, and CI has 2 cores.
 torch.set_num_threads(1)
+# Examples run real training steps: on a loaded 2-core machine a per-example deadline
+# would measure the machine, not the code.
+settings.register_profile("ganstep", deadline=None, max_examples=40)
+settings.load_profile("ganstep")
 
 Z_DIM, X_DIM, BATCH = 3, 2, 6
 OBJECTIVES = ["minimax", "ns", "lsgan", "hinge", "wgan_gp", "began", "softmax"]

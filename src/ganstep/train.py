@@ -235,6 +235,8 @@ def data_meta(data: Dataset) -> dict:
         "model_hw": list(data.model_hw) if data.model_hw else None,
         "modes": data.modes,
         "std": data.std,
+        "shift": data.shift,
+        "scale": data.scale,
     }
 
 
@@ -246,6 +248,8 @@ def dataset_from_meta(meta: dict) -> Dataset:
         train=None,
         modes=meta["modes"],
         std=meta["std"],
+        shift=meta.get("shift"),
+        scale=meta.get("scale"),
         raw_range=tuple(meta["raw_range"]),
         native_hw=tuple(hw[0]) if hw[0] else None,
         model_hw=tuple(hw[1]) if hw[1] else None,

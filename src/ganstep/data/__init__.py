@@ -40,6 +40,8 @@ class Dataset:
     modes: Tensor | None = None
     std: float | None = None
     raw_range: tuple[float, float] = (-1.0, 1.0)
+    shift: Tensor | None = None  # points given as data: standardised, x = (raw - shift) / scale
+    scale: Tensor | None = None
     native_hw: tuple[int, int] | None = None
     model_hw: tuple[int, int] | None = field(default=None)
 
@@ -83,6 +85,8 @@ class Dataset:
                 x = _from_size(x, self.native_hw)
             lo, hi = self.raw_range
             x = (x.clamp(-1, 1) + 1) / 2 * (hi - lo) + lo
+        elif self.scale is not None:
+            x = x * self.scale + self.shift
         return x.numpy()
 
 
@@ -192,9 +196,11 @@ def load_array(path: Path) -> Dataset:
     if not np.isfinite(array).all():
         raise DataError(f"{path}: the array has NaN or infinite values")
     if array.ndim == 2:
-        data = torch.from_numpy(array.astype(np.float32))
-        train, test = _split(data)
-        return Dataset(name=path.stem, kind="points", train=train.contiguous(), test=test)
+        data = torch.from_numpy(array.astype(np.float64))
+        shift, scale = data.mean(0), data.std(0).clamp_min(1e-12)
+        train, test = _split(((data - shift) / scale).float())
+        return Dataset(name=path.stem, kind="points", train=train.contiguous(), test=test,
+                       shift=shift.float(), scale=scale.float())  # fmt: skip
     if array.ndim == 3:
         array = array[:, None]
     elif array.ndim == 4 and array.shape[1] not in (1, 3) and array.shape[3] in (1, 3):
