@@ -66,6 +66,26 @@ def _parser() -> argparse.ArgumentParser:
         help=".npy (raw values, as the data was given) or .png (a grid, or a 2D scatter plot)",
     )  # fmt: skip
     sample.add_argument("--seed", type=int, default=0, help="seed of z")
+
+    bench = sub.add_parser(
+        "bench",
+        help="time, memory, FLOPs and passes of the schedules next to the reference loops",
+        description="Every implementation runs one iteration at a time, interleaved, in one "
+        "process; see benchmarks/RESULTS.md for how to read the numbers.",
+    )
+    bench.add_argument("--models", nargs="+", default=["mlp", "dcgan", "began"],
+                       help="of: mlp (2D grid), dcgan (32x32), began (32x32)")  # fmt: skip
+    bench.add_argument("--objectives", nargs="+", default=["ns"],
+                       help="objectives (the began model runs only with began)")  # fmt: skip
+    bench.add_argument("--reps", type=int, default=15, help="timed iterations per implementation")
+    bench.add_argument("--warmup", type=int, default=3, help="untimed iterations first")
+    bench.add_argument("--width", type=int, default=64, help="DCGAN width (BEGAN: half)")
+    bench.add_argument("--batch-size", type=int, default=64, help="batch of the image models")
+    bench.add_argument("--device", default="cpu", help="cpu or cuda[:N]")
+    quick = "mlp and a small dcgan, ns, few repetitions: under a minute"
+    bench.add_argument("--quick", action="store_true", help=quick)
+    bench.add_argument("--json", type=Path, help="write the rows as JSON")
+    bench.add_argument("--plot", type=Path, help="write a PNG bar chart")
     return parser
 
 
@@ -135,11 +155,37 @@ def _sample(args: argparse.Namespace) -> int:
     return 0
 
 
+def _bench(args: argparse.Namespace) -> int:
+    from .bench import bench, plot, table, write_json
+    from .registry import check_name
+
+    for model in args.models:
+        check_name("model", model, ("mlp", "dcgan", "began"))
+    for objective in args.objectives:
+        check_name("objective", objective, OBJECTIVES)
+    if args.reps < 1 or args.warmup < 0:
+        raise ValueError("--reps must be at least 1 and --warmup at least 0")
+    if args.quick:
+        args.models, args.objectives, args.reps, args.warmup = ["mlp", "dcgan"], ["ns"], 5, 2
+        args.width, args.batch_size = 32, 32
+    rows = bench(args.models, args.objectives, reps=args.reps, warmup=args.warmup,
+                 dcgan_width=args.width, batch=args.batch_size, device=args.device)  # fmt: skip
+    if not rows:
+        raise ValueError("nothing to measure: the began model runs only with --objectives began")
+    print(table(rows))
+    if args.json:
+        write_json(rows, args.json)
+    if args.plot:
+        plot(rows, args.plot)
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``ganstep`` console script."""
     args = _parser().parse_args(argv)
     try:
-        return _train(args) if args.command == "train" else _sample(args)
+        commands = {"train": _train, "sample": _sample, "bench": _bench}
+        return commands[args.command](args)
     except KeyboardInterrupt:
         return 130
     except (ValueError, DataError, FileNotFoundError, FileExistsError, RuntimeError) as e:

@@ -1,0 +1,343 @@
+"""ganstep bench: Step's schedules next to the reference loops they replace.
+
+For each model and objective, every implementation runs one training iteration at
+a time, interleaved A B C A B C ... in one process, so that drift of a shared,
+noisy machine falls on all of them alike. Reported per implementation: the median,
+min and max time of an iteration after warm-up; peak memory of an iteration
+(CUDA: ``torch.cuda.max_memory_allocated``; CPU: the allocator's own events,
+recorded by ``torch.profiler`` with ``profile_memory=True``, summed in order: the
+peak of tensor memory allocated during the iteration above what was live before);
+FLOPs (``FlopCounterMode``); forward and backward passes of G and D; and the time
+ratio to the reference loop computing the same update.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import torch
+from torch import Tensor, nn
+from torch.utils.flop_counter import FlopCounterMode
+
+from . import reference
+from .data.toy import grid_modes, sample_mixture
+from .models import MLP, BEGANDecoder, BEGANDiscriminator, DCGANDiscriminator, DCGANGenerator
+from .phases import frozen
+from .schedules import d_first, g_first, simultaneous
+from .step import Step
+
+# schedule -> (ganstep schedule, reference loop computing the same update)
+PAIRS = {
+    "d_first": (d_first(), "dcgan_example"),
+    "g_first": (g_first(reuse_z=True), "lightning_g_first"),
+    "simultaneous": (simultaneous(), "pytorch_gan_g_first"),
+}
+MODELS = ("mlp", "dcgan", "began")
+
+
+@dataclass
+class Row:
+    """One implementation's measurements; JSON keys are the field names."""
+
+    model: str
+    objective: str
+    schedule: str
+    impl: str
+    ms_median: float = 0.0
+    ms_min: float = 0.0
+    ms_max: float = 0.0
+    peak_mem_bytes: int = 0
+    gflops: float = 0.0
+    passes: dict = field(default_factory=dict)
+    ratio: float | None = None  # time / the reference loop's time (ganstep rows)
+
+
+def make_pair(model: str, objective: str, batch: int, width: int, device, seed: int = 0):
+    """Fresh G, D, Adam optimizers, a latent sampler and a real batch for ``model``."""
+    torch.manual_seed(seed)
+    if model == "mlp":
+        z_dim = 2
+        G = MLP(z_dim, 2, (width,) * 3)
+        D = MLP(2, 1, (width,) * 3, activation=nn.LeakyReLU)
+        if objective == "began":
+            D = MLP(2, 2, (width, 2, width), activation=nn.ELU)
+        gen = torch.Generator().manual_seed(seed)
+        real = sample_mixture(grid_modes(), 0.05, batch, gen)
+    elif model == "dcgan":
+        z_dim = 100
+        G = DCGANGenerator(z_dim, width, 3, 32)
+        D = DCGANDiscriminator(width, 3, 32, batchnorm=objective != "wgan_gp")
+        real = torch.rand(batch, 3, 32, 32) * 2 - 1
+    elif model == "began":
+        z_dim = 64
+        G, D = BEGANDecoder(z_dim, width, 3, 32), BEGANDiscriminator(z_dim, width, 3, 32)
+        real = torch.rand(batch, 3, 32, 32) * 2 - 1
+    else:
+        raise ValueError(f"unknown model {model!r}; choose one of: {', '.join(MODELS)}")
+    G, D, real = G.to(device), D.to(device), real.to(device)
+    opt_g = torch.optim.Adam(G.parameters(), 2e-4, betas=(0.5, 0.999))
+    opt_d = torch.optim.Adam(D.parameters(), 2e-4, betas=(0.5, 0.999))
+    latent_gen = torch.Generator(device=device).manual_seed(seed + 1)
+
+    def latent(n: int) -> Tensor:
+        return torch.randn(n, z_dim, generator=latent_gen, device=device)
+
+    return G, D, opt_g, opt_d, latent, real
+
+
+def hand_minimal_d_first(G, D, opt_g, opt_d, real, latent, objective) -> None:
+    """A hand-written D-first iteration with exactly Step's passes, for Step's overhead.
+
+    Written for the non-saturating loss: D's weights frozen by hand in G's step, G's
+    output reused, BCE in its softplus form.
+    """
+    fake = G(latent(real.shape[0]))
+    opt_d.zero_grad(set_to_none=True)
+    loss_d = (
+        nn.functional.softplus(-D(real)).mean() + nn.functional.softplus(D(fake.detach())).mean()
+    )
+    loss_d.backward()
+    opt_d.step()
+    opt_g.zero_grad(set_to_none=True)
+    with frozen(D):
+        loss_g = nn.functional.softplus(-D(fake)).mean()
+        loss_g.backward()
+    opt_g.step()
+
+
+def implementations(model, objective, batch, width, device) -> dict[str, tuple[str, Callable]]:
+    """name -> (schedule it computes, one-iteration callable), each on its own models."""
+    impls: dict[str, tuple[str, Callable]] = {}
+    for schedule, (sched, ref_name) in PAIRS.items():
+        G, D, opt_g, opt_d, latent, real = make_pair(model, objective, batch, width, device)
+        step = Step(G, D, opt_g, opt_d, objective=objective, schedule=sched, latent=latent)
+        impls[f"ganstep.{schedule}"] = (schedule, lambda step=step, real=real: step(real))
+        G, D, opt_g, opt_d, latent, real = make_pair(model, objective, batch, width, device)
+        loop = getattr(reference, ref_name)
+
+        def run_ref(loop=loop, m=(G, D, opt_g, opt_d), real=real, latent=latent):
+            loop(*m, [real], latent, objective)
+
+        impls[ref_name] = (schedule, run_ref)
+    if objective == "ns":
+        G, D, opt_g, opt_d, latent, real = make_pair(model, objective, batch, width, device)
+        impls["hand_minimal_d_first"] = (
+            "d_first",
+            lambda: hand_minimal_d_first(G, D, opt_g, opt_d, real, latent, objective),
+        )
+    return impls
+
+
+def _sync(device) -> None:
+    if torch.device(device).type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def time_interleaved(fns: dict[str, Callable], reps: int, warmup: int, device) -> dict:
+    """Per name, the list of iteration times (ms), measured A B C A B C ..."""
+    times: dict[str, list[float]] = {name: [] for name in fns}
+    for rep in range(warmup + reps):
+        for name, fn in fns.items():
+            _sync(device)
+            t0 = time.perf_counter()
+            fn()
+            _sync(device)
+            if rep >= warmup:
+                times[name].append((time.perf_counter() - t0) * 1e3)
+    return times
+
+
+def peak_memory(fn: Callable, device) -> int:
+    """Peak bytes allocated during ``fn()`` above what was live before it."""
+    if torch.device(device).type == "cuda":
+        torch.cuda.synchronize(device)
+        base = torch.cuda.memory_allocated(device)
+        torch.cuda.reset_peak_memory_stats(device)
+        fn()
+        torch.cuda.synchronize(device)
+        return torch.cuda.max_memory_allocated(device) - base
+    from torch.profiler import ProfilerActivity, profile
+
+    with _quiet_stderr(), profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+        fn()
+    # Each op event carries the bytes it allocated itself (its "self" usage: nested ops
+    # are not counted twice); frees come as "[memory]" events with negative bytes.
+    changes = sorted(
+        (e.time_range.start, e.self_cpu_memory_usage)
+        for e in prof.events()
+        if e.self_cpu_memory_usage
+    )
+    live = peak = 0
+    for _, nbytes in changes:
+        live += nbytes
+        peak = max(peak, live)
+    return peak
+
+
+@contextlib.contextmanager
+def _quiet_stderr():
+    """Silence file descriptor 2: the profiler's C++ layer logs each start and stop there.
+    Python exceptions still propagate."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, 2)
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(devnull)
+
+
+def count_passes(fn: Callable, G: nn.Module, D: nn.Module) -> dict[str, dict[str, int]]:
+    """Forward and backward passes of G and D during ``fn()``.
+
+    A backward pass through a module is counted when a gradient reaches its output.
+    """
+    counts = {"G": {"forward": 0, "backward": 0}, "D": {"forward": 0, "backward": 0}}
+    handles = []
+
+    for name, module in (("G", G), ("D", D)):
+
+        def hook(mod, args, out, name=name):
+            counts[name]["forward"] += 1
+            if isinstance(out, Tensor) and out.requires_grad:
+
+                def on_grad(grad, name=name):
+                    counts[name]["backward"] += 1
+
+                out.register_hook(on_grad)
+
+        handles.append(module.register_forward_hook(hook))
+    try:
+        fn()
+    finally:
+        for h in handles:
+            h.remove()
+    return counts
+
+
+def flops(fn: Callable) -> int:
+    with FlopCounterMode(display=False) as counter:
+        fn()
+    return counter.get_total_flops()
+
+
+def bench(
+    models=("mlp", "dcgan", "began"),
+    objectives=("ns",),
+    *,
+    reps: int = 15,
+    warmup: int = 3,
+    dcgan_width: int = 64,
+    batch: int = 64,
+    device: str = "cpu",
+) -> list[Row]:
+    """Measure every implementation for each model and objective; return the rows."""
+    rows: list[Row] = []
+    for model in models:
+        for objective in objectives:
+            if (model == "began") != (objective == "began") and model != "mlp":
+                continue  # the began model's D is an autoencoder: began objective only
+            width = {"mlp": 256, "dcgan": dcgan_width, "began": max(8, dcgan_width // 2)}[model]
+            n = 256 if model == "mlp" else batch
+            impls = implementations(model, objective, n, width, device)
+            times = time_interleaved({k: f for k, (_, f) in impls.items()}, reps, warmup, device)
+            for name, (schedule, _) in impls.items():
+                G, D, opt_g, opt_d, latent, real = make_pair(model, objective, n, width, device)
+                probe = _probe(name, schedule, objective, G, D, opt_g, opt_d, latent, real)
+                ms = times[name]
+                rows.append(Row(
+                    model=model, objective=objective, schedule=schedule, impl=_impl(name),
+                    ms_median=round(statistics.median(ms), 3), ms_min=round(min(ms), 3),
+                    ms_max=round(max(ms), 3), peak_mem_bytes=int(peak_memory(probe, device)),
+                    gflops=round(flops(probe) / 1e9, 4), passes=count_passes(probe, G, D),
+                ))  # fmt: skip
+            _ratios(rows, model, objective)
+    return rows
+
+
+def _impl(name: str) -> str:
+    return "ganstep" if name.startswith("ganstep.") else name
+
+
+def _probe(name, schedule, objective, G, D, opt_g, opt_d, latent, real) -> Callable:
+    """A fresh one-iteration callable of implementation ``name`` on these models."""
+    if name.startswith("ganstep."):
+        step = Step(G, D, opt_g, opt_d, objective=objective, schedule=PAIRS[schedule][0],
+                    latent=latent)  # fmt: skip
+        return lambda: step(real)
+    if name == "hand_minimal_d_first":
+        return lambda: hand_minimal_d_first(G, D, opt_g, opt_d, real, latent, objective)
+    loop = getattr(reference, name)
+    return lambda: loop(G, D, opt_g, opt_d, [real], latent, objective)
+
+
+def _ratios(rows: list[Row], model: str, objective: str) -> None:
+    group = [r for r in rows if r.model == model and r.objective == objective]
+    by_impl = {(r.impl, r.schedule): r for r in group}
+    for r in group:
+        if r.impl == "ganstep":
+            ref = by_impl.get((PAIRS[r.schedule][1], r.schedule))
+            r.ratio = round(r.ms_median / ref.ms_median, 3) if ref else None
+        elif r.impl == "hand_minimal_d_first":
+            step_row = by_impl.get(("ganstep", "d_first"))
+            if step_row is not None:  # report Step's overhead on the ganstep row's scale
+                r.ratio = round(step_row.ms_median / r.ms_median, 3)
+
+
+def table(rows: list[Row]) -> str:
+    """A readable terminal table."""
+    head = (f"{'model':6} {'objective':9} {'schedule':12} {'impl':22} {'ms med':>8} "
+            f"{'min':>8} {'max':>8} {'peak MB':>8} {'GFLOP':>7} {'G f/b':>5} {'D f/b':>5} "
+            f"{'ratio':>6}")  # fmt: skip
+    lines = [head, "-" * len(head)]
+    for r in rows:
+        ratio = "" if r.ratio is None else f"{r.ratio:.3f}"
+        g, d = r.passes["G"], r.passes["D"]
+        lines.append(
+            f"{r.model:6} {r.objective:9} {r.schedule:12} {r.impl:22} {r.ms_median:8.2f} "
+            f"{r.ms_min:8.2f} {r.ms_max:8.2f} {r.peak_mem_bytes / 2**20:8.2f} {r.gflops:7.3f} "
+            f"{g['forward']}/{g['backward']:<3} {d['forward']}/{d['backward']:<3} {ratio:>6}"
+        )
+    lines.append(
+        "ratio: ganstep rows, time over the reference loop of the same schedule; "
+        "hand_minimal_d_first, ganstep.d_first's time over it (Step's overhead)."
+    )
+    return "\n".join(lines)
+
+
+def plot(rows: list[Row], path: Path) -> None:
+    """Median iteration time per implementation, one panel per model and objective."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    groups = list(dict.fromkeys((r.model, r.objective) for r in rows))
+    fig, axes = plt.subplots(1, len(groups), figsize=(5 * len(groups), 4), squeeze=False)
+    for ax, (model, objective) in zip(axes[0], groups, strict=True):
+        sub = [r for r in rows if (r.model, r.objective) == (model, objective)]
+        labels = [f"{r.impl}\n{r.schedule}" for r in sub]
+        ax.barh(labels, [r.ms_median for r in sub],
+                xerr=[[r.ms_median - r.ms_min for r in sub], [r.ms_max - r.ms_median for r in sub]],
+                color=["tab:blue" if r.impl == "ganstep" else "tab:gray" for r in sub])  # fmt: skip
+        ax.set_title(f"{model}, {objective}")
+        ax.set_xlabel("ms per iteration (median, min-max)")
+        ax.tick_params(axis="y", labelsize=7)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+
+
+def write_json(rows: list[Row], path: Path) -> None:
+    path.write_text(json.dumps([asdict(r) for r in rows], indent=1) + "\n")
