@@ -1,6 +1,7 @@
 """ganstep: GAN update steps with an explicit update order and the fewest passes it allows."""
 
 from . import objectives, reference, schedules
+from .audit import Report, audit
 from .objectives import Objective, get_objective
 from .schedules import Schedule, d_first, g_first, get_schedule, simultaneous
 from .step import Step
@@ -9,6 +10,8 @@ __version__ = "0.1.0"
 
 __all__ = [
     "Objective",
+    "Report",
+    "audit",
     "Schedule",
     "Step",
     "d_first",

@@ -86,6 +86,19 @@ def _parser() -> argparse.ArgumentParser:
     bench.add_argument("--quick", action="store_true", help=quick)
     bench.add_argument("--json", type=Path, help="write the rows as JSON")
     bench.add_argument("--plot", type=Path, help="write a PNG bar chart")
+
+    audit = sub.add_parser(
+        "audit",
+        help="instrument your own training iteration: passes, waste, hazards",
+        description="SCRIPT is run under the module name __ganstep_audit__ (so its "
+        "`if __name__ == '__main__':` block does not run) and must define G and D (torch "
+        "modules) and a function that runs one training iteration with no arguments "
+        "(train_step unless --function says otherwise); opt_g and opt_d are used if defined.",
+    )
+    audit.add_argument("script", type=Path, help="a Python file")
+    audit.add_argument("--function", default="train_step", help="the iteration function")
+    audit.add_argument("--iterations", type=int, default=2, help="iterations to run")
+    audit.add_argument("--json", type=Path, help="write the report as JSON")
     return parser
 
 
@@ -180,11 +193,36 @@ def _bench(args: argparse.Namespace) -> int:
     return 0
 
 
+def _audit(args: argparse.Namespace) -> int:
+    import runpy
+
+    from .audit import audit, report_json
+
+    if not args.script.is_file():
+        raise FileNotFoundError(f"{args.script}: no such script")
+    sys.path.insert(0, str(args.script.resolve().parent))  # its own imports, as python would
+    names = runpy.run_path(str(args.script), run_name="__ganstep_audit__")
+    missing = [n for n in ("G", "D", args.function) if n not in names]
+    if missing:
+        raise ValueError(
+            f"{args.script} must define G, D and {args.function}(); missing: {', '.join(missing)}"
+        )
+    fn = names[args.function]
+    if not callable(fn):
+        raise ValueError(f"{args.script}: {args.function} is not a function")
+    report = audit(fn, G=names["G"], D=names["D"], opt_g=names.get("opt_g"),
+                   opt_d=names.get("opt_d"), iterations=args.iterations)  # fmt: skip
+    print(report)
+    if args.json:
+        args.json.write_text(report_json(report) + "\n")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``ganstep`` console script."""
     args = _parser().parse_args(argv)
     try:
-        commands = {"train": _train, "sample": _sample, "bench": _bench}
+        commands = {"train": _train, "sample": _sample, "bench": _bench, "audit": _audit}
         return commands[args.command](args)
     except KeyboardInterrupt:
         return 130

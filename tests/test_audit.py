@@ -1,0 +1,166 @@
+"""ganstep.audit on the loops of the wild, on ganstep itself, and from the command line."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+from test_cli import ganstep
+from test_flops import N, d_costs, dcgan_pair, latent
+
+from ganstep import Step, audit, reference
+
+REAL = torch.randn(N, 3, 32, 32)
+
+
+def audited(loop_name: str, objective: str = "ns", iterations: int = 2):
+    G, D, opt_g, opt_d = dcgan_pair(batchnorm=True)
+    loop = getattr(reference, loop_name)
+    return audit(lambda: loop(G, D, opt_g, opt_d, [REAL], latent, objective), G=G, D=D,
+                 opt_g=opt_g, opt_d=opt_d, iterations=iterations)  # fmt: skip
+
+
+def test_dcgan_example():
+    report = audited("dcgan_example")
+    assert report.order == "d_first" and report.schedule == "d_first()"
+    assert report.forwards == {"G": 1, "D": 3}
+    _, weight_grads = d_costs(REAL)
+    assert report.wasted_flops == 2 * weight_grads  # D's weight gradients in each G step
+    (hazard,) = report.hazards
+    assert "D's weight gradients were computed in G's step and never stepped" in hazard
+    assert str(report).splitlines()[-1].startswith("  ganstep: schedule d_first()")
+
+
+def test_pytorch_gan_is_simultaneous_with_a_recomputed_d_forward():
+    report = audited("pytorch_gan_g_first")
+    assert report.order == "simultaneous" and report.forwards == {"G": 1, "D": 3}
+    forward, weight_grads = d_costs(REAL)
+    assert report.wasted_flops == 2 * (forward + weight_grads)
+    assert any("D was forwarded again on the same input" in h for h in report.hazards)
+
+
+def test_lightning_is_g_first_and_wastes_nothing():
+    report = audited("lightning_g_first")
+    assert report.order == "g_first" and report.forwards == {"G": 2, "D": 3}
+    assert report.hazards == [] and report.wasted_flops == 0
+
+
+def test_seed001_ways():
+    way1 = audited("seed001_way1")
+    assert way1.order == "d_first" and way1.forwards["G"] == 2
+    assert any("G's weight gradients were computed in D's step" in h for h in way1.hazards)
+    way2 = audited("seed001_way2")
+    assert way2.forwards["G"] == 2
+    assert any("G was forwarded again on the same input" in h for h in way2.hazards)
+    assert audited("seed001_way4").order == "d_first"
+
+
+@pytest.mark.parametrize("loop, objective", [("seed003_strategy1", "ns"),
+                                             ("seed002_original", "softmax")])  # fmt: skip
+def test_retain_graph_loops_are_explained(loop, objective):
+    report = audited(loop, objective)
+    assert isinstance(report.error, RuntimeError)
+    assert "modified by an inplace operation" in str(report.error)
+    first = report.hazards[0]
+    assert "backward #0 ran with retain_graph=True" in first
+    assert "then opt_d.step() changed those weights in place" in first
+    assert "backward #1 through the kept graph raised" in first and "`simultaneous`" in first
+    assert report.schedule == "simultaneous()"
+    assert report.as_dict()["error"].startswith("RuntimeError: one of the variables")
+
+
+def test_began_fast_loop_is_simultaneous():
+    from ganstep.models import BEGANDecoder, BEGANDiscriminator
+
+    torch.manual_seed(0)
+    G, D = BEGANDecoder(16, 8, 3, 32), BEGANDiscriminator(16, 8, 3, 32)
+    opt_g, opt_d = torch.optim.Adam(G.parameters()), torch.optim.Adam(D.parameters())
+    report = audit(lambda: reference.seed000_g_first(G, D, opt_g, opt_d, [REAL], latent), G=G, D=D)
+    assert report.order == "simultaneous" and report.forwards == {"G": 1, "D": 3}
+
+
+@pytest.mark.parametrize("schedule", ["d_first", "g_first", "simultaneous"])
+def test_ganstep_steps_audit_clean(schedule):
+    G, D, opt_g, opt_d = dcgan_pair(batchnorm=True)
+    step = Step(G, D, opt_g, opt_d, objective="ns", schedule=schedule, latent=latent)
+    report = audit(lambda: step(REAL), G=G, D=D, iterations=2)
+    assert report.order == schedule
+    assert report.hazards == [] and report.wasted_flops == 0
+    assert report.forwards["D"] == (2 if schedule == "simultaneous" else 3)
+
+
+def test_leak_and_missing_zero_grad_are_found():
+    G, D, opt_g, opt_d = dcgan_pair(batchnorm=False)
+
+    def leaky():  # one backward of both losses, both optimizers step it
+        opt_g.zero_grad()
+        opt_d.zero_grad()
+        fake = G(latent(N))
+        loss = torch.nn.functional.softplus(-D(REAL)).mean() + D(fake).mean()
+        loss.backward()
+        opt_d.step()
+        opt_g.step()
+
+    report = audit(leaky, G=G, D=D)
+    assert any("stepped by both G's and D's optimizer" in h for h in report.hazards)
+
+    def no_zero_grad():  # D's gradients are never cleared
+        fake = G(latent(N)).detach()
+        (torch.nn.functional.softplus(-D(REAL)).mean() + D(fake).mean()).backward()
+        opt_d.step()
+
+    report = audit(no_zero_grad, G=G, D=D, iterations=2)
+    assert any("missing zero_grad" in h for h in report.hazards)
+
+
+def test_bad_arguments():
+    G, D, opt_g, opt_d = dcgan_pair()
+    with pytest.raises(ValueError, match="iterations must be a positive integer"):
+        audit(lambda: None, G=G, D=D, iterations=0)
+    with pytest.raises(TypeError, match="G and D must be torch.nn.Module"):
+        audit(lambda: None, G="G", D=D)
+    with pytest.raises(ValueError, match="opt_g holds none of G's parameters"):
+        audit(lambda: None, G=G, D=D, opt_g=opt_d)
+
+
+SCRIPT = """
+import torch
+from torch import nn
+
+torch.manual_seed(0)
+G = nn.Sequential(nn.Linear(4, 16), nn.ReLU(), nn.Linear(16, 2))
+D = nn.Sequential(nn.Linear(2, 16), nn.LeakyReLU(0.2), nn.Linear(16, 1))
+opt_g = torch.optim.Adam(G.parameters(), 1e-3)
+opt_d = torch.optim.Adam(D.parameters(), 1e-3)
+bce = nn.BCEWithLogitsLoss()
+
+
+def train_step():
+    real = torch.randn(32, 2)
+    fake = G(torch.randn(32, 4))
+    opt_d.zero_grad()
+    loss_d = bce(D(real), torch.ones(32, 1)) + bce(D(fake.detach()), torch.zeros(32, 1))
+    loss_d.backward()
+    opt_d.step()
+    opt_g.zero_grad()
+    bce(D(fake), torch.ones(32, 1)).backward()
+    opt_g.step()
+
+
+if __name__ == "__main__":
+    raise SystemExit("the training loop must not run under audit")
+"""
+
+
+def test_audit_command_on_a_user_script(tmp_path):
+    script = tmp_path / "my_gan.py"
+    script.write_text(SCRIPT)
+    out = tmp_path / "report.json"
+    proc = ganstep("audit", script, "--json", out, cache=tmp_path)
+    assert "update order: d_first" in proc.stdout and "schedule d_first()" in proc.stdout
+    report = json.loads(out.read_text())
+    assert report["order"] == "d_first" and report["forwards"] == {"G": 1.0, "D": 3.0}
+    assert report["wasted_flops"] > 0 and report["error"] is None
+    proc = ganstep("audit", script, "--function", "nope", cache=tmp_path, check=False)
+    assert proc.returncode == 1 and "must define G, D and nope(); missing: nope" in proc.stderr
