@@ -75,7 +75,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     bench.add_argument("--models", nargs="+", default=["mlp", "dcgan", "began"],
                        help="of: mlp (2D grid), dcgan (32x32), began (32x32)")  # fmt: skip
-    bench.add_argument("--objectives", nargs="+", default=["ns"],
+    bench.add_argument("--objectives", nargs="+", default=["ns", "began"],
                        help="objectives (the began model runs only with began)")  # fmt: skip
     bench.add_argument("--reps", type=int, default=15, help="timed iterations per implementation")
     bench.add_argument("--warmup", type=int, default=3, help="untimed iterations first")
