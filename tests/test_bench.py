@@ -13,7 +13,8 @@ KEYS = {"model", "objective", "schedule", "impl", "ms_median", "ms_min", "ms_max
 
 def test_bench_rows_json_and_plot(tmp_path):
     out, png = tmp_path / "bench.json", tmp_path / "bench.png"
-    proc = ganstep("bench", "--models", "mlp", "dcgan", "--width", 8, "--batch-size", 8,
+    proc = ganstep("bench", "--models", "mlp", "dcgan", "--objectives", "ns", "--width", 8,
+                   "--batch-size", 8,
                    "--reps", 2, "--warmup", 0, "--json", out, "--plot", png,
                    cache=tmp_path)  # fmt: skip
     assert "ganstep" in proc.stdout and "pytorch_gan_g_first" in proc.stdout

@@ -113,26 +113,42 @@ def hand_minimal_d_first(G, D, opt_g, opt_d, real, latent, objective) -> None:
     opt_g.step()
 
 
-def implementations(model, objective, batch, width, device) -> dict[str, tuple[str, Callable]]:
-    """name -> (schedule it computes, one-iteration callable), each on its own models."""
-    impls: dict[str, tuple[str, Callable]] = {}
-    for schedule, (sched, ref_name) in PAIRS.items():
-        G, D, opt_g, opt_d, latent, real = make_pair(model, objective, batch, width, device)
-        step = Step(G, D, opt_g, opt_d, objective=objective, schedule=sched, latent=latent)
-        impls[f"ganstep.{schedule}"] = (schedule, lambda step=step, real=real: step(real))
-        G, D, opt_g, opt_d, latent, real = make_pair(model, objective, batch, width, device)
-        loop = getattr(reference, ref_name)
+Factory = Callable[[], tuple[Callable[[], object], nn.Module, nn.Module]]
 
-        def run_ref(loop=loop, m=(G, D, opt_g, opt_d), real=real, latent=latent):
-            loop(*m, [real], latent, objective)
 
-        impls[ref_name] = (schedule, run_ref)
+def implementations(model, objective, batch, width, device) -> dict[str, tuple[str, Factory]]:
+    """name -> (schedule it computes, factory); a factory builds fresh models and returns
+    (one-iteration callable, G, D), so timing and probes never share state."""
+
+    def pair():
+        return make_pair(model, objective, batch, width, device)
+
+    def ganstep_factory(schedule) -> Factory:
+        def build():
+            G, D, opt_g, opt_d, latent, real = pair()
+            step = Step(G, D, opt_g, opt_d, objective=objective, schedule=schedule, latent=latent)
+            return (lambda: step(real)), G, D
+
+        return build
+
+    def reference_factory(loop) -> Factory:
+        def build():
+            G, D, opt_g, opt_d, latent, real = pair()
+            return (lambda: loop(G, D, opt_g, opt_d, [real], latent, objective)), G, D
+
+        return build
+
+    impls: dict[str, tuple[str, Factory]] = {}
+    for name, (schedule, ref_name) in PAIRS.items():
+        impls[f"ganstep.{name}"] = (name, ganstep_factory(schedule))
+        impls[ref_name] = (name, reference_factory(getattr(reference, ref_name)))
     if objective == "ns":
-        G, D, opt_g, opt_d, latent, real = make_pair(model, objective, batch, width, device)
-        impls["hand_minimal_d_first"] = (
-            "d_first",
-            lambda: hand_minimal_d_first(G, D, opt_g, opt_d, real, latent, objective),
-        )
+
+        def hand_factory():
+            G, D, opt_g, opt_d, latent, real = pair()
+            return (lambda: hand_minimal_d_first(G, D, opt_g, opt_d, real, latent, objective)), G, D
+
+        impls["hand_minimal_d_first"] = ("d_first", hand_factory)
     return impls
 
 
@@ -251,10 +267,10 @@ def bench(
             width = {"mlp": 256, "dcgan": dcgan_width, "began": max(8, dcgan_width // 2)}[model]
             n = 256 if model == "mlp" else batch
             impls = implementations(model, objective, n, width, device)
-            times = time_interleaved({k: f for k, (_, f) in impls.items()}, reps, warmup, device)
-            for name, (schedule, _) in impls.items():
-                G, D, opt_g, opt_d, latent, real = make_pair(model, objective, n, width, device)
-                probe = _probe(name, schedule, objective, G, D, opt_g, opt_d, latent, real)
+            timed = {name: factory()[0] for name, (_, factory) in impls.items()}
+            times = time_interleaved(timed, reps, warmup, device)
+            for name, (schedule, factory) in impls.items():
+                probe, G, D = factory()
                 ms = times[name]
                 rows.append(Row(
                     model=model, objective=objective, schedule=schedule, impl=_impl(name),
@@ -268,18 +284,6 @@ def bench(
 
 def _impl(name: str) -> str:
     return "ganstep" if name.startswith("ganstep.") else name
-
-
-def _probe(name, schedule, objective, G, D, opt_g, opt_d, latent, real) -> Callable:
-    """A fresh one-iteration callable of implementation ``name`` on these models."""
-    if name.startswith("ganstep."):
-        step = Step(G, D, opt_g, opt_d, objective=objective, schedule=PAIRS[schedule][0],
-                    latent=latent)  # fmt: skip
-        return lambda: step(real)
-    if name == "hand_minimal_d_first":
-        return lambda: hand_minimal_d_first(G, D, opt_g, opt_d, real, latent, objective)
-    loop = getattr(reference, name)
-    return lambda: loop(G, D, opt_g, opt_d, [real], latent, objective)
 
 
 def _ratios(rows: list[Row], model: str, objective: str) -> None:
