@@ -41,7 +41,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         for seed in range(args.first_seed, args.first_seed + args.seeds):
             cfg = Config.from_dict({**overrides, "seed": seed, "out": f"{tmp}/s{seed}"})
-            cfg.eval_every = cfg.steps
+            # train() always evaluates, samples and checkpoints at the last step
+            cfg.eval_every = cfg.sample_every = cfg.ckpt_every = 10**9
             t0 = time.perf_counter()
             record = train(cfg, progress=False)
             record["seconds"] = round(time.perf_counter() - t0, 1)
