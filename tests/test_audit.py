@@ -56,6 +56,35 @@ def test_seed001_ways():
     assert audited("seed001_way4").order == "d_first"
 
 
+# every loop of ganstep.reference that runs: (name, objective, order, G forwards, D forwards)
+ALL_LOOPS = [
+    ("dcgan_example", "ns", "d_first", 1, 3),
+    ("pytorch_gan_g_first", "ns", "simultaneous", 1, 3),
+    ("lightning_g_first", "ns", "g_first", 2, 3),
+    ("seed001_way1", "ns", "d_first", 2, 3),
+    ("seed001_way2", "ns", "d_first", 2, 3),
+    ("seed001_way3", "ns", "d_first", 1, 3),
+    ("seed001_way4", "ns", "d_first", 1, 3),
+    ("seed002_fix1", "softmax", "d_first", 1, 4),  # D(x) again inside G's loss
+    ("seed002_fix2", "softmax", "d_first", 1, 4),
+    ("seed002_fix3", "softmax", "other", 1, 2),  # D steps on every second iteration only
+    ("seed003_strategy2", "ns", "d_first", 1, 3),
+    ("seed003_strategy3", "ns", "simultaneous", 1, 3),
+    ("textbook_loop", "ns", "d_first", 2, 3),
+]
+
+
+@pytest.mark.parametrize("name, objective, order, g_forwards, d_forwards", ALL_LOOPS)
+def test_every_reference_loop(name, objective, order, g_forwards, d_forwards):
+    report = audited(name, objective)
+    assert report.error is None
+    assert report.order == order
+    assert report.forwards == {"G": g_forwards, "D": d_forwards}
+    if order == "d_first" or order == "simultaneous":
+        assert report.wasted_flops > 0  # every one of them computes D's weights in G's step
+        assert any("D's weight gradients were computed in G's step" in h for h in report.hazards)
+
+
 @pytest.mark.parametrize("loop, objective", [("seed003_strategy1", "ns"),
                                              ("seed002_original", "softmax")])  # fmt: skip
 def test_retain_graph_loops_are_explained(loop, objective):
