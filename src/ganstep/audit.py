@@ -42,7 +42,6 @@ class _Forward:
     iteration: int
     versions: tuple[int, int]  # (G steps, D steps) when it ran
     source: tuple[int, int] | None  # for D: versions of the G forward that made its input
-    key: tuple  # what identical recomputation would repeat
     flops: int
     shape: tuple[int, ...]
     recomputed: bool = False
@@ -63,7 +62,6 @@ class _Step:
     module: str
     iteration: int
     backwards: set[int]
-    events_before: int  # position in the event log
 
 
 @dataclass
@@ -166,7 +164,7 @@ class _Auditor:
             source = made if name == "D" else None
             shape = tuple(x.shape) if x is not None else ()
             flops = self.flops() - start.pop()
-            fwd = _Forward(name, self.iteration, versions, source, key, flops, shape)
+            fwd = _Forward(name, self.iteration, versions, source, flops, shape)
             fwd.recomputed = key in self.seen and x is not None
             self.seen.add(key)
             self.forwards.append(fwd)
@@ -212,7 +210,7 @@ class _Auditor:
         for p in params:
             if p.grad is not None:
                 used |= self.contrib.get(id(p), set())
-        step = _Step(name, self.iteration, used, len(self.events))
+        step = _Step(name, self.iteration, used)
         self.opt_steps.append(step)
         self.events.append(("step", step))
         for b in self.backwards:

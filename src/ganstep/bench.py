@@ -93,7 +93,7 @@ def make_pair(model: str, objective: str, batch: int, width: int, device, seed: 
     return G, D, opt_g, opt_d, latent, real
 
 
-def hand_minimal_d_first(G, D, opt_g, opt_d, real, latent, objective) -> None:
+def hand_minimal_d_first(G, D, opt_g, opt_d, real, latent) -> None:
     """A hand-written D-first iteration with exactly Step's passes, for Step's overhead.
 
     Written for the non-saturating loss: D's weights frozen by hand in G's step, G's
@@ -146,7 +146,7 @@ def implementations(model, objective, batch, width, device) -> dict[str, tuple[s
 
         def hand_factory():
             G, D, opt_g, opt_d, latent, real = pair()
-            return (lambda: hand_minimal_d_first(G, D, opt_g, opt_d, real, latent, objective)), G, D
+            return (lambda: hand_minimal_d_first(G, D, opt_g, opt_d, real, latent)), G, D
 
         impls["hand_minimal_d_first"] = ("d_first", hand_factory)
     return impls
