@@ -25,11 +25,11 @@ def environment(cache: Path) -> dict:
     return {**os.environ, "GANSTEP_CACHE": str(cache), "OMP_NUM_THREADS": "1"}
 
 
-def ganstep(*args, cache: Path, check: bool = True, timeout: float = 120):
+def ganstep(*args, cache: Path, check: bool = True, timeout: float = 120, cwd=None):
     env = environment(cache)
     proc = subprocess.run(
         [sys.executable, "-m", "ganstep", *map(str, args)],
-        capture_output=True, text=True, env=env, timeout=timeout,
+        capture_output=True, text=True, env=env, timeout=timeout, cwd=cwd,
     )  # fmt: skip
     if check and proc.returncode != 0:
         raise AssertionError(f"exit {proc.returncode}\n{proc.stdout}\n{proc.stderr}")
@@ -236,6 +236,17 @@ def test_bad_options_are_named(tmp_path, cache, args, message):
     proc = ganstep("train", *args, "--out", tmp_path / "x", *TINY, cache=cache, check=False)
     assert proc.returncode == 1 and message in proc.stderr, proc.stderr
     assert not (tmp_path / "x" / "checkpoints").exists()
+
+
+def test_default_run_folder_is_named_and_resumable_without_out(tmp_path, cache):
+    ganstep("train", "--steps", 3, "--objective", "hinge", *TINY, cache=cache, cwd=tmp_path)
+    run = tmp_path / "runs" / "grid-mlp-hinge-d_first-s0"
+    assert (run / "checkpoints" / "step_00000003.pt").exists()
+    ganstep("train", "--resume", "--steps", 5, "--objective", "hinge", *TINY, cache=cache,
+            cwd=tmp_path)  # fmt: skip
+    assert (run / "checkpoints" / "step_00000005.pt").exists()
+    proc = ganstep("train", "--resume", *TINY, cache=cache, cwd=tmp_path, check=False)
+    assert proc.returncode == 1 and "grid-mlp-ns-d_first-s0/config.toml not found" in proc.stderr
 
 
 def test_existing_run_is_not_overwritten(tmp_path, cache):

@@ -114,23 +114,21 @@ def _train(args: argparse.Namespace) -> int:
 
     values: dict = {}
     flags = {k: getattr(args, k) for k in TRAIN_FLAGS if getattr(args, k) is not None}
-    out = flags.get("out")
     if args.config is not None:
         values.update(_read_toml(args.config))
-        out = flags.get("out", values.get("out"))
-    if args.resume:
-        if out is None:
-            raise ValueError("--resume needs --out (or out in --config): the run to continue")
-        saved = Path(out) / "config.toml"
-        if not saved.exists():
-            raise FileNotFoundError(f"--resume: {saved} not found")
-        values = {**_read_toml(saved), **values}
     values.update(flags)
-    cfg = Config.from_dict(values)
-    if "out" not in values:
-        cfg.out = (
-            f"runs/{Path(cfg.data).stem}-{cfg.model}-{cfg.objective}-{cfg.schedule}-s{cfg.seed}"
+    if "out" not in values:  # the default run folder is named after what it trains
+        named = Config.from_dict(values)
+        values["out"] = (
+            f"runs/{Path(named.data).stem}-{named.model}-{named.objective}-{named.schedule}"
+            f"-s{named.seed}"
         )
+    if args.resume:
+        saved = Path(values["out"]) / "config.toml"
+        if not saved.exists():
+            raise FileNotFoundError(f"--resume: {saved} not found (no run to continue there)")
+        values = {**_read_toml(saved), **values}
+    cfg = Config.from_dict(values)
     record = train(cfg, resume=args.resume, progress=not args.no_progress)
     shown = ", ".join(f"{k}={v}" for k, v in record.items() if k != "elapsed_s")
     print(f"done: {shown}\nrun folder: {cfg.out}")
