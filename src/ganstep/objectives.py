@@ -36,6 +36,8 @@ class Objective:
     name = ""
     g_needs_real = False
     r1 = 0.0
+    # Why the fused simultaneous step cannot use this objective; None when it can.
+    not_fusable: str | None = "its L_G is not a per-sample multiple of L_D at the fake scores"
 
     def score(self, out: Tensor, inp: Tensor) -> Tensor:
         """Return one score per sample, shape ``(n,)``, from ``out = D(inp)``."""
@@ -68,6 +70,17 @@ class Objective:
     def g_loss(self, fake: Tensor, real: Tensor | None = None) -> tuple[Tensor, Logs]:
         """L_G from the scores of the fake batch (and, if ``g_needs_real``, the real one)."""
         raise NotImplementedError
+
+    def fake_slopes(self, fake: Tensor) -> tuple[Tensor, Tensor]:
+        """Per fake score s: D's slope h_D'(s) and the ratio h_G'(s) / h_D'(s).
+
+        For objectives whose fake terms are means of per-sample functions,
+        L_D = ... + mean(h_D(s)) and L_G = mean(h_G(s)), so G's gradient at each fake
+        sample is the ratio times D's; the fused simultaneous step relies on it. The
+        ratio is computed in closed form, so it stays accurate where h_D'(s) is tiny;
+        where h_D'(s) is 0 it may be infinite (the step handles those samples apart).
+        """
+        raise ValueError(f"the fused step cannot use objective {self.name!r}: {self.not_fusable}")
 
     def end_iteration(self, logs: Logs) -> Logs:
         """Update the objective's state from one iteration's logs; return extra logs."""
@@ -108,6 +121,12 @@ class NS(Objective):
     def g_loss(self, fake: Tensor, real: Tensor | None = None) -> tuple[Tensor, Logs]:
         return F.softplus(-fake).mean(), {}
 
+    not_fusable = None
+
+    def fake_slopes(self, fake: Tensor) -> tuple[Tensor, Tensor]:
+        # h_D = softplus(s), h_G = softplus(-s): -sigmoid(-s) / sigmoid(s) = -exp(-s)
+        return torch.sigmoid(fake), -torch.exp(-fake)
+
 
 class Minimax(NS):
     """The original minimax GAN: L_D as in :class:`NS`, L_G = -mean(softplus(D(G(z))))."""
@@ -116,6 +135,9 @@ class Minimax(NS):
 
     def g_loss(self, fake: Tensor, real: Tensor | None = None) -> tuple[Tensor, Logs]:
         return -F.softplus(fake).mean(), {}
+
+    def fake_slopes(self, fake: Tensor) -> tuple[Tensor, Tensor]:
+        return torch.sigmoid(fake), torch.full_like(fake, -1.0)  # h_G = -h_D
 
 
 class LSGAN(Objective):
@@ -138,6 +160,12 @@ class LSGAN(Objective):
     def g_loss(self, fake: Tensor, real: Tensor | None = None) -> tuple[Tensor, Logs]:
         return 0.5 * (fake - 1).square().mean(), {}
 
+    not_fusable = None
+
+    def fake_slopes(self, fake: Tensor) -> tuple[Tensor, Tensor]:
+        # h_D = s^2 / 2, h_G = (s - 1)^2 / 2; the ratio is infinite at s = 0
+        return fake, (fake - 1) / fake
+
 
 class Hinge(Objective):
     """Hinge loss: L_D = mean(relu(1-D(x))) + mean(relu(1+D(G(z)))), L_G = -mean(D(G(z)))."""
@@ -155,6 +183,13 @@ class Hinge(Objective):
 
     def g_loss(self, fake: Tensor, real: Tensor | None = None) -> tuple[Tensor, Logs]:
         return -fake.mean(), {}
+
+    not_fusable = None
+
+    def fake_slopes(self, fake: Tensor) -> tuple[Tensor, Tensor]:
+        # relu(1 + s) has slope 0 for s <= -1 (as autograd computes it): the ratio -1
+        # holds only where D's slope is 1; the step treats the other samples apart.
+        return (fake > -1).to(fake.dtype), torch.full_like(fake, -1.0)
 
 
 class WGANGP(Objective):
@@ -186,6 +221,13 @@ class WGANGP(Objective):
     def g_loss(self, fake: Tensor, real: Tensor | None = None) -> tuple[Tensor, Logs]:
         return -fake.mean(), {}
 
+    # The penalty reads the fake batch too, but cut from G's graph, so it adds
+    # nothing to the gradient at the fake samples that the fused step rescales.
+    not_fusable = None
+
+    def fake_slopes(self, fake: Tensor) -> tuple[Tensor, Tensor]:
+        return torch.ones_like(fake), torch.full_like(fake, -1.0)
+
     def __repr__(self) -> str:
         return f"WGANGP(weight={self.weight})"
 
@@ -202,6 +244,7 @@ class BEGAN(Objective):
     """
 
     name = "began"
+    not_fusable = "the ratio of L_G to L_D at a fake sample is -1/k_t, infinite while k_t = 0"
 
     def __init__(self, gamma: float = 0.5, lambda_k: float = 0.001, k0: float = 0.0) -> None:
         if not 0 < float(gamma) <= 1:
@@ -262,6 +305,7 @@ class Softmax(Objective):
 
     name = "softmax"
     g_needs_real = True
+    not_fusable = "its log-partition couples every sample, and L_G needs D's real scores"
 
     def d_loss(self, real: Tensor, fake: Tensor) -> tuple[Tensor, Logs]:
         return real.mean() + torch.logsumexp(torch.cat([-real, -fake]), 0), {}

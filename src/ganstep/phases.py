@@ -173,3 +173,69 @@ def joint_phase(pair: Pair, real: Tensor, fake: Tensor) -> Logs:
     logs.update(g_logs)
     logs["loss_g"] = loss_g.detach()
     return logs
+
+
+def check_fusable(pair: Pair) -> None:
+    """Refuse the fused step where it would not be exact (say why)."""
+    objective = pair.objective
+    if objective.not_fusable is not None:
+        raise ValueError(
+            f"simultaneous(fused=True) cannot use objective {objective.name!r}: "
+            f"{objective.not_fusable}. Use simultaneous() without fused."
+        )
+    layers = sample_mixing_layers(pair.D)
+    if layers:
+        raise ValueError(
+            "simultaneous(fused=True) rescales D's gradient per sample, which is exact only "
+            f"when D does not mix samples; D has BatchNorm in training mode ({', '.join(layers)}). "
+            "Use simultaneous() without fused, or a D without BatchNorm."
+        )
+
+
+def _rows(values: Tensor, like: Tensor) -> Tensor:
+    """``values`` (n,) shaped to broadcast over the samples of ``like``."""
+    return values.reshape((-1,) + (1,) * (like.dim() - 1))
+
+
+def fused_joint_phase(pair: Pair, real: Tensor, fake: Tensor) -> Logs:
+    """:func:`joint_phase` with one backward pass through D instead of two.
+
+    With L_D = ... + mean(h_D(s_i)) and L_G = mean(h_G(s_i)) over the fake scores s_i,
+    G's gradient at fake sample i is h_G'(s_i) / h_D'(s_i) times D's (FusedProp,
+    arXiv 2004.03335). So one backward of L_D, taking the gradient at the fake batch
+    on the way, gives D's weight gradients and, rescaled per sample, G's gradient at
+    its output; G's backward starts from there.
+
+    Where D's slope h_D'(s_i) is 0 or too small for the product to keep its precision
+    (hinge below -1, a saturated ns logit, LSGAN at 0), the rescaled gradient would be
+    lost. Those samples alone go through D once more for G's gradient; that check
+    reads one flag on the host.
+    """
+    objective = pair.objective
+    check_fusable(pair)
+    pair.opt_d.zero_grad(set_to_none=True)
+    pair.opt_g.zero_grad(set_to_none=True)
+    fake_in = fake.detach().requires_grad_(True)
+    s_real, s_fake = scores(pair, real, fake_in)
+    loss_d, logs = _d_loss(pair, real, fake.detach(), s_real, s_fake)
+    torch.autograd.backward(loss_d, inputs=[*trainable(pair.D), fake_in])
+    s_fake = s_fake.detach()
+    loss_g, g_logs = objective.g_loss(s_fake)
+    d_slope, ratio = objective.fake_slopes(s_fake)
+    # Below sqrt(tiny), D's backward may underflow on the way to the fake batch.
+    hard = ~torch.isfinite(ratio) | (d_slope.abs() < torch.finfo(d_slope.dtype).tiny ** 0.5)
+    ratio = torch.where(hard, torch.zeros_like(ratio), ratio)
+    grad_in = fake_in.grad if fake_in.grad is not None else torch.zeros_like(fake_in)
+    surrogate = (fake * (grad_in * _rows(ratio, fake_in)).detach()).sum()
+    if hard.any():
+        idx = hard.nonzero().squeeze(1)
+        with frozen(pair.D):
+            s_hard = objective.score(pair.D(fake[idx]), fake[idx])
+        # L_G is a mean over the n fakes: the hard ones carry weight len(idx) / n.
+        surrogate = surrogate + objective.g_loss(s_hard)[0] * (idx.numel() / fake.shape[0])
+    torch.autograd.backward(surrogate, inputs=trainable(pair.G))
+    pair.opt_d.step()
+    pair.opt_g.step()
+    logs.update(g_logs)
+    logs["loss_g"] = loss_g.detach()
+    return logs

@@ -22,7 +22,16 @@ from typing import ClassVar
 from torch import Tensor
 
 from .objectives import Logs
-from .phases import Pair, d_phase, draw, g_phase, generate, joint_phase
+from .phases import (
+    Pair,
+    check_fusable,
+    d_phase,
+    draw,
+    fused_joint_phase,
+    g_phase,
+    generate,
+    joint_phase,
+)
 from .registry import resolve
 
 
@@ -45,6 +54,9 @@ class Schedule:
     def real_batches(self) -> int:
         """How many real batches one iteration consumes (one per D step)."""
         return 1
+
+    def check(self, pair: Pair) -> None:
+        """Raise ValueError if this schedule cannot run exactly on ``pair``."""
 
     def run(self, pair: Pair, reals: list[Tensor], iteration: int) -> Logs:
         raise NotImplementedError
@@ -153,10 +165,15 @@ class Simultaneous(Schedule):
             ``d_every - 1``, counting from 0); ``d_every=2`` is SoftmaxGAN's D:G = 1:2.
         g_every: likewise for G (WGAN's n_critic in this order). At most one of the two
             may exceed 1. An iteration that updates one module runs only that phase.
+        fused: take G's gradient from D's backward pass, rescaled per sample, instead
+            of a second backward through D (FusedProp). Exact, and refused where it
+            would not be: objectives ``began`` and ``softmax``, D with BatchNorm in
+            training mode.
     """
 
     d_every: int = 1
     g_every: int = 1
+    fused: bool = False
     name: ClassVar[str] = "simultaneous"
 
     def __post_init__(self) -> None:
@@ -167,6 +184,11 @@ class Simultaneous(Schedule):
                 f"{self.name}: at most one of d_every ({self.d_every}) and g_every "
                 f"({self.g_every}) may exceed 1"
             )
+        _flag(self.name, "fused", self.fused)
+
+    def check(self, pair: Pair) -> None:
+        if self.fused:
+            check_fusable(pair)
 
     def run(self, pair: Pair, reals: list[Tensor], iteration: int) -> Logs:
         (real,) = reals
@@ -174,7 +196,8 @@ class Simultaneous(Schedule):
         update_g = (iteration + 1) % self.g_every == 0
         z = draw(pair, real.shape[0])
         if update_d and update_g:
-            return joint_phase(pair, real, generate(pair, z, real, graph=True))
+            joint = fused_joint_phase if self.fused else joint_phase
+            return joint(pair, real, generate(pair, z, real, graph=True))
         if update_g:
             return g_phase(pair, generate(pair, z, real, graph=True), real)
         return d_phase(pair, real, generate(pair, z, real, graph=False))

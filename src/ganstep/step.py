@@ -97,6 +97,7 @@ class Step:
         self.schedule = get_schedule(schedule)
         self.pair = Pair(G, D, opt_g, opt_d, self.objective, latent, concat)
         self.pair.check_concat()
+        self.schedule.check(self.pair)
         self.iteration = 0
 
     @property
