@@ -21,6 +21,7 @@ import torch
 from torch import Tensor, nn
 
 from .objectives import Logs, Objective
+from .precision import Precision
 
 # Layers that mix the samples of a batch: with them, D(cat(real, fake)) is not
 # D(real) next to D(fake), so real and fake may not share one D call.
@@ -47,6 +48,10 @@ class Pair:
     objective: Objective
     latent: Callable[[int], Tensor]
     concat: bool = False
+    precision: Precision = field(default_factory=Precision)
+    # Called with the parameters a phase is about to step, after their backward
+    # (data parallel training averages their gradients across processes there).
+    sync: Callable[[list[nn.Parameter]], None] | None = None
     _mixing: list[nn.Module] = field(default_factory=list, repr=False)
 
     def __post_init__(self) -> None:
@@ -81,6 +86,14 @@ def frozen(module: nn.Module) -> Iterator[None]:
             p.requires_grad_(True)
 
 
+def update(pair: Pair, who: str) -> None:
+    """Step D (``who="d"``) or G (``"g"``) on the gradients its phase computed."""
+    module, opt = (pair.D, pair.opt_d) if who == "d" else (pair.G, pair.opt_g)
+    if pair.sync is not None:
+        pair.sync(trainable(module))
+    pair.precision.step(opt, who)
+
+
 def draw(pair: Pair, n: int) -> Tensor:
     """One batch of z from the user's ``latent``, checked."""
     z = pair.latent(n)
@@ -92,12 +105,10 @@ def draw(pair: Pair, n: int) -> Tensor:
 
 def generate(pair: Pair, z: Tensor, like: Tensor, *, graph: bool) -> Tensor:
     """G(z), with G's graph only when G's update will need it; checked against ``like``."""
-    if graph:
+    with pair.precision.autocast(), torch.set_grad_enabled(graph):
         fake = pair.G(z)
-    else:
-        with torch.no_grad():
-            fake = pair.G(z)
-    if fake.shape[1:] != like.shape[1:] or fake.dtype != like.dtype or fake.device != like.device:
+    dtypes = (like.dtype, pair.precision.dtype)  # autocast may give G's output its dtype
+    if fake.shape[1:] != like.shape[1:] or fake.dtype not in dtypes or fake.device != like.device:
         raise ValueError(
             f"the real batch does not match G's output: real samples are {tuple(like.shape[1:])} "
             f"{like.dtype} on {like.device}, G produces {tuple(fake.shape[1:])} {fake.dtype} "
@@ -107,14 +118,23 @@ def generate(pair: Pair, z: Tensor, like: Tensor, *, graph: bool) -> Tensor:
 
 
 def scores(pair: Pair, real: Tensor, fake: Tensor) -> tuple[Tensor, Tensor]:
-    """D's per-sample scores on the real and the fake batch (one D call if ``concat``)."""
-    score, D = pair.objective.score, pair.D
+    """D's per-sample scores on the real and the fake batch (one D call if ``concat``).
+
+    Under autocast the scores are cast to float32: the losses are computed in full
+    precision whatever D ran in.
+    """
     if pair.concat:
         pair.check_concat()
-        out = D(torch.cat([real, fake]))
+        both = torch.cat([real, fake.to(real.dtype)])
+        out = pair.D(both)
         n = real.shape[0]
-        return score(out[:n], real), score(out[n:], fake)
-    return score(D(real), real), score(D(fake), fake)
+        return _score(pair, out[:n], real), _score(pair, out[n:], fake)
+    return _score(pair, pair.D(real), real), _score(pair, pair.D(fake), fake)
+
+
+def _score(pair: Pair, out: Tensor, inp: Tensor) -> Tensor:
+    s = pair.objective.score(out, inp)
+    return s if pair.precision.dtype is None else s.float()
 
 
 def _d_loss(pair: Pair, real: Tensor, fake_cut: Tensor, s_real: Tensor, s_fake: Tensor):
@@ -130,9 +150,10 @@ def _d_loss(pair: Pair, real: Tensor, fake_cut: Tensor, s_real: Tensor, s_fake: 
 def d_phase(pair: Pair, real: Tensor, fake: Tensor) -> Logs:
     """One step of D on ``real`` and ``fake`` (already cut from G's graph)."""
     pair.opt_d.zero_grad(set_to_none=True)
-    loss, logs = _d_loss(pair, real, fake, *scores(pair, real, fake))
-    torch.autograd.backward(loss, inputs=trainable(pair.D))
-    pair.opt_d.step()
+    with pair.precision.autocast():
+        loss, logs = _d_loss(pair, real, fake, *scores(pair, real, fake))
+    torch.autograd.backward(pair.precision.scale(loss, "d"), inputs=trainable(pair.D))
+    update(pair, "d")
     return logs
 
 
@@ -141,13 +162,14 @@ def g_phase(pair: Pair, fake: Tensor, real: Tensor) -> Logs:
     objective = pair.objective
     pair.opt_g.zero_grad(set_to_none=True)
     with frozen(pair.D):
-        s_real = None
-        if objective.g_needs_real:
-            with torch.no_grad():  # D(x) is a constant for G
-                s_real = objective.score(pair.D(real), real)
-        loss, logs = objective.g_loss(objective.score(pair.D(fake), fake), s_real)
-        torch.autograd.backward(loss, inputs=trainable(pair.G))
-    pair.opt_g.step()
+        with pair.precision.autocast():
+            s_real = None
+            if objective.g_needs_real:
+                with torch.no_grad():  # D(x) is a constant for G
+                    s_real = _score(pair, pair.D(real), real)
+            loss, logs = objective.g_loss(_score(pair, pair.D(fake), fake), s_real)
+        torch.autograd.backward(pair.precision.scale(loss, "g"), inputs=trainable(pair.G))
+    update(pair, "g")
     logs["loss_g"] = loss.detach()
     return logs
 
@@ -163,13 +185,17 @@ def joint_phase(pair: Pair, real: Tensor, fake: Tensor) -> Logs:
     objective = pair.objective
     pair.opt_d.zero_grad(set_to_none=True)
     pair.opt_g.zero_grad(set_to_none=True)
-    s_real, s_fake = scores(pair, real, fake)
-    loss_d, logs = _d_loss(pair, real, fake.detach(), s_real, s_fake)
-    loss_g, g_logs = objective.g_loss(s_fake, s_real.detach() if objective.g_needs_real else None)
-    torch.autograd.backward(loss_d, inputs=trainable(pair.D), retain_graph=True)
-    torch.autograd.backward(loss_g, inputs=trainable(pair.G))
-    pair.opt_d.step()
-    pair.opt_g.step()
+    precision = pair.precision
+    with precision.autocast():
+        s_real, s_fake = scores(pair, real, fake)
+        loss_d, logs = _d_loss(pair, real, fake.detach(), s_real, s_fake)
+        s_real_g = s_real.detach() if objective.g_needs_real else None
+        loss_g, g_logs = objective.g_loss(s_fake, s_real_g)
+    d_params = trainable(pair.D)
+    torch.autograd.backward(precision.scale(loss_d, "d"), inputs=d_params, retain_graph=True)
+    torch.autograd.backward(precision.scale(loss_g, "g"), inputs=trainable(pair.G))
+    update(pair, "d")
+    update(pair, "g")
     logs.update(g_logs)
     logs["loss_g"] = loss_g.detach()
     return logs
@@ -215,27 +241,32 @@ def fused_joint_phase(pair: Pair, real: Tensor, fake: Tensor) -> Logs:
     check_fusable(pair)
     pair.opt_d.zero_grad(set_to_none=True)
     pair.opt_g.zero_grad(set_to_none=True)
+    precision = pair.precision
     fake_in = fake.detach().requires_grad_(True)
-    s_real, s_fake = scores(pair, real, fake_in)
-    loss_d, logs = _d_loss(pair, real, fake.detach(), s_real, s_fake)
-    torch.autograd.backward(loss_d, inputs=[*trainable(pair.D), fake_in])
+    with precision.autocast():
+        s_real, s_fake = scores(pair, real, fake_in)
+        loss_d, logs = _d_loss(pair, real, fake.detach(), s_real, s_fake)
+    torch.autograd.backward(precision.scale(loss_d, "d"), inputs=[*trainable(pair.D), fake_in])
     s_fake = s_fake.detach()
     loss_g, g_logs = objective.g_loss(s_fake)
     d_slope, ratio = objective.fake_slopes(s_fake)
     # Below sqrt(tiny), D's backward may underflow on the way to the fake batch.
     hard = ~torch.isfinite(ratio) | (d_slope.abs() < torch.finfo(d_slope.dtype).tiny ** 0.5)
     ratio = torch.where(hard, torch.zeros_like(ratio), ratio)
+    # fake_in.grad carries D's loss scale; G's backward must carry G's.
+    rescale = precision.factor("g", fake) / precision.factor("d", fake)
     grad_in = fake_in.grad if fake_in.grad is not None else torch.zeros_like(fake_in)
-    surrogate = (fake * (grad_in * _rows(ratio, fake_in)).detach()).sum()
+    roots, grads = [fake], [(grad_in * _rows(ratio * rescale, fake_in)).to(fake.dtype)]
     if hard.any():
         idx = hard.nonzero().squeeze(1)
-        with frozen(pair.D):
-            s_hard = objective.score(pair.D(fake[idx]), fake[idx])
+        with frozen(pair.D), precision.autocast():
+            s_hard = _score(pair, pair.D(fake[idx]), fake[idx])
         # L_G is a mean over the n fakes: the hard ones carry weight len(idx) / n.
-        surrogate = surrogate + objective.g_loss(s_hard)[0] * (idx.numel() / fake.shape[0])
-    torch.autograd.backward(surrogate, inputs=trainable(pair.G))
-    pair.opt_d.step()
-    pair.opt_g.step()
+        roots.append(precision.scale(objective.g_loss(s_hard)[0], "g"))
+        grads.append(torch.full_like(roots[-1], idx.numel() / fake.shape[0]))
+    torch.autograd.backward(roots, grads, inputs=trainable(pair.G))
+    update(pair, "d")
+    update(pair, "g")
     logs.update(g_logs)
     logs["loss_g"] = loss_g.detach()
     return logs

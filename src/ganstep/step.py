@@ -7,8 +7,10 @@ from collections.abc import Callable, Sequence
 import torch
 from torch import Tensor, nn
 
+from . import distributed as data_parallel
 from .objectives import Objective, get_objective
 from .phases import Pair, sample_mixing_layers, trainable
+from .precision import Precision
 from .schedules import Schedule, get_schedule
 
 
@@ -35,6 +37,16 @@ def _check_optimizer(opt: object, module: nn.Module, own: str, other: nn.Module)
         )
 
 
+def _compiled(module: nn.Module, compile: bool | str) -> nn.Module:
+    if compile is False:
+        return module
+    if compile is True:
+        return torch.compile(module)
+    if isinstance(compile, str):
+        return torch.compile(module, backend=compile)
+    raise TypeError(f"compile must be True, False or a backend name, got {compile!r}")
+
+
 class Step:
     """One full GAN training iteration per call, with the fewest passes its schedule allows.
 
@@ -52,6 +64,16 @@ class Step:
             one draw per generated batch, in the order the schedule generates them.
         concat: run D once on ``cat(real, fake)`` in D steps. Refused when D has
             BatchNorm in training mode, since that changes the math.
+        precision: ``fp32`` (default), ``bf16`` (autocast) or ``fp16`` (autocast with a
+            loss scaler per optimizer; a step whose gradients overflow is skipped).
+            Losses are always computed in float32.
+        distributed: data parallel over torch.distributed's default process group
+            (initialised by the caller, e.g. under torchrun): G and D are broadcast from
+            rank 0 now, and each phase averages the gradients of the module it steps
+            across processes before stepping it. See :mod:`ganstep.distributed`.
+        compile: ``True`` (or a backend name such as ``"inductor"``, ``"aot_eager"``)
+            runs G's and D's forwards through ``torch.compile``; their parameters stay
+            the user's. ``False`` (default) runs them eagerly.
 
     Calling ``step(real)`` runs one iteration. ``real`` is one batch (a tensor) when
     the schedule has one D step per iteration; with ``d_steps = k`` it is a list or
@@ -79,6 +101,9 @@ class Step:
         schedule: str | Schedule,
         latent: Callable[[int], Tensor],
         concat: bool = False,
+        precision: str = "fp32",
+        distributed: bool = False,
+        compile: bool | str = False,
     ) -> None:
         for arg, module in (("G", G), ("D", D)):
             if not isinstance(module, nn.Module):
@@ -93,11 +118,28 @@ class Step:
             raise TypeError(f"latent must be callable as latent(n), got {type(latent).__name__}")
         if not isinstance(concat, bool):
             raise TypeError(f"concat must be True or False, got {concat!r}")
+        if not isinstance(distributed, bool):
+            raise TypeError(f"distributed must be True or False, got {distributed!r}")
+        if distributed and not data_parallel.active():
+            raise ValueError(
+                "distributed=True needs torch.distributed's default process group with more "
+                "than one process: call torch.distributed.init_process_group first (torchrun "
+                "sets up its environment)"
+            )
         self.objective = get_objective(objective)
         self.schedule = get_schedule(schedule)
-        self.pair = Pair(G, D, opt_g, opt_d, self.objective, latent, concat)
+        device = next(G.parameters()).device
+        self.precision = Precision(precision, device.type)
+        self.distributed = distributed
+        g_run, d_run = _compiled(G, compile), _compiled(D, compile)
+        self.pair = Pair(g_run, d_run, opt_g, opt_d, self.objective, latent, concat,
+                         precision=self.precision)  # fmt: skip
         self.pair.check_concat()
         self.schedule.check(self.pair)
+        if distributed:
+            data_parallel.broadcast_module(G)
+            data_parallel.broadcast_module(D)
+            self.pair.sync = data_parallel.GradientAverager()
         self.iteration = 0
 
     @property
@@ -131,23 +173,35 @@ class Step:
     def __call__(self, real: Tensor | Sequence[Tensor]) -> dict[str, Tensor]:
         """Run one training iteration on ``real``; return the iteration's losses."""
         logs = self.schedule.run(self.pair, self._batches(real), self.iteration)
+        if self.distributed:
+            logs = data_parallel.average_logs(logs)
         logs.update(self.objective.end_iteration(logs))
         self.iteration += 1
         return logs
 
     def state_dict(self) -> dict:
-        """Step's own state: the iteration count and the objective's state (BEGAN's k).
+        """Step's own state: the iteration count, the objective's state (BEGAN's k) and
+        the loss scalers' state (``fp16``; empty otherwise).
 
         Models and optimizers keep their own ``state_dict()``.
         """
-        return {"iteration": self.iteration, "objective": self.objective.state_dict()}
+        return {
+            "iteration": self.iteration,
+            "objective": self.objective.state_dict(),
+            "precision": self.precision.state_dict(),
+        }
 
     def load_state_dict(self, state: dict) -> None:
-        """Restore what :meth:`state_dict` returned."""
-        if not isinstance(state, dict) or set(state) != {"iteration", "objective"}:
+        """Restore what :meth:`state_dict` returned (``precision`` may be absent)."""
+        needed, allowed = {"iteration", "objective"}, {"iteration", "objective", "precision"}
+        if not isinstance(state, dict) or not needed <= set(state) <= allowed:
             got = sorted(state) if isinstance(state, dict) else type(state).__name__
-            raise ValueError(f"Step state needs the keys 'iteration' and 'objective', got {got}")
+            raise ValueError(
+                f"Step state needs the keys 'iteration' and 'objective' (and optionally "
+                f"'precision'), got {got}"
+            )
         self.objective.load_state_dict(state["objective"])
+        self.precision.load_state_dict(state.get("precision", self.precision.state_dict()))
         self.iteration = int(state["iteration"])
 
     def __repr__(self) -> str:

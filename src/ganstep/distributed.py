@@ -1,0 +1,106 @@
+"""Data parallel training on torch.distributed, synchronised phase by phase.
+
+Every process runs the same Step on its own batch. A phase's gradients are averaged
+across processes (one ``all_reduce`` over a flat buffer) right before that phase's
+optimizer steps, and only for the module it steps: a D phase never waits on G's
+gradients, nor a G phase on D's. With the same initial parameters (broadcast from
+rank 0) every process then takes the same step, so parameters stay identical, and
+equal those of one process on the concatenated batch wherever the losses are means
+over samples and D does not mix samples (no BatchNorm in training mode).
+
+The losses a step logs are averaged the same way before the objective updates its
+state, so BEGAN's k_t follows the global batch on every rank.
+
+``torchrun --nproc_per_node=N -m ganstep train ...`` starts such a run: gloo on CPU,
+NCCL on GPU.
+"""
+
+from __future__ import annotations
+
+import os
+
+import torch
+import torch.distributed as dist
+from torch import Tensor, nn
+from torch._utils import _flatten_dense_tensors, _unflatten_dense_tensors
+
+
+def launched() -> bool:
+    """True when this process was started by torchrun (or any launcher setting the
+    torch.distributed environment) with more than one process."""
+    return int(os.environ.get("WORLD_SIZE", "1")) > 1
+
+
+def active() -> bool:
+    """True when a default process group with more than one process is running."""
+    return dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1
+
+
+def rank() -> int:
+    return dist.get_rank() if active() else 0
+
+
+def world_size() -> int:
+    return dist.get_world_size() if active() else 1
+
+
+def init(device_type: str) -> None:
+    """Join the process group the launcher describes (gloo on CPU, NCCL on CUDA)."""
+    if dist.is_initialized():
+        return
+    dist.init_process_group("nccl" if device_type == "cuda" else "gloo")
+
+
+def local_device(device: torch.device) -> torch.device:
+    """On CUDA, this process's GPU (``LOCAL_RANK``); otherwise ``device`` itself."""
+    if device.type == "cuda":
+        return torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0")))
+    return device
+
+
+def broadcast_module(module: nn.Module, src: int = 0) -> None:
+    """Copy ``src``'s parameters and buffers into every process."""
+    with torch.no_grad():
+        for tensor in [*module.parameters(), *module.buffers()]:
+            dist.broadcast(tensor.data, src)
+
+
+class GradientAverager:
+    """Average the gradients of the given parameters across the processes.
+
+    One all-reduce per call, over a flat buffer per dtype. Every process must call it
+    with the same parameters, each holding a gradient (as with DDP, a parameter that
+    gets no gradient on some processes would desynchronise them: it is an error).
+    """
+
+    def __call__(self, params: list[nn.Parameter]) -> None:
+        grads = [p.grad for p in params]
+        if any(g is None for g in grads):
+            missing = sum(g is None for g in grads)
+            raise RuntimeError(
+                f"data parallel step: {missing} parameter(s) got no gradient in this phase; "
+                "every trainable parameter must take part in the loss on every process"
+            )
+        by_dtype: dict[torch.dtype, list[Tensor]] = {}
+        for g in grads:
+            by_dtype.setdefault(g.dtype, []).append(g)
+        world = dist.get_world_size()
+        for group in by_dtype.values():
+            flat = _flatten_dense_tensors(group)
+            dist.all_reduce(flat)
+            flat.div_(world)
+            for g, averaged in zip(group, _unflatten_dense_tensors(flat, group), strict=True):
+                g.copy_(averaged)
+
+
+def average_logs(logs: dict[str, Tensor]) -> dict[str, Tensor]:
+    """The logs averaged across processes (one all-reduce, on the device)."""
+    if not logs:
+        return logs
+    keys = sorted(logs)
+    wide = any(v.dtype == torch.float64 for v in logs.values())
+    dtype = torch.float64 if wide else torch.float32
+    stacked = torch.stack([logs[k].detach().to(dtype).reshape(()) for k in keys])
+    dist.all_reduce(stacked)
+    stacked.div_(dist.get_world_size())
+    return {k: stacked[i].to(logs[k].dtype) for i, k in enumerate(keys)}
