@@ -2,6 +2,7 @@
 
 from . import objectives, reference, schedules
 from .audit import Report, audit
+from .cuda_graph import GraphedStep
 from .objectives import Objective, get_objective
 from .schedules import Schedule, d_first, g_first, get_schedule, simultaneous
 from .step import Step
@@ -9,6 +10,7 @@ from .step import Step
 __version__ = "0.1.0"
 
 __all__ = [
+    "GraphedStep",
     "Objective",
     "Report",
     "audit",

@@ -276,11 +276,12 @@ class BEGAN(Objective):
 
     def end_iteration(self, logs: Logs) -> Logs:
         if "l_real" not in logs or "loss_g" not in logs:
-            return {"k": self.k}
+            return {"k": self.k.clone()}
         l_real, l_fake = logs["l_real"], logs["loss_g"]
         balance = self.gamma * l_real - l_fake
-        self.k = (self.k + self.lambda_k * balance).clamp(0.0, 1.0)
-        return {"k": self.k, "m_global": l_real + balance.abs()}
+        # In place: a captured CUDA graph keeps reading this very tensor.
+        self.k.copy_((self.k + self.lambda_k * balance).clamp(0.0, 1.0))
+        return {"k": self.k.clone(), "m_global": l_real + balance.abs()}
 
     def state_dict(self) -> dict:
         return {"k": self.k.detach().clone()}

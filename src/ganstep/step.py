@@ -42,9 +42,12 @@ def _compiled(module: nn.Module, compile: bool | str) -> nn.Module:
         return module
     if compile is True:
         return torch.compile(module)
-    if isinstance(compile, str):
-        return torch.compile(module, backend=compile)
-    raise TypeError(f"compile must be True, False or a backend name, got {compile!r}")
+    if not isinstance(compile, str):
+        raise TypeError(f"compile must be True, False or a backend name, got {compile!r}")
+    backends = torch.compiler.list_backends(exclude_tags=())
+    if compile not in backends:
+        raise ValueError(f"compile: unknown backend {compile!r}; choose one of {backends}")
+    return torch.compile(module, backend=compile)
 
 
 class Step:

@@ -1,0 +1,113 @@
+"""One whole Step iteration captured in a CUDA graph and replayed (CUDA only).
+
+A replay launches every kernel of the iteration (both forwards, both backwards, both
+optimizer steps, BEGAN's k_t update) with one CPU call. That needs an iteration with
+no host synchronisation and the same work every time, so capture refuses:
+
+- schedules whose work depends on the iteration (``simultaneous`` with ``d_every`` or
+  ``g_every`` > 1) and the fused step (it reads one flag on the host to find samples
+  where D's slope vanished);
+- ``fp16`` (the loss scalers read their overflow flag on the host); ``bf16`` is fine;
+- ``distributed=True`` (collectives are left out of the graph);
+- optimizers that are not capturable (build Adam/AdamW with ``capturable=True``).
+
+z must come from a generator the graph can advance: the default CUDA generator, or
+one the caller registers (``CUDAGraph.register_generator_state``, exposed here as
+``generators=``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+from torch import Tensor
+
+from .step import Step
+
+
+def check_capturable(step: Step) -> None:
+    """Raise ValueError naming what keeps ``step`` out of a CUDA graph."""
+    schedule = step.schedule
+    if getattr(schedule, "fused", False):
+        raise ValueError(
+            "CUDA graph capture: the fused step reads a flag on the host each iteration; "
+            "capture simultaneous() without fused"
+        )
+    if getattr(schedule, "d_every", 1) > 1 or getattr(schedule, "g_every", 1) > 1:
+        raise ValueError(
+            "CUDA graph capture: with d_every or g_every > 1 iterations differ; "
+            "capture needs the same work every iteration"
+        )
+    if step.precision.name == "fp16":
+        raise ValueError(
+            "CUDA graph capture: fp16's loss scalers check overflow on the host; use bf16"
+        )
+    if step.distributed:
+        raise ValueError("CUDA graph capture: distributed steps are not captured")
+    for name, opt in (("opt_g", step.pair.opt_g), ("opt_d", step.pair.opt_d)):
+        if not all(group.get("capturable", False) for group in opt.param_groups):
+            raise ValueError(
+                f"CUDA graph capture: {name} ({type(opt).__name__}) is not capturable; "
+                "build it with capturable=True"
+            )
+    device = next(step.pair.G.parameters()).device
+    if device.type != "cuda":
+        raise ValueError(f"CUDA graph capture needs the models on CUDA, they are on {device}")
+
+
+class GraphedStep:
+    """``step`` captured on the shapes of ``real``; call it like the Step.
+
+    Args:
+        step: the Step to capture.
+        real: an example of what one call takes (tensor or list of tensors); later
+            calls must match its shapes, dtypes and device.
+        warmup: ordinary iterations run on ``real`` before capture, on a side stream,
+            so that lazily created state (optimizer moments, cuDNN plans) exists.
+            They train the models like any iteration does.
+        generators: extra CUDA generators the iteration draws from (e.g. the one
+            behind ``latent``), registered with the graph so replays advance them.
+    """
+
+    def __init__(
+        self,
+        step: Step,
+        real: Tensor | Sequence[Tensor],
+        warmup: int = 3,
+        generators: Sequence[torch.Generator] = (),
+    ) -> None:
+        check_capturable(step)
+        if isinstance(warmup, bool) or not isinstance(warmup, int) or warmup < 1:
+            raise ValueError(f"warmup must be a positive integer, got {warmup!r}")
+        self.step = step
+        self.static = [b.clone() for b in step._batches(real)]
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            for _ in range(warmup):
+                step(self._arg())
+        torch.cuda.current_stream().wait_stream(side)
+        self.graph = torch.cuda.CUDAGraph()
+        for gen in generators:
+            self.graph.register_generator_state(gen)
+        with torch.cuda.graph(self.graph):
+            self.logs = step(self._arg())  # counts as an iteration; replays count below
+        step.iteration -= 1
+
+    def _arg(self) -> Tensor | list[Tensor]:
+        return self.static if len(self.static) > 1 else self.static[0]
+
+    def __call__(self, real: Tensor | Sequence[Tensor]) -> dict[str, Tensor]:
+        """Copy ``real`` into the graph's input and replay one iteration."""
+        batches = self.step._batches(real)
+        for target, batch in zip(self.static, batches, strict=True):
+            if batch.shape != target.shape or batch.dtype != target.dtype:
+                raise ValueError(
+                    f"a captured step takes batches of shape {tuple(target.shape)} "
+                    f"{target.dtype}, got {tuple(batch.shape)} {batch.dtype}"
+                )
+            target.copy_(batch, non_blocking=True)
+        self.graph.replay()
+        self.step.iteration += 1
+        return {k: v.clone() for k, v in self.logs.items()}
