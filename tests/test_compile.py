@@ -19,7 +19,7 @@ def run(schedule, compile):
     return [*side.G.parameters(), *side.D.parameters()]
 
 
-@pytest.mark.parametrize("schedule", [d_first(), simultaneous(fused=True)], ids=["d_first", "fused"])
+@pytest.mark.parametrize("schedule", [d_first(), simultaneous(fused=True)], ids=["d", "fused"])
 def test_compiled_step_equals_eager(schedule):
     # aot_eager traces forward and backward like inductor does, without generating code:
     # the plumbing (frozen modules, no_grad, the fused input gradient) is what is tested.
