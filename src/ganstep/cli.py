@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import tomllib
 from pathlib import Path
@@ -20,6 +21,9 @@ TRAIN_FLAGS = {
     "objective": (str, f"one of: {', '.join(OBJECTIVES)}"),
     "r1": (float, "R1 penalty weight on real data (ns, minimax, lsgan, hinge); 0 is off"),
     "schedule": (str, f"update order, one of: {', '.join(SCHEDULES)}"),
+    "fused": (bool, "simultaneous only: take G's gradient from D's backward pass (FusedProp)"),
+    "precision": (str, "fp32, bf16 (autocast) or fp16 (autocast with loss scaling)"),
+    "compile": (str, "torch.compile G and D: none, default, or a backend name"),
     "steps": (int, "training iterations"),
     "batch_size": (int, "real (and fake) samples per D step"),
     "lr_g": (float, "G's Adam learning rate"),
@@ -53,7 +57,11 @@ def _parser() -> argparse.ArgumentParser:
         "(with --resume), then --config FILE.toml, then the flags given.",
     )
     for name, (kind, text) in TRAIN_FLAGS.items():
-        train.add_argument("--" + name.replace("_", "-"), dest=name, type=kind, help=text)
+        flag = "--" + name.replace("_", "-")
+        if kind is bool:
+            train.add_argument(flag, dest=name, action="store_const", const=True, help=text)
+        else:
+            train.add_argument(flag, dest=name, type=kind, help=text)
     train.add_argument("--config", type=Path, help="a TOML file of config values")
     train.add_argument("--resume", action="store_true", help="continue the run in --out")
     train.add_argument("--no-progress", action="store_true", help="no progress bar")
@@ -130,6 +138,8 @@ def _train(args: argparse.Namespace) -> int:
         values = {**_read_toml(saved), **values}
     cfg = Config.from_dict(values)
     record = train(cfg, resume=args.resume, progress=not args.no_progress)
+    if int(os.environ.get("RANK", "0")) != 0:  # under torchrun, rank 0 reports
+        return 0
     shown = ", ".join(f"{k}={v}" for k, v in record.items() if k != "elapsed_s")
     print(f"done: {shown}\nrun folder: {cfg.out}")
     return 0

@@ -24,13 +24,15 @@ import torch
 from torch import Tensor, nn
 
 from . import checkpoint, plots
+from . import distributed as data_parallel
 from .data import Dataset, load_dataset
 from .data.idx import cache_dir
 from .metrics import FeatureExtractor, fid, kid, toy_metrics
 from .models import build_models, image_size
 from .objectives import OBJECTIVES
+from .precision import DTYPES
 from .registry import check_name
-from .schedules import SCHEDULES
+from .schedules import SCHEDULES, simultaneous
 from .step import Step
 
 R1_OBJECTIVES = ("ns", "minimax", "lsgan", "hinge")
@@ -58,6 +60,9 @@ class Config:
     objective: str = "ns"
     r1: float | None = None
     schedule: str = "d_first"
+    fused: bool = False
+    precision: str = "fp32"
+    compile: str = "none"
     steps: int | None = None
     batch_size: int | None = None
     lr_g: float | None = None
@@ -100,6 +105,13 @@ class Config:
         check_name("model", self.model, MODELS)
         check_name("objective", self.objective, OBJECTIVES)
         check_name("schedule", self.schedule, SCHEDULES)
+        check_name("precision", self.precision, DTYPES)
+        if not isinstance(self.fused, bool):
+            raise ValueError(f"fused must be true or false, got {self.fused!r}")
+        if self.fused and self.schedule != "simultaneous":
+            raise ValueError(f"fused applies to the simultaneous schedule, not {self.schedule!r}")
+        backends = ["none", "default", *torch.compiler.list_backends(exclude_tags=())]
+        check_name("compile", self.compile, backends)
         if self.lr_decay is not None:
             check_name("lr_decay", self.lr_decay, ("none", "linear"))
         counts = ("steps", "batch_size", "z_dim", "width", "eval_every", "eval_samples",
@@ -295,18 +307,26 @@ class Trainee:
 
     def __init__(self, cfg: Config, data: Dataset, device: torch.device) -> None:
         self.cfg, self.device = cfg, device
-        torch.manual_seed(cfg.seed)
+        self.rank, self.world = data_parallel.rank(), data_parallel.world_size()
+        torch.manual_seed(cfg.seed)  # the same models everywhere (and rank 0's are broadcast)
         G, D = build_models(cfg.model, data.sample_shape, cfg.objective, cfg.z_dim, cfg.width)
         self.G, self.D = G.to(device), D.to(device)
         betas = (cfg.beta1, cfg.beta2)
         self.opt_g = torch.optim.Adam(self.G.parameters(), cfg.lr_g, betas=betas)
         self.opt_d = torch.optim.Adam(self.D.parameters(), cfg.lr_d, betas=betas)
         self.ema = copy.deepcopy(self.G).requires_grad_(False) if cfg.ema > 0 else None
-        self.latent_gen = torch.Generator(device=device).manual_seed(cfg.seed + 1)
-        self.data_gen = torch.Generator().manual_seed(cfg.seed + 2)
+        # Each process of a data parallel run draws its own z and batches.
+        stream = cfg.seed + 1000003 * self.rank
+        self.latent_gen = torch.Generator(device=device).manual_seed(stream + 1)
+        self.data_gen = torch.Generator().manual_seed(stream + 2)
         objective = OBJECTIVES[cfg.objective](r1=cfg.r1) if cfg.r1 else cfg.objective
+        schedule = simultaneous(fused=True) if cfg.fused else cfg.schedule
+        compile = {"none": False, "default": True}.get(cfg.compile, cfg.compile)
         self.step = Step(self.G, self.D, self.opt_g, self.opt_d, objective=objective,
-                         schedule=cfg.schedule, latent=self.latent)  # fmt: skip
+                         schedule=schedule, latent=self.latent, precision=cfg.precision,
+                         compile=compile, distributed=self.world > 1)  # fmt: skip
+        if self.rank:
+            torch.manual_seed(stream)
 
     def latent(self, n: int) -> Tensor:
         return torch.randn(n, self.cfg.z_dim, generator=self.latent_gen, device=self.device)
@@ -329,8 +349,30 @@ class Trainee:
             for e, b in zip(self.ema.buffers(), self.G.buffers(), strict=True):
                 e.copy_(b)
 
-    def state_dict(self) -> dict:
+    def rng_state(self) -> dict:
         cuda = self.device.type == "cuda"
+        return {
+            "torch": torch.get_rng_state(),
+            "latent": self.latent_gen.get_state(),
+            "data": self.data_gen.get_state(),
+            "cuda": torch.cuda.get_rng_state(self.device) if cuda else None,
+        }
+
+    def set_rng_state(self, rng: dict) -> None:
+        torch.set_rng_state(rng["torch"])
+        self.latent_gen.set_state(rng["latent"])
+        self.data_gen.set_state(rng["data"])
+        if self.device.type == "cuda" and rng.get("cuda") is not None:
+            torch.cuda.set_rng_state(rng["cuda"], self.device)
+
+    def state_dict(self) -> dict:
+        """Everything to continue exactly; in a data parallel run, call it on every
+        process (it gathers each one's random streams under ``rng_ranks``)."""
+        rng = self.rng_state()
+        ranks = [rng]
+        if self.world > 1:
+            ranks = [None] * self.world
+            torch.distributed.all_gather_object(ranks, rng)
         return {
             "G": self.G.state_dict(),
             "D": self.D.state_dict(),
@@ -338,12 +380,8 @@ class Trainee:
             "opt_d": self.opt_d.state_dict(),
             "step_state": self.step.state_dict(),
             "ema": self.ema.state_dict() if self.ema is not None else None,
-            "rng": {
-                "torch": torch.get_rng_state(),
-                "latent": self.latent_gen.get_state(),
-                "data": self.data_gen.get_state(),
-                "cuda": torch.cuda.get_rng_state(self.device) if cuda else None,
-            },
+            "rng": rng,
+            "rng_ranks": ranks,
         }
 
     def load_state_dict(self, state: dict) -> None:
@@ -359,11 +397,13 @@ class Trainee:
         self.step.load_state_dict(state["step_state"])
         if self.ema is not None and state.get("ema") is not None:
             self.ema.load_state_dict(state["ema"])
-        torch.set_rng_state(state["rng"]["torch"])
-        self.latent_gen.set_state(state["rng"]["latent"])
-        self.data_gen.set_state(state["rng"]["data"])
-        if self.device.type == "cuda" and state["rng"].get("cuda") is not None:
-            torch.cuda.set_rng_state(state["rng"]["cuda"], self.device)
+        ranks = state.get("rng_ranks", [state["rng"]])
+        if len(ranks) != self.world:
+            raise ValueError(
+                f"this checkpoint was written by {len(ranks)} process(es); resume it with "
+                f"the same number (now {self.world}), or its random streams cannot continue"
+            )
+        self.set_rng_state(ranks[self.rank])
 
 
 def train(cfg: Config, *, resume: bool = False, progress: bool = True) -> dict:
@@ -374,13 +414,30 @@ def train(cfg: Config, *, resume: bool = False, progress: bool = True) -> dict:
     before it stay), and stops cleanly on Ctrl-C after saving a checkpoint.
     """
     cfg.validate()
+    device = resolve_device(cfg.device)
+    started_group = False
+    if data_parallel.launched() and not data_parallel.active():
+        data_parallel.init(device.type)  # torchrun's environment says where to meet
+        started_group = True
+    device = data_parallel.local_device(device)
+    if device.type == "cuda":
+        torch.cuda.set_device(device)
+    try:
+        return _train(cfg, device, resume, progress)
+    finally:
+        if started_group:
+            torch.distributed.destroy_process_group()
+
+
+def _train(cfg: Config, device: torch.device, resume: bool, progress: bool) -> dict:
     out = Path(cfg.out)
     ckpt_dir, samples_dir, metrics_path = (
         out / "checkpoints",
         out / "samples",
         out / "metrics.jsonl",
     )
-    device = resolve_device(cfg.device)
+    # In a data parallel run every process trains; only rank 0 evaluates and writes.
+    writer = data_parallel.rank() == 0
     data = load_dataset(cfg.data, cfg.data_dir)
     cfg = cfg.resolved(data)
     cfg.validate()
@@ -400,24 +457,28 @@ def train(cfg: Config, *, resume: bool = False, progress: bool = True) -> dict:
         start = state["step"]
         sums = {k: v.to(device) for k, v in state["sums"].items()}
         counts = dict(state["counts"])
-        _truncate_metrics(metrics_path, start)
+        if writer:
+            _truncate_metrics(metrics_path, start)
     elif checkpoint.list_checkpoints(ckpt_dir):
         raise FileExistsError(
             f"{out} already holds checkpoints: pass --resume to continue it, or choose "
             "another --out"
         )
-    samples_dir.mkdir(parents=True, exist_ok=True)
-    (out / "config.toml").write_text(cfg.to_toml())
-    evaluator = Evaluator(data, cfg)
+    evaluator = None
+    if writer:
+        samples_dir.mkdir(parents=True, exist_ok=True)
+        (out / "config.toml").write_text(cfg.to_toml())
+        evaluator = Evaluator(data, cfg)
 
-    def save_checkpoint(done: int) -> Path:
+    def save_checkpoint(done: int) -> None:
         _raise_if_non_finite(first_bad)
         state = {"step": done, **trainee.state_dict(), "sums": sums, "counts": counts,
                  "config": dataclasses.asdict(cfg), "data": data_meta(data)}  # fmt: skip
-        return checkpoint.save(ckpt_dir, done, state, cfg.keep)
+        if writer:
+            checkpoint.save(ckpt_dir, done, state, cfg.keep)
 
     bar = None
-    if progress:
+    if progress and writer:
         from tqdm import tqdm
 
         bar = tqdm(total=cfg.steps, initial=start, desc="ganstep", unit="step", file=sys.stderr)
@@ -442,7 +503,7 @@ def train(cfg: Config, *, resume: bool = False, progress: bool = True) -> dict:
                     losses = {k: f"{v.item():.3f}" for k, v in logs.items() if k.startswith("loss")}
                     bar.set_postfix(losses)
                     bar.update(done - bar.n)
-            if done % cfg.eval_every == 0 or last:
+            if (done % cfg.eval_every == 0 or last) and writer:
                 _raise_if_non_finite(first_bad)
                 samples = generate(trainee.sampler, cfg.z_dim, cfg.eval_samples, device,
                                    seed=cfg.seed + 4)  # fmt: skip
@@ -455,12 +516,14 @@ def train(cfg: Config, *, resume: bool = False, progress: bool = True) -> dict:
                 sums, counts = {}, {}
                 with metrics_path.open("a") as f:
                     f.write(json.dumps(last_record) + "\n")
-            if done % cfg.sample_every == 0 or last:
+            if (done % cfg.sample_every == 0 or last) and writer:
                 save_samples(
                     trainee.sampler, data, cfg, device, samples_dir / f"step_{done:08d}.png"
                 )
             if done % cfg.ckpt_every == 0 or last:
                 save_checkpoint(done)
+            if trainee.world > 1 and (done % cfg.log_every == 0 or last):
+                stop.requested = _any_process(stop.requested, device)
             if stop.requested:
                 if not (done % cfg.ckpt_every == 0 or last):
                     save_checkpoint(done)
@@ -471,9 +534,16 @@ def train(cfg: Config, *, resume: bool = False, progress: bool = True) -> dict:
                 raise KeyboardInterrupt
     if bar is not None:
         bar.close()
-    if metrics_path.exists():
+    if writer and metrics_path.exists():
         plots.report(metrics_path, out / "report.png")
     return last_record
+
+
+def _any_process(flag: bool, device: torch.device) -> bool:
+    """Whether any process of the run set ``flag`` (so that all stop at one step)."""
+    t = torch.tensor(float(flag), device=device)
+    torch.distributed.all_reduce(t, op=torch.distributed.ReduceOp.MAX)
+    return bool(t.item())
 
 
 def _raise_if_non_finite(first_bad: Tensor) -> None:
