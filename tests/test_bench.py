@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from PIL import Image
 from test_cli import ganstep
 
@@ -43,3 +44,36 @@ def test_bench_refuses_unknown_names(tmp_path):
     assert proc.returncode == 1 and "unknown model 'resnet'" in proc.stderr
     proc = ganstep("bench", "--objectives", "gan", cache=tmp_path, check=False)
     assert proc.returncode == 1 and "unknown objective 'gan'" in proc.stderr
+
+
+def test_bench_variants_and_data_parallel_rows(tmp_path):
+    out = tmp_path / "bench.json"
+    proc = ganstep("bench", "--models", "dcgan_plain", "dcgan", "--objectives", "ns",
+                   "--width", 8, "--batch-size", 8, "--reps", 1, "--warmup", 0,
+                   "--variants", "fused", "bf16", "--processes", 2, "--json", out,
+                   cache=tmp_path, timeout=300)  # fmt: skip
+    assert "speedup" in proc.stdout
+    rows = json.loads(out.read_text())
+    by = {(r["model"], r["impl"]): r for r in rows if r["impl"] != "ganstep"}
+    plain = {
+        r["schedule"]: r for r in rows if r["impl"] == "ganstep" and r["model"] == "dcgan_plain"
+    }
+    fused = by[("dcgan_plain", "ganstep+fused")]
+    assert fused["schedule"] == "simultaneous"
+    assert fused["passes"]["D"] == {"forward": 2, "backward": 2}  # one backward per D call
+    assert set(fused["speedup"]) == {"pytorch_gan_g_first/simultaneous", "ganstep/simultaneous",
+                                     "dcgan_example/d_first"}  # fmt: skip
+    assert fused["gflops"] < plain["simultaneous"]["gflops"]  # one D backward fewer
+    assert ("dcgan", "ganstep+fused") not in by  # refused: the DCGAN D has BatchNorm
+    assert by[("dcgan", "ganstep+bf16")]["ms_median"] > 0
+    ddp = by[("dcgan_plain", "ganstep+ddp2")]
+    assert ddp["schedule"] == "d_first" and ddp["ms_median"] > 0
+    # each process runs half of the global batch
+    assert ddp["gflops"] == pytest.approx(plain["d_first"]["gflops"] / 2, rel=0.01)
+
+
+def test_bench_refuses_unknown_variants_and_one_process(tmp_path):
+    proc = ganstep("bench", "--variants", "turbo", cache=tmp_path, check=False)
+    assert proc.returncode == 1 and "unknown variant 'turbo'" in proc.stderr
+    proc = ganstep("bench", "--processes", 1, cache=tmp_path, check=False)
+    assert proc.returncode == 1 and "--processes" in proc.stderr

@@ -40,7 +40,15 @@ PAIRS = {
     "g_first": (g_first(reuse_z=True), "lightning_g_first"),
     "simultaneous": (simultaneous(), "pytorch_gan_g_first"),
 }
-MODELS = ("mlp", "dcgan", "began")
+MODELS = ("mlp", "dcgan", "dcgan_plain", "began")
+# Step options measured next to the plain schedules (``--variants``): row impl
+# "ganstep+NAME", with the schedule it runs.
+VARIANTS = {
+    "fused": ("simultaneous", {"schedule": simultaneous(fused=True)}),
+    "bf16": ("d_first", {"precision": "bf16"}),
+    "fp16": ("d_first", {"precision": "fp16"}),
+    "compile": ("d_first", {"compile": True}),
+}
 
 
 @dataclass
@@ -58,6 +66,8 @@ class Row:
     gflops: float = 0.0
     passes: dict = field(default_factory=dict)
     ratio: float | None = None  # time / the reference loop's time (ganstep rows)
+    # ganstep variant rows: iterations/s over those of each baseline (baseline ms / ms)
+    speedup: dict = field(default_factory=dict)
 
 
 def make_pair(model: str, objective: str, batch: int, width: int, device, seed: int = 0):
@@ -71,10 +81,11 @@ def make_pair(model: str, objective: str, batch: int, width: int, device, seed: 
             D = MLP(2, 2, (width, 2, width), activation=nn.ELU)
         gen = torch.Generator().manual_seed(seed)
         real = sample_mixture(grid_modes(), 0.05, batch, gen)
-    elif model == "dcgan":
+    elif model in ("dcgan", "dcgan_plain"):  # plain: D without BatchNorm (as WGAN-GP's)
         z_dim = 100
         G = DCGANGenerator(z_dim, width, 3, 32)
-        D = DCGANDiscriminator(width, 3, 32, batchnorm=objective != "wgan_gp")
+        batchnorm = model == "dcgan" and objective != "wgan_gp"
+        D = DCGANDiscriminator(width, 3, 32, batchnorm=batchnorm)
         real = torch.rand(batch, 3, 32, 32) * 2 - 1
     elif model == "began":
         z_dim = 64
@@ -116,17 +127,20 @@ def hand_minimal_d_first(G, D, opt_g, opt_d, real, latent) -> None:
 Factory = Callable[[], tuple[Callable[[], object], nn.Module, nn.Module]]
 
 
-def implementations(model, objective, batch, width, device) -> dict[str, tuple[str, Factory]]:
+def implementations(
+    model, objective, batch, width, device, variants=()
+) -> dict[str, tuple[str, Factory]]:
     """name -> (schedule it computes, factory); a factory builds fresh models and returns
     (one-iteration callable, G, D), so timing and probes never share state."""
 
     def pair():
         return make_pair(model, objective, batch, width, device)
 
-    def ganstep_factory(schedule) -> Factory:
+    def ganstep_factory(schedule, **options) -> Factory:
         def build():
             G, D, opt_g, opt_d, latent, real = pair()
-            step = Step(G, D, opt_g, opt_d, objective=objective, schedule=schedule, latent=latent)
+            step = Step(G, D, opt_g, opt_d, objective=objective, schedule=schedule,
+                        latent=latent, **options)  # fmt: skip
             return (lambda: step(real)), G, D
 
         return build
@@ -149,7 +163,26 @@ def implementations(model, objective, batch, width, device) -> dict[str, tuple[s
             return (lambda: hand_minimal_d_first(G, D, opt_g, opt_d, real, latent)), G, D
 
         impls["hand_minimal_d_first"] = ("d_first", hand_factory)
+    for variant in variants:
+        schedule, options = VARIANTS[variant]
+        options = {"schedule": PAIRS[schedule][0], **options}
+        if not _variant_applies(variant, model, objective, device):
+            continue
+        impls[f"ganstep+{variant}"] = (schedule, ganstep_factory(**options))
     return impls
+
+
+def _variant_applies(variant: str, model: str, objective: str, device) -> bool:
+    """Whether ``variant`` can run here (the fused step needs a D without BatchNorm and
+    an objective it is exact for; fp16 autocast needs support on the device)."""
+    from .objectives import get_objective
+
+    if variant == "fused":
+        plain_d = model != "dcgan" or objective == "wgan_gp"
+        return plain_d and get_objective(objective).not_fusable is None
+    if variant in ("bf16", "fp16"):
+        return torch.amp.is_autocast_available(torch.device(device).type)
+    return True
 
 
 def _sync(device) -> None:
@@ -257,16 +290,23 @@ def bench(
     dcgan_width: int = 64,
     batch: int = 64,
     device: str = "cpu",
+    variants=(),
+    processes: int = 0,
 ) -> list[Row]:
-    """Measure every implementation for each model and objective; return the rows."""
+    """Measure every implementation for each model and objective; return the rows.
+
+    ``variants`` adds rows for Step options (see ``VARIANTS``); ``processes`` > 1 adds
+    a data parallel ``d_first`` row, timed in that many processes on the same global
+    batch (gloo on CPU).
+    """
     rows: list[Row] = []
     for model in models:
         for objective in objectives:
             if (model == "began") != (objective == "began") and model != "mlp":
                 continue  # the began model's D is an autoencoder: began objective only
-            width = {"mlp": 256, "dcgan": dcgan_width, "began": max(8, dcgan_width // 2)}[model]
+            width = {"mlp": 256, "began": max(8, dcgan_width // 2)}.get(model, dcgan_width)
             n = 256 if model == "mlp" else batch
-            impls = implementations(model, objective, n, width, device)
+            impls = implementations(model, objective, n, width, device, variants)
             timed = {name: factory()[0] for name, (_, factory) in impls.items()}
             times = time_interleaved(timed, reps, warmup, device)
             for name, (schedule, factory) in impls.items():
@@ -278,6 +318,9 @@ def bench(
                     ms_max=round(max(ms), 3), peak_mem_bytes=int(peak_memory(probe, device)),
                     gflops=round(flops(probe) / 1e9, 4), passes=count_passes(probe, G, D),
                 ))  # fmt: skip
+            if processes > 1:
+                rows.append(data_parallel_row(model, objective, n, width, reps, warmup,
+                                              processes))  # fmt: skip
             _ratios(rows, model, objective)
     return rows
 
@@ -286,13 +329,79 @@ def _impl(name: str) -> str:
     return "ganstep" if name.startswith("ganstep.") else name
 
 
+def data_parallel_row(model, objective, batch, width, reps, warmup, processes) -> Row:
+    """Time ``d_first`` data parallel over ``processes`` CPU processes (gloo), each on
+    batch / processes samples with cores / processes threads: the same global batch
+    as the single-process rows. Memory, FLOPs and passes are per process."""
+    import tempfile
+
+    import torch.multiprocessing as mp
+
+    if batch % processes:
+        raise ValueError(f"batch {batch} does not split over {processes} processes")
+    with tempfile.TemporaryDirectory() as tmp:
+        args = (model, objective, batch // processes, width, reps, warmup, processes, tmp)
+        mp.spawn(_data_parallel_worker, args=args, nprocs=processes, join=True)
+        result = json.loads((Path(tmp) / "result.json").read_text())
+    ms = result["ms"]
+    return Row(
+        model=model, objective=objective, schedule="d_first",
+        impl=f"ganstep+ddp{processes}", ms_median=round(statistics.median(ms), 3),
+        ms_min=round(min(ms), 3), ms_max=round(max(ms), 3),
+        peak_mem_bytes=result["peak"], gflops=result["gflops"], passes=result["passes"],
+    )  # fmt: skip
+
+
+def _data_parallel_worker(rank, model, objective, batch, width, reps, warmup, world, tmp):
+    import torch.distributed as dist
+
+    torch.set_num_threads(max(1, (os.cpu_count() or 1) // world))
+    store = dist.FileStore(str(Path(tmp) / "store"), world)
+    dist.init_process_group("gloo", store=store, rank=rank, world_size=world)
+    try:
+
+        def build():
+            G, D, opt_g, opt_d, latent, real = make_pair(model, objective, batch, width, "cpu",
+                                                         seed=0)  # fmt: skip
+            step = Step(G, D, opt_g, opt_d, objective=objective, schedule=d_first(),
+                        latent=latent, distributed=True)  # fmt: skip
+            return (lambda: step(real)), G, D
+
+        fn, _, _ = build()
+        ms = []
+        for rep in range(warmup + reps):
+            dist.barrier()
+            t0 = time.perf_counter()
+            fn()
+            dist.barrier()  # an iteration ends when the slowest process is done
+            if rep >= warmup:
+                ms.append((time.perf_counter() - t0) * 1e3)
+        probe, G, D = build()
+        peak, gflop = peak_memory(probe, "cpu"), flops(probe) / 1e9
+        passes = count_passes(probe, G, D)
+        if rank == 0:
+            result = {"ms": ms, "peak": int(peak), "gflops": round(gflop, 4), "passes": passes}
+            (Path(tmp) / "result.json").write_text(json.dumps(result))
+    finally:
+        dist.destroy_process_group()
+
+
 def _ratios(rows: list[Row], model: str, objective: str) -> None:
     group = [r for r in rows if r.model == model and r.objective == objective]
     by_impl = {(r.impl, r.schedule): r for r in group}
     for r in group:
-        if r.impl == "ganstep":
+        if r.impl.startswith("ganstep"):
             ref = by_impl.get((PAIRS[r.schedule][1], r.schedule))
             r.ratio = round(r.ms_median / ref.ms_median, 3) if ref else None
+        if r.impl.startswith("ganstep+"):
+            baselines = [(PAIRS[r.schedule][1], r.schedule), ("ganstep", r.schedule)]
+            if r.impl == "ganstep+fused":  # FusedProp's comparison: the DCGAN example
+                baselines.append(("dcgan_example", "d_first"))
+            r.speedup = {
+                f"{impl}/{schedule}": round(by_impl[impl, schedule].ms_median / r.ms_median, 3)
+                for impl, schedule in baselines
+                if (impl, schedule) in by_impl
+            }
         elif r.impl == "hand_minimal_d_first":
             step_row = by_impl.get(("ganstep", "d_first"))
             if step_row is not None:  # report Step's overhead on the ganstep row's scale
@@ -317,6 +426,12 @@ def table(rows: list[Row]) -> str:
         "ratio: ganstep rows, time over the reference loop of the same schedule; "
         "hand_minimal_d_first, ganstep.d_first's time over it (Step's overhead)."
     )
+    for r in rows:
+        if r.speedup:
+            shown = ", ".join(f"{v:.3f}x vs {k}" for k, v in r.speedup.items())
+            lines.append(f"{r.model} {r.objective} {r.impl} ({r.schedule}): {shown}")
+    if any(r.speedup for r in rows):
+        lines.append("speedup: iterations per second over the baseline's, measured side by side.")
     return "\n".join(lines)
 
 

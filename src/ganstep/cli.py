@@ -81,8 +81,8 @@ def _parser() -> argparse.ArgumentParser:
         description="Every implementation runs one iteration at a time, interleaved, in one "
         "process; see benchmarks/RESULTS.md for how to read the numbers.",
     )
-    bench.add_argument("--models", nargs="+", default=["mlp", "dcgan", "began"],
-                       help="of: mlp (2D grid), dcgan (32x32), began (32x32)")  # fmt: skip
+    models = "of: mlp (2D grid), dcgan (32x32), dcgan_plain (D without BatchNorm), began"
+    bench.add_argument("--models", nargs="+", default=["mlp", "dcgan", "began"], help=models)
     bench.add_argument("--objectives", nargs="+", default=["ns", "began"],
                        help="objectives (the began model runs only with began)")  # fmt: skip
     bench.add_argument("--reps", type=int, default=15, help="timed iterations per implementation")
@@ -90,6 +90,10 @@ def _parser() -> argparse.ArgumentParser:
     bench.add_argument("--width", type=int, default=64, help="DCGAN width (BEGAN: half)")
     bench.add_argument("--batch-size", type=int, default=64, help="batch of the image models")
     bench.add_argument("--device", default="cpu", help="cpu or cuda[:N]")
+    bench.add_argument("--variants", nargs="*", default=[], metavar="NAME",
+                       help="Step options to add rows for: fused, bf16, fp16, compile")  # fmt: skip
+    processes = "add a data parallel d_first row over this many CPU processes (>= 2)"
+    bench.add_argument("--processes", type=int, default=0, help=processes)
     quick = "mlp and a small dcgan, ns, few repetitions: under a minute"
     bench.add_argument("--quick", action="store_true", help=quick)
     bench.add_argument("--json", type=Path, help="write the rows as JSON")
@@ -177,11 +181,17 @@ def _sample(args: argparse.Namespace) -> int:
 
 
 def _bench(args: argparse.Namespace) -> int:
-    from .bench import bench, plot, table, write_json
+    from .bench import MODELS, VARIANTS, bench, plot, table, write_json
     from .registry import check_name
 
     for model in args.models:
-        check_name("model", model, ("mlp", "dcgan", "began"))
+        check_name("model", model, MODELS)
+    for variant in args.variants:
+        check_name("variant", variant, VARIANTS)
+    if args.processes < 0 or args.processes == 1:
+        raise ValueError(f"--processes must be 0 (off) or at least 2, got {args.processes}")
+    if args.processes and args.device != "cpu":
+        raise ValueError("--processes measures CPU processes (gloo); use --device cpu")
     for objective in args.objectives:
         check_name("objective", objective, OBJECTIVES)
     if args.reps < 1 or args.warmup < 0:
@@ -190,7 +200,8 @@ def _bench(args: argparse.Namespace) -> int:
         args.models, args.objectives, args.reps, args.warmup = ["mlp", "dcgan"], ["ns"], 5, 2
         args.width, args.batch_size = 32, 32
     rows = bench(args.models, args.objectives, reps=args.reps, warmup=args.warmup,
-                 dcgan_width=args.width, batch=args.batch_size, device=args.device)  # fmt: skip
+                 dcgan_width=args.width, batch=args.batch_size, device=args.device,
+                 variants=args.variants, processes=args.processes)  # fmt: skip
     if not rows:
         raise ValueError("nothing to measure: the began model runs only with --objectives began")
     print(table(rows))
