@@ -7,7 +7,7 @@ import torch
 from conftest import Run, real_batches
 from torch.testing import assert_close
 
-from ganstep import Step, d_first, simultaneous
+from ganstep import Step, d_first, g_first, simultaneous
 from ganstep.cuda_graph import GraphedStep
 
 
@@ -54,3 +54,18 @@ def test_graph_replays_equal_eager_iterations(schedule, objective):
             assert_close(logs[key], eager_logs[key], rtol=1e-4, atol=1e-5)
     for p, q in zip(graphed_side.G.parameters(), eager_side.G.parameters(), strict=True):
         assert_close(p, q, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+@pytest.mark.parametrize("objective", ["ns", "wgan_gp", "began", "softmax"])
+@pytest.mark.parametrize("schedule", [d_first(), g_first(), simultaneous()], ids=str)
+def test_an_iteration_never_waits_for_the_gpu(schedule, objective):
+    _, step = make(schedule, objective=objective, device="cuda")
+    real = real_batches(1, dtype=torch.float32)[0].cuda()
+    step(real)  # lazily created state (optimizer moments) comes first
+    torch.cuda.set_sync_debug_mode("error")  # any host synchronisation raises
+    try:
+        logs = step(real)
+    finally:
+        torch.cuda.set_sync_debug_mode(0)
+    assert all(v.device.type == "cuda" for v in logs.values())
