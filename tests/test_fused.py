@@ -84,12 +84,14 @@ class Scaled(nn.Module):
         return x @ self.weight + self.bias
 
 
-def one_step(objective, schedule, G, D, z, real, dtype):
+def one_step(objective, schedule, G, D, z, real, dtype, precision="fp32"):
     G, D = copy.deepcopy(G).to(dtype), copy.deepcopy(D).to(dtype)
     opt_g = torch.optim.SGD(G.parameters(), lr=1.0)
     opt_d = torch.optim.SGD(D.parameters(), lr=1.0)
     step = Step(G, D, opt_g, opt_d, objective=objective, schedule=schedule,
-                latent=lambda n: z.to(dtype))  # fmt: skip
+                latent=lambda n: z.to(dtype), precision=precision)  # fmt: skip
+    if precision == "fp16":  # small enough that G's float16 gradients do not overflow
+        step.precision.scalers = {w: torch.amp.GradScaler("cpu", init_scale=2.0**8) for w in "dg"}
     step(real.to(dtype))
     return [p.detach().double() for p in (*G.parameters(), *D.parameters())]
 
@@ -123,6 +125,20 @@ def test_ns_saturated_fake_scores_keep_g_gradient():
     assert scores.min() < -110 and scores.max() > 0  # the case is really there
     for w, g in zip(want, got, strict=True):
         assert_close(g, w, rtol=1e-5, atol=1e-6)
+
+
+def test_fp16_backward_underflow_is_caught_by_the_dtype_d_runs_in():
+    # ns score -25: sigmoid is 1.4e-11, times the loss scale 256 / n = 64 leaves 9e-10,
+    # below float16's smallest subnormal: that row is recomputed.
+    torch.manual_seed(0)
+    G, D = identity_g(), Scaled(10.0, 0.0)
+    z = torch.tensor([[-2.5, 0, 0], [-0.3, 1, 0], [0.2, 0, 1], [0.5, 1, 1]])
+    real = torch.randn(4, 2)
+    want = one_step("ns", simultaneous(), G, D, z, real, torch.float32, "fp16")
+    got = one_step("ns", simultaneous(fused=True), G, D, z, real, torch.float32, "fp16")
+    assert not torch.equal(want[0], G.weight.double())  # the step was taken
+    for w, g in zip(want, got, strict=True):
+        assert_close(g, w, rtol=2e-3, atol=2e-3)
 
 
 def test_hinge_fakes_below_minus_one_keep_g_gradient():

@@ -250,11 +250,14 @@ def fused_joint_phase(pair: Pair, real: Tensor, fake: Tensor) -> Logs:
     s_fake = s_fake.detach()
     loss_g, g_logs = objective.g_loss(s_fake)
     d_slope, ratio = objective.fake_slopes(s_fake)
-    # Below sqrt(tiny), D's backward may underflow on the way to the fake batch.
-    hard = ~torch.isfinite(ratio) | (d_slope.abs() < torch.finfo(d_slope.dtype).tiny ** 0.5)
+    # D's backward carries weight h_D'(s_i) / n (times D's loss scale) per sample; below
+    # sqrt(tiny) of the dtype it runs in, it may underflow on the way to the fake batch.
+    scale_d = precision.factor("d", fake)
+    weight = d_slope.abs() * scale_d / fake.shape[0]
+    hard = ~torch.isfinite(ratio) | (weight < torch.finfo(fake_in.dtype).tiny ** 0.5)
     ratio = torch.where(hard, torch.zeros_like(ratio), ratio)
     # fake_in.grad carries D's loss scale; G's backward must carry G's.
-    rescale = precision.factor("g", fake) / precision.factor("d", fake)
+    rescale = precision.factor("g", fake) / scale_d
     grad_in = fake_in.grad if fake_in.grad is not None else torch.zeros_like(fake_in)
     roots, grads = [fake], [(grad_in * _rows(ratio * rescale, fake_in)).to(fake.dtype)]
     if hard.any():
