@@ -9,7 +9,7 @@ import torch
 from test_cli import ganstep
 from test_flops import N, d_costs, dcgan_pair, latent
 
-from ganstep import Step, audit, reference
+from ganstep import Step, audit, reference, simultaneous
 
 REAL = torch.randn(N, 3, 32, 32)
 
@@ -193,3 +193,15 @@ def test_audit_command_on_a_user_script(tmp_path):
     assert report["wasted_flops"] > 0 and report["error"] is None
     proc = ganstep("audit", script, "--function", "nope", cache=tmp_path, check=False)
     assert proc.returncode == 1 and "must define G, D and nope(); missing: nope" in proc.stderr
+
+
+def test_fused_step_audits_as_simultaneous_with_one_d_backward_per_call():
+    """G's gradient enters G's backward as a given gradient at the fake batch: the
+    audit follows it to the D forward it was taken through."""
+    G, D, opt_g, opt_d = dcgan_pair(batchnorm=False)
+    step = Step(G, D, opt_g, opt_d, objective="ns", schedule=simultaneous(fused=True),
+                latent=latent)  # fmt: skip
+    report = audit(lambda: step(REAL), G=G, D=D, iterations=2)
+    assert report.order == "simultaneous"
+    assert report.forwards == {"G": 1, "D": 2} and report.backwards["D"] == 2
+    assert report.hazards == [] and report.wasted_flops == 0

@@ -45,6 +45,7 @@ class _Forward:
     flops: int
     shape: tuple[int, ...]
     recomputed: bool = False
+    input_key: tuple | None = None  # identifies the input tensor (storage, shape, version)
 
 
 @dataclass
@@ -55,6 +56,7 @@ class _Backward:
     through: list[_Forward] = field(default_factory=list)
     produced: set[str] = field(default_factory=set)  # modules whose weight grads it computed
     used_by: set[str] = field(default_factory=set)  # modules whose optimizer stepped them
+    roots: list[tuple] = field(default_factory=list)  # keys of the tensors it started from
 
 
 @dataclass
@@ -164,7 +166,8 @@ class _Auditor:
             source = made if name == "D" else None
             shape = tuple(x.shape) if x is not None else ()
             flops = self.flops() - start.pop()
-            fwd = _Forward(name, self.iteration, versions, source, flops, shape)
+            fwd = _Forward(name, self.iteration, versions, source, flops, shape,
+                           input_key=self._key(x) if x is not None else None)  # fmt: skip
             fwd.recomputed = key in self.seen and x is not None
             self.seen.add(key)
             self.forwards.append(fwd)
@@ -234,6 +237,9 @@ class _Auditor:
             if retain is None:
                 retain = bool(bound.get("create_graph", False))
             b = _Backward(len(self.backwards), self.iteration, bool(retain))
+            roots = bound.get("tensors", bound.get("outputs"))
+            roots = [roots] if isinstance(roots, Tensor) else list(roots or [])
+            b.roots = [self._key(t) for t in roots if isinstance(t, Tensor)]
             self.backwards.append(b)
             self.events.append(("backward", b))
             outer, self.current = self.current, b
@@ -317,10 +323,19 @@ class _Auditor:
         """(G, D) versions, relative to the iteration's start, of the D forwards on fake
         batches that the stepped gradient went through."""
         seen = set()
-        for b in self.backwards:
-            if b.index in step.backwards:
-                for f in b.through:
-                    if f.module == "D" and f.source is not None:
+        mine = [b for b in self.backwards if b.index in step.backwards]
+        for b in mine:
+            for f in b.through:
+                if f.module == "D" and f.source is not None:
+                    seen.add((f.source[0] - base[0], f.versions[1] - base[1]))
+        if not seen:
+            # A backward that starts at a fake batch with a given gradient (the fused
+            # step): that gradient was taken through D's forwards on the same batch.
+            through = {id(f) for b in self.backwards for f in b.through}
+            for b in mine:
+                for f in self.forwards:
+                    made = f.module == "D" and f.source is not None and id(f) in through
+                    if made and f.iteration == step.iteration and f.input_key in b.roots:
                         seen.add((f.source[0] - base[0], f.versions[1] - base[1]))
         return seen.pop() if len(seen) == 1 else None
 
