@@ -6,7 +6,7 @@ import pytest
 import torch
 from torch.utils.flop_counter import FlopCounterMode
 
-from ganstep import Step, d_first, reference
+from ganstep import Step, d_first, reference, simultaneous
 from ganstep.models import DCGANDiscriminator, DCGANGenerator
 from ganstep.phases import frozen
 
@@ -107,3 +107,23 @@ def test_d_first_fresh_z_keeps_d_loss_out_of_g(real):
     )
     g_backward = backward_flops(G, latent(N), input_grad=False, weight_grads=True)
     assert ref - ours == d_first_layer_input + g_backward + d_weights
+
+
+def test_fused_simultaneous_saves_the_second_backward_through_d(real):
+    """Unfused, G's gradient needs its own backward through D (input gradients only);
+    fused, D's one backward also yields the gradient at its input, which costs only
+    its first layer's input gradient on top."""
+    _, D, _, _ = dcgan_pair(batchnorm=False)
+    x = torch.randn_like(real)
+    with_input = flops(lambda: D(x.clone().requires_grad_(True)).sum().backward())
+    first_layer_input = with_input - flops(lambda: D(x).sum().backward())
+    with frozen(D):  # a forward and the input gradients of every layer
+        input_only = flops(lambda: D(x.clone().requires_grad_(True)).sum().backward())
+    input_only -= flops(lambda: D(x))
+    unfused = Step(*dcgan_pair(batchnorm=False), objective="ns", schedule="simultaneous",
+                   latent=latent)  # fmt: skip
+    fused = Step(*dcgan_pair(batchnorm=False), objective="ns",
+                 schedule=simultaneous(fused=True), latent=latent)  # fmt: skip
+    saved = flops(lambda: unfused(real)) - flops(lambda: fused(real))
+    assert first_layer_input > 0
+    assert saved == input_only - first_layer_input
