@@ -382,6 +382,7 @@ def _data_parallel_worker(rank, model, objective, batch, width, reps, warmup, wo
         if rank == 0:
             result = {"ms": ms, "peak": int(peak), "gflops": round(gflop, 4), "passes": passes}
             (Path(tmp) / "result.json").write_text(json.dumps(result))
+        dist.barrier()  # leave together: no process tears down a group another still uses
     finally:
         dist.destroy_process_group()
 

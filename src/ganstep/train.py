@@ -423,10 +423,15 @@ def train(cfg: Config, *, resume: bool = False, progress: bool = True) -> dict:
     if device.type == "cuda":
         torch.cuda.set_device(device)
     try:
-        return _train(cfg, device, resume, progress)
-    finally:
+        record = _train(cfg, device, resume, progress)
+    except BaseException:
         if started_group:
             torch.distributed.destroy_process_group()
+        raise
+    if started_group:  # leave together: no process tears down a group another still uses
+        torch.distributed.barrier()
+        torch.distributed.destroy_process_group()
+    return record
 
 
 def _train(cfg: Config, device: torch.device, resume: bool, progress: bool) -> dict:

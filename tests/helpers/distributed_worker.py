@@ -23,4 +23,5 @@ if __name__ == "__main__":
     for name in CASES:
         params, logs = run_case(name, rank, world)
         torch.save({"params": params, "logs": logs}, out / f"{name}-{rank}.pt")
+    dist.barrier()  # nobody tears down the group while another process still uses it
     dist.destroy_process_group()
