@@ -17,7 +17,7 @@ from ganstep.models import MLP
 
 HELPERS = Path(__file__).parent / "helpers"
 sys.path.insert(0, str(HELPERS))
-from cases import CASES, run_case  # noqa: E402
+from cases import CASES, has_single_process_twin, run_case  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -39,7 +39,7 @@ def test_every_rank_ends_with_the_same_parameters(two_ranks, name):
     assert rank0["logs"] == rank1["logs"]  # losses are averaged across ranks
 
 
-@pytest.mark.parametrize("name", [n for n in CASES if not CASES[n][3]])
+@pytest.mark.parametrize("name", [n for n in CASES if has_single_process_twin(n)])
 def test_two_ranks_equal_one_process_on_the_concatenated_batch(two_ranks, name):
     params, logs = run_case(name, rank=0, world=1)
     rank0 = two_ranks[name][0]

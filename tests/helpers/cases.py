@@ -4,19 +4,31 @@ from __future__ import annotations
 
 import torch
 
-from ganstep import Step, d_first, objectives, simultaneous
+from ganstep import Step, d_first, g_first, objectives, simultaneous
 from ganstep.models import MLP
 
 Z_DIM, X_DIM, GLOBAL_BATCH, ITERATIONS = 3, 2, 8, 4
 
+# name -> (objective, schedule, its options, D with BatchNorm)
 CASES = {
     "d_first-ns": ("ns", d_first, {}, False),
     "d_first2-lsgan_r1": ("lsgan_r1", d_first, {"d_steps": 2}, False),
-    "simultaneous-ns": ("ns", simultaneous, {}, False),
+    "g_first-hinge": ("hinge", g_first, {"reuse_z": True}, False),
+    "simultaneous-minimax": ("minimax", simultaneous, {}, False),
     "fused-hinge": ("hinge", simultaneous, {"fused": True}, False),
     "d_first-began": ("began", d_first, {}, False),
-    "d_first-ns-batchnorm": ("ns", d_first, {}, True),  # ranks agree; no single-process twin
+    # Ranks agree, but one process on the concatenated batch differs: BatchNorm's
+    # statistics, SoftmaxGAN's partition function and WGAN-GP's interpolation weights
+    # are per process.
+    "d_first-ns-batchnorm": ("ns", d_first, {}, True),
+    "simultaneous2-softmax": ("softmax", simultaneous, {"d_every": 2}, False),
+    "d_first-wgan_gp": ("wgan_gp", d_first, {}, False),
 }
+
+
+def has_single_process_twin(name: str) -> bool:
+    objective, _, _, batchnorm = CASES[name]
+    return not batchnorm and objective not in ("softmax", "wgan_gp")
 
 
 def run_case(name: str, rank: int, world: int):
