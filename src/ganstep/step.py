@@ -69,7 +69,7 @@ class Step:
             BatchNorm in training mode, since that changes the math.
         precision: ``fp32`` (default), ``bf16`` (autocast) or ``fp16`` (autocast with a
             loss scaler per optimizer; a step whose gradients overflow is skipped).
-            Losses are always computed in float32.
+            Under bf16 and fp16 the losses are computed in float32.
         distributed: data parallel over torch.distributed's default process group
             (initialised by the caller, e.g. under torchrun): G and D are broadcast from
             rank 0 now, and each phase averages the gradients of the module it steps

@@ -110,8 +110,9 @@ class Config:
             raise ValueError(f"fused must be true or false, got {self.fused!r}")
         if self.fused and self.schedule != "simultaneous":
             raise ValueError(f"fused applies to the simultaneous schedule, not {self.schedule!r}")
-        backends = ["none", "default", *torch.compiler.list_backends(exclude_tags=())]
-        check_name("compile", self.compile, backends)
+        if self.compile not in ("none", "default"):  # else a backend torch.compile knows
+            backends = ["none", "default", *torch.compiler.list_backends(exclude_tags=())]
+            check_name("compile", self.compile, backends)
         if self.lr_decay is not None:
             check_name("lr_decay", self.lr_decay, ("none", "linear"))
         counts = ("steps", "batch_size", "z_dim", "width", "eval_every", "eval_samples",
@@ -321,10 +322,10 @@ class Trainee:
         self.data_gen = torch.Generator().manual_seed(stream + 2)
         objective = OBJECTIVES[cfg.objective](r1=cfg.r1) if cfg.r1 else cfg.objective
         schedule = simultaneous(fused=True) if cfg.fused else cfg.schedule
-        compile = {"none": False, "default": True}.get(cfg.compile, cfg.compile)
+        compiled = {"none": False, "default": True}.get(cfg.compile, cfg.compile)
         self.step = Step(self.G, self.D, self.opt_g, self.opt_d, objective=objective,
                          schedule=schedule, latent=self.latent, precision=cfg.precision,
-                         compile=compile, distributed=self.world > 1)  # fmt: skip
+                         compile=compiled, distributed=self.world > 1)  # fmt: skip
         if self.rank:
             torch.manual_seed(stream)
 
@@ -412,6 +413,9 @@ def train(cfg: Config, *, resume: bool = False, progress: bool = True) -> dict:
     With ``resume``, continue from the newest checkpoint of ``cfg.out``. Raises
     :class:`NonFiniteLoss` if a loss becomes NaN or infinite (checkpoints written
     before it stay), and stops cleanly on Ctrl-C after saving a checkpoint.
+
+    Under torchrun (``WORLD_SIZE`` > 1) it joins the process group and trains data
+    parallel: every process on its own batches, rank 0 alone evaluating and writing.
     """
     cfg.validate()
     device = resolve_device(cfg.device)
