@@ -29,6 +29,7 @@ from torch.utils.flop_counter import FlopCounterMode
 
 from . import reference
 from .data.toy import grid_modes, sample_mixture
+from .distributed import exit_now
 from .models import MLP, BEGANDecoder, BEGANDiscriminator, DCGANDiscriminator, DCGANGenerator
 from .phases import frozen
 from .schedules import d_first, g_first, simultaneous
@@ -385,6 +386,7 @@ def _data_parallel_worker(rank, model, objective, batch, width, reps, warmup, wo
         dist.barrier()  # leave together: no process tears down a group another still uses
     finally:
         dist.destroy_process_group()
+    exit_now()
 
 
 def _ratios(rows: list[Row], model: str, objective: str) -> None:

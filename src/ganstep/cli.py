@@ -122,6 +122,7 @@ def _read_toml(path: Path) -> dict:
 
 
 def _train(args: argparse.Namespace) -> int:
+    from .distributed import exit_now, launched
     from .train import Config, train
 
     values: dict = {}
@@ -142,10 +143,11 @@ def _train(args: argparse.Namespace) -> int:
         values = {**_read_toml(saved), **values}
     cfg = Config.from_dict(values)
     record = train(cfg, resume=args.resume, progress=not args.no_progress)
-    if int(os.environ.get("RANK", "0")) != 0:  # under torchrun, rank 0 reports
-        return 0
-    shown = ", ".join(f"{k}={v}" for k, v in record.items() if k != "elapsed_s")
-    print(f"done: {shown}\nrun folder: {cfg.out}")
+    if int(os.environ.get("RANK", "0")) == 0:  # under torchrun, rank 0 reports
+        shown = ", ".join(f"{k}={v}" for k, v in record.items() if k != "elapsed_s")
+        print(f"done: {shown}\nrun folder: {cfg.out}")
+    if launched():  # the group is gone and every file written: see exit_now
+        exit_now(0)
     return 0
 
 

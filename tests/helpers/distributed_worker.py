@@ -12,6 +12,8 @@ from pathlib import Path
 import torch
 import torch.distributed as dist
 
+from ganstep.distributed import exit_now
+
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from cases import CASES, run_case  # noqa: E402
 
@@ -25,3 +27,4 @@ if __name__ == "__main__":
         torch.save({"params": params, "logs": logs}, out / f"{name}-{rank}.pt")
     dist.barrier()  # nobody tears down the group while another process still uses it
     dist.destroy_process_group()
+    exit_now()  # gloo may abort while the interpreter finalises: see its docstring
