@@ -108,6 +108,7 @@ class NS(Objective):
     """
 
     name = "ns"
+    not_fusable = None
 
     def __init__(self, r1: float = 0.0) -> None:
         self.r1 = _non_negative(self.name, "r1", r1)
@@ -120,8 +121,6 @@ class NS(Objective):
 
     def g_loss(self, fake: Tensor, real: Tensor | None = None) -> tuple[Tensor, Logs]:
         return F.softplus(-fake).mean(), {}
-
-    not_fusable = None
 
     def fake_slopes(self, fake: Tensor) -> tuple[Tensor, Tensor]:
         # h_D = softplus(s), h_G = softplus(-s): -sigmoid(-s) / sigmoid(s) = -exp(-s)
@@ -147,6 +146,7 @@ class LSGAN(Objective):
     """
 
     name = "lsgan"
+    not_fusable = None
 
     def __init__(self, r1: float = 0.0) -> None:
         self.r1 = _non_negative(self.name, "r1", r1)
@@ -160,8 +160,6 @@ class LSGAN(Objective):
     def g_loss(self, fake: Tensor, real: Tensor | None = None) -> tuple[Tensor, Logs]:
         return 0.5 * (fake - 1).square().mean(), {}
 
-    not_fusable = None
-
     def fake_slopes(self, fake: Tensor) -> tuple[Tensor, Tensor]:
         # h_D = s^2 / 2, h_G = (s - 1)^2 / 2; the ratio is infinite at s = 0
         return fake, (fake - 1) / fake
@@ -171,6 +169,7 @@ class Hinge(Objective):
     """Hinge loss: L_D = mean(relu(1-D(x))) + mean(relu(1+D(G(z)))), L_G = -mean(D(G(z)))."""
 
     name = "hinge"
+    not_fusable = None
 
     def __init__(self, r1: float = 0.0) -> None:
         self.r1 = _non_negative(self.name, "r1", r1)
@@ -183,8 +182,6 @@ class Hinge(Objective):
 
     def g_loss(self, fake: Tensor, real: Tensor | None = None) -> tuple[Tensor, Logs]:
         return -fake.mean(), {}
-
-    not_fusable = None
 
     def fake_slopes(self, fake: Tensor) -> tuple[Tensor, Tensor]:
         # relu(1 + s) has slope 0 for s <= -1 (as autograd computes it): the ratio -1
@@ -202,6 +199,9 @@ class WGANGP(Objective):
     """
 
     name = "wgan_gp"
+    # The penalty reads the fake batch too, but cut from G's graph, so it adds
+    # nothing to the gradient at the fake samples that the fused step rescales.
+    not_fusable = None
 
     def __init__(self, weight: float = 10.0) -> None:
         self.weight = _non_negative(self.name, "weight", weight)
@@ -220,10 +220,6 @@ class WGANGP(Objective):
 
     def g_loss(self, fake: Tensor, real: Tensor | None = None) -> tuple[Tensor, Logs]:
         return -fake.mean(), {}
-
-    # The penalty reads the fake batch too, but cut from G's graph, so it adds
-    # nothing to the gradient at the fake samples that the fused step rescales.
-    not_fusable = None
 
     def fake_slopes(self, fake: Tensor) -> tuple[Tensor, Tensor]:
         return torch.ones_like(fake), torch.full_like(fake, -1.0)
