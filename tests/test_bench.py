@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
+import torch
 from PIL import Image
 from test_cli import ganstep
 
@@ -77,3 +78,14 @@ def test_bench_refuses_unknown_variants_and_one_process(tmp_path):
     assert proc.returncode == 1 and "unknown variant 'turbo'" in proc.stderr
     proc = ganstep("bench", "--processes", 1, cache=tmp_path, check=False)
     assert proc.returncode == 1 and "--processes" in proc.stderr
+    proc = ganstep("bench", "--variants", "graph", cache=tmp_path, check=False)
+    assert proc.returncode == 1 and "needs --device cuda" in proc.stderr
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_bench_cuda_graph_row():
+    from ganstep.bench import bench
+
+    rows = bench(("mlp",), ("ns",), reps=2, warmup=1, device="cuda", variants=("graph",))
+    graph = next(r for r in rows if r.impl == "ganstep+graph")
+    assert graph.ms_median > 0 and graph.passes["D"]["forward"] == 3

@@ -49,6 +49,7 @@ VARIANTS = {
     "bf16": ("d_first", {"precision": "bf16"}),
     "fp16": ("d_first", {"precision": "fp16"}),
     "compile": ("d_first", {"compile": True}),
+    "graph": ("d_first", {}),  # CUDA only: the whole iteration replayed from a CUDA graph
 }
 
 
@@ -102,6 +103,7 @@ def make_pair(model: str, objective: str, batch: int, width: int, device, seed: 
     def latent(n: int) -> Tensor:
         return torch.randn(n, z_dim, generator=latent_gen, device=device)
 
+    latent.generator = latent_gen  # type: ignore[attr-defined]  # for CUDA graph capture
     return G, D, opt_g, opt_d, latent, real
 
 
@@ -164,18 +166,35 @@ def implementations(
             return (lambda: hand_minimal_d_first(G, D, opt_g, opt_d, real, latent)), G, D
 
         impls["hand_minimal_d_first"] = ("d_first", hand_factory)
+
+    def graphed_factory() -> Factory:
+        def build():
+            from .cuda_graph import GraphedStep
+
+            G, D, _, _, latent, real = pair()
+            opt_g = torch.optim.Adam(G.parameters(), 2e-4, betas=(0.5, 0.999), capturable=True)
+            opt_d = torch.optim.Adam(D.parameters(), 2e-4, betas=(0.5, 0.999), capturable=True)
+            step = Step(G, D, opt_g, opt_d, objective=objective, schedule=d_first(),
+                        latent=latent)  # fmt: skip
+            graphed = GraphedStep(step, real, generators=[latent.generator])
+            return (lambda: graphed(real)), G, D
+
+        return build
+
     for variant in variants:
         schedule, options = VARIANTS[variant]
         options = {"schedule": PAIRS[schedule][0], **options}
         if not _variant_applies(variant, model, objective, device):
             continue
-        impls[f"ganstep+{variant}"] = (schedule, ganstep_factory(**options))
+        factory = graphed_factory() if variant == "graph" else ganstep_factory(**options)
+        impls[f"ganstep+{variant}"] = (schedule, factory)
     return impls
 
 
 def _variant_applies(variant: str, model: str, objective: str, device) -> bool:
     """Whether ``variant`` can run here (the fused step needs a D without BatchNorm and
-    an objective it is exact for; fp16 autocast needs support on the device)."""
+    an objective it is exact for; autocast needs support on the device; CUDA graphs
+    need CUDA)."""
     from .objectives import get_objective
 
     if variant == "fused":
@@ -183,6 +202,8 @@ def _variant_applies(variant: str, model: str, objective: str, device) -> bool:
         return plain_d and get_objective(objective).not_fusable is None
     if variant in ("bf16", "fp16"):
         return torch.amp.is_autocast_available(torch.device(device).type)
+    if variant == "graph":  # CUDA graphs need CUDA, and the same work every iteration
+        return torch.device(device).type == "cuda"
     return True
 
 
@@ -319,11 +340,21 @@ def bench(
                     ms_max=round(max(ms), 3), peak_mem_bytes=int(peak_memory(probe, device)),
                     gflops=round(flops(probe) / 1e9, 4), passes=count_passes(probe, G, D),
                 ))  # fmt: skip
+            _graph_counts(rows, model, objective)
             if processes > 1:
                 rows.append(data_parallel_row(model, objective, n, width, reps, warmup,
                                               processes))  # fmt: skip
             _ratios(rows, model, objective)
     return rows
+
+
+def _graph_counts(rows: list[Row], model: str, objective: str) -> None:
+    """A graph replay runs no Python, so hooks and FlopCounterMode see nothing: give the
+    CUDA graph row the FLOPs and passes of the eager Step it replays."""
+    group = {(r.impl, r.schedule): r for r in rows if (r.model, r.objective) == (model, objective)}
+    graph, eager = group.get(("ganstep+graph", "d_first")), group.get(("ganstep", "d_first"))
+    if graph is not None and eager is not None:
+        graph.gflops, graph.passes = eager.gflops, eager.passes
 
 
 def _impl(name: str) -> str:

@@ -90,8 +90,8 @@ def _parser() -> argparse.ArgumentParser:
     bench.add_argument("--width", type=int, default=64, help="DCGAN width (BEGAN: half)")
     bench.add_argument("--batch-size", type=int, default=64, help="batch of the image models")
     bench.add_argument("--device", default="cpu", help="cpu or cuda[:N]")
-    bench.add_argument("--variants", nargs="*", default=[], metavar="NAME",
-                       help="Step options to add rows for: fused, bf16, fp16, compile")  # fmt: skip
+    variants = "Step options to add rows for: fused, bf16, fp16, compile, graph (CUDA)"
+    bench.add_argument("--variants", nargs="*", default=[], metavar="NAME", help=variants)
     processes = "add a data parallel d_first row over this many CPU processes (>= 2)"
     bench.add_argument("--processes", type=int, default=0, help=processes)
     quick = "mlp and a small dcgan, ns, few repetitions: under a minute"
@@ -192,6 +192,8 @@ def _bench(args: argparse.Namespace) -> int:
         check_name("variant", variant, VARIANTS)
     if args.processes < 0 or args.processes == 1:
         raise ValueError(f"--processes must be 0 (off) or at least 2, got {args.processes}")
+    if "graph" in args.variants and not args.device.startswith("cuda"):
+        raise ValueError("--variants graph captures CUDA graphs: it needs --device cuda")
     if args.processes and args.device != "cpu":
         raise ValueError("--processes measures CPU processes (gloo); use --device cpu")
     for objective in args.objectives:
