@@ -531,9 +531,12 @@ def _train(cfg: Config, device: torch.device, resume: bool, progress: bool) -> d
                 )
             if done % cfg.ckpt_every == 0 or last:
                 save_checkpoint(done)
-            if trainee.world > 1 and (done % cfg.log_every == 0 or last):
+            # Processes agree on stopping at log steps only: one that stopped alone
+            # would leave the others waiting in the next collective.
+            agreed = trainee.world == 1 or done % cfg.log_every == 0 or last
+            if trainee.world > 1 and agreed:
                 stop.requested = _any_process(stop.requested, device)
-            if stop.requested:
+            if stop.requested and agreed:
                 if not (done % cfg.ckpt_every == 0 or last):
                     save_checkpoint(done)
                 if bar is not None:
