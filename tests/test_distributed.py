@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import re
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -132,3 +136,35 @@ def test_torchrun_train_writes_once_and_resumes_every_rank_exactly(tmp_path):
     single = launch("--resume", "--steps", 15, "--out", tmp_path / "a", cache=cache, nproc=1,
                     check=False)  # fmt: skip
     assert single.returncode != 0 and "written by 2 process(es)" in single.stderr
+
+
+def test_torchrun_ctrl_c_on_one_rank_stops_every_rank_at_the_same_step(tmp_path):
+    """A SIGINT reaching one process only: both stop at one step, with one checkpoint,
+    instead of one waiting forever in a collective the other left."""
+    run = tmp_path / "run"
+    env = {**os.environ, "GANSTEP_CACHE": str(tmp_path / "cache"), "OMP_NUM_THREADS": "1"}
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node=2",
+           "--rdzv_backend=c10d", "--rdzv_endpoint=localhost:0", "-m", "ganstep", "train",
+           "--steps", "1000000", "--out", str(run), *map(str, TINY),
+           "--log-every", "40", "--ckpt-every", "100000"]  # agreed steps are rare  # fmt: skip
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=env)  # fmt: skip
+    children: list[str] = []
+    try:
+        deadline = time.monotonic() + 120
+        while not (run / "metrics.jsonl").exists():  # training is under way
+            assert proc.poll() is None and time.monotonic() < deadline
+            time.sleep(0.2)
+        children = subprocess.run(["pgrep", "-P", str(proc.pid)], capture_output=True,
+                                  text=True).stdout.split()  # fmt: skip
+        assert len(children) == 2
+        os.kill(int(children[-1]), signal.SIGINT)
+        _, err = proc.communicate(timeout=90)  # a process left waiting would hang here
+    finally:
+        if proc.poll() is None:  # hung: kill the workers, then torchrun
+            for pid in [*map(int, children), proc.pid]:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+    stops = re.findall(r"interrupted at step (\d+)", err)
+    assert len(stops) == 2 and stops[0] == stops[1], err[-2000:]
+    assert last_checkpoint(run)["step"] == int(stops[0])
