@@ -57,9 +57,13 @@ class Pair:
     def __post_init__(self) -> None:
         self._mixing = [m for m in self.D.modules() if isinstance(m, SAMPLE_MIXING)]
 
+    def mixes_samples(self) -> bool:
+        """Whether D has a sample-mixing layer in training mode now (cheap: per call)."""
+        return any(m.training for m in self._mixing)
+
     def check_concat(self) -> None:
         """Refuse one D call on real and fake while D has a sample-mixing layer."""
-        if self.concat and any(m.training for m in self._mixing):
+        if self.concat and self.mixes_samples():
             layers = ", ".join(sample_mixing_layers(self.D))
             raise ValueError(
                 "concat=True runs D once on cat(real, fake), which changes the math when D "
@@ -209,8 +213,8 @@ def check_fusable(pair: Pair) -> None:
             f"simultaneous(fused=True) cannot use objective {objective.name!r}: "
             f"{objective.not_fusable}. Use simultaneous() without fused."
         )
-    layers = sample_mixing_layers(pair.D)
-    if layers:
+    if pair.mixes_samples():
+        layers = sample_mixing_layers(pair.D)
         raise ValueError(
             "simultaneous(fused=True) rescales D's gradient per sample, which is exact only "
             f"when D does not mix samples; D has BatchNorm in training mode ({', '.join(layers)}). "
