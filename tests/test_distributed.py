@@ -113,7 +113,7 @@ def launch(*args, cache, nproc=2, check=True):
 
 
 def last_checkpoint(run: Path) -> dict:
-    return torch.load(sorted((run / "checkpoints").glob("step_*.pt"))[-1], weights_only=False)
+    return torch.load(sorted((run / "checkpoints").glob("step_*.pt"))[-1], weights_only=True)
 
 
 def test_torchrun_train_writes_once_and_resumes_every_rank_exactly(tmp_path):

@@ -12,6 +12,8 @@ from hypothesis import strategies as st
 from torch.testing import assert_close
 
 from ganstep import Step, d_first, g_first, get_objective, get_schedule, simultaneous
+from ganstep.cuda_graph import check_capturable
+from ganstep.errors import NonFiniteError
 from ganstep.objectives import BEGAN, OBJECTIVES, WGANGP
 from ganstep.schedules import SCHEDULES
 
@@ -109,12 +111,15 @@ def test_r1_penalty_is_half_r1_times_squared_gradient_norm(name):
     """On D(x) = w.x the gradient is w everywhere: R1 = r1/2 ||w||^2."""
     D = torch.nn.Linear(X_DIM, 1, bias=True).double()
     objective = OBJECTIVES[name](r1=3.0)
-    real = torch.randn(BATCH, X_DIM, dtype=torch.float64)
-    penalty = objective.penalty(D, real, real)
+    real = torch.randn(BATCH, X_DIM, dtype=torch.float64, requires_grad=True)
+    penalty = objective.real_penalty(real, objective.score(D(real), real).sum())
     assert_close(penalty, 1.5 * D.weight.square().sum())
-    assert OBJECTIVES[name]().penalty(D, real, real) is None
+    assert objective.penalty(D, real, real) is None  # R1 needs no forward of its own
     with pytest.raises(ValueError, match=f"{name} r1 must be a number >= 0"):
         OBJECTIVES[name](r1=-1)
+    for bad in (0, -2, 1.5, True):
+        with pytest.raises(ValueError, match=f"{name} r1_every must be a positive integer"):
+            OBJECTIVES[name](r1=1.0, r1_every=bad)
 
 
 # -- models and optimizers ----------------------------------------------------------------
@@ -211,16 +216,20 @@ def test_number_of_real_batches_follows_d_steps(count):
 
 def test_real_must_be_a_tensor_or_a_list_of_them():
     _, step = make_step()
-    with pytest.raises(TypeError, match="real must be a tensor"):
+    with pytest.raises(TypeError, match="a real batch is a tensor x, a pair"):
         step([[1.0, 2.0]])
     with pytest.raises(ValueError, match="shape \\(n, ...\\)"):
         step(torch.zeros(0, X_DIM, dtype=torch.float64))
 
 
 def test_d_output_that_the_objective_cannot_use():
-    side = Run("began", False)  # an autoencoder D: one output per feature, not per sample
-    step = Step(*side.models(), objective="ns", schedule="d_first", latent=side.latent)
-    with pytest.raises(ValueError, match="'ns' needs one logit per sample.*shape \\(6, 2\\)"):
+    side = Run("ns", False)
+    D = torch.nn.Sequential(side.D, torch.nn.Flatten(0))  # (n, 1) -> (n,) -> one row in all
+    D.forward = lambda x: side.D(x).reshape(1, -1)
+    step = Step(side.G, D, side.opt_g, side.opt_d, objective="ns", schedule="d_first",
+                latent=side.latent)  # fmt: skip
+    with pytest.raises(ValueError, match="'ns' needs D's adversarial output to have one row per "
+                       "sample.*shape \\(1, 6\\) for a batch of 6"):  # fmt: skip
         step(real_batches(1)[0])
     side = Run("ns", False)  # a logit D: not an autoencoder
     step = Step(*side.models(), objective="began", schedule="simultaneous", latent=side.latent)
@@ -396,3 +405,65 @@ def test_runs_on_cuda_and_matches_cpu(objective, schedule):
         runs[device] = side
     for p, q in zip(runs["cpu"].G.parameters(), runs["cuda"].G.parameters(), strict=True):
         assert_close(p, q.cpu())
+
+
+# -- non-finite values and z of the wrong width -----------------------------------------
+
+
+def params(*modules) -> list[torch.Tensor]:
+    return [p.detach().clone() for m in modules for p in m.parameters()]
+
+
+def test_latent_of_the_wrong_width_is_named():
+    side, step = make_step()
+    step.pair.latent = lambda n: torch.randn(n, Z_DIM + 2, dtype=torch.float64)
+    with pytest.raises(ValueError, match=r"G failed on z of shape \(6, 5\) from latent\(6\).*"
+                       r"Does latent\(n\) return the input G takes\?"):  # fmt: skip
+        step(real_batches(1)[0])
+
+
+@pytest.mark.parametrize("schedule", ["d_first", "g_first", "simultaneous"])
+@pytest.mark.parametrize("bad", [float("nan"), float("inf")])
+def test_check_finite_stops_at_a_bad_real_batch_before_any_update(schedule, bad):
+    side, step = make_step(schedule=schedule, check_finite=True)
+    real = real_batches(1)[0]
+    step(real)
+    before = params(side.G, side.D)
+    real[3, 1] = bad
+    with pytest.raises(NonFiniteError, match="iteration 1: real batch 0 has NaN or infinite"):
+        step(real)
+    for a, b in zip(before, params(side.G, side.D), strict=True):
+        assert torch.equal(a, b)
+
+
+@pytest.mark.parametrize("schedule", ["d_first", "g_first", "simultaneous", "fused"])
+def test_check_finite_stops_at_a_non_finite_loss_before_stepping_on_it(schedule):
+    fused = schedule == "fused"
+    chosen = simultaneous(fused=True) if fused else schedule
+    side, step = make_step(schedule=chosen, check_finite=True)
+    with torch.no_grad():
+        side.G.net[-1].bias.fill_(float("inf"))  # G's samples, hence D's scores, are not finite
+    before = params(side.G, side.D)
+    first = "loss_g" if schedule == "g_first" else "loss_d"
+    with pytest.raises(NonFiniteError, match=f"iteration 0: {first} is nan; no optimizer stepped"):
+        step(real_batches(1)[0])
+    after = params(side.G, side.D)
+    assert all(torch.equal(a, b) for a, b in zip(before, after, strict=True) if a.isfinite().all())
+
+
+def test_without_check_finite_a_nan_batch_reaches_the_parameters_silently():
+    side, step = make_step()
+    real = real_batches(1)[0]
+    real[0, 0] = float("nan")
+    step(real)  # the documented default: no host sync, no check
+    assert not all(p.isfinite().all() for p in side.D.parameters())
+
+
+def test_check_finite_is_refused_where_it_cannot_work():
+    with pytest.raises(TypeError, match="check_finite must be True or False"):
+        make_step(check_finite=1)
+    with pytest.raises(ValueError, match="would stop one process and leave the others waiting"):
+        make_step(check_finite=True, distributed=True)
+    _, step = make_step(schedule=simultaneous(), check_finite=True)
+    with pytest.raises(ValueError, match="CUDA graph capture: check_finite reads each loss"):
+        check_capturable(step)

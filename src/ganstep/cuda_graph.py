@@ -9,6 +9,9 @@ no host synchronisation and the same work every time, so capture refuses:
   where D's slope vanished);
 - ``fp16`` (the loss scalers read their overflow flag on the host); ``bf16`` is fine;
 - ``distributed=True`` (collectives are left out of the graph);
+- ``check_finite=True`` (each check reads a value on the host);
+- conditional steps and loss terms (not captured yet), lazy R1 (``r1_every`` > 1),
+  ``accumulate`` > 1;
 - optimizers that are not capturable (build Adam/AdamW with ``capturable=True``).
 
 z must come from a generator the graph can advance: the default CUDA generator, or
@@ -45,6 +48,17 @@ def check_capturable(step: Step) -> None:
         )
     if step.distributed:
         raise ValueError("CUDA graph capture: distributed steps are not captured")
+    if step.accumulate > 1:
+        raise ValueError("CUDA graph capture: accumulate > 1 is not captured; use accumulate=1")
+    if step.objective.r1 and step.objective.r1_every > 1:
+        raise ValueError("CUDA graph capture: lazy R1 (r1_every > 1) differs between iterations")
+    if step.pair.condition is not None or step.pair.g_terms or step.pair.d_terms:
+        raise ValueError("CUDA graph capture: conditional steps and loss terms are not captured")
+    if step.pair.check_finite:
+        raise ValueError(
+            "CUDA graph capture: check_finite reads each loss on the host; check the "
+            "losses the graphed step returns instead"
+        )
     for name, opt in (("opt_g", step.pair.opt_g), ("opt_d", step.pair.opt_d)):
         if not all(group.get("capturable", False) for group in opt.param_groups):
             raise ValueError(
@@ -81,7 +95,7 @@ class GraphedStep:
         if isinstance(warmup, bool) or not isinstance(warmup, int) or warmup < 1:
             raise ValueError(f"warmup must be a positive integer, got {warmup!r}")
         self.step = step
-        self.static = [b.clone() for b in step._batches(real)]
+        self.static = [b.x.clone() for b in step._batches(real)]
         side = torch.cuda.Stream()
         side.wait_stream(torch.cuda.current_stream())
         with torch.cuda.stream(side):
@@ -100,7 +114,7 @@ class GraphedStep:
 
     def __call__(self, real: Tensor | Sequence[Tensor]) -> dict[str, Tensor]:
         """Copy ``real`` into the graph's input and replay one iteration."""
-        batches = self.step._batches(real)
+        batches = [b.x for b in self.step._batches(real)]
         for target, batch in zip(self.static, batches, strict=True):
             if batch.shape != target.shape or batch.dtype != target.dtype:
                 raise ValueError(

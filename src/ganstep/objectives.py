@@ -1,21 +1,38 @@
-"""Objectives: the losses of D and G, written on D's per-sample scores.
+"""Objectives: the losses of D and G, written on D's scores.
 
-An objective sees D's output only through :meth:`Objective.score`, which turns a
-batch of D outputs into one number per sample (a logit, or BEGAN's
-reconstruction error). Losses are means over the batch, exactly as defined in
-the docstring of each class. State (BEGAN's ``k``) stays a tensor on the device:
-no ``.item()`` anywhere, so a step never waits for the GPU.
+An objective sees D's adversarial output (see :mod:`ganstep.views`) only through
+:meth:`Objective.score`, which turns it into scores: one number per sample (a logit,
+or BEGAN's reconstruction error), or a map of them per sample (PatchGAN). Losses are
+means over all scores, exactly as defined in the docstring of each class. State
+(BEGAN's ``k``) stays a tensor on the device: no ``.item()`` anywhere, so a step never
+waits for the GPU.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import torch
 import torch.nn.functional as F
-from torch import Tensor, nn
+from torch import Tensor
 
 from .registry import resolve
 
 Logs = dict[str, Tensor]
+
+
+def _every(owner: str, value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"{owner} r1_every must be a positive integer, got {value!r}")
+    return value
+
+
+def lazy_regularization(lr: float, betas: tuple[float, float], every: int):
+    """D's Adam ``lr`` and ``betas`` for R1 every ``every`` D steps, as StyleGAN2-ADA sets
+    them: with ``ratio = every / (every + 1)``, ``lr * ratio`` and ``betas ** ratio``
+    (the regularization phase is one more optimizer step every ``every``)."""
+    ratio = every / (every + 1)
+    return lr * ratio, (betas[0] ** ratio, betas[1] ** ratio)
 
 
 def _non_negative(owner: str, name: str, value: object) -> float:
@@ -36,35 +53,45 @@ class Objective:
     name = ""
     g_needs_real = False
     r1 = 0.0
+    r1_every = 1
+    # Whether h_G'(s) / h_D'(s) is one constant wherever D's slope is not 0: then the
+    # fused step is exact for a map of scores per sample too.
+    constant_ratio = False
     # Why the fused simultaneous step cannot use this objective; None when it can.
     not_fusable: str | None = "its L_G is not a per-sample multiple of L_D at the fake scores"
 
     def score(self, out: Tensor, inp: Tensor) -> Tensor:
-        """Return one score per sample, shape ``(n,)``, from ``out = D(inp)``."""
+        """The scores of D's adversarial output ``out`` on ``inp``: shape ``(n,)`` for one
+        logit per sample, or ``(n, ...)`` for a map of logits per sample (PatchGAN)."""
         n = inp.shape[0]
-        if out.dim() == 0 or out.shape[0] != n or out.numel() != n:
+        if out.dim() == 0 or out.shape[0] != n:
             raise ValueError(
-                f"objective {self.name!r} needs one logit per sample, but D returned "
-                f"shape {tuple(out.shape)} for a batch of {n}; end D in a single output "
-                f"per sample, e.g. shape ({n},) or ({n}, 1)"
+                f"objective {self.name!r} needs D's adversarial output to have one row per "
+                f"sample, shape ({n},) or ({n}, ...), but D returned shape {tuple(out.shape)} "
+                f"for a batch of {n}"
             )
-        return out.reshape(n)
+        return out.reshape(n) if out.numel() == n else out
 
     def d_loss(self, real: Tensor, fake: Tensor) -> tuple[Tensor, Logs]:
         """L_D from the scores of the real and the fake batch."""
         raise NotImplementedError
 
-    def penalty(self, D: nn.Module, real: Tensor, fake: Tensor) -> Tensor | None:
-        """An extra term of L_D that needs D itself; ``None`` if there is none.
+    def penalty(self, D: Callable[[Tensor], Tensor], real: Tensor, fake: Tensor) -> Tensor | None:
+        """An extra term of L_D that needs D forwarded on other samples (WGAN-GP's
+        interpolates); ``None`` if there is none.
 
-        By default the R1 penalty (Mescheder et al., 2018), r1/2 mean(||grad D(x)||^2)
-        on the real batch, when the objective was built with ``r1 > 0``. ``fake`` is cut
-        from G's graph: a penalty trains D only.
+        ``D(x)`` gives D's adversarial output on samples ``x`` (at the real batch's
+        condition, for a conditional Step: a penalty differentiates with respect to x
+        only). ``fake`` is cut from G's graph: a penalty trains D only.
         """
-        if not self.r1:
-            return None
-        x = real.detach().requires_grad_(True)
-        (grad,) = torch.autograd.grad(self.score(D(x), x).sum(), x, create_graph=True)
+        return None
+
+    def real_penalty(self, x: Tensor, score_sum: Tensor) -> Tensor:
+        """R1 (Mescheder et al., 2018), r1/2 mean(||grad D(x)||^2), from the graph of the
+        D forward on the real batch that the D step runs anyway: ``x`` required grad
+        there and ``score_sum`` is the sum of D's scores on it (StyleGAN2-ADA's way).
+        With ``r1_every = k > 1`` the step calls it every k-th D step only, weighted k."""
+        (grad,) = torch.autograd.grad(score_sum, x, create_graph=True)
         return 0.5 * self.r1 * grad.reshape(grad.shape[0], -1).square().sum(1).mean()
 
     def g_loss(self, fake: Tensor, real: Tensor | None = None) -> tuple[Tensor, Logs]:
@@ -104,17 +131,21 @@ class NS(Objective):
 
     L_D = mean(softplus(-D(x))) + mean(softplus(D(G(z)))),
     L_G = mean(softplus(-D(G(z)))). ``r1 > 0`` adds the R1 penalty to L_D (as for
-    ``lsgan`` and ``hinge``), reported as ``gp``.
+    ``lsgan`` and ``hinge``), reported as ``gp``, taken from the D forward on the real
+    batch that L_D already runs. ``r1_every = k > 1`` is lazy R1 (StyleGAN2): a
+    separate step of D on the penalty alone, weighted k, every k-th D step; build D's
+    optimizer with :func:`lazy_regularization`.
     """
 
     name = "ns"
     not_fusable = None
 
-    def __init__(self, r1: float = 0.0) -> None:
+    def __init__(self, r1: float = 0.0, r1_every: int = 1) -> None:
         self.r1 = _non_negative(self.name, "r1", r1)
+        self.r1_every = _every(self.name, r1_every)
 
     def __repr__(self) -> str:
-        return f"{type(self).__name__}(r1={self.r1})"
+        return f"{type(self).__name__}(r1={self.r1}, r1_every={self.r1_every})"
 
     def d_loss(self, real: Tensor, fake: Tensor) -> tuple[Tensor, Logs]:
         return F.softplus(-real).mean() + F.softplus(fake).mean(), {}
@@ -131,6 +162,7 @@ class Minimax(NS):
     """The original minimax GAN: L_D as in :class:`NS`, L_G = -mean(softplus(D(G(z))))."""
 
     name = "minimax"
+    constant_ratio = True
 
     def g_loss(self, fake: Tensor, real: Tensor | None = None) -> tuple[Tensor, Logs]:
         return -F.softplus(fake).mean(), {}
@@ -148,11 +180,12 @@ class LSGAN(Objective):
     name = "lsgan"
     not_fusable = None
 
-    def __init__(self, r1: float = 0.0) -> None:
+    def __init__(self, r1: float = 0.0, r1_every: int = 1) -> None:
         self.r1 = _non_negative(self.name, "r1", r1)
+        self.r1_every = _every(self.name, r1_every)
 
     def __repr__(self) -> str:
-        return f"{type(self).__name__}(r1={self.r1})"
+        return f"{type(self).__name__}(r1={self.r1}, r1_every={self.r1_every})"
 
     def d_loss(self, real: Tensor, fake: Tensor) -> tuple[Tensor, Logs]:
         return 0.5 * (real - 1).square().mean() + 0.5 * fake.square().mean(), {}
@@ -170,12 +203,14 @@ class Hinge(Objective):
 
     name = "hinge"
     not_fusable = None
+    constant_ratio = True  # -1 wherever relu(1 + s) has slope 1; the rest go apart
 
-    def __init__(self, r1: float = 0.0) -> None:
+    def __init__(self, r1: float = 0.0, r1_every: int = 1) -> None:
         self.r1 = _non_negative(self.name, "r1", r1)
+        self.r1_every = _every(self.name, r1_every)
 
     def __repr__(self) -> str:
-        return f"{type(self).__name__}(r1={self.r1})"
+        return f"{type(self).__name__}(r1={self.r1}, r1_every={self.r1_every})"
 
     def d_loss(self, real: Tensor, fake: Tensor) -> tuple[Tensor, Logs]:
         return F.relu(1 - real).mean() + F.relu(1 + fake).mean(), {}
@@ -199,6 +234,7 @@ class WGANGP(Objective):
     """
 
     name = "wgan_gp"
+    constant_ratio = True
     # The penalty reads the fake batch too, but cut from G's graph, so it adds
     # nothing to the gradient at the fake samples that the fused step rescales.
     not_fusable = None
@@ -209,7 +245,7 @@ class WGANGP(Objective):
     def d_loss(self, real: Tensor, fake: Tensor) -> tuple[Tensor, Logs]:
         return fake.mean() - real.mean(), {}
 
-    def penalty(self, D: nn.Module, real: Tensor, fake: Tensor) -> Tensor:
+    def penalty(self, D: Callable[[Tensor], Tensor], real: Tensor, fake: Tensor) -> Tensor:
         shape = (real.shape[0],) + (1,) * (real.dim() - 1)
         e = torch.rand(shape, dtype=real.dtype, device=real.device)
         x_hat = (e * real + (1 - e) * fake).requires_grad_(True)
@@ -305,12 +341,12 @@ class Softmax(Objective):
     not_fusable = "its log-partition couples every sample, and L_G needs D's real scores"
 
     def d_loss(self, real: Tensor, fake: Tensor) -> tuple[Tensor, Logs]:
-        return real.mean() + torch.logsumexp(torch.cat([-real, -fake]), 0), {}
+        return real.mean() + torch.logsumexp(torch.cat([-real.flatten(), -fake.flatten()]), 0), {}
 
     def g_loss(self, fake: Tensor, real: Tensor | None = None) -> tuple[Tensor, Logs]:
         if real is None:
             raise ValueError("objective 'softmax' needs D's scores on the real batch for L_G")
-        both = torch.cat([real, fake])
+        both = torch.cat([real.flatten(), fake.flatten()])
         return both.sum() / both.numel() + torch.logsumexp(-both, 0), {}
 
 

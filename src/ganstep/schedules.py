@@ -11,7 +11,8 @@ schedule        D's gradient at       G's gradient at
 ============== ===================== =====================
 
 Each D step trains on its own real batch: a schedule with ``d_steps = k`` takes
-``k`` real batches per iteration (``real_batches``).
+``k`` real batches per iteration (``real_batches``). A batch carries its condition
+(:class:`~ganstep.batch.Batch`); schedules move batches and never look inside them.
 """
 
 from __future__ import annotations
@@ -19,12 +20,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from torch import Tensor
-
+from .batch import Batch
 from .objectives import Logs
 from .phases import (
     Pair,
     check_fusable,
+    cut,
     d_phase,
     draw,
     fused_joint_phase,
@@ -58,7 +59,7 @@ class Schedule:
     def check(self, pair: Pair) -> None:
         """Raise ValueError if this schedule cannot run exactly on ``pair``."""
 
-    def run(self, pair: Pair, reals: list[Tensor], iteration: int) -> Logs:
+    def run(self, pair: Pair, reals: list[Batch], iteration: int) -> Logs:
         raise NotImplementedError
 
 
@@ -92,20 +93,20 @@ class DFirst(Schedule):
     def real_batches(self) -> int:
         return self.d_steps
 
-    def run(self, pair: Pair, reals: list[Tensor], iteration: int) -> Logs:
+    def run(self, pair: Pair, reals: list[Batch], iteration: int) -> Logs:
         logs: Logs = {}
         kept = None
         for i, real in enumerate(reals):
             keep = self.reuse_fake and i == len(reals) - 1
-            fake = generate(pair, draw(pair, real.shape[0]), real, graph=keep)
-            logs.update(d_phase(pair, real, fake.detach()))
+            fake = generate(pair, draw(pair, real), real, graph=keep)
+            logs.update(d_phase(pair, real, cut(fake)))
             kept = fake if keep else None
         real = reals[-1]
         for j in range(self.g_steps):
             if j == 0 and kept is not None:
                 fake = kept
             else:
-                fake = generate(pair, draw(pair, real.shape[0]), real, graph=True)
+                fake = generate(pair, draw(pair, real), real, graph=True)
             logs.update(g_phase(pair, fake, real))
         return logs
 
@@ -138,17 +139,17 @@ class GFirst(Schedule):
     def real_batches(self) -> int:
         return self.d_steps
 
-    def run(self, pair: Pair, reals: list[Tensor], iteration: int) -> Logs:
+    def run(self, pair: Pair, reals: list[Batch], iteration: int) -> Logs:
         logs: Logs = {}
         first = reals[0]
-        z = None
+        code = None
         for _ in range(self.g_steps):
-            z = draw(pair, first.shape[0])
-            logs.update(g_phase(pair, generate(pair, z, first, graph=True), first))
+            code = draw(pair, first)
+            logs.update(g_phase(pair, generate(pair, code, first, graph=True), first))
         for i, real in enumerate(reals):
-            if not (self.reuse_z and i == 0):
-                z = draw(pair, real.shape[0])
-            logs.update(d_phase(pair, real, generate(pair, z, real, graph=False)))
+            if not (self.reuse_z and i == 0):  # reusing z reuses the fakes' condition too
+                code = draw(pair, real)
+            logs.update(d_phase(pair, real, generate(pair, code, real, graph=False)))
         return logs
 
 
@@ -190,17 +191,17 @@ class Simultaneous(Schedule):
         if self.fused:
             check_fusable(pair)
 
-    def run(self, pair: Pair, reals: list[Tensor], iteration: int) -> Logs:
+    def run(self, pair: Pair, reals: list[Batch], iteration: int) -> Logs:
         (real,) = reals
         update_d = (iteration + 1) % self.d_every == 0
         update_g = (iteration + 1) % self.g_every == 0
-        z = draw(pair, real.shape[0])
+        code = draw(pair, real)
         if update_d and update_g:
             joint = fused_joint_phase if self.fused else joint_phase
-            return joint(pair, real, generate(pair, z, real, graph=True))
+            return joint(pair, real, generate(pair, code, real, graph=True))
         if update_g:
-            return g_phase(pair, generate(pair, z, real, graph=True), real)
-        return d_phase(pair, real, generate(pair, z, real, graph=False))
+            return g_phase(pair, generate(pair, code, real, graph=True), real)
+        return d_phase(pair, real, generate(pair, code, real, graph=False))
 
 
 d_first, g_first, simultaneous = DFirst, GFirst, Simultaneous

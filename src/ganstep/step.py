@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import math
+from collections.abc import Callable, Iterable, Iterator, Sequence
 
 import torch
 from torch import Tensor, nn
 
 from . import distributed as data_parallel
+from .batch import Batch, Condition, split_rows, to_batch
+from .errors import NonFiniteError
 from .objectives import Objective, get_objective
 from .phases import Pair, sample_mixing_layers, trainable
 from .precision import Precision
 from .schedules import Schedule, get_schedule
+from .views import Term, normalize_terms
 
 
 def _check_optimizer(opt: object, module: nn.Module, own: str, other: nn.Module) -> None:
@@ -65,6 +69,31 @@ class Step:
             :class:`~ganstep.schedules.Schedule` with options, e.g. ``d_first(d_steps=5)``.
         latent: ``latent(n)`` returns a batch of n z. Step draws z only through it,
             one draw per generated batch, in the order the schedule generates them.
+            ``None`` for a G without z (image-to-image: ``G(c)``; needs a condition).
+        condition: ``None`` (unconditional: ``G(z)``, ``D(x)``); ``"real"``: each fake is
+            made for the condition of the real sample it is compared with (pix2pix, many
+            cGANs); or a sampler ``condition(n)`` of the fakes' conditions (BigGAN's
+            sampled labels), called right after ``latent`` for each generated batch. A
+            conditional real batch is a pair ``(x, c)``: ``c`` a tensor with n rows
+            (labels, one-hot codes, source images) or a tuple of such. G is called
+            ``G(z, c)`` (``G(c)`` without latent) and D ``D(x, c)``; a fake carries its
+            condition through every schedule. See :mod:`ganstep.views` for what D may
+            return (a score per sample, a PatchGAN map, a tuple with extra heads, a
+            multi-scale list).
+        g_terms, d_terms: extra terms of L_G and L_D, ``{"name": fn}`` or
+            ``{"name": (weight, fn)}``; ``fn(view)`` returns a scalar from the phase's
+            :class:`~ganstep.views.View` (real and fake batches, D's outputs on them)
+            and never runs a forward of its own. Each is logged, weighted, by its name.
+        d_scale: the factor of D's adversarial loss (pix2pix halves it: 0.5); the
+            penalty and D's terms are added unscaled.
+        accumulate: split each real batch (and its fakes, and their z, drawn at once)
+            into ``accumulate`` equal micro-batches; every phase sums their gradients
+            before its one optimizer step (one loss-scaler update, one all-reduce), as
+            BigGAN's ``num_D_accumulations`` and StyleGAN2-ADA's ``batch_gpu`` do. Equal
+            to one step on the whole batch wherever the losses are batch means and D
+            does not mix samples; a BatchNorm layer normalizes each micro-batch by its
+            own statistics (as BigGAN's does). Give the whole batch: its row count must
+            divide by ``accumulate``.
         concat: run D once on ``cat(real, fake)`` in D steps. Refused when D has
             BatchNorm in training mode, since that changes the math.
         precision: ``fp32`` (default), ``bf16`` (autocast) or ``fp16`` (autocast with a
@@ -77,6 +106,11 @@ class Step:
         compile: ``True`` (or a backend name such as ``"inductor"``, ``"aot_eager"``)
             runs G's and D's forwards through ``torch.compile``; their parameters stay
             the user's. ``False`` (default) runs them eagerly.
+        check_finite: raise :class:`~ganstep.errors.NonFiniteError` at the first real
+            batch with a NaN or infinite value (before anything is updated) or the first
+            non-finite loss (before any optimizer steps on it), naming which. Off by
+            default: each check waits for the device. Without it a NaN in the data
+            reaches G's and D's parameters silently.
 
     Calling ``step(real)`` runs one iteration. ``real`` is one batch (a tensor) when
     the schedule has one D step per iteration; with ``d_steps = k`` it is a list or
@@ -102,11 +136,17 @@ class Step:
         *,
         objective: str | Objective,
         schedule: str | Schedule,
-        latent: Callable[[int], Tensor],
+        latent: Callable[[int], Tensor] | None,
+        condition: str | Callable[[int], Condition] | None = None,
+        g_terms: dict[str, Term | tuple[float, Term]] | None = None,
+        d_terms: dict[str, Term | tuple[float, Term]] | None = None,
+        d_scale: float = 1.0,
         concat: bool = False,
         precision: str = "fp32",
         distributed: bool = False,
         compile: bool | str = False,
+        check_finite: bool = False,
+        accumulate: int = 1,
     ) -> None:
         for arg, module in (("G", G), ("D", D)):
             if not isinstance(module, nn.Module):
@@ -117,12 +157,35 @@ class Step:
             raise ValueError("G and D must be two different modules")
         _check_optimizer(opt_g, G, "G", D)
         _check_optimizer(opt_d, D, "D", G)
-        if not callable(latent):
+        if latent is not None and not callable(latent):
             raise TypeError(f"latent must be callable as latent(n), got {type(latent).__name__}")
+        if condition is not None and condition != "real" and not callable(condition):
+            raise ValueError(
+                f"condition must be None, 'real' or a sampler condition(n), got {condition!r}"
+            )
+        if latent is None and condition is None:
+            raise ValueError(
+                "latent=None means G takes no z (image-to-image, G(c)): give it a condition, "
+                "e.g. condition='real' for pix2pix's source images"
+            )
+        if isinstance(d_scale, bool) or not isinstance(d_scale, int | float):
+            raise TypeError(f"d_scale must be a number, got {d_scale!r}")
+        if not (math.isfinite(d_scale) and d_scale > 0):
+            raise ValueError(f"d_scale must be a positive number, got {d_scale!r}")
         if not isinstance(concat, bool):
             raise TypeError(f"concat must be True or False, got {concat!r}")
         if not isinstance(distributed, bool):
             raise TypeError(f"distributed must be True or False, got {distributed!r}")
+        if isinstance(accumulate, bool) or not isinstance(accumulate, int) or accumulate < 1:
+            raise ValueError(f"accumulate must be a positive integer, got {accumulate!r}")
+        self.accumulate = accumulate
+        if not isinstance(check_finite, bool):
+            raise TypeError(f"check_finite must be True or False, got {check_finite!r}")
+        if check_finite and distributed:
+            raise ValueError(
+                "check_finite=True with distributed=True would stop one process and leave "
+                "the others waiting in a collective; check the losses Step returns instead"
+            )
         if distributed and not data_parallel.active():
             raise ValueError(
                 "distributed=True needs torch.distributed's default process group with more "
@@ -131,12 +194,18 @@ class Step:
             )
         self.objective = get_objective(objective)
         self.schedule = get_schedule(schedule)
+        g_terms = normalize_terms(g_terms, "g_terms")
+        d_terms = normalize_terms(d_terms, "d_terms")
+        if g_terms and self.objective.name == "began":
+            raise ValueError("began's k_t reads L_G itself: extra G terms would change it")
         device = next(G.parameters()).device
         self.precision = Precision(precision, device.type)
         self.distributed = distributed
         g_run, d_run = _compiled(G, compile), _compiled(D, compile)
         self.pair = Pair(g_run, d_run, opt_g, opt_d, self.objective, latent, concat,
-                         precision=self.precision)  # fmt: skip
+                         precision=self.precision, check_finite=check_finite,
+                         condition=condition, g_terms=g_terms, d_terms=d_terms,
+                         d_scale=float(d_scale))  # fmt: skip
         self.pair.check_concat()
         self.schedule.check(self.pair)
         if distributed:
@@ -150,32 +219,94 @@ class Step:
         """How many real batches one call takes: the schedule's D steps per iteration."""
         return self.schedule.real_batches
 
-    def _batches(self, real: Tensor | Sequence[Tensor]) -> list[Tensor]:
+    def _batches(self, real: object) -> list[Batch]:
+        """The real batches of one call: one item, or a list of ``real_batches`` items."""
         want = self.real_batches
-        if isinstance(real, Tensor):
-            batches = [real]
-        elif isinstance(real, (list, tuple)) and all(isinstance(b, Tensor) for b in real):
-            batches = list(real)
-        else:
-            raise TypeError(
-                f"real must be a tensor or a list of {want} tensors, got {type(real).__name__}"
+        conditional = self.pair.condition is not None
+        if isinstance(real, list) and want == 1 and len(real) == 2 and not conditional:
+            raise ValueError(
+                "got a list of 2 for 1 D step: if it is a DataLoader's (x, y), this Step is "
+                "unconditional; pass x alone, or use step.feed(loader), which drops y"
             )
-        if len(batches) != want:
+        if isinstance(real, list) and not (want == 1 and len(real) == 2):
+            items = real
+        else:
+            items = [real]
+        if len(items) != want:
             raise ValueError(
                 f"schedule {self.schedule!r} takes {want} real batch(es) per step, one per "
-                f"D step; got {len(batches)}"
+                f"D step, as a list; got {len(items)}. step.feed(loader) yields them."
             )
+        batches = [to_batch(item, conditional, f"real batch {i}") for i, item in enumerate(items)]
+        if want > 1 and not conditional:
+            kinds = {(tuple(b.x.shape[1:]), b.x.dtype) for b in batches}
+            if len(kinds) > 1:
+                raise ValueError(
+                    f"the {want} real batches of one step differ in shape or dtype ({kinds}): "
+                    "was a DataLoader's (x, y) passed as batches? use step.feed(loader)"
+                )
         for b in batches:
-            if b.dim() < 2 or b.shape[0] == 0:
+            if b.x.dim() < 2 or b.x.shape[0] == 0:
                 raise ValueError(
                     "a real batch must have shape (n, ...) with n >= 1 and at least one "
-                    f"feature dimension, got {tuple(b.shape)}"
+                    f"feature dimension, got {tuple(b.x.shape)}"
                 )
         return batches
 
+    def _micro(self, batch: Batch) -> list[Batch]:
+        """``batch`` as ``accumulate`` equal micro-batches."""
+        k = self.accumulate
+        if batch.n % k:
+            raise ValueError(
+                f"accumulate={k} splits each real batch into {k} equal micro-batches; a batch "
+                f"of {batch.n} rows does not divide by {k}"
+            )
+        return [batch] if k == 1 else split_rows(batch, [batch.n // k] * k)
+
+    def feed(self, loader: Iterable, iterations: int | None = None) -> Iterator[object]:
+        """What each call takes, from ``loader`` (any iterable of batches: ``x``,
+        ``(x, y)`` or ``{"x": x, "y": y}``), for ``iterations`` calls (forever if None).
+
+        ``real_batches`` items per call, restarting ``loader`` at each epoch's end (so
+        ``d_steps=5`` just works). An unconditional Step takes x and drops y.
+        """
+        conditional = self.pair.condition is not None
+        source = iter(loader)
+
+        def take() -> object:
+            nonlocal source
+            try:
+                item = next(source)
+            except StopIteration:
+                source = iter(loader)  # a new epoch
+                try:
+                    item = next(source)
+                except StopIteration:
+                    raise ValueError("the loader yields no batches") from None
+            batch = to_batch(item, conditional, "a batch from the loader") if conditional else None
+            if batch is None:
+                batch = Batch(_x_of(item))
+            return batch
+
+        done = 0
+        while iterations is None or done < iterations:
+            items = [take() for _ in range(self.real_batches)]
+            yield items[0] if self.real_batches == 1 else items
+            done += 1
+
     def __call__(self, real: Tensor | Sequence[Tensor]) -> dict[str, Tensor]:
         """Run one training iteration on ``real``; return the iteration's losses."""
-        logs = self.schedule.run(self.pair, self._batches(real), self.iteration)
+        batches = self._batches(real)
+        try:
+            if self.pair.check_finite:
+                for i, b in enumerate(batches):
+                    if b.x.is_floating_point() and not torch.isfinite(b.x).all():
+                        raise NonFiniteError(
+                            f"real batch {i} has NaN or infinite values; nothing was updated"
+                        )
+            logs = self.schedule.run(self.pair, [self._micro(b) for b in batches], self.iteration)
+        except NonFiniteError as e:
+            raise NonFiniteError(f"iteration {self.iteration}: {e}") from None
         if self.distributed:
             logs = data_parallel.average_logs(logs)
         logs.update(self.objective.end_iteration(logs))
@@ -183,8 +314,9 @@ class Step:
         return logs
 
     def state_dict(self) -> dict:
-        """Step's own state: the iteration count, the objective's state (BEGAN's k) and
-        the loss scalers' state (``fp16``; empty otherwise).
+        """Step's own state: the iteration count, the objective's state (BEGAN's k), the
+        loss scalers' state (``fp16``; empty otherwise) and the count of D steps (lazy R1
+        regularizes every ``r1_every``-th).
 
         Models and optimizers keep their own ``state_dict()``.
         """
@@ -192,11 +324,13 @@ class Step:
             "iteration": self.iteration,
             "objective": self.objective.state_dict(),
             "precision": self.precision.state_dict(),
+            "d_updates": self.pair.d_updates,
         }
 
     def load_state_dict(self, state: dict) -> None:
         """Restore what :meth:`state_dict` returned (``precision`` may be absent)."""
-        needed, allowed = {"iteration", "objective"}, {"iteration", "objective", "precision"}
+        needed = {"iteration", "objective"}
+        allowed = needed | {"precision", "d_updates"}
         if not isinstance(state, dict) or not needed <= set(state) <= allowed:
             got = sorted(state) if isinstance(state, dict) else type(state).__name__
             raise ValueError(
@@ -206,6 +340,7 @@ class Step:
         self.objective.load_state_dict(state["objective"])
         self.precision.load_state_dict(state.get("precision", self.precision.state_dict()))
         self.iteration = int(state["iteration"])
+        self.pair.d_updates = int(state.get("d_updates", 0))
 
     def __repr__(self) -> str:
         mixing = sample_mixing_layers(self.pair.D)
@@ -213,3 +348,18 @@ class Step:
             f"Step(objective={self.objective!r}, schedule={self.schedule!r}, "
             f"concat={self.pair.concat}, D sample-mixing layers={mixing or 'none'})"
         )
+
+
+def _x_of(item: object) -> Tensor:
+    """The samples of a loader's item, its condition dropped (an unconditional Step)."""
+    if isinstance(item, Batch):
+        return item.x
+    if isinstance(item, dict) and "x" in item:
+        return item["x"]
+    if isinstance(item, tuple | list) and item and isinstance(item[0], Tensor):
+        return item[0]
+    if isinstance(item, Tensor):
+        return item
+    raise TypeError(
+        f"a loader batch must be x, (x, y) or {{'x': x, ...}}, got {type(item).__name__}"
+    )

@@ -1,0 +1,126 @@
+"""What D may return, and the one view of a phase's outputs that loss terms read.
+
+D may return
+
+- a tensor: the adversarial output, one score per sample (``(n,)`` or ``(n, 1)``) or a
+  map of scores per sample of any shape ``(n, ...)`` (PatchGAN); each adversarial loss
+  is then the mean over all its elements, as pix2pix's ``GANLoss`` computes it;
+- a tuple ``(adversarial, *extras)``: the first element is the adversarial output
+  (a tensor or a list, as here), the others (ACGAN's class logits, features for
+  feature matching) are read only by loss terms;
+- a list of tensors: every element is adversarial (a multi-scale D); their losses
+  are summed, as pix2pixHD does.
+
+Objectives read only the adversarial output. A loss term reads the :class:`View` of
+its phase: the real and fake batches with their conditions and D's whole outputs on
+them, as the phase already computed them; a term never causes a forward of its own.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from torch import Tensor
+
+from .batch import Batch
+
+# Keys a phase logs itself: a term may not take them.
+RESERVED = ("loss_d", "loss_g", "gp", "l_real", "k", "m_global")
+
+
+def adversarial(out: object) -> list[Tensor]:
+    """The adversarial output(s) of D's ``out``, by the rule above."""
+    if isinstance(out, Tensor):
+        return [out]
+    if isinstance(out, tuple) and out and isinstance(out[0], Tensor | list):
+        return adversarial(out[0])
+    if isinstance(out, list) and out and all(isinstance(o, Tensor) for o in out):
+        return list(out)
+    raise TypeError(
+        f"D returned {type(out).__name__}: it must return a tensor (scores or a map of "
+        "scores per sample), a tuple (adversarial output, *extras) or a list of tensors "
+        "(a multi-scale D)"
+    )
+
+
+@dataclass(frozen=True, eq=False)
+class View:
+    """One phase's tensors, for loss terms: ``real`` and ``fake`` (:class:`Batch`, with
+    ``.x`` and ``.c``) and D's outputs ``d_real`` and ``d_fake`` exactly as D returned
+    them. Reading an output the phase did not compute raises, naming the phase."""
+
+    phase: str
+    real: Batch
+    fake: Batch
+    d_real_out: object = None
+    d_fake_out: object = None
+
+    @property
+    def d_real(self) -> object:
+        return self._read(self.d_real_out, "real")
+
+    @property
+    def d_fake(self) -> object:
+        return self._read(self.d_fake_out, "fake")
+
+    def _read(self, out: object, which: str) -> object:
+        if out is None:
+            raise ValueError(
+                f"a loss term of the {self.phase} phase reads D's output on the {which} batch, "
+                "which that phase does not compute (terms never add a D forward); in the "
+                "simultaneous schedule both phases share D's outputs on real and fake"
+            )
+        return out
+
+
+Term = Callable[[View], Tensor]
+
+
+def describe(out: object) -> str:
+    """D's output in a few words: a tensor's shape, or a tuple's or list's parts."""
+    if isinstance(out, Tensor):
+        return f"a tensor {tuple(out.shape)}"
+    if isinstance(out, tuple | list):
+        inner = ", ".join(describe(o) for o in out)
+        return f"a {type(out).__name__} of {len(out)} ({inner})"
+    return type(out).__name__
+
+
+def normalize_terms(terms: object, owner: str) -> dict[str, tuple[float, Term]]:
+    """``{"name": fn}`` or ``{"name": (weight, fn)}`` as ``{"name": (weight, fn)}``."""
+    if terms is None:
+        return {}
+    if not isinstance(terms, dict):
+        raise TypeError(f"{owner} must be a dict of name: fn or name: (weight, fn)")
+    out = {}
+    for name, spec in terms.items():
+        if not isinstance(name, str) or name in RESERVED:
+            raise ValueError(f"{owner}: the name {name!r} is taken; choose another")
+        weight, fn = spec if isinstance(spec, tuple) else (1.0, spec)
+        if isinstance(weight, bool) or not isinstance(weight, int | float) or not callable(fn):
+            raise TypeError(f"{owner}[{name!r}] must be fn or (weight, fn), got {spec!r}")
+        out[name] = (float(weight), fn)
+    return out
+
+
+def add_terms(
+    loss: Tensor, terms: dict[str, tuple[float, Term]], view: View
+) -> tuple[Tensor, dict[str, Tensor]]:
+    """``loss`` plus each weighted term; the logs hold each weighted term by its name."""
+    logs = {}
+    for name, (weight, fn) in terms.items():
+        try:
+            value = fn(view)
+        except (IndexError, KeyError, TypeError, AttributeError) as e:
+            shown = describe(view.d_fake_out if view.d_fake_out is not None else view.d_real_out)
+            raise ValueError(
+                f"loss term {name!r} of the {view.phase} phase failed ({type(e).__name__}: {e}); "
+                f"D returned {shown}: does the term read an output D does not return?"
+            ) from e
+        if not isinstance(value, Tensor) or value.numel() != 1:
+            raise ValueError(f"loss term {name!r} must return a scalar tensor, got {value!r}")
+        term = weight * value.reshape(())
+        logs[name] = term.detach()
+        loss = loss + term
+    return loss, logs
