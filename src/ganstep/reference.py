@@ -144,11 +144,13 @@ def _set_requires_grad(module: nn.Module, flag: bool) -> None:
         p.requires_grad_(flag)
 
 
-def dcgan_example(G, D, opt_g, opt_d, batches: Batches, latent: Latent, objective="ns"):
+def dcgan_example(G, D, opt_g, opt_d, batches: Batches, latent: Latent, objective="ns",
+                  r1: float = 0.0):  # fmt: skip
     """pytorch/examples ``dcgan/main.py``: D first on ``fake.detach()``, then G on the same fake.
 
     G's step runs ``D(fake)`` with D's weights still requiring grad, so D's weight
     gradients are computed there and thrown away by the next ``netD.zero_grad()``.
+    ``r1 > 0`` adds R1 as :func:`dcgan_r1` says.
     """
     loss = _Losses(objective)
     for real in batches:
@@ -158,6 +160,10 @@ def dcgan_example(G, D, opt_g, opt_d, batches: Batches, latent: Latent, objectiv
         fake = G(latent(real.size(0)))
         output_fake = D(fake.detach())
         err_d = loss.d(D, real, fake.detach(), output_real, output_fake)
+        if r1 > 0:
+            x = real.detach().requires_grad_(True).view_as(real)  # a view: FlopCounter-safe
+            (grad,) = torch.autograd.grad(D(x).sum(), x, create_graph=True)
+            err_d = err_d + r1 / 2 * grad.reshape(grad.size(0), -1).square().sum(1).mean()
         err_d.backward()
         opt_d.step()
         # (2) Update G
@@ -168,6 +174,14 @@ def dcgan_example(G, D, opt_g, opt_d, batches: Batches, latent: Latent, objectiv
         opt_g.step()
         loss.end_iteration()
     return loss.history
+
+
+def dcgan_r1(G, D, opt_g, opt_d, batches: Batches, latent: Latent, objective="ns",
+             r1: float = 0.1):  # fmt: skip
+    """The DCGAN example with R1 added as tutorials add it: after the loss, a second
+    forward of D on the real batch (requiring grad) for the penalty's gradient.
+    ganstep takes the penalty from the first forward (``ns(r1=...)``)."""
+    return dcgan_example(G, D, opt_g, opt_d, batches, latent, objective, r1=r1)
 
 
 def pytorch_gan_g_first(G, D, opt_g, opt_d, batches: Batches, latent: Latent, objective="ns"):
@@ -458,3 +472,237 @@ def textbook_loop(
                 opt_d.step()
         loss.end_iteration()
     return loss.history
+
+
+# -- conditional and image-to-image loops (issue "reach") -------------------------------
+# Each is written the way its codebase writes it, with its own objective. Batches are
+# (x, y) pairs: class labels, or for pix2pix (target image, source image).
+
+Pairs = Sequence[tuple[Tensor, Tensor]]
+
+
+def _bce(out: Tensor, target: float) -> Tensor:
+    return F.binary_cross_entropy_with_logits(out, torch.full_like(out, target))
+
+
+def pix2pix(G, D, opt_g, opt_d, batches: Pairs, lambda_l1: float = 100.0):
+    """junyanz/pytorch-CycleGAN-and-pix2pix ``Pix2PixModel.optimize_parameters``.
+
+    ``batches`` are (real_B, real_A): the target and the source image. G maps A to B
+    (no z); D is a PatchGAN on ``cat(A, B)`` along channels, judged by ``GANLoss``
+    ('vanilla': BCE with logits against a map of ones or zeros, the mean over every
+    element). D steps on the fake first, then the real, with the loss halved; G steps
+    with D frozen (``set_requires_grad``) on GAN + 100 L1. ganstep: ``d_first()`` with
+    ``latent=None``, ``condition="real"``, ``d_scale=0.5`` and an L1 term.
+    """
+    history = []
+    for real_B, real_A in batches:
+        fake_B = G(real_A)  # forward()
+        # backward_D
+        _set_requires_grad(D, True)
+        opt_d.zero_grad()
+        pred_fake = D(torch.cat((real_A, fake_B), 1).detach())
+        loss_D_fake = _bce(pred_fake, 0.0)
+        pred_real = D(torch.cat((real_A, real_B), 1))
+        loss_D_real = _bce(pred_real, 1.0)
+        loss_D = (loss_D_fake + loss_D_real) * 0.5
+        loss_D.backward()
+        opt_d.step()
+        # backward_G
+        _set_requires_grad(D, False)
+        opt_g.zero_grad()
+        loss_G_GAN = _bce(D(torch.cat((real_A, fake_B), 1)), 1.0)
+        loss_G_L1 = F.l1_loss(fake_B, real_B) * lambda_l1
+        loss_G = loss_G_GAN + loss_G_L1
+        loss_G.backward()
+        opt_g.step()
+        _set_requires_grad(D, True)
+        history.append({"loss_d": loss_D.item(), "loss_g": loss_G.item(), "l1": loss_G_L1.item()})
+    return history
+
+
+def pytorch_gan_cgan(G, D, opt_g, opt_d, batches: Pairs, latent: Latent, labels: Latent):
+    """eriklindernoren/PyTorch-GAN ``implementations/cgan/cgan.py``: ``G(z, gen_labels)``
+    with sampled labels, G steps, then D on ``gen_imgs.detach()`` with ``gen_labels``.
+
+    Least squares losses (``MSELoss``) with G's halved as ganstep's ``lsgan`` defines it
+    (a loss scale is not the update order). Both gradients at (g_t, d_t): ganstep's
+    ``simultaneous()`` with ``condition=labels``.
+    """
+    history = []
+    for imgs, real_labels in batches:
+        n = imgs.size(0)
+        # Train Generator
+        opt_g.zero_grad()
+        z, gen_labels = latent(n), labels(n)
+        gen_imgs = G(z, gen_labels)
+        validity = D(gen_imgs, gen_labels)
+        g_loss = 0.5 * F.mse_loss(validity, torch.ones_like(validity))
+        g_loss.backward()
+        opt_g.step()
+        # Train Discriminator
+        opt_d.zero_grad()
+        validity_real = D(imgs, real_labels)
+        d_real_loss = F.mse_loss(validity_real, torch.ones_like(validity_real))
+        validity_fake = D(gen_imgs.detach(), gen_labels)
+        d_fake_loss = F.mse_loss(validity_fake, torch.zeros_like(validity_fake))
+        d_loss = (d_real_loss + d_fake_loss) / 2
+        d_loss.backward()
+        opt_d.step()
+        history.append({"loss_d": d_loss.item(), "loss_g": g_loss.item()})
+    return history
+
+
+def pytorch_gan_acgan(G, D, opt_g, opt_d, batches: Pairs, latent: Latent, labels: Latent):
+    """eriklindernoren/PyTorch-GAN ``implementations/acgan/acgan.py``: D(x) returns
+    (validity, class logits); both losses add the auxiliary cross-entropy.
+
+    D's loss is acgan's exactly: ((adv_real + aux_real) / 2 + (adv_fake + aux_fake) / 2) / 2.
+    G's is acgan's times 2 (adv + aux; a loss scale is not the update order). ganstep:
+    ``simultaneous()``, ``condition=labels``, ``d_scale=0.25``, D terms of weight 0.25
+    on each batch's class logits, a G term on the fakes'.
+    """
+    history = []
+    for imgs, real_labels in batches:
+        n = imgs.size(0)
+        # Train Generator
+        opt_g.zero_grad()
+        z, gen_labels = latent(n), labels(n)
+        gen_imgs = G(z, gen_labels)
+        validity, pred_label = D(gen_imgs)
+        g_loss = _bce(validity, 1.0) + F.cross_entropy(pred_label, gen_labels)
+        g_loss.backward()
+        opt_g.step()
+        # Train Discriminator
+        opt_d.zero_grad()
+        real_pred, real_aux = D(imgs)
+        d_real_loss = (_bce(real_pred, 1.0) + F.cross_entropy(real_aux, real_labels)) / 2
+        fake_pred, fake_aux = D(gen_imgs.detach())
+        d_fake_loss = (_bce(fake_pred, 0.0) + F.cross_entropy(fake_aux, gen_labels)) / 2
+        d_loss = (d_real_loss + d_fake_loss) / 2
+        d_loss.backward()
+        opt_d.step()
+        history.append({"loss_d": d_loss.item(), "loss_g": g_loss.item()})
+    return history
+
+
+def biggan_hinge(G, D, opt_g, opt_d, batches: Pairs, latent: Latent, labels: Latent,
+                 d_steps: int = 2):  # fmt: skip
+    """ajbrock/BigGAN-PyTorch ``train_fns.GAN_training_function``: ``num_D_steps`` D steps,
+    each on fresh z and sampled labels with G under ``no_grad`` and one D call on
+    ``cat([G_z, x])`` (fake first) split in two; then a G step on fresh z and labels.
+    Hinge losses; a projection D takes ``D(x, y)``. ganstep: ``d_first(d_steps=k,
+    reuse_fake=False)``, ``condition=labels`` (``concat=True`` for the single D call).
+    ``batches`` has ``d_steps`` pairs per iteration.
+    """
+    history = []
+    for start in range(0, len(batches) - d_steps + 1, d_steps):
+        row = {}
+        _set_requires_grad(D, True)
+        _set_requires_grad(G, False)
+        for x, y in batches[start : start + d_steps]:
+            opt_d.zero_grad()
+            n = x.size(0)
+            z_, y_ = latent(n), labels(n)
+            with torch.no_grad():
+                G_z = G(z_, y_)
+            D_out = D(torch.cat([G_z, x], 0), torch.cat([y_, y], 0))
+            D_fake, D_real = torch.split(D_out, [n, n])
+            D_loss_real = torch.mean(F.relu(1.0 - D_real))
+            D_loss_fake = torch.mean(F.relu(1.0 + D_fake))
+            D_loss = D_loss_real + D_loss_fake
+            D_loss.backward()
+            opt_d.step()
+            row["loss_d"] = D_loss.item()
+        _set_requires_grad(D, False)
+        _set_requires_grad(G, True)
+        opt_g.zero_grad()
+        n = batches[start + d_steps - 1][0].size(0)
+        z_, y_ = latent(n), labels(n)
+        G_loss = -torch.mean(D(G(z_, y_), y_))
+        G_loss.backward()
+        opt_g.step()
+        _set_requires_grad(D, True)
+        row["loss_g"] = G_loss.item()
+        history.append(row)
+    return history
+
+
+def lightning_conditional_g_first(G, D, opt_g, opt_d, batches: Pairs, latent: Latent):
+    """Lightning's GAN example made conditional as its users write it: a batch is
+    ``(imgs, labels)``; G steps on ``G(z, labels)`` (D toggled off), then D on the real
+    batch and on ``G(z, labels)`` regenerated by the updated G from the same z.
+    Non-saturating losses. ganstep: ``g_first(reuse_z=True)`` with ``condition="real"``.
+    """
+    history = []
+    for imgs, labels in batches:
+        z = latent(imgs.size(0))
+        # generator (toggle_optimizer: D's weights do not require grad)
+        _set_requires_grad(D, False)
+        opt_g.zero_grad()
+        g_loss = _bce(D(G(z, labels), labels), 1.0)
+        g_loss.backward()
+        opt_g.step()
+        _set_requires_grad(D, True)
+        # discriminator (G's weights do not require grad)
+        _set_requires_grad(G, False)
+        opt_d.zero_grad()
+        real_loss = _bce(D(imgs, labels), 1.0)
+        fake_loss = _bce(D(G(z, labels).detach(), labels), 0.0)
+        d_loss = real_loss + fake_loss
+        d_loss.backward()
+        opt_d.step()
+        _set_requires_grad(G, True)
+        history.append({"loss_d": d_loss.item(), "loss_g": g_loss.item()})
+    return history
+
+
+def stylegan2_r1(G, D, opt_g, opt_d, batches: Batches, latent: Latent, r1: float = 1.0,
+                 r1_every: int = 1):  # fmt: skip
+    """NVlabs/stylegan2-ada-pytorch's training loop and ``StyleGAN2Loss``, non-saturating,
+    with R1 on the real batch: phase Gmain (fresh z), then Dmain with fresh z, whose
+    R1 comes from the same ``D(real)`` forward when ``r1_every == 1`` (phase Dboth),
+    and every ``r1_every``-th iteration a Dreg phase: D forward on the real batch,
+    ``(real_logits * 0 + r1_penalty * r1 / 2).mean() * r1_every`` backward, its own
+    optimizer step (build D's Adam with ``objectives.lazy_regularization``, as SG2-ADA
+    scales lr and betas by ``mb_ratio``). One change: Dmain forwards D on the real batch
+    before the fake one (SG2-ADA does fake first), so that D's BatchNorm statistics and
+    spectral norm's power iteration see the same order as ganstep's. ganstep:
+    ``g_first()`` with ``ns(r1=r1, r1_every=r1_every)``.
+    """
+    history = []
+    for index, real in enumerate(batches):
+        n = real.size(0)
+        # Gmain
+        _set_requires_grad(D, False)
+        opt_g.zero_grad(set_to_none=True)
+        loss_Gmain = F.softplus(-D(G(latent(n)))).mean()
+        loss_Gmain.backward()
+        opt_g.step()
+        _set_requires_grad(D, True)
+        # Dmain / Dboth
+        _set_requires_grad(G, False)
+        opt_d.zero_grad(set_to_none=True)
+        do_Dr1 = r1 > 0 and r1_every == 1
+        real_img_tmp = real.detach().requires_grad_(do_Dr1)
+        real_logits = D(real_img_tmp)
+        gen_logits = D(G(latent(n)))
+        loss_D = F.softplus(-real_logits).mean() + F.softplus(gen_logits).mean()
+        if do_Dr1:
+            (r1_grads,) = torch.autograd.grad(real_logits.sum(), real_img_tmp, create_graph=True)
+            r1_penalty = r1_grads.reshape(n, -1).square().sum(1)
+            loss_D = loss_D + (r1_penalty * (r1 / 2)).mean()
+        loss_D.backward()
+        opt_d.step()
+        # Dreg
+        if r1 > 0 and r1_every > 1 and index % r1_every == 0:
+            opt_d.zero_grad(set_to_none=True)
+            real_img_tmp = real.detach().requires_grad_(True)
+            real_logits = D(real_img_tmp)
+            (r1_grads,) = torch.autograd.grad(real_logits.sum(), real_img_tmp, create_graph=True)
+            loss_Dr1 = r1_grads.reshape(n, -1).square().sum(1) * (r1 / 2)
+            (real_logits.reshape(-1) * 0 + loss_Dr1).mean().mul(r1_every).backward()
+            opt_d.step()
+        _set_requires_grad(G, True)
+        history.append({"loss_d": loss_D.item(), "loss_g": loss_Gmain.item()})
+    return history
