@@ -1,30 +1,69 @@
-"""Checkpoints written atomically (write, fsync, rename) and pruned to the last K.
+"""Checkpoints written atomically (write, fsync, rename), pruned to the last K, and
+loaded safely.
 
 A checkpoint is ``checkpoints/step_00001234.pt``; a write in progress is a hidden
 ``.tmp-*`` file that is never loaded, so a run killed at any moment leaves only
-complete checkpoints behind.
+complete checkpoints behind (and the next run in the folder removes the leftover).
+
+The format is plain data: tensors, numbers, strings, ``None`` and lists, tuples and
+dicts of them. :func:`save` refuses anything else and :func:`load` reads with
+``torch.load(weights_only=True)`` and no extra allowed globals, so a checkpoint
+crafted to run code when unpickled is refused instead of run.
 """
 
 from __future__ import annotations
 
 import os
+import pickle
 import re
 import tempfile
+import warnings
+import zipfile
 from pathlib import Path
 
 import torch
 
+from .errors import GanstepWarning
+
 PATTERN = re.compile(r"^step_(\d{8})\.pt$")
+TEMPORARY = ".tmp-"
+# Everything a checkpoint may hold besides tensors and containers. torch's weights-only
+# unpickler allows these (and tensors) without any global added by us.
+PLAIN = (bool, int, float, str, type(None))
+
+
+class CheckpointError(RuntimeError):
+    """No checkpoint of a folder could be read safely; the message names each one."""
 
 
 def path_for(folder: Path, step: int) -> Path:
     return folder / f"step_{step:08d}.pt"
 
 
+def check_plain(obj: object, where: str = "state") -> None:
+    """Raise TypeError naming the first value of ``obj`` that is not plain data."""
+    if isinstance(obj, (torch.Tensor, *PLAIN)):
+        return
+    if isinstance(obj, dict):
+        for key, value in obj.items():
+            if not isinstance(key, PLAIN):
+                raise TypeError(f"checkpoint key {where}[{key!r}] is not a plain value")
+            check_plain(value, f"{where}[{key!r}]")
+        return
+    if isinstance(obj, list | tuple):
+        for i, value in enumerate(obj):
+            check_plain(value, f"{where}[{i}]")
+        return
+    raise TypeError(
+        f"checkpoint value {where} is a {type(obj).__name__}: checkpoints hold only tensors, "
+        "numbers, strings, None and lists or dicts of them, so that they load safely"
+    )
+
+
 def atomic_save(obj: object, path: Path) -> None:
     """``torch.save`` to a temporary file beside ``path``, fsync, then rename over it."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".pt")
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=TEMPORARY, suffix=".pt")
     try:
         with os.fdopen(fd, "wb") as f:
             torch.save(obj, f)
@@ -42,12 +81,26 @@ def atomic_save(obj: object, path: Path) -> None:
 
 
 def save(folder: Path, step: int, state: dict, keep: int) -> Path:
-    """Write ``state`` as the checkpoint of ``step``; keep only the last ``keep``."""
+    """Write ``state`` (plain data only) as the checkpoint of ``step``; keep the last ``keep``."""
+    check_plain(state)
     final = path_for(folder, step)
     atomic_save(state, final)
     for old in list_checkpoints(folder)[:-keep]:
         old.unlink(missing_ok=True)
     return final
+
+
+def remove_partial(folder: Path) -> list[Path]:
+    """Delete the temporary files of writes that were killed; return them.
+
+    Call it only while holding the run folder's lock: no write can be in progress then.
+    """
+    if not folder.is_dir():
+        return []
+    leftovers = [p for p in folder.iterdir() if p.name.startswith(TEMPORARY)]
+    for p in leftovers:
+        p.unlink(missing_ok=True)
+    return leftovers
 
 
 def list_checkpoints(folder: Path) -> list[Path]:
@@ -57,9 +110,57 @@ def list_checkpoints(folder: Path) -> list[Path]:
     return sorted(p for p in folder.iterdir() if PATTERN.match(p.name))
 
 
+def load(path: Path, map_location="cpu") -> dict:
+    """One checkpoint, read without running any code it may carry.
+
+    Raises :class:`CheckpointError` saying why it cannot be used: damaged (truncated,
+    empty, not a checkpoint) or holding objects that only an unsafe load could build.
+    """
+    path = Path(path)
+    if path.is_file() and path.stat().st_size == 0:
+        raise CheckpointError(f"{path}: damaged (an empty file)")
+    try:
+        state = torch.load(path, map_location=map_location, weights_only=True)
+    except pickle.UnpicklingError as e:
+        # torch names the global it refused on a line of its own
+        refused = [line.strip() for line in str(e).splitlines() if "GLOBAL" in line]
+        if refused:
+            raise CheckpointError(
+                f"{path}: refused: it holds objects that are not plain data, and loading "
+                f"it could run code ({refused[0]})"
+            ) from e
+        raise CheckpointError(f"{path}: damaged or not a checkpoint (cannot unpickle)") from e
+    except (OSError, EOFError, RuntimeError, ValueError, zipfile.BadZipFile) as e:
+        raise CheckpointError(f"{path}: damaged ({_short(e)})") from e
+    if not isinstance(state, dict) or "step" not in state:
+        raise CheckpointError(f"{path}: not a ganstep checkpoint (no step)")
+    return state
+
+
+def _short(e: BaseException) -> str:
+    lines = str(e).strip().splitlines()
+    first = lines[0].split(". ")[0] if lines else "no message"
+    return f"{type(e).__name__}: {first}"
+
+
 def load_latest(folder: Path, map_location="cpu") -> dict | None:
-    """The newest checkpoint of ``folder``, or ``None`` if it has none."""
+    """The newest checkpoint of ``folder`` that can be read, or ``None`` if it has none.
+
+    A newer one that cannot be read (see :func:`load`) is named in a
+    :class:`~ganstep.errors.GanstepWarning` and the next older one is tried; if none
+    can be read, :class:`CheckpointError` lists each and why.
+    """
     found = list_checkpoints(folder)
-    if not found:
-        return None
-    return torch.load(found[-1], map_location=map_location, weights_only=False)
+    reasons = []
+    for path in reversed(found):
+        try:
+            state = load(path, map_location)
+        except CheckpointError as e:
+            reasons.append(str(e))
+            continue
+        for reason in reasons:
+            warnings.warn(f"{reason}; using the older {path.name}", GanstepWarning, stacklevel=2)
+        return state
+    if reasons:
+        raise CheckpointError("no checkpoint can be read: " + "; ".join(reasons))
+    return None

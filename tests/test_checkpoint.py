@@ -1,0 +1,115 @@
+"""Checkpoints load without running code, and a damaged newest one falls back to an older."""
+
+from __future__ import annotations
+
+import os
+import warnings
+from pathlib import Path
+
+import pytest
+import torch
+from cli_helpers import TINY, assert_same_state, checkpoint, ganstep
+
+from ganstep import checkpoint as ckpt
+from ganstep.errors import GanstepWarning
+
+
+class RunsAShellCommand:
+    """Unpickling this runs ``touch MARKER``: what a hostile checkpoint would carry."""
+
+    def __init__(self, marker: Path) -> None:
+        self.marker = marker
+
+    def __reduce__(self):
+        return (os.system, (f"touch {self.marker}",))
+
+
+def plant_hostile(path: Path, marker: Path) -> None:
+    torch.save({"step": 99, "G": RunsAShellCommand(marker)}, path)
+
+
+# no lr decay: a run resumed to 6 steps then follows the schedule of one trained to 6
+COMMON = ["--ckpt-every", 2, "--eval-every", 2, "--lr-decay", "none", *TINY]
+
+
+@pytest.fixture
+def run(tmp_path, cache) -> Path:
+    folder = tmp_path / "run"
+    ganstep("train", "--steps", 4, "--out", folder, *COMMON, cache=cache)
+    return folder
+
+
+def test_hostile_checkpoint_is_refused_and_its_code_never_runs(run, tmp_path, cache):
+    marker = tmp_path / "code-ran"
+    for old in ckpt.list_checkpoints(run / "checkpoints"):
+        old.unlink()
+    plant_hostile(run / "checkpoints" / "step_00000004.pt", marker)
+    sample = ganstep("sample", "--run", run, "--n", 5, "--out", tmp_path / "s.npy", cache=cache,
+                     check=False)  # fmt: skip
+    resume = ganstep("train", "--resume", "--steps", 6, "--out", run, cache=cache, check=False)
+    for proc in (sample, resume):
+        assert proc.returncode == 1
+        assert "step_00000004.pt: refused: it holds objects that are not plain data" in proc.stderr
+        assert "Traceback" not in proc.stderr
+    assert not marker.exists()  # with weights_only=False, unpickling would have created it
+    assert not (tmp_path / "s.npy").exists()
+
+
+def test_hostile_newest_checkpoint_falls_back_to_the_older_one(run, tmp_path, cache):
+    marker = tmp_path / "code-ran"
+    plant_hostile(run / "checkpoints" / "step_00000006.pt", marker)
+    proc = ganstep("sample", "--run", run, "--n", 5, "--out", tmp_path / "s.npy", cache=cache)
+    assert "ganstep: warning:" in proc.stderr and "using the older step_00000004.pt" in proc.stderr
+    assert not marker.exists()
+    assert (tmp_path / "s.npy").exists()
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        lambda p: p.write_bytes(p.read_bytes()[:300]),  # truncated by a full disk
+        lambda p: p.write_bytes(b""),  # empty
+        lambda p: p.write_bytes(os.urandom(2000)),  # overwritten
+    ],
+    ids=["truncated", "empty", "random"],
+)
+def test_damaged_newest_checkpoint_is_named_and_resume_continues_exactly(
+    run, tmp_path, cache, damage
+):
+    newest = run / "checkpoints" / "step_00000004.pt"
+    damage(newest)
+    proc = ganstep("train", "--resume", "--steps", 6, "--out", run, cache=cache)
+    assert f"ganstep: warning: {newest}: damaged" in proc.stderr
+    assert "using the older step_00000002.pt" in proc.stderr
+    straight = tmp_path / "straight"
+    ganstep("train", "--steps", 6, "--out", straight, *COMMON, cache=cache)
+    assert_same_state(checkpoint(run), checkpoint(straight))  # resumed from step 2, exactly
+
+
+def test_no_readable_checkpoint_is_a_clear_error_naming_each(run, tmp_path, cache):
+    for p in ckpt.list_checkpoints(run / "checkpoints"):
+        p.write_bytes(b"not a checkpoint")
+    proc = ganstep("sample", "--run", run, "--n", 5, "--out", tmp_path / "s.npy", cache=cache,
+                   check=False)  # fmt: skip
+    assert proc.returncode == 1 and proc.stderr.count("\n") == 1
+    assert "no checkpoint can be read" in proc.stderr
+    assert "step_00000002.pt: damaged" in proc.stderr
+    assert "step_00000004.pt: damaged" in proc.stderr
+
+
+def test_save_refuses_anything_but_plain_data(tmp_path):
+    with pytest.raises(TypeError, match=r"state\['extra'\]\[0\] is a Generator"):
+        ckpt.save(tmp_path, 1, {"step": 1, "extra": [torch.Generator()]}, keep=1)
+    assert not list(tmp_path.iterdir())
+
+
+def test_load_latest_warns_then_uses_the_older(tmp_path):
+    ckpt.save(tmp_path, 1, {"step": 1, "w": torch.ones(2)}, keep=3)
+    ckpt.save(tmp_path, 2, {"step": 2, "w": torch.zeros(2)}, keep=3)
+    ckpt.path_for(tmp_path, 2).write_bytes(b"\x00" * 10)
+    with pytest.warns(GanstepWarning, match="step_00000002.pt: damaged"):
+        state = ckpt.load_latest(tmp_path)
+    assert state["step"] == 1 and torch.equal(state["w"], torch.ones(2))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert ckpt.load_latest(tmp_path / "none") is None

@@ -1,0 +1,206 @@
+"""A run folder belongs to one run: resume refuses to change what defines it, a fresh
+start refuses a used folder, and every input is checked before step 1."""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+
+import numpy as np
+import pytest
+from cli_helpers import TINY, ganstep
+
+from ganstep.cli import main
+from ganstep.train import RESUMABLE, Config
+
+TINY_FLAGS = [str(a) for a in TINY]
+
+
+@pytest.fixture
+def cli(capsys, monkeypatch, tmp_path):
+    """ganstep's main() in this process (seconds faster than a subprocess per call)."""
+    monkeypatch.setenv("GANSTEP_CACHE", str(tmp_path / "cache"))
+
+    def call(*args) -> tuple[int, str, str]:
+        code = main([str(a) for a in args])
+        out, err = capsys.readouterr()
+        return code, out, err
+
+    return call
+
+
+@pytest.fixture
+def run(cli, tmp_path) -> Path:
+    folder = tmp_path / "run"
+    code, _, err = cli("train", "--steps", 4, "--eval-every", 2, "--out", folder, *TINY_FLAGS)
+    assert code == 0, err
+    return folder
+
+
+def files(folder: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(folder)): p.read_bytes() for p in folder.rglob("*") if p.is_file()}
+
+
+@pytest.mark.parametrize(
+    "flags, change",
+    [
+        (["--data", "ring"], 'data: "grid" -> "ring"'),
+        (["--objective", "hinge"], 'objective: "ns" -> "hinge"'),
+        (["--objective", "began"], 'objective: "ns" -> "began"'),  # not r1's complaint
+        (["--r1", "0"], "r1: 0.1 -> 0.0"),
+        (["--schedule", "g_first"], 'schedule: "d_first" -> "g_first"'),
+        (["--schedule", "simultaneous", "--fused"], "fused: false -> true"),
+        (["--precision", "bf16"], 'precision: "fp32" -> "bf16"'),
+        (["--z-dim", "5"], "z_dim: 2 -> 5"),
+        (["--width", "32"], "width: 16 -> 32"),
+        (["--seed", "1"], "seed: 0 -> 1"),
+        (["--batch-size", "16"], "batch_size: 32 -> 16"),
+        (["--lr-g", "0.1"], "lr_g: 0.0005 -> 0.1"),
+        (["--ema", "0.5"], "ema: 0.999 -> 0.5"),
+        (["--lr-decay", "none"], 'lr_decay: "linear" -> "none"'),
+        (["--eval-samples", "100"], "eval_samples: 200 -> 100"),
+        (["--conditional"], "conditional: false -> true"),
+    ],
+)
+def test_resume_refuses_each_change_to_what_defines_the_run(cli, run, flags, change):
+    before = files(run)
+    code, _, err = cli("train", "--resume", "--steps", 6, "--out", run, *flags, "--no-progress")
+    assert code == 1
+    assert err.startswith(f"ganstep: error: --resume continues the run in {run}"), err
+    assert change in err and err.count("\n") == 1
+    assert files(run) == before  # nothing written, config.toml untouched
+
+
+def test_resume_lists_every_differing_key_at_once(run, cache):
+    proc = ganstep("train", "--resume", "--out", run, "--data", "ring", "--seed", "3",
+                   "--schedule", "g_first", cache=cache, check=False)  # fmt: skip
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr
+    for change in ('data: "grid" -> "ring"', 'schedule: "d_first" -> "g_first"', "seed: 0 -> 3"):
+        assert change in proc.stderr
+
+
+def test_resume_through_the_api_checks_against_the_checkpoint(run):
+    from ganstep.train import train
+
+    # config.toml edited by hand is not the truth: the checkpoint's config is
+    saved = tomllib.loads((run / "config.toml").read_text())
+    cfg = Config.from_dict({**saved, "seed": 7, "steps": 6})
+    with pytest.raises(ValueError, match="seed: 0 -> 7"):
+        train(cfg, resume=True, progress=False)
+
+
+def test_resume_may_change_the_resumable_keys_and_config_toml_records_it(cli, run):
+    assert set(RESUMABLE) == {"steps", "eval_every", "sample_every", "ckpt_every", "keep",
+                              "log_every", "device", "compile", "out", "data_dir"}  # fmt: skip
+    code, _, err = cli("train", "--resume", "--steps", 6, "--eval-every", 3, "--keep", 5,
+                       "--out", run, "--no-progress")  # fmt: skip
+    assert code == 0, err
+    text = (run / "config.toml").read_text()
+    assert text.startswith("# resumed at step 4: steps 4 -> 6, eval_every 2 -> 3, keep 3 -> 5\n")
+    config = tomllib.loads(text)
+    assert (config["steps"], config["eval_every"], config["keep"]) == (6, 3, 5)
+    code, _, _ = cli("train", "--resume", "--steps", 6, "--out", run, "--no-progress")
+    assert code == 0
+    lines = (run / "config.toml").read_text().splitlines()
+    assert lines[:2] == ["# resumed at step 4: steps 4 -> 6, eval_every 2 -> 3, keep 3 -> 5",
+                         "# resumed at step 6"]  # fmt: skip
+
+
+def test_steps_below_the_completed_step_is_an_error(cli, run):
+    before = files(run)
+    code, _, err = cli("train", "--resume", "--steps", 3, "--out", run, "--no-progress")
+    assert code == 1
+    assert "steps 3 is below the 4 steps the run" in err and "--steps 4 or more" in err
+    assert files(run) == before
+
+
+def test_resume_refuses_data_whose_contents_changed(cli, tmp_path):
+    data = tmp_path / "points.npy"
+    np.save(data, np.random.default_rng(0).normal(size=(100, 2)))
+    run = tmp_path / "run"
+    code, _, err = cli("train", "--data", data, "--steps", 2, "--out", run, *TINY_FLAGS)
+    assert code == 0, err
+    np.save(data, np.random.default_rng(1).normal(size=(100, 2)))
+    code, _, err = cli("train", "--resume", "--steps", 4, "--out", run, "--no-progress")
+    assert code == 1 and "is not what the run in" in err and "checksum was" in err
+
+
+def test_fresh_start_refuses_a_folder_with_metrics_but_no_checkpoint(cli, run):
+    for p in (run / "checkpoints").iterdir():
+        p.unlink()  # as a run that died after its first evaluation leaves it
+    metrics = (run / "metrics.jsonl").read_text()
+    code, _, err = cli("train", "--steps", 2, "--out", run, *TINY_FLAGS)
+    assert code == 1 and "holds the metrics.jsonl of an earlier run" in err
+    assert (run / "metrics.jsonl").read_text() == metrics
+
+
+@pytest.mark.parametrize(
+    "line, message",
+    [
+        ("lr_g = true", "lr_g must be a number, got true (bool)"),
+        ('lr_g = "fast"', 'lr_g must be a number, got "fast" (str)'),
+        ('ema = "0.5"', 'ema must be a number, got "0.5" (str)'),
+        ("device = 3", "device must be a string, got 3 (int)"),
+        ("seed = 1.5", "seed must be an integer, got 1.5 (float)"),
+        ("steps = 2.0", "steps must be an integer, got 2.0 (float)"),
+        ("fused = 1", "fused must be true or false, got 1 (int)"),
+        ("steps = [2]", "steps must be an integer, got [2] (list)"),
+        ("stepz = 2", "unknown config keys ['stepz']"),
+        ("steps = ", "cannot read TOML config"),
+    ],
+)
+def test_toml_values_are_type_checked_and_the_file_and_key_named(cli, tmp_path, line, message):
+    config = tmp_path / "bad.toml"
+    config.write_text(line + "\n")
+    code, _, err = cli("train", "--config", config, "--out", tmp_path / "x", "--no-progress")
+    assert code == 1 and err == f"ganstep: error: {config}: {message}" + err.split(message)[1]
+    assert err.count("\n") == 1
+    assert not (tmp_path / "x").exists()
+
+
+def test_a_bad_config_toml_of_a_run_is_named_by_sample(cli, run, tmp_path):
+    (run / "config.toml").write_text('lr_g = "fast"\n')
+    code, _, err = cli("sample", "--run", run, "--n", 4, "--out", tmp_path / "s.npy")
+    assert code == 1 and f"{run / 'config.toml'}: lr_g must be a number" in err
+
+
+@pytest.mark.parametrize(
+    "out, message",
+    [
+        ("", "out must name the run folder, got an empty string"),
+        ("afile", "--out {tmp}/afile is a file, not a folder"),
+        ("afile/run", "run folder {tmp}/afile/run is not writable"),
+        ("withfile", "{tmp}/withfile/checkpoints is a file; a run writes a folder there"),
+    ],
+)
+def test_output_folder_is_checked_before_training(cli, tmp_path, out, message):
+    (tmp_path / "afile").write_text("mine")
+    (tmp_path / "withfile").mkdir()
+    (tmp_path / "withfile" / "checkpoints").write_text("mine")
+    target = str(tmp_path / out) if out else ""
+    code, _, err = cli("train", "--out", target, *TINY_FLAGS)
+    assert code == 1 and message.format(tmp=tmp_path) in err, err
+    assert (tmp_path / "afile").read_text() == "mine"
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name != "cache") == ["afile", "withfile"]
+    assert [p.name for p in (tmp_path / "withfile").iterdir()] == ["checkpoints"]
+
+
+def test_a_refused_run_leaves_no_folder_behind(cli, tmp_path):
+    code, _, err = cli("train", "--model", "dcgan", "--out", tmp_path / "x", *TINY_FLAGS)
+    assert code == 1 and "needs images" in err
+    assert not (tmp_path / "x").exists()
+
+
+def test_batch_larger_than_the_dataset_is_warned_about(cli, tmp_path):
+    data = tmp_path / "points.npy"
+    np.save(data, np.random.default_rng(0).normal(size=(30, 2)))
+    flags = ["--steps", 2, "--batch-size", 64, "--eval-samples", 50, "--no-progress"]
+    code, _, err = cli("train", "--data", data, "--out", tmp_path / "run", *flags)
+    assert code == 0
+    assert "ganstep: warning: batch_size 64 is larger than the 27 training samples" in err
+
+
+def test_sample_refuses_a_folder_as_out(cli, run, tmp_path):
+    (tmp_path / "pics.png").mkdir()
+    code, _, err = cli("sample", "--run", run, "--n", 4, "--out", tmp_path / "pics.png")
+    assert code == 1 and "is a folder; name a .npy or .png file" in err
