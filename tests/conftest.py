@@ -49,3 +49,9 @@ def real_batches(count: int, dtype=torch.float64, device="cpu") -> list[torch.Te
 @pytest.fixture(params=[False, True], ids=["plainD", "batchnormD"])
 def batchnorm(request):
     return request.param
+
+
+@pytest.fixture
+def cache(tmp_path):
+    """A fresh GANSTEP_CACHE for a test (downloads and feature extractors)."""
+    return tmp_path / "cache"

@@ -6,7 +6,7 @@ import json
 
 import pytest
 import torch
-from test_cli import ganstep
+from cli_helpers import ganstep
 from test_flops import N, d_costs, dcgan_pair, latent
 
 from ganstep import Step, audit, reference, simultaneous
@@ -193,6 +193,27 @@ def test_audit_command_on_a_user_script(tmp_path):
     assert report["wasted_flops"] > 0 and report["error"] is None
     proc = ganstep("audit", script, "--function", "nope", cache=tmp_path, check=False)
     assert proc.returncode == 1 and "must define G, D and nope(); missing: nope" in proc.stderr
+
+
+@pytest.mark.parametrize(
+    "source, message",
+    [
+        ("def train_step(:\n    pass\n", "broken.py:1: {script} is not valid Python"),
+        ("G = 5\nD = G\ndef train_step():\n    pass\n",
+         "{script}: G must be a torch.nn.Module, got a int"),
+        ("import nowhere_to_be_found\n",
+         "{script} raised ModuleNotFoundError while loading: No module named"),
+    ],
+)  # fmt: skip
+def test_audit_command_names_a_broken_script(tmp_path, capsys, source, message):
+    from ganstep.cli import main
+
+    script = tmp_path / "broken.py"
+    script.write_text(source)
+    assert main(["audit", str(script)]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("ganstep: error: ") and err.count("\n") == 1
+    assert message.format(script=script) in err
 
 
 def test_fused_step_audits_as_simultaneous_with_one_d_backward_per_call():

@@ -6,8 +6,8 @@ import json
 
 import pytest
 import torch
+from cli_helpers import ganstep
 from PIL import Image
-from test_cli import ganstep
 
 KEYS = {"model", "objective", "schedule", "impl", "ms_median", "ms_min", "ms_max",
         "peak_mem_bytes", "gflops"}  # fmt: skip
@@ -37,7 +37,7 @@ def test_bench_rows_json_and_plot(tmp_path):
         )
         assert ours["peak_mem_bytes"] > 0
     with Image.open(png) as im:
-        assert im.size == (1000, 400)
+        assert im.size == (2 * 700, 300)  # a 7-inch panel per model at 100 dpi
 
 
 def test_bench_refuses_unknown_names(tmp_path):
@@ -82,6 +82,24 @@ def test_bench_refuses_unknown_variants_and_one_process(tmp_path):
     assert proc.returncode == 1 and "needs --device cuda" in proc.stderr
 
 
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--width", "0"], "--width and --batch-size must be at least 1, got 0 and 64"),
+        (["--batch-size", "-2"], "--width and --batch-size must be at least 1, got 64 and -2"),
+        (["--device", "tpu"], "--device must be cpu or cuda[:N], got 'tpu'"),
+    ]
+    + ([] if torch.cuda.is_available() else
+       [(["--device", "cuda"], "--device cuda asked for, but CUDA is not available")]),
+)  # fmt: skip
+def test_bench_refuses_bad_sizes_and_devices_in_one_line(args, message, capsys):
+    from ganstep.cli import main
+
+    assert main(["bench", *args]) == 1
+    err = capsys.readouterr().err
+    assert err == f"ganstep: error: {message}\n"
+
+
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
 def test_bench_cuda_graph_row():
     from ganstep.bench import bench
@@ -89,3 +107,24 @@ def test_bench_cuda_graph_row():
     rows = bench(("mlp",), ("ns",), reps=2, warmup=1, device="cuda", variants=("graph",))
     graph = next(r for r in rows if r.impl == "ganstep+graph")
     assert graph.ms_median > 0 and graph.passes["D"]["forward"] == 3
+
+
+def test_bench_r1_and_accumulation_rows_and_ratio_plot(tmp_path, capsys):
+    from ganstep.cli import main
+
+    out, picture = tmp_path / "bench.json", tmp_path / "bench.png"
+    assert main(["bench", "--models", "mlp", "--objectives", "ns", "--reps", "1", "--warmup",
+                 "0", "--variants", "r1", "r1lazy", "accum4", "--json", str(out),
+                 "--plot", str(picture)]) == 0  # fmt: skip
+    rows = {r["impl"]: r for r in json.loads(out.read_text()) if r["schedule"] == "d_first"}
+    # R1 from the D(real) forward: one D forward fewer than the tutorial way
+    assert rows["dcgan_r1"]["passes"]["D"]["forward"] == 4
+    assert rows["ganstep+r1"]["passes"]["D"]["forward"] == 3
+    assert rows["ganstep+r1"]["gflops"] < rows["dcgan_r1"]["gflops"]
+    assert "dcgan_r1/d_first" in rows["ganstep+r1"]["speedup"]
+    # FLOPs are counted on a probe's second iteration, where lazy R1 is not due
+    assert rows["ganstep+r1lazy"]["gflops"] < rows["ganstep+r1"]["gflops"]
+    assert rows["ganstep+accum4"]["passes"]["D"]["forward"] == 12  # 3 per micro-batch
+    assert rows["ganstep+accum4"]["gflops"] == pytest.approx(rows["ganstep"]["gflops"])
+    with Image.open(picture) as im:
+        assert im.size[0] >= 700

@@ -77,8 +77,11 @@ def test_checksum_mismatch_is_refused(tmp_path):
     data = bytearray(target.read_bytes())
     data[-1] ^= 0xFF
     target.write_bytes(bytes(data))
-    with pytest.raises(DataError, match="t10k-labels-idx1-ubyte.gz: checksum mismatch"):
+    with pytest.raises(DataError, match="t10k-labels-idx1-ubyte.gz: checksum mismatch") as e:
         load_dataset("fashion-mnist", tmp_path)
+    # --data-dir never downloads: the fix is to replace the file, not to delete it
+    assert "replace it with the official file" in str(e.value)
+    assert "download again" not in str(e.value)
 
 
 def test_missing_files_in_data_dir(tmp_path):
@@ -119,6 +122,52 @@ def test_image_folder_grayscale_and_rgb(tmp_path):
         assert ds.train.shape == (3, 1 if mode == "L" else 3, 10, 12)
         raw = ds.to_raw(ds.train)
         assert np.allclose(raw[0, :, 0, 0], np.atleast_1d(color), atol=1e-3)
+
+
+def test_sixteen_bit_grayscale_keeps_its_range(tmp_path):
+    values = [np.arange(64, dtype=np.uint16).reshape(8, 8) * 1000 + 7 * i for i in range(3)]
+    for i, v in enumerate(values):
+        Image.fromarray(v).save(tmp_path / f"{i}.png")  # a 16-bit PNG (mode I;16)
+    with Image.open(tmp_path / "0.png") as im:
+        assert im.mode == "I;16"
+    ds = load_dataset(str(tmp_path))
+    assert ds.raw_range == (0.0, 65535.0)
+    expected = torch.from_numpy(np.stack(values)[:, None].astype(np.float32) / 65535 * 2 - 1)
+    assert torch.allclose(ds.train, expected, atol=1e-6)
+    assert np.allclose(ds.to_raw(ds.train), np.stack(values)[:, None], atol=0.02)
+    # not clipped to near-white, as an 8-bit conversion would
+    assert ds.train.min() == -1 and 0.9 < ds.train.max() <= 1 and ds.train.median() < 0
+
+
+def test_mixed_bit_depths_single_image_and_missing_folder_are_named(tmp_path):
+    (tmp_path / "mixed").mkdir()
+    Image.fromarray(np.full((4, 4), 40000, np.uint16)).save(tmp_path / "mixed" / "a.png")
+    Image.new("L", (4, 4), 9).save(tmp_path / "mixed" / "b.png")
+    with pytest.raises(DataError, match=r"mixed bit depths \(a.png has more than 8 bits"):
+        load_dataset(str(tmp_path / "mixed"))
+    (tmp_path / "one").mkdir()
+    Image.new("L", (4, 4), 9).save(tmp_path / "one" / "a.png")
+    with pytest.raises(DataError, match="1 image; training needs at least 2"):
+        load_dataset(str(tmp_path / "one"))
+    with pytest.raises(DataError, match="no such folder"):
+        load_dataset(str(tmp_path / "absent"))
+    (tmp_path / "notes.txt").write_text("hi")
+    with pytest.raises(DataError, match="not a folder of PNG/JPG images nor a .npy file"):
+        load_dataset(str(tmp_path / "notes.txt"))
+
+
+def test_class_subfolders_label_an_image_folder(tmp_path):
+    for k, name in enumerate(["cats", "dogs"]):
+        (tmp_path / name).mkdir()
+        for i in range(15):
+            Image.new("L", (6, 6), 20 + 100 * k).save(tmp_path / name / f"{i}.png")
+    ds = load_dataset(str(tmp_path))
+    assert ds.classes == ("cats", "dogs") and len(ds.labels) + len(ds.test_labels) == 30
+    assert set(ds.test_labels.tolist()) == {0, 1}  # shuffled before the split
+    for x, y in zip(ds.train, ds.labels, strict=True):  # each image keeps its own label
+        assert (x.mean() > -0.5) == (y == 1)
+    x, y = ds.labelled_batch(8, torch.Generator().manual_seed(0))
+    assert x.shape == (8, 1, 6, 6) and y.dtype == torch.int64
 
 
 def test_unreadable_image_and_empty_folder(tmp_path):

@@ -31,6 +31,7 @@ from . import reference
 from .data.toy import grid_modes, sample_mixture
 from .distributed import exit_now
 from .models import MLP, BEGANDecoder, BEGANDiscriminator, DCGANDiscriminator, DCGANGenerator
+from .objectives import NS
 from .phases import frozen
 from .schedules import d_first, g_first, simultaneous
 from .step import Step
@@ -50,7 +51,13 @@ VARIANTS = {
     "fp16": ("d_first", {"precision": "fp16"}),
     "compile": ("d_first", {"compile": True}),
     "graph": ("d_first", {}),  # CUDA only: the whole iteration replayed from a CUDA graph
+    # R1 (weight 0.1) from the D(real) forward, every D step or lazily every 16th, next
+    # to ``reference.dcgan_r1`` (a second D forward); accumulation over 4 micro-batches.
+    "r1": ("d_first", {"objective": NS(r1=0.1)}),
+    "r1lazy": ("d_first", {"objective": NS(r1=0.1, r1_every=16)}),
+    "accum4": ("d_first", {"accumulate": 4}),
 }
+R1_VARIANTS = ("r1", "r1lazy")
 
 
 @dataclass
@@ -142,8 +149,8 @@ def implementations(
     def ganstep_factory(schedule, **options) -> Factory:
         def build():
             G, D, opt_g, opt_d, latent, real = pair()
-            step = Step(G, D, opt_g, opt_d, objective=objective, schedule=schedule,
-                        latent=latent, **options)  # fmt: skip
+            chosen = {"objective": objective, **options}  # a variant may bring its own
+            step = Step(G, D, opt_g, opt_d, schedule=schedule, latent=latent, **chosen)
             return (lambda: step(real)), G, D
 
         return build
@@ -181,6 +188,8 @@ def implementations(
 
         return build
 
+    if any(v in R1_VARIANTS for v in variants) and objective == "ns":
+        impls["dcgan_r1"] = ("d_first", reference_factory(reference.dcgan_r1))
     for variant in variants:
         schedule, options = VARIANTS[variant]
         options = {"schedule": PAIRS[schedule][0], **options}
@@ -204,6 +213,8 @@ def _variant_applies(variant: str, model: str, objective: str, device) -> bool:
         return torch.amp.is_autocast_available(torch.device(device).type)
     if variant == "graph":  # CUDA graphs need CUDA, and the same work every iteration
         return torch.device(device).type == "cuda"
+    if variant in R1_VARIANTS:  # measured on ns, next to the DCGAN example with R1
+        return objective == "ns"
     return True
 
 
@@ -425,12 +436,14 @@ def _ratios(rows: list[Row], model: str, objective: str) -> None:
     by_impl = {(r.impl, r.schedule): r for r in group}
     for r in group:
         if r.impl.startswith("ganstep"):
-            ref = by_impl.get((PAIRS[r.schedule][1], r.schedule))
+            ref = by_impl.get(reference_of(r))
             r.ratio = round(r.ms_median / ref.ms_median, 3) if ref else None
         if r.impl.startswith("ganstep+"):
             baselines = [(PAIRS[r.schedule][1], r.schedule), ("ganstep", r.schedule)]
             if r.impl == "ganstep+fused":  # FusedProp's comparison: the DCGAN example
                 baselines.append(("dcgan_example", "d_first"))
+            if r.impl.removeprefix("ganstep+") in R1_VARIANTS:  # the same update with R1
+                baselines = [("dcgan_r1", "d_first"), *baselines]
             r.speedup = {
                 f"{impl}/{schedule}": round(by_impl[impl, schedule].ms_median / r.ms_median, 3)
                 for impl, schedule in baselines
@@ -469,23 +482,49 @@ def table(rows: list[Row]) -> str:
     return "\n".join(lines)
 
 
+def reference_of(row: Row) -> tuple[str, str]:
+    """The (impl, schedule) a row's speed is measured against: the reference loop
+    computing the same update (with R1 for the R1 variants)."""
+    if row.impl.removeprefix("ganstep+") in R1_VARIANTS or row.impl == "dcgan_r1":
+        return "dcgan_r1", "d_first"
+    return PAIRS[row.schedule][1], row.schedule
+
+
 def plot(rows: list[Row], path: Path) -> None:
-    """Median iteration time per implementation, one panel per model and objective."""
+    """Each row's speed over its reference loop's (iterations per second, a log axis
+    with 1.0 marked), absolute milliseconds in the labels; a panel per model and
+    objective. A very slow row (fp16 on a CPU) stays readable next to the others."""
     import matplotlib
+    import matplotlib.ticker
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     groups = list(dict.fromkeys((r.model, r.objective) for r in rows))
-    fig, axes = plt.subplots(1, len(groups), figsize=(5 * len(groups), 4), squeeze=False)
+    height = max(3.0, 0.35 * max(sum(1 for r in rows if (r.model, r.objective) == g)
+                                 for g in groups))  # fmt: skip
+    fig, axes = plt.subplots(1, len(groups), figsize=(7 * len(groups), height), squeeze=False)
     for ax, (model, objective) in zip(axes[0], groups, strict=True):
         sub = [r for r in rows if (r.model, r.objective) == (model, objective)]
-        labels = [f"{r.impl}\n{r.schedule}" for r in sub]
-        ax.barh(labels, [r.ms_median for r in sub],
-                xerr=[[r.ms_median - r.ms_min for r in sub], [r.ms_max - r.ms_median for r in sub]],
-                color=["tab:blue" if r.impl == "ganstep" else "tab:gray" for r in sub])  # fmt: skip
+        by_impl = {(r.impl, r.schedule): r for r in sub}
+        shown = [(r, by_impl.get(reference_of(r))) for r in sub]
+        shown = [(r, ref) for r, ref in shown if ref is not None]
+        labels = [f"{r.impl} ({r.schedule}) {r.ms_median:.1f} ms" for r, _ in shown]
+        speed = [ref.ms_median / r.ms_median for r, ref in shown]
+        colors = ["tab:blue" if r.impl.startswith("ganstep") else "tab:gray" for r, _ in shown]
+        # bars grow from 1.0: right of it faster than the reference, left of it slower
+        ax.barh(labels, [v - 1 for v in speed], left=1.0, color=colors)
+        ax.axvline(1.0, color="black", linewidth=1)
+        ax.set_xscale("log")
+        ax.set_xlim(min(speed + [1.0]) / 1.25, max(speed + [1.0]) * 1.25)
+        ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:g}x"))
+        ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
+        for y, v in enumerate(speed):
+            ax.annotate(f"{v:.2f}x", (v, y), fontsize=7, va="center",
+                        xytext=(3 if v >= 1 else -3, 0), textcoords="offset points",
+                        ha="left" if v >= 1 else "right")  # fmt: skip
         ax.set_title(f"{model}, {objective}")
-        ax.set_xlabel("ms per iteration (median, min-max)")
+        ax.set_xlabel("iterations/s over the reference loop's (log)")
         ax.tick_params(axis="y", labelsize=7)
     fig.tight_layout()
     fig.savefig(path)

@@ -6,9 +6,11 @@ import argparse
 import os
 import sys
 import tomllib
+import warnings
 from pathlib import Path
 
 from .data import NAMES, DataError
+from .errors import GanstepWarning
 from .models import MODELS
 from .objectives import OBJECTIVES
 from .schedules import SCHEDULES
@@ -18,10 +20,17 @@ TRAIN_FLAGS = {
     "data": (str, f"dataset: {', '.join(NAMES)}, a folder of PNG/JPG images, or a .npy file"),
     "data_dir": (str, "folder with the official MNIST/Fashion-MNIST files (no download)"),
     "model": (str, f"one of: {', '.join(MODELS)}"),
+    "conditional": (
+        bool,
+        "class-conditional (dcgan on labelled data: digits, mnist, "
+        "fashion-mnist, a folder of class subfolders)",
+    ),
     "objective": (str, f"one of: {', '.join(OBJECTIVES)}"),
     "r1": (float, "R1 penalty weight on real data (ns, minimax, lsgan, hinge); 0 is off"),
+    "r1_every": (int, "lazy R1: every k-th D step, weighted k (StyleGAN2); 1 is every step"),
     "schedule": (str, f"update order, one of: {', '.join(SCHEDULES)}"),
     "fused": (bool, "simultaneous only: take G's gradient from D's backward pass (FusedProp)"),
+    "accumulate": (int, "micro-batches per batch: gradients summed, one optimizer step"),
     "precision": (str, "fp32, bf16 (autocast) or fp16 (autocast with loss scaling)"),
     "compile": (str, "torch.compile G and D: none, default, or a backend name"),
     "steps": (int, "training iterations"),
@@ -74,6 +83,13 @@ def _parser() -> argparse.ArgumentParser:
         help=".npy (raw values, as the data was given) or .png (a grid, or a 2D scatter plot)",
     )  # fmt: skip
     sample.add_argument("--seed", type=int, default=0, help="seed of z")
+    sample.add_argument(
+        "--class",
+        dest="label",
+        type=int,
+        default=None,
+        help="a conditional run: samples of this class (default: all, in turn)",
+    )
 
     bench = sub.add_parser(
         "bench",
@@ -90,7 +106,10 @@ def _parser() -> argparse.ArgumentParser:
     bench.add_argument("--width", type=int, default=64, help="DCGAN width (BEGAN: half)")
     bench.add_argument("--batch-size", type=int, default=64, help="batch of the image models")
     bench.add_argument("--device", default="cpu", help="cpu or cuda[:N]")
-    variants = "Step options to add rows for: fused, bf16, fp16, compile, graph (CUDA)"
+    variants = (
+        "Step options to add rows for: fused, bf16, fp16, compile, graph (CUDA), "
+        "r1, r1lazy (ns, next to reference.dcgan_r1), accum4"
+    )
     bench.add_argument("--variants", nargs="*", default=[], metavar="NAME", help=variants)
     processes = "add a data parallel d_first row over this many CPU processes (>= 2)"
     bench.add_argument("--processes", type=int, default=0, help=processes)
@@ -114,33 +133,43 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _read_toml(path: Path) -> dict:
+def _read_config(path: Path) -> dict:
+    """A TOML file of config values, each key known and each value of its type."""
+    from .train import check_values
+
+    if path.is_dir():
+        raise ValueError(f"{path}: a folder, not a TOML config file")
     try:
-        return tomllib.loads(path.read_text())
-    except (OSError, tomllib.TOMLDecodeError) as e:
+        values = tomllib.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as e:
         raise ValueError(f"{path}: cannot read TOML config ({e})") from e
+    check_values(values, source=path)
+    return values
 
 
 def _train(args: argparse.Namespace) -> int:
     from .distributed import exit_now, launched
-    from .train import Config, train
+    from .train import Config, check_same_run, train
 
     values: dict = {}
     flags = {k: getattr(args, k) for k in TRAIN_FLAGS if getattr(args, k) is not None}
     if args.config is not None:
-        values.update(_read_toml(args.config))
+        values.update(_read_config(args.config))
     values.update(flags)
     if "out" not in values:  # the default run folder is named after what it trains
         named = Config.from_dict(values)
+        cond = "-cond" if named.conditional else ""
         values["out"] = (
             f"runs/{Path(named.data).stem}-{named.model}-{named.objective}-{named.schedule}"
-            f"-s{named.seed}"
+            f"{cond}-s{named.seed}"
         )
     if args.resume:
         saved = Path(values["out"]) / "config.toml"
         if not saved.exists():
             raise FileNotFoundError(f"--resume: {saved} not found (no run to continue there)")
-        values = {**_read_toml(saved), **values}
+        previous = _read_config(saved)
+        values = {**previous, **values}
+        check_same_run(previous, values, values["out"])  # before any check of the new values
     cfg = Config.from_dict(values)
     record = train(cfg, resume=args.resume, progress=not args.no_progress)
     if int(os.environ.get("RANK", "0")) == 0:  # under torchrun, rank 0 reports
@@ -157,18 +186,30 @@ def _sample(args: argparse.Namespace) -> int:
 
     from . import plots
     from .models import build_models
-    from .train import dataset_from_meta, generate, load_run
+    from .train import class_labels, dataset_from_meta, generate, load_run
 
     if args.n < 1:
         raise ValueError(f"--n must be at least 1, got {args.n}")
     if args.out.suffix not in (".npy", ".png"):
         raise ValueError(f"--out must end in .npy or .png, got {args.out}")
+    if args.out.is_dir():
+        raise ValueError(f"--out {args.out} is a folder; name a .npy or .png file")
     cfg, state = load_run(args.run)
     data = dataset_from_meta(state["data"])
     shape = tuple(state["data"]["sample_shape"])
-    G, _ = build_models(cfg.model, shape, cfg.objective, cfg.z_dim, cfg.width)
+    classes = len(data.classes) if cfg.conditional else None
+    if args.label is not None and not (classes and 0 <= args.label < classes):
+        if not classes:
+            raise ValueError(f"--class: {args.run} is not a conditional run")
+        raise ValueError(f"--class must be from 0 to {classes - 1}, got {args.label}")
+    labels = None
+    if classes:
+        labels = class_labels(args.n, classes)
+        if args.label is not None:
+            labels = torch.full((args.n,), args.label)
+    G, _ = build_models(cfg.model, shape, cfg.objective, cfg.z_dim, cfg.width, classes)
     G.load_state_dict(state["ema"] if state.get("ema") is not None else state["G"])
-    x = generate(G, cfg.z_dim, args.n, torch.device("cpu"), seed=args.seed)
+    x = generate(G, cfg.z_dim, args.n, torch.device("cpu"), seed=args.seed, labels=labels)
     raw = data.to_raw(x)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     if args.out.suffix == ".npy":
@@ -183,9 +224,21 @@ def _sample(args: argparse.Namespace) -> int:
 
 
 def _bench(args: argparse.Namespace) -> int:
+    import torch
+
     from .bench import MODELS, VARIANTS, bench, plot, table, write_json
     from .registry import check_name
+    from .train import resolve_device
 
+    if args.device != "cpu" and not args.device.startswith("cuda"):
+        raise ValueError(f"--device must be cpu or cuda[:N], got {args.device!r}")
+    if args.device.startswith("cuda") and not torch.cuda.is_available():
+        raise ValueError(f"--device {args.device} asked for, but CUDA is not available")
+    resolve_device(args.device)  # a malformed cuda:N fails here, named
+    if args.width < 1 or args.batch_size < 1:
+        raise ValueError(
+            f"--width and --batch-size must be at least 1, got {args.width} and {args.batch_size}"
+        )
     for model in args.models:
         check_name("model", model, MODELS)
     for variant in args.variants:
@@ -224,12 +277,26 @@ def _audit(args: argparse.Namespace) -> int:
     if not args.script.is_file():
         raise FileNotFoundError(f"{args.script}: no such script")
     sys.path.insert(0, str(args.script.resolve().parent))  # its own imports, as python would
-    names = runpy.run_path(str(args.script), run_name="__ganstep_audit__")
+    try:
+        names = runpy.run_path(str(args.script), run_name="__ganstep_audit__")
+    except SyntaxError as e:
+        where = f"{e.filename}:{e.lineno}"
+        raise ValueError(f"{where}: {args.script} is not valid Python ({e.msg})") from None
+    except Exception as e:  # the script's own failure, reported as the user's, not ganstep's
+        raise ValueError(
+            f"{args.script} raised {type(e).__name__} while loading: {e}".splitlines()[0]
+        ) from e
     missing = [n for n in ("G", "D", args.function) if n not in names]
     if missing:
         raise ValueError(
             f"{args.script} must define G, D and {args.function}(); missing: {', '.join(missing)}"
         )
+    import torch
+
+    for name in ("G", "D"):
+        if not isinstance(names[name], torch.nn.Module):
+            kind = type(names[name]).__name__
+            raise ValueError(f"{args.script}: {name} must be a torch.nn.Module, got a {kind}")
     fn = names[args.function]
     if not callable(fn):
         raise ValueError(f"{args.script}: {args.function} is not a function")
@@ -241,17 +308,37 @@ def _audit(args: argparse.Namespace) -> int:
     return 0
 
 
+def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
+    """ganstep's own warnings as one line each; any other warning as Python shows it."""
+    if issubclass(category, GanstepWarning):
+        print(f"ganstep: warning: {message}", file=sys.stderr)
+    else:
+        _python_show_warning(message, category, filename, lineno, file, line)
+
+
+_python_show_warning = warnings.showwarning
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``ganstep`` console script."""
     args = _parser().parse_args(argv)
+    previous, warnings.showwarning = warnings.showwarning, _show_warning
     try:
         commands = {"train": _train, "sample": _sample, "bench": _bench, "audit": _audit}
         return commands[args.command](args)
     except KeyboardInterrupt:
         return 130
-    except (ValueError, DataError, FileNotFoundError, FileExistsError, RuntimeError) as e:
-        print(f"ganstep: error: {e}", file=sys.stderr)
+    except (ValueError, DataError, OSError, RuntimeError) as e:
+        print(f"ganstep: error: {_one_line(e)}", file=sys.stderr)
         return 1
+    finally:
+        warnings.showwarning = previous
+
+
+def _one_line(e: BaseException) -> str:
+    """The error's message on one line (a script reading stderr gets one record)."""
+    lines = [line.strip() for line in str(e).splitlines() if line.strip()]
+    return "; ".join(lines) or type(e).__name__
 
 
 if __name__ == "__main__":

@@ -9,14 +9,17 @@ from pathlib import Path
 import numpy as np
 
 
-def image_grid(images: np.ndarray, raw_range: tuple[float, float], path: Path) -> None:
-    """Save images (N, C, H, W) with values in ``raw_range`` as one PNG grid."""
+def image_grid(
+    images: np.ndarray, raw_range: tuple[float, float], path: Path, cols: int | None = None
+) -> None:
+    """Save images (N, C, H, W) with values in ``raw_range`` as one PNG grid, ``cols``
+    images a row (default: as square as it gets)."""
     from PIL import Image
 
     lo, hi = raw_range
     x = np.clip((images - lo) / (hi - lo), 0, 1)
     n, c, h, w = x.shape
-    cols = math.ceil(math.sqrt(n))
+    cols = cols or math.ceil(math.sqrt(n))
     rows = math.ceil(n / cols)
     pad = 2
     grid = np.ones((c, rows * (h + pad) + pad, cols * (w + pad) + pad), dtype=np.float64)

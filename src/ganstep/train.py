@@ -9,14 +9,18 @@ stream the loop draws from (z, real batches, the global generator) is saved.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import dataclasses
 import json
 import math
+import re
 import signal
 import sys
 import threading
 import time
+import warnings
+from collections.abc import Callable
 from dataclasses import dataclass, fields
 from pathlib import Path
 
@@ -27,11 +31,14 @@ from . import checkpoint, plots
 from . import distributed as data_parallel
 from .data import Dataset, load_dataset
 from .data.idx import cache_dir
-from .metrics import FeatureExtractor, fid, kid, toy_metrics
+from .errors import GanstepWarning
+from .metrics import FeatureExtractor, class_accuracy, fid, kid, toy_metrics, train_classifier
+from .metrics import classes as classes_metric
 from .models import build_models, image_size
-from .objectives import OBJECTIVES
+from .objectives import OBJECTIVES, lazy_regularization
 from .precision import DTYPES
 from .registry import check_name
+from .run_folder import RunLock
 from .schedules import SCHEDULES, simultaneous
 from .step import Step
 
@@ -45,6 +52,66 @@ POINTS_DEFAULTS = {"steps": 12000, "batch_size": 256, "lr_g": 5e-4, "lr_d": 5e-4
 IMAGES_DEFAULTS = {"steps": 5000, "batch_size": 64, "lr_g": 2e-4, "lr_d": 2e-4, "r1": 0.0,
                    "lr_decay": "none", "width": 32, "z_dim": 64}  # fmt: skip
 
+# What --resume may change: how long the run goes on, how often it reports, where it
+# runs. Everything else defines the run (its math, its data, its metrics) and must stay.
+RESUMABLE = ("steps", "eval_every", "sample_every", "ckpt_every", "keep", "log_every",
+             "device", "compile", "out", "data_dir")  # fmt: skip
+MAX_SEED = 2**62
+
+_TYPES = {"str": (str,), "int": (int,), "float": (int, float), "bool": (bool,)}
+_TYPE_NAMES = {"str": "a string", "int": "an integer", "float": "a number",
+               "bool": "true or false"}  # fmt: skip
+
+
+def _check_type(name: str, value: object, annotation: str, where: str = "") -> None:
+    """Raise ValueError unless ``value`` has the type a field annotated ``annotation``
+    takes: a bool is not a number, a float is not an integer."""
+    if value is None and "None" in annotation:
+        return
+    base = annotation.split("|")[0].strip()
+    if isinstance(value, _TYPES[base]) and (base == "bool" or not isinstance(value, bool)):
+        return
+    shown = json.dumps(value, default=str)
+    raise ValueError(
+        f"{where}{name} must be {_TYPE_NAMES[base]}, got {shown} ({type(value).__name__})"
+    )
+
+
+def check_values(values: dict, source: str | Path | None = None) -> None:
+    """Raise ValueError, naming ``source`` and the key, at the first unknown key or value
+    of the wrong type in ``values`` (a dict of :class:`Config` fields, as from TOML)."""
+    where = f"{source}: " if source is not None else ""
+    known = {f.name: f.type for f in fields(Config)}
+    unknown = sorted(set(values) - set(known))
+    if unknown:
+        raise ValueError(f"{where}unknown config keys {unknown}; known keys: {', '.join(known)}")
+    for key, value in values.items():
+        _check_type(key, value, known[key], where)
+
+
+def run_changes(saved: dict, now: dict) -> list[str]:
+    """The keys outside :data:`RESUMABLE` whose values differ, as ``key: old -> new``."""
+    defaults = {f.name: f.default for f in fields(Config)}
+    changes = []
+    for key in defaults:
+        if key in RESUMABLE:
+            continue
+        old, new = saved.get(key, defaults[key]), now.get(key, defaults[key])
+        if old != new:
+            changes.append(f"{key}: {json.dumps(old)} -> {json.dumps(new)}")
+    return changes
+
+
+def check_same_run(saved: dict, now: dict, folder: str | Path) -> None:
+    """Raise ValueError listing each change of ``now`` to the run that ``saved`` defines."""
+    changes = run_changes(saved, now)
+    if changes:
+        raise ValueError(
+            f"--resume continues the run in {folder} as it was defined; these differ from it: "
+            f"{'; '.join(changes)}. Only {', '.join(RESUMABLE)} may change on resume "
+            "(steps upward); start a new run with another --out to change the rest"
+        )
+
 
 @dataclass
 class Config:
@@ -57,10 +124,13 @@ class Config:
     data: str = "grid"
     data_dir: str | None = None
     model: str = "mlp"
+    conditional: bool = False
     objective: str = "ns"
     r1: float | None = None
+    r1_every: int = 1
     schedule: str = "d_first"
     fused: bool = False
+    accumulate: int = 1
     precision: str = "fp32"
     compile: str = "none"
     steps: int | None = None
@@ -102,6 +172,10 @@ class Config:
         """Raise ValueError naming the first bad value."""
         from .models import MODELS
 
+        for f in fields(self):
+            _check_type(f.name, getattr(self, f.name), f.type)
+        if not self.out.strip():
+            raise ValueError("out must name the run folder, got an empty string")
         check_name("model", self.model, MODELS)
         check_name("objective", self.objective, OBJECTIVES)
         check_name("schedule", self.schedule, SCHEDULES)
@@ -115,36 +189,48 @@ class Config:
             check_name("compile", self.compile, backends)
         if self.lr_decay is not None:
             check_name("lr_decay", self.lr_decay, ("none", "linear"))
-        counts = ("steps", "batch_size", "z_dim", "width", "eval_every", "eval_samples",
-                  "sample_every", "ckpt_every", "keep", "log_every", "feature_steps")  # fmt: skip
+        counts = ("steps", "batch_size", "z_dim", "width", "eval_every", "sample_every",
+                  "accumulate", "ckpt_every", "keep", "log_every", "feature_steps")  # fmt: skip
         for name in counts:
             value = getattr(self, name)
-            if value is None:  # filled from the data's defaults when the run starts
-                continue
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            if value is not None and value < 1:  # None: filled from the data's defaults
                 raise ValueError(f"{name} must be a positive integer, got {value!r}")
+        if self.batch_size is not None and self.batch_size % self.accumulate:
+            raise ValueError(
+                f"accumulate {self.accumulate} splits each batch into equal micro-batches: "
+                f"batch_size {self.batch_size} does not divide by it"
+            )
+        if self.eval_samples < 2:  # FID/KID compare the spread of the samples
+            raise ValueError(f"eval_samples must be at least 2, got {self.eval_samples}")
+        if not 0 <= self.seed <= MAX_SEED:
+            raise ValueError(f"seed must be an integer from 0 to 2**62, got {self.seed}")
+        if self.r1 is not None and not (math.isfinite(self.r1) and self.r1 >= 0):
+            raise ValueError(f"r1 must be a number >= 0, got {self.r1!r}")
         for name in ("lr_g", "lr_d"):
             if getattr(self, name) is None:
                 continue
             if not math.isfinite(getattr(self, name)) or getattr(self, name) <= 0:
                 raise ValueError(f"{name} must be a positive number, got {getattr(self, name)!r}")
+        if self.r1_every < 1:
+            raise ValueError(f"r1_every must be a positive integer, got {self.r1_every}")
+        if self.r1_every > 1 and self.r1 is not None and not self.r1:
+            raise ValueError("r1_every applies to R1: give r1 > 0 with it")
         if self.r1 and self.objective not in R1_OBJECTIVES:
             raise ValueError(
                 f"r1 applies to the objectives {', '.join(R1_OBJECTIVES)}, not {self.objective!r}"
             )
         if not (0 <= self.ema < 1 and 0 <= self.beta1 < 1 and 0 <= self.beta2 < 1):
             raise ValueError("ema, beta1 and beta2 must be in [0, 1)")
-        if self.device not in ("auto", "cpu") and not self.device.startswith("cuda"):
+        if self.device not in ("auto", "cpu") and not re.fullmatch(r"cuda(:\d+)?", self.device):
             raise ValueError(f"device must be auto, cpu or cuda[:N], got {self.device!r}")
         if self.device.startswith("cuda") and not torch.cuda.is_available():
             raise ValueError(f"device {self.device!r} asked for, but CUDA is not available")
 
     @classmethod
-    def from_dict(cls, values: dict) -> Config:
-        known = {f.name: f for f in fields(cls)}
-        unknown = sorted(set(values) - set(known))
-        if unknown:
-            raise ValueError(f"unknown config keys {unknown}; known keys: {', '.join(known)}")
+    def from_dict(cls, values: dict, source: str | Path | None = None) -> Config:
+        """A Config from ``values`` (e.g. a TOML file's), type-checked; errors name
+        ``source`` and the key."""
+        check_values(values, source)
         cfg = cls(**values)
         for f in fields(cls):  # TOML gives ints for floats like 1 (lr = 1): accept them
             value = getattr(cfg, f.name)
@@ -172,11 +258,13 @@ class NonFiniteLoss(RuntimeError):
 
 
 class Evaluator:
-    """Metrics of generated samples: toy mode coverage, or FID/KID against real features."""
+    """Metrics of generated samples: toy mode coverage, or FID/KID against real features,
+    and for a conditional run the class accuracy of samples made for known classes."""
 
     def __init__(self, data: Dataset, cfg: Config) -> None:
         self.data, self.n = data, cfg.eval_samples
         self.floor: dict[str, float] = {}
+        self.classifier = None
         if data.modes is not None:
             return
         if data.kind == "images":
@@ -190,42 +278,85 @@ class Evaluator:
         if data.test is not None and len(data.test) >= 2:
             test = self.embed(data.test[: self.n])
             self.floor = {"fid_floor": fid(self.real, test), "kid_floor": kid(self.real, test)}
+        if cfg.conditional:
+            self.classifier = cached_classifier(data, cfg.feature_steps)
+            images, labels = data.train, data.labels
+            if data.test is not None and data.test_labels is not None:
+                images, labels = data.test, data.test_labels
+            accuracy = class_accuracy(self.classifier, images[: self.n], labels[: self.n])
+            self.floor["class_accuracy_floor"] = accuracy
 
-    def __call__(self, samples: Tensor) -> dict[str, float]:
+    def __call__(self, samples: Tensor, labels: Tensor | None = None) -> dict[str, float]:
         if self.data.modes is not None:
             return toy_metrics(samples, self.data.modes, self.data.std)
-        fake = self.embed(samples.float().cpu())
-        return {"fid": fid(self.real, fake), "kid": kid(self.real, fake), **self.floor}
+        samples = samples.float().cpu()
+        fake = self.embed(samples)
+        found = {"fid": fid(self.real, fake), "kid": kid(self.real, fake)}
+        if self.classifier is not None and labels is not None:
+            found["class_accuracy"] = class_accuracy(self.classifier, samples, labels.cpu())
+        return {**found, **self.floor}
 
 
-def cached_extractor(data: Dataset, steps: int) -> FeatureExtractor:
-    """The feature extractor of ``data``, trained once and cached by a data checksum."""
-    folder = cache_dir() / "features"
-    key = f"{data.checksum}-{data.model_hw[0]}px-v{FeatureExtractor.VERSION}-s{steps}"
-    path = folder / f"{key}.pt"
-    net = FeatureExtractor(data.train.shape[1])
+def _cached_net(name: str, make: Callable[[], nn.Module], fit: Callable[[], nn.Module]):
+    """A metric network, trained once by ``fit`` and cached under ``name``."""
+    path = cache_dir() / "features" / f"{name}.pt"
+    net = make()
     if path.exists():
         try:
             net.load_state_dict(torch.load(path, map_location="cpu", weights_only=True))
             return net.eval()
         except (RuntimeError, OSError, EOFError):
             pass  # a stale or damaged cache entry: train again and overwrite it
-    net = FeatureExtractor.train_on(data.train, steps=steps)
+    net = fit()
     checkpoint.atomic_save(net.state_dict(), path)
     return net
 
 
+def cached_extractor(data: Dataset, steps: int) -> FeatureExtractor:
+    """The feature extractor of ``data``, trained once and cached by a data checksum."""
+    key = f"{data.checksum}-{data.model_hw[0]}px-v{FeatureExtractor.VERSION}-s{steps}"
+    return _cached_net(key, lambda: FeatureExtractor(data.train.shape[1]),
+                       lambda: FeatureExtractor.train_on(data.train, steps=steps))  # fmt: skip
+
+
+def cached_classifier(data: Dataset, steps: int) -> FeatureExtractor:
+    """The class_accuracy classifier of labelled ``data``, trained once and cached."""
+    classes = len(data.classes)
+    key = f"classes-{data.checksum}-{data.model_hw[0]}px-v{classes_metric.VERSION}-s{steps}"
+    channels = data.train.shape[1]
+
+    def fit() -> FeatureExtractor:  # a classifier needs more steps than rotations do
+        return train_classifier(data.train, data.labels, classes, 3 * steps)
+
+    return _cached_net(key, lambda: FeatureExtractor(channels, outputs=classes), fit)
+
+
+def class_labels(n: int, classes: int) -> Tensor:
+    """Labels 0, 1, ..., classes - 1, 0, 1, ... for n conditional samples: balanced."""
+    return torch.arange(n) % classes
+
+
 @torch.no_grad()
-def generate(G: nn.Module, latent_dim: int, n: int, device, seed: int, batch: int = 500) -> Tensor:
-    """n samples of G in eval mode from a fixed seed, leaving all training streams alone."""
+def generate(
+    G: nn.Module,
+    latent_dim: int,
+    n: int,
+    device,
+    seed: int,
+    batch: int = 500,
+    labels: Tensor | None = None,
+) -> Tensor:
+    """n samples of G in eval mode from a fixed seed, leaving all training streams alone;
+    with ``labels`` (n classes), of a conditional G made for them."""
     gen = torch.Generator(device=device).manual_seed(seed)
     was_training = G.training
     G.eval()
     try:
-        out = [
-            G(torch.randn(min(batch, n - i), latent_dim, generator=gen, device=device)).cpu()
-            for i in range(0, n, batch)
-        ]
+        out = []
+        for i in range(0, n, batch):
+            z = torch.randn(min(batch, n - i), latent_dim, generator=gen, device=device)
+            args = (z,) if labels is None else (z, labels[i : i + batch].to(device))
+            out.append(G(*args).cpu())
     finally:
         G.train(was_training)
     return torch.cat(out)
@@ -250,6 +381,7 @@ def data_meta(data: Dataset) -> dict:
         "std": data.std,
         "shift": data.shift,
         "scale": data.scale,
+        "classes": list(data.classes) if data.classes else None,
     }
 
 
@@ -266,11 +398,17 @@ def dataset_from_meta(meta: dict) -> Dataset:
         raw_range=tuple(meta["raw_range"]),
         native_hw=tuple(hw[0]) if hw[0] else None,
         model_hw=tuple(hw[1]) if hw[1] else None,
+        classes=tuple(meta["classes"]) if meta.get("classes") else None,
     )
 
 
 def save_samples(G: nn.Module, data: Dataset, cfg: Config, device, path: Path) -> None:
-    if data.kind == "images":
+    if data.kind == "images" and cfg.conditional:  # one row per class
+        k = len(data.classes)
+        labels = torch.arange(k).repeat_interleave(8)
+        x = generate(G, cfg.z_dim, len(labels), device, seed=cfg.seed + 3, labels=labels)
+        plots.image_grid(data.to_raw(x), data.raw_range, path, cols=8)
+    elif data.kind == "images":
         x = generate(G, cfg.z_dim, 64, device, seed=cfg.seed + 3)
         plots.image_grid(data.to_raw(x), data.raw_range, path)
     else:
@@ -310,22 +448,32 @@ class Trainee:
         self.cfg, self.device = cfg, device
         self.rank, self.world = data_parallel.rank(), data_parallel.world_size()
         torch.manual_seed(cfg.seed)  # the same models everywhere (and rank 0's are broadcast)
-        G, D = build_models(cfg.model, data.sample_shape, cfg.objective, cfg.z_dim, cfg.width)
+        classes = len(data.classes) if cfg.conditional else None
+        G, D = build_models(cfg.model, data.sample_shape, cfg.objective, cfg.z_dim, cfg.width,
+                            classes)  # fmt: skip
         self.G, self.D = G.to(device), D.to(device)
         betas = (cfg.beta1, cfg.beta2)
+        d_rates = (cfg.lr_d, betas)
+        if cfg.r1 and cfg.r1_every > 1:  # lazy R1: StyleGAN2's lr and betas for D
+            d_rates = lazy_regularization(cfg.lr_d, betas, cfg.r1_every)
+        self.rates = {"g": (cfg.lr_g, betas), "d": d_rates}
         self.opt_g = torch.optim.Adam(self.G.parameters(), cfg.lr_g, betas=betas)
-        self.opt_d = torch.optim.Adam(self.D.parameters(), cfg.lr_d, betas=betas)
+        self.opt_d = torch.optim.Adam(self.D.parameters(), d_rates[0], betas=d_rates[1])
         self.ema = copy.deepcopy(self.G).requires_grad_(False) if cfg.ema > 0 else None
         # Each process of a data parallel run draws its own z and batches.
         stream = cfg.seed + 1000003 * self.rank
         self.latent_gen = torch.Generator(device=device).manual_seed(stream + 1)
         self.data_gen = torch.Generator().manual_seed(stream + 2)
-        objective = OBJECTIVES[cfg.objective](r1=cfg.r1) if cfg.r1 else cfg.objective
+        objective = cfg.objective
+        if cfg.r1:
+            objective = OBJECTIVES[cfg.objective](r1=cfg.r1, r1_every=cfg.r1_every)
         schedule = simultaneous(fused=True) if cfg.fused else cfg.schedule
         compiled = {"none": False, "default": True}.get(cfg.compile, cfg.compile)
         self.step = Step(self.G, self.D, self.opt_g, self.opt_d, objective=objective,
                          schedule=schedule, latent=self.latent, precision=cfg.precision,
-                         compile=compiled, distributed=self.world > 1)  # fmt: skip
+                         compile=compiled, distributed=self.world > 1,
+                         condition="real" if cfg.conditional else None,
+                         accumulate=cfg.accumulate)  # fmt: skip
         if self.rank:
             torch.manual_seed(stream)
 
@@ -338,9 +486,9 @@ class Trainee:
         return self.ema if self.ema is not None else self.G
 
     def set_lr(self, scale: float) -> None:
-        for opt, lr in ((self.opt_g, self.cfg.lr_g), (self.opt_d, self.cfg.lr_d)):
+        for opt, who in ((self.opt_g, "g"), (self.opt_d, "d")):
             for group in opt.param_groups:
-                group["lr"] = lr * scale
+                group["lr"] = self.rates[who][0] * scale
 
     @torch.no_grad()
     def update_ema(self) -> None:
@@ -392,9 +540,9 @@ class Trainee:
         for opt, key in ((self.opt_g, "opt_g"), (self.opt_d, "opt_d")):
             opt.load_state_dict(state[key])
         self.set_lr(1.0)  # the config wins over the saved rates: a resume may change them
-        for opt in (self.opt_g, self.opt_d):
+        for opt, who in ((self.opt_g, "g"), (self.opt_d, "d")):
             for group in opt.param_groups:
-                group["betas"] = (self.cfg.beta1, self.cfg.beta2)
+                group["betas"] = self.rates[who][1]
         self.step.load_state_dict(state["step_state"])
         if self.ema is not None and state.get("ema") is not None:
             self.ema.load_state_dict(state["ema"])
@@ -439,50 +587,129 @@ def train(cfg: Config, *, resume: bool = False, progress: bool = True) -> dict:
 
 
 def _train(cfg: Config, device: torch.device, resume: bool, progress: bool) -> dict:
+    """Hold the run folder's lock for the whole run (rank 0 takes it for every process)."""
+    out = Path(cfg.out)
+    writer = data_parallel.rank() == 0
+    with contextlib.ExitStack() as held:
+        refused = None
+        if writer:
+            try:
+                held.enter_context(RunLock(out))
+            except (ValueError, RuntimeError) as e:
+                refused = e
+        # every process leaves together if rank 0 could not take the folder
+        agreed = data_parallel.world_size() > 1 and _any_process(refused is not None, device)
+        if agreed and refused is None:
+            raise RuntimeError(f"rank 0 could not take the run folder {out}; see its error")
+        if refused is not None:
+            raise refused
+        return _run(cfg, device, resume, progress, writer)
+
+
+def _resume_state(cfg: Config, data_checksum: str) -> dict:
+    """The newest checkpoint of ``cfg.out``, once it is known to be the run ``cfg`` asks for."""
+    out = Path(cfg.out)
+    state = checkpoint.load_latest(out / "checkpoints", map_location="cpu")
+    if state is None:
+        raise FileNotFoundError(f"--resume: no checkpoint in {out / 'checkpoints'}")
+    check_same_run(state["config"], dataclasses.asdict(cfg), out)
+    saved = state["data"].get("checksum")
+    if saved is not None and saved != data_checksum:
+        raise ValueError(
+            f"--resume: the data {cfg.data!r} is not what the run in {out} trained on (its "
+            f"checksum was {saved}, now {data_checksum})"
+        )
+    if cfg.steps < state["step"]:
+        raise ValueError(
+            f"steps {cfg.steps} is below the {state['step']} steps the run in {out} has "
+            f"completed; pass --steps {state['step']} or more"
+        )
+    return state
+
+
+def _refuse_existing_run(out: Path) -> None:
+    """A fresh start must not mix its files with an earlier run's."""
+    if checkpoint.list_checkpoints(out / "checkpoints"):
+        raise FileExistsError(
+            f"{out} already holds checkpoints: pass --resume to continue it, or choose "
+            "another --out"
+        )
+    metrics = out / "metrics.jsonl"
+    if metrics.exists() and metrics.stat().st_size > 0:
+        raise FileExistsError(
+            f"{out} holds the metrics.jsonl of an earlier run that saved no checkpoint, so it "
+            "cannot be resumed: delete that folder or choose another --out"
+        )
+
+
+def _write_config(path: Path, cfg: Config, resumed: dict | None, step: int) -> None:
+    """config.toml: ``cfg``, after one comment line per resume saying what it changed."""
+    history = []
+    if resumed is not None:
+        if path.exists():
+            history = [line for line in path.read_text().splitlines() if line.startswith("# ")]
+        now = dataclasses.asdict(cfg)
+        changed = [f"{key} {json.dumps(resumed.get(key))} -> {json.dumps(now[key])}"
+                   for key in RESUMABLE if resumed.get(key) != now[key]]  # fmt: skip
+        history.append(f"# resumed at step {step}" + (": " + ", ".join(changed) if changed else ""))
+    path.write_text("".join(line + "\n" for line in history) + cfg.to_toml())
+
+
+def _run(cfg: Config, device: torch.device, resume: bool, progress: bool, writer: bool) -> dict:
     out = Path(cfg.out)
     ckpt_dir, samples_dir, metrics_path = (
         out / "checkpoints",
         out / "samples",
         out / "metrics.jsonl",
     )
+    if writer:  # the lock is ours: a temporary file there is a killed write's leftover
+        checkpoint.remove_partial(ckpt_dir)
     # In a data parallel run every process trains; only rank 0 evaluates and writes.
-    writer = data_parallel.rank() == 0
     data = load_dataset(cfg.data, cfg.data_dir)
     cfg = cfg.resolved(data)
     cfg.validate()
     data.fit(
         image_size(data.sample_shape) if data.kind == "images" and cfg.model != "mlp" else None
     )
+    checksum = data.checksum
+    if cfg.conditional and data.labels is None:
+        raise ValueError(
+            f"--conditional needs labelled data (digits, mnist, fashion-mnist, or a folder "
+            f"with one subfolder of images per class); {cfg.data} has no labels"
+        )
+    state = _resume_state(cfg, checksum) if resume else None
+    if not resume:
+        _refuse_existing_run(out)
+    if writer and data.train is not None and cfg.batch_size > len(data.train):
+        warnings.warn(
+            f"batch_size {cfg.batch_size} is larger than the {len(data.train)} training samples "
+            f"of {cfg.data}: every batch repeats samples",
+            GanstepWarning,
+            stacklevel=2,
+        )
     trainee = Trainee(cfg, data, device)
     sums: dict[str, Tensor] = {}  # loss sums since the last evaluation, kept on the device
     counts: dict[str, int] = {}
     first_bad = torch.full((), -1, dtype=torch.long, device=device)
     start = 0
-    if resume:
-        state = checkpoint.load_latest(ckpt_dir, map_location="cpu")
-        if state is None:
-            raise FileNotFoundError(f"--resume: no checkpoint in {ckpt_dir}")
+    if state is not None:
         trainee.load_state_dict(state)
         start = state["step"]
         sums = {k: v.to(device) for k, v in state["sums"].items()}
         counts = dict(state["counts"])
         if writer:
             _truncate_metrics(metrics_path, start)
-    elif checkpoint.list_checkpoints(ckpt_dir):
-        raise FileExistsError(
-            f"{out} already holds checkpoints: pass --resume to continue it, or choose "
-            "another --out"
-        )
     evaluator = None
     if writer:
         samples_dir.mkdir(parents=True, exist_ok=True)
-        (out / "config.toml").write_text(cfg.to_toml())
+        _write_config(out / "config.toml", cfg, state and state["config"], start)
         evaluator = Evaluator(data, cfg)
+    meta = {**data_meta(data), "checksum": checksum}
 
     def save_checkpoint(done: int) -> None:
         _raise_if_non_finite(first_bad)
         state = {"step": done, **trainee.state_dict(), "sums": sums, "counts": counts,
-                 "config": dataclasses.asdict(cfg), "data": data_meta(data)}  # fmt: skip
+                 "config": dataclasses.asdict(cfg), "data": meta}  # fmt: skip
         if writer:
             checkpoint.save(ckpt_dir, done, state, cfg.keep)
 
@@ -497,7 +724,7 @@ def _train(cfg: Config, device: torch.device, resume: bool, progress: bool) -> d
         for done in range(start + 1, cfg.steps + 1):
             if cfg.lr_decay == "linear":  # a function of the step alone: resume stays exact
                 trainee.set_lr(1 - (done - 1) / cfg.steps)
-            reals = [data.batch(cfg.batch_size, trainee.data_gen).to(device)
+            reals = [_real_batch(data, cfg, trainee.data_gen, device)
                      for _ in range(trainee.step.real_batches)]  # fmt: skip
             logs = trainee.step(reals if len(reals) > 1 else reals[0])
             for key, value in logs.items():  # on the device: no host sync per step
@@ -514,12 +741,15 @@ def _train(cfg: Config, device: torch.device, resume: bool, progress: bool) -> d
                     bar.update(done - bar.n)
             if (done % cfg.eval_every == 0 or last) and writer:
                 _raise_if_non_finite(first_bad)
+                labels = (
+                    class_labels(cfg.eval_samples, len(data.classes)) if cfg.conditional else None
+                )
                 samples = generate(trainee.sampler, cfg.z_dim, cfg.eval_samples, device,
-                                   seed=cfg.seed + 4)  # fmt: skip
+                                   seed=cfg.seed + 4, labels=labels)  # fmt: skip
                 last_record = {
                     "step": done,
                     **{k: round(v.item() / counts[k], 6) for k, v in sums.items()},
-                    **evaluator(samples),
+                    **evaluator(samples, labels),
                     "elapsed_s": round(time.perf_counter() - t0, 2),
                 }
                 sums, counts = {}, {}
@@ -549,6 +779,14 @@ def _train(cfg: Config, device: torch.device, resume: bool, progress: bool) -> d
     if writer and metrics_path.exists():
         plots.report(metrics_path, out / "report.png")
     return last_record
+
+
+def _real_batch(data: Dataset, cfg: Config, gen: torch.Generator, device) -> object:
+    """One real batch on ``device``: x, or (x, labels) for a conditional run."""
+    if cfg.conditional:
+        x, y = data.labelled_batch(cfg.batch_size, gen)
+        return x.to(device), y.to(device)
+    return data.batch(cfg.batch_size, gen).to(device)
 
 
 def _any_process(flag: bool, device: torch.device) -> bool:
@@ -589,7 +827,11 @@ def load_run(run: str | Path, map_location="cpu") -> tuple[Config, dict]:
     config_path = run / "config.toml"
     if not config_path.exists():
         raise FileNotFoundError(f"{run} is not a ganstep run folder: no config.toml")
-    cfg = Config.from_dict(tomllib.loads(config_path.read_text()))
+    try:
+        values = tomllib.loads(config_path.read_text())
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as e:
+        raise ValueError(f"{config_path}: cannot read TOML config ({e})") from e
+    cfg = Config.from_dict(values, source=config_path)
     state = checkpoint.load_latest(run / "checkpoints", map_location=map_location)
     if state is None:
         raise FileNotFoundError(f"{run / 'checkpoints'} holds no checkpoint")

@@ -22,6 +22,15 @@ from .toy import TOY, sample_mixture
 
 NAMES = ("grid", "ring", "digits", "mnist", "fashion-mnist")
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg")
+# Pillow modes of one channel deeper than 8 bits: 16-bit integers, 32-bit integers, floats.
+SIXTEEN_BIT = ("I;16", "I;16L", "I;16B", "I;16N")
+DEEP_GRAY = (*SIXTEEN_BIT, "I", "F")
+IDX_CLASSES = {
+    "mnist": [str(k) for k in range(10)],
+    "fashion-mnist": ["t-shirt", "trouser", "pullover", "dress", "coat", "sandal", "shirt",
+                      "sneaker", "bag", "ankle boot"],
+}  # fmt: skip
+MIN_IMAGES = 2  # FID/KID compare the spread of the real features: one image has none
 
 
 @dataclass
@@ -44,6 +53,10 @@ class Dataset:
     scale: Tensor | None = None
     native_hw: tuple[int, int] | None = None
     model_hw: tuple[int, int] | None = field(default=None)
+    # Class labels (int64, one per sample) and class names, for conditional training.
+    labels: Tensor | None = None
+    test_labels: Tensor | None = None
+    classes: tuple[str, ...] | None = None
 
     @property
     def sample_shape(self) -> tuple[int, ...]:
@@ -65,6 +78,13 @@ class Dataset:
         if self.modes is not None:
             return sample_mixture(self.modes, self.std, n, generator)
         return self.train[torch.randint(len(self.train), (n,), generator=generator)]
+
+    def labelled_batch(self, n: int, generator: torch.Generator) -> tuple[Tensor, Tensor]:
+        """n training samples and their class labels, drawn as :meth:`batch` draws."""
+        if self.labels is None:
+            raise DataError(f"{self.name} has no class labels: it cannot train conditionally")
+        index = torch.randint(len(self.train), (n,), generator=generator)
+        return self.train[index], self.labels[index]
 
     def fit(self, size: int | None) -> None:
         """Bring images to ``size`` x ``size``: pad by up to 8 pixels (28 -> 32), else resize.
@@ -116,8 +136,11 @@ def _from_size(x: Tensor, native: tuple[int, int]) -> Tensor:
     return F.interpolate(x, size=native, mode="bilinear", align_corners=False, antialias=True)
 
 
-def _images(name: str, array: np.ndarray, raw_range, test: np.ndarray | None = None) -> Dataset:
-    """Images (N, C, H, W) in ``raw_range`` -> a dataset in [-1, 1]."""
+def _images(
+    name: str, array: np.ndarray, raw_range, test: np.ndarray | None = None, labels=None
+) -> Dataset:
+    """Images (N, C, H, W) in ``raw_range`` -> a dataset in [-1, 1]. ``labels``:
+    ``(train labels, test labels or None, class names)``, or None."""
     lo, hi = raw_range
     if not hi > lo:
         raise DataError(f"{name}: all pixel values are equal ({lo}); nothing to learn")
@@ -132,6 +155,11 @@ def _images(name: str, array: np.ndarray, raw_range, test: np.ndarray | None = N
         test=None if test is None else norm(test),
         raw_range=(float(lo), float(hi)),
         native_hw=tuple(array.shape[2:]),
+        labels=None if labels is None else torch.from_numpy(labels[0].astype(np.int64)),
+        test_labels=None
+        if labels is None or labels[1] is None
+        else torch.from_numpy(labels[1].astype(np.int64)),
+        classes=None if labels is None else tuple(labels[2]),
     )
 
 
@@ -147,16 +175,33 @@ def load_digits() -> Dataset:
     """scikit-learn's bundled 8x8 digits (1797 images, values 0..16): no download."""
     from sklearn.datasets import load_digits as sk_digits
 
-    images = sk_digits().images.astype(np.float32)[:, None]  # (1797, 1, 8, 8)
+    bunch = sk_digits()
+    images = bunch.images.astype(np.float32)[:, None]  # (1797, 1, 8, 8)
     train, test = _split(images)
-    return _images("digits", train, (0.0, 16.0), test)
+    y_train, y_test = _split(bunch.target)
+    names = [str(k) for k in range(10)]
+    return _images("digits", train, (0.0, 16.0), test, (y_train, y_test, names))
+
+
+def _image_files(path: Path) -> list[Path]:
+    return sorted(p for p in path.iterdir() if p.suffix.lower() in IMAGE_SUFFIXES)
 
 
 def load_folder(path: Path) -> Dataset:
-    """All PNG/JPG images of a folder; they must share one size."""
+    """All PNG/JPG images of a folder; they must share one size. A folder holding no
+    images but one subfolder of images per class is labelled by subfolder name."""
     from PIL import Image
 
-    files = sorted(p for p in path.iterdir() if p.suffix.lower() in IMAGE_SUFFIXES)
+    files = _image_files(path)
+    label_of: dict[Path, int] = {}
+    classes: list[str] = []
+    if not files:
+        for sub in sorted(p for p in path.iterdir() if p.is_dir()):
+            found = _image_files(sub)
+            if found:
+                classes.append(sub.name)
+                label_of.update({f: len(classes) - 1 for f in found})
+                files += found
     if not files:
         raise DataError(f"{path}: no PNG or JPG images in this folder")
     images, sizes = [], {}
@@ -168,18 +213,52 @@ def load_folder(path: Path) -> Dataset:
                 images.append(im.copy())
         except OSError as e:
             raise DataError(f"{f}: not a readable image ({e})") from e
+    if len(images) < MIN_IMAGES:
+        raise DataError(
+            f"{path}: {len(images)} image; training needs at least {MIN_IMAGES} (the metrics "
+            "compare the spread of real and generated images)"
+        )
     if len(sizes) > 1:
         (s1, f1), (s2, f2) = list(sizes.items())[:2]
         raise DataError(
             f"{path}: images of mixed sizes ({f1} is {s1[0]}x{s1[1]}, {f2} is {s2[0]}x{s2[1]}); "
             "resize them to one size first"
         )
-    gray = all(im.mode in ("L", "1", "LA", "I", "I;16") for im in images)
-    mode = "L" if gray else "RGB"
-    array = np.stack([np.asarray(im.convert(mode)) for im in images])
-    array = array[:, None] if gray else array.transpose(0, 3, 1, 2)
+    deep = [f for f, im in zip(files, images, strict=True) if im.mode in DEEP_GRAY]
+    if deep and len(deep) < len(images):
+        shallow = next(f for f, im in zip(files, images, strict=True) if im.mode not in DEEP_GRAY)
+        raise DataError(
+            f"{path}: images of mixed bit depths ({deep[0].name} has more than 8 bits per pixel, "
+            f"{shallow.name} has 8); convert them to one depth first"
+        )
+    array = _pixels(images, deep=bool(deep))
+    if not deep:
+        raw = (0.0, 255.0)
+    elif all(im.mode in SIXTEEN_BIT for im in images):
+        raw = (0.0, 65535.0)
+    else:  # 32-bit integers or floats have no fixed range: use the data's own, as for .npy
+        raw = (float(array.min()), float(array.max()))
+    labels = None
+    if classes:
+        if len(classes) < 2:
+            raise DataError(f"{path}: one class subfolder ({classes[0]}); classes need two")
+        # files come class by class: a fixed shuffle puts every class in the test split
+        order = np.random.default_rng(0).permutation(len(files))
+        array, y = array[order], np.array([label_of[f] for f in files])[order]
+        y_train, y_test = _split(y)
+        labels = (y_train, y_test, classes)
     train, test = _split(array)
-    return _images(path.name, train, (0.0, 255.0), test)
+    return _images(path.name, train, raw, test, labels)
+
+
+def _pixels(images: list, deep: bool) -> np.ndarray:
+    """(N, C, H, W) pixel values of ``images``: 8-bit gray or RGB as uint8, deeper
+    grayscale as float32 holding the values exactly as stored (16-bit stays 0..65535)."""
+    if deep:
+        return np.stack([np.asarray(im).astype(np.float32) for im in images])[:, None]
+    gray = all(im.mode in ("L", "1", "LA") for im in images)
+    array = np.stack([np.asarray(im.convert("L" if gray else "RGB")) for im in images])
+    return array[:, None] if gray else array.transpose(0, 3, 1, 2)
 
 
 def load_array(path: Path) -> Dataset:
@@ -222,9 +301,9 @@ def load_dataset(name: str, data_dir: str | os.PathLike | None = None) -> Datase
         return load_digits()
     if name in CHECKSUMS:
         arrays = load_idx(name, data_dir)
-        return _images(
-            name, arrays["train_images"][:, None], (0.0, 255.0), arrays["test_images"][:, None]
-        )
+        labels = (arrays["train_labels"], arrays["test_labels"], IDX_CLASSES[name])
+        return _images(name, arrays["train_images"][:, None], (0.0, 255.0),
+                       arrays["test_images"][:, None], labels)  # fmt: skip
     path = Path(name)
     if path.is_dir():
         return load_folder(path)
@@ -232,6 +311,10 @@ def load_dataset(name: str, data_dir: str | os.PathLike | None = None) -> Datase
         if not path.exists():
             raise DataError(f"{path}: no such file")
         return load_array(path)
+    if path.exists():
+        raise DataError(f"{path}: not a folder of PNG/JPG images nor a .npy file")
+    if "/" in name or os.sep in name:
+        raise DataError(f"{path}: no such folder")
     raise DataError(
         f"unknown data {name!r}; choose one of: {', '.join(NAMES)}, a folder of PNG/JPG "
         "images, or a .npy file"

@@ -106,8 +106,9 @@ def read_idx(path: str | os.PathLike, magic: int) -> np.ndarray:
     return np.frombuffer(data, dtype=np.uint8, offset=header).reshape(dims)
 
 
-def verify(path: Path, md5: str, sha256: str) -> None:
-    """Raise :class:`DataError` unless ``path`` has the given md5 and sha256."""
+def verify(path: Path, md5: str, sha256: str, fix: str = "delete it to download again") -> None:
+    """Raise :class:`DataError` unless ``path`` has the given md5 and sha256; ``fix``
+    says what the user can do about it."""
     h_md5, h_sha = hashlib.md5(), hashlib.sha256()
     with open(path, "rb") as f:
         for chunk in iter(lambda: f.read(1 << 20), b""):
@@ -116,7 +117,7 @@ def verify(path: Path, md5: str, sha256: str) -> None:
     if h_md5.hexdigest() != md5 or h_sha.hexdigest() != sha256:
         raise DataError(
             f"{path}: checksum mismatch (md5 {h_md5.hexdigest()}, expected {md5}); "
-            "the file is corrupted or not the official one: delete it to download again"
+            f"the file is corrupted or not the official one: {fix}"
         )
 
 
@@ -145,6 +146,9 @@ def locate(name: str, data_dir: str | os.PathLike | None = None) -> dict[str, Pa
     if name not in CHECKSUMS:
         raise DataError(f"unknown IDX dataset {name!r}; choose one of: {', '.join(CHECKSUMS)}")
     paths = {}
+    fix = "delete it to download again"
+    if data_dir is not None:
+        fix = "replace it with the official file (files in --data-dir are never downloaded)"
     for filename, (md5, sha256) in CHECKSUMS[name].items():
         if data_dir is not None:
             candidates = [Path(data_dir) / filename, Path(data_dir) / name / filename]
@@ -158,7 +162,7 @@ def locate(name: str, data_dir: str | os.PathLike | None = None) -> dict[str, Pa
             path = cache_dir() / name / filename
             if not path.exists():
                 _download([m + filename for m in MIRRORS[name]], path)
-        verify(path, md5, sha256)
+        verify(path, md5, sha256, fix)
         paths[filename] = path
     return paths
 

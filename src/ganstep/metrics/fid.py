@@ -28,7 +28,7 @@ class FeatureExtractor(nn.Module):
 
     VERSION = VERSION
 
-    def __init__(self, channels: int):
+    def __init__(self, channels: int, outputs: int = 4):
         super().__init__()
         self.body = nn.Sequential(
             nn.Conv2d(channels, 32, 3, 1, 1), nn.ReLU(), nn.MaxPool2d(2),
@@ -36,7 +36,7 @@ class FeatureExtractor(nn.Module):
             nn.Conv2d(64, FEATURES, 3, 1, 1), nn.ReLU(),
             nn.AdaptiveAvgPool2d(1), nn.Flatten(),
         )  # fmt: skip
-        self.head = nn.Linear(FEATURES, 4)
+        self.head = nn.Linear(FEATURES, outputs)  # 4 rotations; a classifier: its classes
 
     def forward(self, x: Tensor) -> Tensor:
         return self.head(self.body(x))
@@ -71,6 +71,8 @@ class FeatureExtractor(nn.Module):
 
 def fid(a: Tensor, b: Tensor) -> float:
     """Fréchet distance between Gaussians fitted to feature sets ``a`` and ``b``."""
+    if len(a) < 2 or len(b) < 2:
+        raise ValueError(f"fid needs at least 2 samples in each set, got {len(a)} and {len(b)}")
     a, b = a.double().cpu().numpy(), b.double().cpu().numpy()
     mu_a, mu_b = a.mean(0), b.mean(0)
     cov_a, cov_b = np.cov(a, rowvar=False), np.cov(b, rowvar=False)

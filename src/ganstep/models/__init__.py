@@ -8,6 +8,7 @@ from torch import Tensor, nn
 
 from ..registry import check_name
 from .began import BEGANDecoder, BEGANDiscriminator, BEGANEncoder
+from .conditional import ConditionalGenerator, ProjectionDiscriminator
 from .dcgan import DCGANDiscriminator, DCGANGenerator
 from .mlp import MLP
 
@@ -45,16 +46,33 @@ def image_size(shape: tuple[int, ...]) -> int:
 
 
 def build_models(
-    name: str, shape: tuple[int, ...], objective: str, z_dim: int, width: int
+    name: str,
+    shape: tuple[int, ...],
+    objective: str,
+    z_dim: int,
+    width: int,
+    classes: int | None = None,
 ) -> tuple[nn.Module, nn.Module]:
     """G and D of model ``name`` for samples of ``shape``.
 
     ``began`` pairs only with the ``began`` objective (its D is an autoencoder); with
     ``mlp`` the ``began`` objective gets an MLP autoencoder D. ``shape`` of images
-    must already be the model size (see :func:`image_size`).
+    must already be the model size (see :func:`image_size`). With ``classes``, the
+    class-conditional DCGAN: ``G(z, y)`` and a projection ``D(x, y)``.
     """
     check_name("model", name, MODELS)
     images = len(shape) == 3
+    if classes is not None:
+        if name != "dcgan" or not images or objective == "began":
+            raise ValueError(
+                f"conditional training uses the dcgan model on images with a logit objective; "
+                f"got model {name!r}, objective {objective!r}"
+            )
+        channels, size = shape[0], image_size(shape)
+        return (
+            ConditionalGenerator(z_dim, classes, width, channels, size),
+            ProjectionDiscriminator(classes, width, channels, size, objective != "wgan_gp"),
+        )
     if name != "mlp" and not images:
         raise ValueError(f"model {name!r} needs images; use --model mlp for {shape} vectors")
     if (name == "began") != (objective == "began") and name != "mlp":
@@ -86,6 +104,8 @@ __all__ = [
     "BEGANDecoder",
     "BEGANDiscriminator",
     "BEGANEncoder",
+    "ConditionalGenerator",
+    "ProjectionDiscriminator",
     "DCGANDiscriminator",
     "DCGANGenerator",
     "ImageMLP",
