@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import random
 import warnings
 from pathlib import Path
 
@@ -113,3 +114,15 @@ def test_load_latest_warns_then_uses_the_older(tmp_path):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert ckpt.load_latest(tmp_path / "none") is None
+
+
+def test_any_damaged_bytes_are_a_checkpoint_error(tmp_path):
+    """Random bytes fail inside the unpickler in many ways (IndexError, KeyError,
+    UnicodeDecodeError, ...): every one is "damaged", so resume falls back to an older
+    checkpoint instead of dying with a traceback."""
+    rng = random.Random(0)
+    path = tmp_path / "step_00000001.pt"
+    for _ in range(300):
+        path.write_bytes(rng.randbytes(rng.choice([1, 20, 2000])))
+        with pytest.raises(ckpt.CheckpointError, match="damaged|not a ganstep checkpoint"):
+            ckpt.load(path)

@@ -18,7 +18,6 @@ import pickle
 import re
 import tempfile
 import warnings
-import zipfile
 from pathlib import Path
 
 import torch
@@ -120,7 +119,10 @@ def load(path: Path, map_location="cpu") -> dict:
     if path.is_file() and path.stat().st_size == 0:
         raise CheckpointError(f"{path}: damaged (an empty file)")
     try:
-        state = torch.load(path, map_location=map_location, weights_only=True)
+        with warnings.catch_warnings():
+            # random bytes read as a pickle "protocol"; the error below says it all
+            warnings.filterwarnings("ignore", "Detected pickle protocol", UserWarning)
+            state = torch.load(path, map_location=map_location, weights_only=True)
     except pickle.UnpicklingError as e:
         # torch names the global it refused on a line of its own
         refused = [line.strip() for line in str(e).splitlines() if "GLOBAL" in line]
@@ -130,7 +132,9 @@ def load(path: Path, map_location="cpu") -> dict:
                 f"it could run code ({refused[0]})"
             ) from e
         raise CheckpointError(f"{path}: damaged or not a checkpoint (cannot unpickle)") from e
-    except (OSError, EOFError, RuntimeError, ValueError, zipfile.BadZipFile) as e:
+    except FileNotFoundError as e:
+        raise CheckpointError(f"{path}: no such checkpoint") from e
+    except Exception as e:  # noqa: BLE001 - damaged bytes fail in any way the unpickler can
         raise CheckpointError(f"{path}: damaged ({_short(e)})") from e
     if not isinstance(state, dict) or "step" not in state:
         raise CheckpointError(f"{path}: not a ganstep checkpoint (no step)")
