@@ -2,6 +2,7 @@
 
 from . import objectives, reference, schedules
 from .audit import Report, audit
+from .audit_script import AuditError, audit_script
 from .cuda_graph import GraphedStep
 from .objectives import Objective, get_objective
 from .schedules import Schedule, d_first, g_first, get_schedule, simultaneous
@@ -10,10 +11,12 @@ from .step import Step
 __version__ = "0.1.0"
 
 __all__ = [
+    "AuditError",
     "GraphedStep",
     "Objective",
     "Report",
     "audit",
+    "audit_script",
     "Schedule",
     "Step",
     "d_first",

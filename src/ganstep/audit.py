@@ -1,19 +1,24 @@
-"""ganstep audit: instrument anyone's GAN iteration and report passes, waste and hazards.
+"""ganstep audit: instrument anyone's GAN loop and report passes, waste and hazards.
 
-``audit(fn, G=G, D=D)`` runs ``fn()`` (one training iteration, written any way) under
-instrumentation:
+``audit(fn, G=G, D=D)`` runs ``fn()`` (one training iteration, written any way)
+under instrumentation; :mod:`ganstep.audit_script` runs a whole training script the
+same way. What is recorded:
 
-- forward hooks on G and D count forwards, their FLOPs and the parameter versions
-  (optimizer steps taken so far) they ran at; a hook on each output counts the
-  backward passes that reach it;
-- ``torch.autograd.backward`` and ``torch.autograd.grad`` are wrapped for the run,
-  so each backward call has a number, and hooks on every parameter record which
-  backward calls fed its ``.grad`` since it was last cleared;
-- a global optimizer step hook sees every ``step()`` and which gradients it used.
+- every forward of G and D: its FLOPs, the parameter versions (optimizer steps taken
+  so far) it ran at, who made its input, whether it drew random numbers (Dropout);
+  a hook on each output records the backward calls that reach it;
+- ``torch.autograd.backward`` and ``torch.autograd.grad`` are wrapped for the run, so
+  each backward call has a number; one taken with ``create_graph=True`` (a gradient
+  penalty) is followed into the later backward that differentiates it again;
+- hooks on every parameter record which backward calls fed its ``.grad`` since it
+  was last cleared, and a global optimizer step hook sees which gradients each
+  ``step()`` used.
 
 From that event log it derives the update order (from the versions at which the
-stepped gradients were computed), the passes per iteration, the FLOPs spent on
-gradients nobody stepped and on forwards recomputed identically, and hazards.
+stepped gradients were computed) with its D:G step counts, the passes per
+iteration, the FLOPs spent on gradients nobody stepped and on forwards recomputed
+identically, forwards no step used (logging, sampling), and hazards. A loop that
+crashes is analysed up to the crash.
 """
 
 from __future__ import annotations
@@ -21,54 +26,64 @@ from __future__ import annotations
 import copy
 import inspect
 import json
-from collections.abc import Callable
+import traceback
+from collections import Counter
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 import torch
 from torch import Tensor, nn
-from torch.utils.flop_counter import FlopCounterMode
+
+from .flops import TotalFlops
 
 INPLACE = "modified by an inplace operation"
-SCHEDULE_FOR = {
-    "d_first": "d_first()",
-    "g_first": "g_first(reuse_z=True)",
-    "simultaneous": "simultaneous()",
-}
+MODULES = ("G", "D")
 
 
-@dataclass
+@dataclass(eq=False)
 class _Forward:
-    module: str
-    iteration: int
-    versions: tuple[int, int]  # (G steps, D steps) when it ran
-    source: tuple[int, int] | None  # for D: versions of the G forward that made its input
+    label: str  # "G", "D", or a provisional name until the script's G and D are known
+    seq: int
+    versions: dict[str, int]  # optimizer steps of each module when it ran
+    producer: _Forward | None  # the forward whose output is this one's input
     flops: int
-    shape: tuple[int, ...]
+    inputs: list[tuple[tuple[int, ...], torch.dtype]]  # tensor arguments: shape, dtype
+    input_grad: bool  # whether its input required a gradient
+    random: bool  # it drew random numbers (Dropout): a second run differs
+    key: tuple | None  # identifies the input tensor (storage, shape, version)
+    iteration: int = 0
     recomputed: bool = False
-    input_key: tuple | None = None  # identifies the input tensor (storage, shape, version)
+    used: bool = False  # a step's gradient went through it or through what it fed
 
 
-@dataclass
+@dataclass(eq=False)
 class _Backward:
     index: int
-    iteration: int
+    seq: int
     retain_graph: bool
+    create_graph: bool
+    roots: list[Tensor]
     through: list[_Forward] = field(default_factory=list)
     produced: set[str] = field(default_factory=set)  # modules whose weight grads it computed
     used_by: set[str] = field(default_factory=set)  # modules whose optimizer stepped them
-    roots: list[tuple] = field(default_factory=list)  # keys of the tensors it started from
+    double: list[_Backward] = field(default_factory=list)  # create_graph calls it went back through
+    iteration: int = 0
 
 
-@dataclass
+@dataclass(eq=False)
 class _Step:
-    module: str
-    iteration: int
+    label: str
+    seq: int
     backwards: set[int]
+    flops: int  # FLOPs run so far
+    iteration: int = 0
 
 
 @dataclass
 class Report:
-    """What ``audit`` found. ``forwards`` and ``backwards`` are per iteration."""
+    """What ``audit`` found. ``forwards``, ``backwards``, ``double_backwards`` and
+    ``other_forwards`` are per iteration; ``other_forwards`` are the forwards no
+    optimizer step used (sample grids, logging), not counted in ``forwards``."""
 
     order: str
     forwards: dict[str, float]
@@ -79,6 +94,11 @@ class Report:
     error: BaseException | None
     iterations: int
     schedule: str | None
+    double_backwards: dict[str, float] = field(default_factory=lambda: dict.fromkeys(MODULES, 0.0))
+    other_forwards: dict[str, float] = field(default_factory=lambda: dict.fromkeys(MODULES, 0.0))
+    other_flops: int = 0
+    pattern: str | None = None
+    location: str | None = None  # where the loop crashed: "file:line: source"
 
     def as_dict(self) -> dict:
         """A JSON-ready dict (the error as its message)."""
@@ -86,366 +106,610 @@ class Report:
             "order": self.order,
             "forwards": self.forwards,
             "backwards": self.backwards,
+            "double_backwards": self.double_backwards,
+            "other_forwards": self.other_forwards,
             "total_flops": self.total_flops,
             "wasted_flops": self.wasted_flops,
+            "other_flops": self.other_flops,
             "hazards": self.hazards,
-            "error": None if self.error is None else f"{type(self.error).__name__}: {self.error}",
+            "error": None if self.error is None else _one_line(self.error),
+            "location": self.location,
             "iterations": self.iterations,
             "schedule": self.schedule,
+            "pattern": self.pattern,
         }
 
     def __str__(self) -> str:
         per = max(1, self.iterations)
-        total, wasted = self.total_flops / per / 1e9, self.wasted_flops / per / 1e9
+        wasted = _gflop(self.wasted_flops / per)
         share = 100 * self.wasted_flops / self.total_flops if self.total_flops else 0.0
+
+        def passes(m: str) -> str:
+            text = f"{m} {self.forwards[m]:g} forward(s) / {self.backwards[m]:g} backward(s)"
+            if self.double_backwards[m]:
+                text += f" + {self.double_backwards[m]:g} double backward(s)"
+            return text
+
         lines = [
             f"ganstep audit: {self.iterations} iteration(s), update order: {self.order}",
-            "  passes per iteration: "
-            + ", ".join(
-                f"{m} {self.forwards[m]:g} forward(s) / {self.backwards[m]:g} backward(s)"
-                for m in ("G", "D")
-            ),
-            f"  FLOPs per iteration: {total:.4f} GFLOP, wasted {wasted:.4f} ({share:.1f}%)",
+            "  passes per iteration: " + ", ".join(passes(m) for m in MODULES),
         ]
+        if self.pattern:
+            lines.append(f"  pattern: {self.pattern}")
+        if any(self.other_forwards.values()):
+            counts = ", ".join(f"{m} {self.other_forwards[m]:g}" for m in MODULES)
+            lines.append(
+                f"  forwards no step used (logging, sampling), not counted above: {counts} "
+                f"per iteration, {_gflop(self.other_flops / per)}"
+            )
+        lines.append(f"  FLOPs per iteration: {_gflop(self.total_flops / per)}, wasted {wasted} "
+                     f"({share:.1f}%)")  # fmt: skip
         if self.error is not None:
-            lines.append(f"  error: {type(self.error).__name__}: {self.error}".splitlines()[0])
+            where = f" at {self.location}" if self.location else ""
+            lines.append(f"  the loop crashed{where}: {_one_line(self.error)}")
         lines.append("  hazards:" if self.hazards else "  hazards: none found")
         lines += [f"   - {h}" for h in self.hazards]
         if self.schedule:
             lines.append(
                 f"  ganstep: schedule {self.schedule} computes this update with the fewest "
-                f"passes; it would save about {wasted:.4f} GFLOP per iteration."
+                f"passes; it would save about {wasted} per iteration."
             )
         else:
             lines.append("  ganstep: no single ganstep schedule matches this update order.")
         return "\n".join(lines)
 
 
-class _Auditor:
-    def __init__(self, G: nn.Module, D: nn.Module) -> None:
-        self.modules = {"G": G, "D": D}
-        self.owner = {id(p): name for name, m in self.modules.items() for p in m.parameters()}
-        self.steps = {"G": 0, "D": 0}
-        self.iteration = 0
+def _gflop(flops: float) -> str:
+    return f"{flops / 1e9:.4g} GFLOP"
+
+
+def _one_line(error: BaseException) -> str:
+    return f"{type(error).__name__}: {error}".splitlines()[0]
+
+
+def _tensors(value: object) -> Iterator[Tensor]:
+    """The tensors of a module's output: a tensor, or one level of tuple/list/dict."""
+    if isinstance(value, Tensor):
+        yield value
+    elif isinstance(value, (tuple, list)):
+        yield from (v for v in value if isinstance(v, Tensor))
+    elif isinstance(value, dict):
+        yield from (v for v in value.values() if isinstance(v, Tensor))
+
+
+def _rng_states() -> list[Tensor]:
+    states = [torch.random.get_rng_state()]
+    if torch.cuda.is_available() and torch.cuda.is_initialized():
+        states += torch.cuda.get_rng_state_all()
+    return states
+
+
+class Recorder:
+    """The event log of one audited run (forwards, backwards, optimizer steps)."""
+
+    def __init__(self) -> None:
+        self.modules: dict[str, nn.Module] = {}
+        self.owner: dict[int, str] = {}  # parameter id -> label
+        self.steps: Counter[str] = Counter()
+        self.seq = 0
+        self.iteration = 0  # function mode: the call of fn; scripts: assigned afterwards
         self.forwards: list[_Forward] = []
         self.backwards: list[_Backward] = []
         self.opt_steps: list[_Step] = []
         self.events: list[tuple[str, object]] = []  # ("backward", b) / ("step", s), in order
         self.current: _Backward | None = None
         self.contrib: dict[int, set[int]] = {}  # param id -> backward indices in its .grad
-        self.made_by_g: dict[tuple, tuple[int, int]] = {}  # G output key -> versions
-        self.seen: set[tuple] = set()
-        self.alive: list[Tensor] = []  # inputs kept alive so their addresses are not reused
-        self.counter = FlopCounterMode(display=False)
+        self.made_by: dict[int, _Forward] = {}  # output storage address -> its forward
+        self.alive: list[Tensor] = []  # inputs and outputs kept so addresses are not reused
+        self.counter = TotalFlops()
         self.handles: list = []
         self.failed: _Backward | None = None
+        self._saved: tuple | None = None
 
-    # -- instrumentation -------------------------------------------------------------
+    def _next(self) -> int:
+        self.seq += 1
+        return self.seq
 
     def flops(self) -> int:
         return self.counter.get_total_flops()
 
     @staticmethod
-    def _key(t: Tensor) -> tuple:
+    def key(t: Tensor) -> tuple:
         return (t.untyped_storage().data_ptr(), t.storage_offset(), tuple(t.shape), t._version)
 
-    def _hook_module(self, name: str, module: nn.Module) -> None:
-        start: list[int] = []
+    # -- modules ---------------------------------------------------------------------
 
-        def pre(mod, args):
-            start.append(self.flops())
+    def add_module(self, label: str, module: nn.Module) -> None:
+        """Follow ``module``'s parameters under ``label`` (its forwards are recorded by
+        whoever calls :meth:`forward_start`/:meth:`forward_end`)."""
+        self.modules[label] = module
+        for p in module.parameters():
+            if id(p) in self.owner:
+                continue
+            self.owner[id(p)] = label
 
-        def post(mod, args, out):
-            x = args[0] if args and isinstance(args[0], Tensor) else None
-            versions = (self.steps["G"], self.steps["D"])
-            # the same input at the same own parameters, within one iteration: the same result
-            key = (name, self.iteration, self.steps[name], self._key(x) if x is not None else None)
-            if x is not None:
-                self.alive.append(x.detach())
-            made = self.made_by_g.get(self._key(x)) if x is not None else None
-            source = made if name == "D" else None
-            shape = tuple(x.shape) if x is not None else ()
-            flops = self.flops() - start.pop()
-            fwd = _Forward(name, self.iteration, versions, source, flops, shape,
-                           input_key=self._key(x) if x is not None else None)  # fmt: skip
-            fwd.recomputed = key in self.seen and x is not None
-            self.seen.add(key)
-            self.forwards.append(fwd)
-            if isinstance(out, Tensor):
-                if name == "G":
-                    self.made_by_g[self._key(out)] = versions
-                    self.alive.append(out.detach())
-
-                def on_grad(grad):
-                    if self.current is not None:
-                        self.current.through.append(fwd)
-
-                if out.requires_grad:
-                    out.register_hook(on_grad)
-
-        self.handles.append(module.register_forward_pre_hook(pre))
-        self.handles.append(module.register_forward_hook(post))
-
-    def _hook_params(self) -> None:
-        for name, module in self.modules.items():
-            for p in module.parameters():
-
-                def on_param_grad(grad, p=p, name=name):
-                    b = self.current
-                    if b is None:
-                        return grad
-                    fresh = p.grad is None or not bool(p.grad.any())
-                    if fresh:
-                        self.contrib[id(p)] = set()
-                    self.contrib.setdefault(id(p), set()).add(b.index)
-                    b.produced.add(name)
+            def on_param_grad(grad, p=p, label=label):
+                b = self.current
+                if b is None:
                     return grad
+                if p.grad is None or not bool(p.grad.any()):
+                    self.contrib[id(p)] = set()  # cleared since: a fresh accumulation
+                self.contrib.setdefault(id(p), set()).add(b.index)
+                b.produced.add(label)
+                return grad
 
-                self.handles.append(p.register_hook(on_param_grad))
+            self.handles.append(p.register_hook(on_param_grad))
+
+    def hook_module(self, label: str, module: nn.Module) -> None:
+        """Record every call of ``module`` under ``label`` (function mode)."""
+        self.add_module(label, module)
+        started: list[tuple] = []
+        self.handles.append(
+            module.register_forward_pre_hook(lambda m, a: started.append(self.forward_start()))
+        )
+        self.handles.append(
+            module.register_forward_hook(
+                lambda m, a, out: self.forward_end(label, a, out, started.pop()), always_call=True
+            )
+        )
+
+    def forward_start(self) -> tuple[int, list[Tensor]]:
+        return self.flops(), _rng_states()
+
+    def forward_end(self, label: str, args: tuple, out: object, start: tuple) -> None:
+        flops, states = start
+        tensors = [a for a in args if isinstance(a, Tensor)]
+        x = tensors[0] if tensors else None
+        random = any(not torch.equal(a, b) for a, b in zip(states, _rng_states(), strict=False))
+        producer = self.made_by.get(x.untyped_storage().data_ptr()) if x is not None else None
+        fwd = _Forward(
+            label=label,
+            seq=self._next(),
+            versions=dict(self.steps),
+            producer=producer,
+            flops=self.flops() - flops,
+            inputs=[(tuple(t.shape), t.dtype) for t in tensors],
+            input_grad=x is not None and x.requires_grad,
+            random=random,
+            key=self.key(x) if x is not None else None,
+            iteration=self.iteration,
+        )
+        self.forwards.append(fwd)
+        self.alive += [t.detach() for t in tensors]
+
+        def on_grad(grad, fwd=fwd):
+            b = self.current
+            if b is not None and not any(f is fwd for f in b.through):
+                b.through.append(fwd)
+
+        for t in _tensors(out):
+            self.made_by[t.untyped_storage().data_ptr()] = fwd
+            self.alive.append(t.detach())
+            if t.requires_grad:
+                t.register_hook(on_grad)
+
+    # -- optimizers and autograd -------------------------------------------------------
+
+    def _labels_of(self, opt: torch.optim.Optimizer) -> set[str]:
+        return {self.owner.get(id(p)) for g in opt.param_groups for p in g["params"]} - {None}
 
     def _step_hook(self, opt, args, kwargs) -> None:
-        params = [p for g in opt.param_groups for p in g["params"]]
-        names = {self.owner.get(id(p)) for p in params} - {None}
-        if len(names) != 1:
-            return  # an optimizer of something else, or of both: not a G or D step
-        (name,) = names
-        used = set()
-        for p in params:
-            if p.grad is not None:
-                used |= self.contrib.get(id(p), set())
-        step = _Step(name, self.iteration, used)
+        labels = self._labels_of(opt)
+        if len(labels) != 1:
+            return  # an optimizer of something else, or of both: not one module's step
+        (label,) = labels
+        used: set[int] = set()
+        for g in opt.param_groups:
+            for p in g["params"]:
+                if p.grad is not None:
+                    used |= self.contrib.get(id(p), set())
+        step = _Step(label, self._next(), used, self.flops(), self.iteration)
+        self.before_step(step)
         self.opt_steps.append(step)
         self.events.append(("step", step))
         for b in self.backwards:
             if b.index in used:
-                b.used_by.add(name)
+                b.used_by.add(label)
+
+    def before_step(self, step: _Step) -> None:
+        """Called before each recorded optimizer step; the script runner stops here."""
 
     def _after_step(self, opt, args, kwargs) -> None:
-        params = [p for g in opt.param_groups for p in g["params"]]
-        names = {self.owner.get(id(p)) for p in params} - {None}
-        if len(names) == 1:
-            self.steps[names.pop()] += 1
+        labels = self._labels_of(opt)
+        if len(labels) == 1:
+            self.steps[labels.pop()] += 1
 
     def _wrap(self, original: Callable) -> Callable:
         signature = inspect.signature(original)
 
         def wrapped(*args, **kwargs):
-            bound = signature.bind(
-                *args, **kwargs
-            ).arguments  # Tensor.backward passes them positionally
+            # Tensor.backward passes its arguments positionally
+            bound = signature.bind(*args, **kwargs).arguments
+            create = bool(bound.get("create_graph", False))
             retain = bound.get("retain_graph")
-            if retain is None:
-                retain = bool(bound.get("create_graph", False))
-            b = _Backward(len(self.backwards), self.iteration, bool(retain))
+            retain = create if retain is None else bool(retain)
             roots = bound.get("tensors", bound.get("outputs"))
             roots = [roots] if isinstance(roots, Tensor) else list(roots or [])
-            b.roots = [self._key(t) for t in roots if isinstance(t, Tensor)]
+            roots = [t for t in roots if isinstance(t, Tensor)]
+            b = _Backward(len(self.backwards), self._next(), retain, create, roots,
+                          iteration=self.iteration)  # fmt: skip
             self.backwards.append(b)
             self.events.append(("backward", b))
             outer, self.current = self.current, b
             try:
-                return original(*args, **kwargs)
+                result = original(*args, **kwargs)
             except RuntimeError:
                 self.failed = b
                 raise
             finally:
                 self.current = outer
+            b.roots = [self.key(t) for t in roots]  # keys only: keep no graph alive
+            if create and result is not None:
+                for t in _tensors(result):
+                    if t.requires_grad:
+                        t.register_hook(lambda grad, b=b: self._through_penalty(b, grad))
+            return result
 
         return wrapped
 
-    def run(self, fn: Callable[[], object], iterations: int) -> BaseException | None:
+    def _through_penalty(self, penalty: _Backward, grad: Tensor) -> Tensor:
+        b = self.current
+        if b is not None and not any(d is penalty for d in b.double):
+            b.double.append(penalty)
+        return grad
+
+    def reaches(self, roots: list) -> set[str]:
+        """The modules whose parameters a backward from ``roots`` would reach."""
+        seen, todo, found = set(), [t.grad_fn for t in roots if isinstance(t, Tensor)], set()
+        while todo and len(seen) < 200_000:
+            node = todo.pop()
+            if node is None or node in seen:
+                continue
+            seen.add(node)
+            variable = getattr(node, "variable", None)
+            if variable is not None and id(variable) in self.owner:
+                found.add(self.owner[id(variable)])
+            todo += [n for n, _ in node.next_functions]
+        return found
+
+    def pending(self, label: str) -> set[int]:
+        """Backward calls whose gradients ``label``'s parameters still hold."""
+        held: set[int] = set()
+        for p in self.modules[label].parameters():
+            if p.grad is not None and bool(p.grad.any()):
+                held |= self.contrib.get(id(p), set())
+        return held
+
+    # -- the run -----------------------------------------------------------------------
+
+    def __enter__(self) -> Recorder:
         from torch.optim.optimizer import (
             register_optimizer_step_post_hook,
             register_optimizer_step_pre_hook,
         )
 
-        for name, module in self.modules.items():
-            self._hook_module(name, module)
-        self._hook_params()
         self.handles.append(register_optimizer_step_pre_hook(self._step_hook))
         self.handles.append(register_optimizer_step_post_hook(self._after_step))
-        saved = torch.autograd.backward, torch.autograd.grad
-        torch.autograd.backward = self._wrap(saved[0])
-        torch.autograd.grad = self._wrap(saved[1])
-        error = None
-        try:
-            with self.counter:
-                for self.iteration in range(iterations):
-                    fn()
-        except Exception as e:  # the report carries it
-            error = e
-        finally:
-            torch.autograd.backward, torch.autograd.grad = saved
-            for h in self.handles:
-                h.remove()
-        return error
+        self._saved = torch.autograd.backward, torch.autograd.grad
+        torch.autograd.backward = self._wrap(self._saved[0])
+        torch.autograd.grad = self._wrap(self._saved[1])
+        self.counter.__enter__()
+        return self
 
-    # -- analysis --------------------------------------------------------------------
+    def __exit__(self, *exc: object) -> None:
+        self.counter.__exit__(None, None, None)
+        torch.autograd.backward, torch.autograd.grad = self._saved
+        for h in self.handles:
+            h.remove()
+        self.handles.clear()
 
-    def weight_grad_flops(self, name: str, shape: tuple[int, ...]) -> int:
-        """FLOPs of ``name``'s weight gradients in one backward at an input of ``shape``."""
-        module = copy.deepcopy(self.modules[name])
-        param = next(module.parameters())
-        x = torch.randn(shape, dtype=param.dtype, device=param.device, requires_grad=True)
 
-        def run(weights: bool) -> int:
+# -- analysis --------------------------------------------------------------------------
+
+
+class _Analysis:
+    """The report of a finished recording whose modules are labelled "G" and "D".
+
+    ``iterations`` is how many iterations to analyse (events of later ones, such as
+    the start of the one a script was stopped in, are left out); a crash's partial
+    iteration counts as one.
+    """
+
+    def __init__(self, rec: Recorder, iterations: int, error: BaseException | None) -> None:
+        self.rec, self.n, self.error = rec, iterations, error
+        self.forwards = [f for f in rec.forwards if f.label in MODULES and f.iteration < iterations]
+        self.backwards = [b for b in rec.backwards if b.iteration < iterations]
+        self.steps = [s for s in rec.opt_steps if s.label in MODULES and s.iteration < iterations]
+        self._cost: dict[tuple, int] = {}
+        self._mark_recomputed_and_used()
+
+    def _mark_recomputed_and_used(self) -> None:
+        seen: set[tuple] = set()
+        for f in self.forwards:
+            # the same input at the same own parameters, within one iteration, with no
+            # random numbers drawn: the same result
+            key = (f.label, f.iteration, f.versions.get(f.label, 0), f.key)
+            f.recomputed = f.key is not None and key in seen and not f.random
+            seen.add(key)
+        for b in self.rec.backwards:
+            for f in b.through:
+                f.used = True
+            for penalty in b.double:
+                for f in penalty.through:
+                    f.used = True
+        changed = True
+        while changed:  # a forward feeding a used one (G under no_grad, then D) is used
+            changed = False
+            for f in self.rec.forwards:
+                if f.used and f.producer is not None and not f.producer.used:
+                    f.producer.used = changed = True
+
+    def per(self, count: float) -> float:
+        return count / max(1, self.n)
+
+    def passes(self) -> tuple[dict, dict, dict, dict]:
+        train = [f for f in self.forwards if f.used]
+        other = [f for f in self.forwards if not f.used]
+        forwards = {m: self.per(sum(f.label == m for f in train)) for m in MODULES}
+        others = {m: self.per(sum(f.label == m for f in other)) for m in MODULES}
+        done = [b for b in self.backwards if b is not self.rec.failed]  # not the one that raised
+        backwards = {m: self.per(sum(f.label == m for b in done for f in b.through))
+                     for m in MODULES}  # fmt: skip
+        double = {m: self.per(sum(f.label == m for b in done for p in b.double
+                                  for f in p.through)) for m in MODULES}  # fmt: skip
+        return forwards, backwards, double, others
+
+    # -- FLOPs of gradients nobody stepped --------------------------------------------
+
+    def backward_flops(self, f: _Forward, weights: bool, input_grad: bool) -> int:
+        """FLOPs of one backward through a copy of ``f``'s module at ``f``'s input shapes."""
+        key = (f.label, tuple(f.inputs), weights, input_grad)
+        if key not in self._cost:
+            module = copy.deepcopy(self.rec.modules[f.label])
+            param = next(module.parameters())
+            inputs = []
+            for i, (shape, dtype) in enumerate(f.inputs):
+                if dtype.is_floating_point:
+                    t = torch.randn(shape, dtype=dtype, device=param.device)
+                    inputs.append(t.requires_grad_(input_grad and i == 0))
+                else:
+                    inputs.append(torch.zeros(shape, dtype=dtype, device=param.device))
             for p in module.parameters():
                 p.requires_grad_(weights)
-            with FlopCounterMode(display=False) as c:
-                module(x).sum().backward()
-            return c.get_total_flops()
+            if not weights and not input_grad:
+                self._cost[key] = 0
+                return 0
+            loss = sum(t.float().sum() for t in _tensors(module(*inputs)))
+            with TotalFlops() as counter:
+                loss.backward()
+            self._cost[key] = counter.get_total_flops()
+        return self._cost[key]
 
-        return run(True) - run(False)
+    def wasted_backward(self, f: _Forward) -> int:
+        """What a backward through ``f`` cost for weight gradients nobody stepped: the
+        weight gradients alone when the gradient had to pass on to ``f``'s input, the
+        whole backward through the module when nothing needed its input's gradient."""
+        if f.input_grad:
+            return self.backward_flops(f, True, True) - self.backward_flops(f, False, True)
+        return self.backward_flops(f, True, False)
 
-    def order(self, iteration: int) -> str:
-        """The update order, from the versions behind the stepped gradients."""
-        steps = [s for s in self.opt_steps if s.iteration == iteration]
-        d_steps = [s for s in steps if s.module == "D"]
-        g_steps = [s for s in steps if s.module == "G"]
-        if len(d_steps) != 1 or len(g_steps) != 1:
-            return "other"
-        base = self._base_versions(iteration)
-        d_at = self._fake_versions(d_steps[0], base)
-        g_at = self._fake_versions(g_steps[0], base)
-        if d_at is None or g_at is None:
-            return "other"
-        return {
-            ((0, 0), (0, 1)): "d_first",
-            ((1, 0), (0, 0)): "g_first",
-            ((0, 0), (0, 0)): "simultaneous",
-        }.get((d_at, g_at), "other")
+    def waste(self) -> tuple[int, list[str]]:
+        hazards: list[str] = []
+        wasted = 0
+        unstepped: dict[tuple[str, str, bool], list[int]] = {}
+        held = {m: self.rec.pending(m) for m in MODULES} if self.error is not None else {}
+        for b in self.backwards:
+            for m in sorted(b.produced - b.used_by):
+                if b.index in held.get(m, ()):
+                    continue  # still in m's .grad when the loop crashed: its step may follow
+                other = "G" if m == "D" else "D"
+                for f in b.through:
+                    if f.label != m:
+                        continue
+                    cost = self.wasted_backward(f)
+                    wasted += cost
+                    if other in b.used_by:
+                        unstepped.setdefault((m, other, not f.input_grad), []).append(cost)
+        for (m, other, whole), costs in unstepped.items():
+            text = f"({len(costs)} time(s), {_gflop(self.per(sum(costs)))} per iteration wasted)"
+            if whole:
+                hazards.append(
+                    f"a whole backward through {m} ran in {other}'s step for gradients nobody "
+                    f"stepped {text}: nothing needed the gradient at {m}'s input; take that "
+                    f"output of {m} without a graph in {other}'s loss (detach() it, or run "
+                    f"{m} under torch.no_grad())."
+                )
+            else:
+                hazards.append(
+                    f"{m}'s weight gradients were computed in {other}'s step and never "
+                    f"stepped {text}: switch {m}'s parameters off (requires_grad_(False)) "
+                    f"during {other}'s step."
+                )
+        recomputed: dict[str, list[int]] = {}
+        for f in self.forwards:
+            if f.recomputed:
+                wasted += f.flops
+                recomputed.setdefault(f.label, []).append(f.flops)
+        for m, costs in recomputed.items():
+            hazards.append(
+                f"{m} was forwarded again on the same input at the same parameters "
+                f"({len(costs)} time(s), {_gflop(self.per(sum(costs)))} per iteration "
+                "recomputed)."
+            )
+        return wasted, hazards
 
-    def _base_versions(self, iteration: int) -> tuple[int, int]:
-        firsts = [f.versions for f in self.forwards if f.iteration == iteration]
-        return firsts[0] if firsts else (0, 0)
+    # -- hazards -----------------------------------------------------------------------
 
-    def _fake_versions(self, step: _Step, base) -> tuple[int, int] | None:
-        """(G, D) versions, relative to the iteration's start, of the D forwards on fake
-        batches that the stepped gradient went through."""
+    def leaks(self) -> list[str]:
+        hazards = []
+        both = [b.index for b in self.backwards if len(b.used_by & set(MODULES)) == 2]
+        if both:
+            hazards.append(
+                f"the gradients of backward call(s) {', '.join(f'#{i}' for i in both)} were "
+                "stepped by both G's and D's optimizer: one loss leaked into the other "
+                "module's update; cut the graph with detach() or give each backward its "
+                "inputs=."
+            )
+        failed = self.rec.failed
+        if self.error is not None and failed is not None:
+            # the step the crash prevented: would it have stepped the other's loss?
+            for m in sorted(self.rec.reaches(failed.roots) & set(MODULES)):
+                other = "G" if m == "D" else "D"
+                stale = [b for b in self.rec.backwards
+                         if b.index in self.rec.pending(m) and other in b.used_by
+                         and m not in b.used_by]  # fmt: skip
+                if stale:
+                    hazards.append(
+                        f"{m}'s gradients still held those of backward #{stale[0].index} "
+                        f"({other}'s loss, stepped by {other}'s optimizer) when backward "
+                        f"#{failed.index} started adding to them: had {m}'s step run, "
+                        f"{other}'s loss would have leaked into {m}'s update. Detach the "
+                        f"fake batch in {other}'s loss or zero {m}'s gradients before its "
+                        "backward."
+                    )
+        return hazards
+
+    def stale_steps(self) -> list[str]:
+        hazards = []
+        stepped: dict[str, set[int]] = {"G": set(), "D": set()}
+        for s in self.steps:
+            stale = s.backwards & stepped[s.label]
+            if stale:
+                hazards.append(
+                    f"{s.label}'s step in iteration {s.iteration} used gradients already "
+                    f"stepped before (backward #{min(stale)}): a missing zero_grad lets them "
+                    "accumulate into this step."
+                )
+            stepped[s.label] |= s.backwards
+        return hazards
+
+    # -- the update order ----------------------------------------------------------------
+
+    def fake_versions(self, step: _Step, base: tuple[int, int]) -> tuple[int, int] | None:
+        """(G, D) versions, relative to ``base``, of the D forwards on fake batches that
+        the stepped gradient went through."""
         seen = set()
-        mine = [b for b in self.backwards if b.index in step.backwards]
+        mine = [b for b in self.rec.backwards if b.index in step.backwards]
         for b in mine:
             for f in b.through:
-                if f.module == "D" and f.source is not None:
-                    seen.add((f.source[0] - base[0], f.versions[1] - base[1]))
+                if f.label == "D" and f.producer is not None and f.producer.label == "G":
+                    seen.add((f.producer.versions.get("G", 0) - base[0],
+                              f.versions.get("D", 0) - base[1]))  # fmt: skip
         if not seen:
             # A backward that starts at a fake batch with a given gradient (the fused
             # step): that gradient was taken through D's forwards on the same batch.
-            through = {id(f) for b in self.backwards for f in b.through}
+            through = {id(f) for b in self.rec.backwards for f in b.through}
             for b in mine:
                 for f in self.forwards:
-                    made = f.module == "D" and f.source is not None and id(f) in through
-                    if made and f.iteration == step.iteration and f.input_key in b.roots:
-                        seen.add((f.source[0] - base[0], f.versions[1] - base[1]))
+                    made = f.label == "D" and f.producer is not None and id(f) in through
+                    if made and f.iteration == step.iteration and f.key in b.roots:
+                        seen.add((f.producer.versions.get("G", 0) - base[0],
+                                  f.versions.get("D", 0) - base[1]))  # fmt: skip
         return seen.pop() if len(seen) == 1 else None
 
+    def shape(self, iteration: int) -> tuple[str, int, int] | None:
+        """(order, D steps, G steps) of one iteration, None when it has not both."""
+        steps = [s for s in self.steps if s.iteration == iteration]
+        labels = [s.label for s in steps]
+        if "G" not in labels or "D" not in labels:
+            return None
+        leader = labels[0]
+        lead = next((i for i, m in enumerate(labels) if m != leader), len(labels))
+        if any(m == leader for m in labels[lead:]):
+            return ("other", labels.count("D"), labels.count("G"))
+        before = [s for s in self.steps if s.iteration < iteration]
+        base = (sum(s.label == "G" for s in before), sum(s.label == "D" for s in before))
+        at = [self.fake_versions(s, base) for s in steps]
+        n_d, n_g = labels.count("D"), labels.count("G")
+        if leader == "D":
+            first = [(0, j) for j in range(n_d)] + [(i, n_d) for i in range(n_g)]
+        else:
+            first = [(i, 0) for i in range(n_g)] + [(n_g, j) for j in range(n_d)]
+        order = "d_first" if leader == "D" else "g_first"
+        if at == first:
+            return (order, n_d, n_g)
+        if n_d == n_g == 1 and at == [(0, 0), (0, 0)]:
+            return ("simultaneous", 1, 1)
+        return ("other", n_d, n_g)
 
-def audit(
-    fn: Callable[[], object],
-    *,
-    G: nn.Module,
-    D: nn.Module,
-    opt_g: torch.optim.Optimizer | None = None,
-    opt_d: torch.optim.Optimizer | None = None,
-    iterations: int = 1,
-) -> Report:
-    """Run ``fn()`` ``iterations`` times under instrumentation and report on it.
-
-    ``fn`` is one training iteration of G and D written any way. Optimizer steps are
-    recognised by the parameters they hold (``opt_g``/``opt_d`` need not be given;
-    when given they are checked to hold G's, resp. D's, parameters). An exception
-    from ``fn`` ends the run and is kept in the report's ``error``.
-    """
-    if not isinstance(G, nn.Module) or not isinstance(D, nn.Module):
-        raise TypeError("G and D must be torch.nn.Module instances")
-    if isinstance(iterations, bool) or not isinstance(iterations, int) or iterations < 1:
-        raise ValueError(f"iterations must be a positive integer, got {iterations!r}")
-    for arg, opt, module in (("opt_g", opt_g, G), ("opt_d", opt_d, D)):
-        if opt is None:
-            continue
-        held = {id(p) for g in opt.param_groups for p in g["params"]}
-        if not held & {id(p) for p in module.parameters()}:
-            raise ValueError(f"{arg} holds none of {arg[-1].upper()}'s parameters")
-    auditor = _Auditor(G, D)
-    error = auditor.run(fn, iterations)
-    done = max(1, auditor.iteration + (error is None))
-    return _report(auditor, error, done)
-
-
-def _report(a: _Auditor, error: BaseException | None, iterations: int) -> Report:
-    forwards = {m: sum(f.module == m for f in a.forwards) / iterations for m in ("G", "D")}
-    backwards = {
-        m: sum(f.module == m for b in a.backwards for f in b.through) / iterations
-        for m in ("G", "D")
-    }
-    hazards: list[str] = []
-    wasted = 0
-    unstepped: dict[tuple[str, str], list[int]] = {}  # (module, other) -> FLOPs per case
-    leaks = []
-    for b in a.backwards:
-        for m in b.produced - b.used_by:
-            if error is not None and b.iteration == a.iteration:
-                continue  # the run stopped before it could step them
-            cost = sum(a.weight_grad_flops(m, f.shape) for f in b.through if f.module == m)
-            wasted += cost
-            other = "G" if m == "D" else "D"
-            if other in b.used_by:
-                unstepped.setdefault((m, other), []).append(cost)
-        if len(b.used_by) == 2:
-            leaks.append(b.index)
-    for (m, other), costs in unstepped.items():
-        hazards.append(
-            f"{m}'s weight gradients were computed in {other}'s step and never stepped "
-            f"({len(costs)} time(s), {sum(costs) / iterations / 1e9:.4f} GFLOP per iteration "
-            f"wasted): switch {m}'s parameters off (requires_grad_(False)) during {other}'s step."
-        )
-    if leaks:
-        hazards.append(
-            f"the gradients of backward call(s) {', '.join(f'#{i}' for i in leaks)} were "
-            "stepped by both G's and D's optimizer: one loss leaked into the other module's "
-            "update; cut the graph with detach() or give each backward its inputs=."
-        )
-    recomputed: dict[str, list[int]] = {}
-    for f in a.forwards:
-        if f.recomputed:
-            wasted += f.flops
-            recomputed.setdefault(f.module, []).append(f.flops)
-    for m, costs in recomputed.items():
-        hazards.append(
-            f"{m} was forwarded again on the same input at the same parameters ({len(costs)} "
-            f"time(s), {sum(costs) / iterations / 1e9:.4f} GFLOP per iteration recomputed)."
-        )
-    stepped: dict[str, set[int]] = {"G": set(), "D": set()}
-    for s in a.opt_steps:
-        stale = s.backwards & stepped[s.module]
-        if stale:
-            hazards.append(
-                f"{s.module}'s step in iteration {s.iteration} used gradients already "
-                f"stepped before (backward #{min(stale)}): a missing zero_grad lets them "
-                "accumulate into this step."
+    def order(self) -> tuple[str, str | None, str | None]:
+        """(order, ganstep schedule, pattern description) over the analysed iterations."""
+        shapes = [self.shape(i) for i in range(self.n)]
+        if self.error is not None and shapes and shapes[-1] is None:
+            shapes.pop()  # the crash came before this iteration's steps: judge the others
+        if not shapes or any(s is None for s in shapes):
+            counts = Counter(s.label for s in self.steps)
+            if not self.steps:
+                return "other", None, "no optimizer step of G or D ran"
+            per_iteration = ", ".join(
+                "+".join(s.label for s in self.steps if s.iteration == i) or "-"
+                for i in range(self.n)
             )
-        stepped[s.module] |= s.backwards
-    schedule = None
-    order = a.order(0) if a.opt_steps else "other"
-    orders = {a.order(i) for i in range(iterations)} if error is None else {order}
-    order = order if len(orders) == 1 else "other"
+            return "other", None, (f"steps per iteration: {per_iteration} "
+                                   f"({counts['D']} D, {counts['G']} G in all)")  # fmt: skip
+        orders = {s[0] for s in shapes}
+        d_counts, g_counts = [s[1] for s in shapes], [s[2] for s in shapes]
+        pattern = None
+        if len(set(d_counts)) > 1 or len(set(g_counts)) > 1:
+            pattern = (f"irregular: D steps per iteration {', '.join(map(str, d_counts))}; "
+                       f"G steps {', '.join(map(str, g_counts))}")  # fmt: skip
+        if len(orders) > 1 or "other" in orders:
+            described = ", ".join(s[0] for s in shapes)
+            return "other", None, pattern or f"orders per iteration: {described}"
+        (order,) = orders
+        # the counts most iterations ran (a first iteration often differs)
+        n_d, n_g = _most_common(d_counts), _most_common(g_counts)
+        if pattern is None and (n_d, n_g) != (1, 1):
+            pattern = f"{n_d} D step(s) and {n_g} G step(s) per iteration"
+        return order, _schedule(order, n_d, n_g), pattern
+
+
+def _most_common(counts: list[int]) -> int:
+    """The count most iterations ran; on a tie the later one (PyTorch-GAN's WGAN-GP
+    steps G after batch 0, then after every 5th)."""
+    frequency = Counter(counts)
+    return next(c for c in reversed(counts) if frequency[c] == max(frequency.values()))
+
+
+def _schedule(order: str, d_steps: int, g_steps: int) -> str:
+    options = []
+    if order == "g_first":
+        options = [f"g_steps={g_steps}"] * (g_steps != 1) + [f"d_steps={d_steps}"] * (d_steps != 1)
+        return f"g_first({', '.join(options or ['reuse_z=True'])})"
+    if order == "d_first":
+        options = [f"d_steps={d_steps}"] * (d_steps != 1) + [f"g_steps={g_steps}"] * (g_steps != 1)
+    return f"{order}({', '.join(options)})"
+
+
+def analyse(
+    rec: Recorder, iterations: int, error: BaseException | None, location: str | None = None
+) -> Report:
+    """The report on ``rec``'s first ``iterations`` iterations (G and D labelled)."""
+    a = _Analysis(rec, iterations, error)
+    forwards, backwards, double, others = a.passes()
+    wasted, hazards = a.waste()
+    hazards += a.leaks() + a.stale_steps()
+    order, schedule, pattern = a.order()
     if error is not None and INPLACE in str(error):
-        hazards.insert(0, _explain_inplace(a))
-        schedule = SCHEDULE_FOR["simultaneous"]
-    elif order in SCHEDULE_FOR:
-        schedule = SCHEDULE_FOR[order]
-    return Report(order, forwards, backwards, a.flops(), wasted, _unique(hazards), error,
-                  iterations, schedule)  # fmt: skip
+        # both gradients were meant at the same parameters: that is `simultaneous`
+        hazards.insert(0, _explain_inplace(rec))
+        order, schedule = "simultaneous", "simultaneous()"
+    other_flops = sum(f.flops for f in a.forwards if not f.used)
+    # up to the last analysed step: a script's next iteration, begun when it was
+    # stopped, is not part of the ones analysed
+    total = a.steps[-1].flops if a.steps and error is None else rec.flops()
+    return Report(order, forwards, backwards, total, wasted, list(dict.fromkeys(hazards)), error,
+                  iterations, schedule, double, others, other_flops, pattern, location)  # fmt: skip
 
 
-def _explain_inplace(a: _Auditor) -> str:
-    failed = a.failed
-    position = next((i for i, e in enumerate(a.events) if e[1] is failed), len(a.events))
-    kept = [e[1] for e in a.events[:position] if e[0] == "backward" and e[1].retain_graph]
+def _explain_inplace(rec: Recorder) -> str:
+    failed = rec.failed
+    position = next((i for i, e in enumerate(rec.events) if e[1] is failed), len(rec.events))
+    kept = [e[1] for e in rec.events[:position] if e[0] == "backward" and e[1].retain_graph]
     keep = kept[-1] if kept else None
-    start = a.events.index(("backward", keep)) if keep is not None else 0
-    steps = [e[1] for e in a.events[start:position] if e[0] == "step"]
-    which = ", ".join(f"opt_{s.module.lower()}.step()" for s in steps) or "an in-place update"
+    start = next((i for i, e in enumerate(rec.events) if e[1] is keep), 0)
+    steps = [e[1] for e in rec.events[start:position] if e[0] == "step"]
+    which = ", ".join(f"opt_{s.label.lower()}.step()" for s in steps) or "an in-place update"
     kept_text = (
         f"backward #{keep.index} ran with retain_graph=True and kept its graph, which saved "
         "the weights it went through; "
@@ -462,8 +726,59 @@ def _explain_inplace(a: _Auditor) -> str:
     )
 
 
-def _unique(items: list[str]) -> list[str]:
-    return list(dict.fromkeys(items))
+def crash_location(error: BaseException, filename: str | None = None) -> str | None:
+    """``file:line: source`` of the innermost frame of ``error`` in ``filename`` (any
+    file when None)."""
+    frames = traceback.extract_tb(error.__traceback__)
+    if filename is not None:
+        frames = [f for f in frames if f.filename == filename]
+    if not frames:
+        return None
+    f = frames[-1]
+    return f"{f.filename}:{f.lineno}: {(f.line or '').strip()}"
+
+
+def audit(
+    fn: Callable[[], object],
+    *,
+    G: nn.Module,
+    D: nn.Module,
+    opt_g: torch.optim.Optimizer | None = None,
+    opt_d: torch.optim.Optimizer | None = None,
+    iterations: int = 1,
+) -> Report:
+    """Run ``fn()`` ``iterations`` times under instrumentation and report on it.
+
+    ``fn`` is one training iteration of G and D written any way. Optimizer steps are
+    recognised by the parameters they hold (``opt_g``/``opt_d`` need not be given;
+    when given they are checked to hold G's, resp. D's, parameters). An exception
+    from ``fn`` ends the run; the iterations up to it are analysed and the exception
+    is kept in the report's ``error`` (``location`` says where it was raised).
+    To audit a whole training script instead, see :func:`ganstep.audit_script.audit_script`.
+    """
+    if not isinstance(G, nn.Module) or not isinstance(D, nn.Module):
+        raise TypeError("G and D must be torch.nn.Module instances")
+    if isinstance(iterations, bool) or not isinstance(iterations, int) or iterations < 1:
+        raise ValueError(f"iterations must be a positive integer, got {iterations!r}")
+    for arg, opt, module in (("opt_g", opt_g, G), ("opt_d", opt_d, D)):
+        if opt is None:
+            continue
+        held = {id(p) for g in opt.param_groups for p in g["params"]}
+        if not held & {id(p) for p in module.parameters()}:
+            raise ValueError(f"{arg} holds none of {arg[-1].upper()}'s parameters")
+    rec = Recorder()
+    error = None
+    with rec:
+        rec.hook_module("G", G)
+        rec.hook_module("D", D)
+        try:
+            for rec.iteration in range(iterations):
+                fn()
+        except Exception as e:  # the report carries it
+            error = e
+    done = rec.iteration + 1
+    location = crash_location(error) if error is not None else None
+    return analyse(rec, done, error, location)
 
 
 def report_json(report: Report) -> str:

@@ -27,7 +27,11 @@ TRAIN_FLAGS = {
     ),
     "objective": (str, f"one of: {', '.join(OBJECTIVES)}"),
     "r1": (float, "R1 penalty weight on real data (ns, minimax, lsgan, hinge); 0 is off"),
-    "r1_every": (int, "lazy R1: every k-th D step, weighted k (StyleGAN2); 1 is every step"),
+    "r1_every": (
+        int,
+        "lazy R1: every k-th D step, weighted k (StyleGAN2); 1 is every step "
+        "(default 16 on 2D data, 1 on images)",
+    ),
     "schedule": (str, f"update order, one of: {', '.join(SCHEDULES)}"),
     "fused": (bool, "simultaneous only: take G's gradient from D's backward pass (FusedProp)"),
     "accumulate": (int, "micro-batches per batch: gradients summed, one optimizer step"),
@@ -120,16 +124,26 @@ def _parser() -> argparse.ArgumentParser:
 
     audit = sub.add_parser(
         "audit",
-        help="instrument your own training iteration: passes, waste, hazards",
-        description="SCRIPT is run under the module name __ganstep_audit__ (so its "
-        "`if __name__ == '__main__':` block does not run) and must define G and D (torch "
-        "modules) and a function that runs one training iteration with no arguments "
-        "(train_step unless --function says otherwise); opt_g and opt_d are used if defined.",
+        usage="ganstep audit SCRIPT [--iterations N] [--G NAME] [--D NAME] [--json FILE] "
+        "[--function NAME] [-- SCRIPT ARGS...]",
+        help="instrument your training script, unmodified: passes, waste, hazards",
+        description="Runs SCRIPT as __main__ with its own arguments (those after --), "
+        "finds G and D (the modules its optimizers train; D consumes G's output), lets it "
+        "train N iterations (one G step with the D steps around it), stops it and reports. "
+        "Exit status: 0, 1 when the script could not be audited, 3 when its loop crashed "
+        "(the report covers the steps before the crash). With --function, SCRIPT is "
+        "instead run as the module __ganstep_audit__ (its main block does not run) and "
+        "must define G and D (or the names --G/--D give) and that function, one training "
+        "iteration with no arguments; opt_g and opt_d are used if defined.",
     )
     audit.add_argument("script", type=Path, help="a Python file")
-    audit.add_argument("--function", default="train_step", help="the iteration function")
     audit.add_argument("--iterations", type=int, default=2, help="iterations to run")
+    g_help = "G's name in the script (a global, or a dotted path from one)"
+    audit.add_argument("--G", dest="g_name", metavar="NAME", help=g_help)
+    audit.add_argument("--D", dest="d_name", metavar="NAME", help="D's name, likewise")
     audit.add_argument("--json", type=Path, help="write the report as JSON")
+    audit.add_argument("--function", metavar="NAME",
+                       help="audit this function of SCRIPT instead of running SCRIPT")  # fmt: skip
     return parser
 
 
@@ -270,42 +284,63 @@ def _bench(args: argparse.Namespace) -> int:
 
 
 def _audit(args: argparse.Namespace) -> int:
+    from .audit import report_json
+    from .audit_script import audit_script
+
+    if args.iterations < 1:
+        raise ValueError(f"--iterations must be at least 1, got {args.iterations}")
+    if args.function is not None:
+        report = _audit_function(args)
+    else:
+        report = audit_script(args.script, args.script_args, iterations=args.iterations,
+                              G=args.g_name, D=args.d_name)  # fmt: skip
+    print(report)
+    if args.json:
+        args.json.write_text(report_json(report) + "\n")
+    return AUDITED_LOOP_CRASHED if report.error is not None else 0
+
+
+AUDITED_LOOP_CRASHED = 3
+
+
+def _audit_function(args: argparse.Namespace):
     import runpy
 
-    from .audit import audit, report_json
+    from .audit import audit, crash_location
 
+    if args.script_args:
+        raise ValueError("--function runs no script: it takes no script arguments after --")
     if not args.script.is_file():
         raise FileNotFoundError(f"{args.script}: no such script")
     sys.path.insert(0, str(args.script.resolve().parent))  # its own imports, as python would
+    path = str(args.script.resolve())
     try:
-        names = runpy.run_path(str(args.script), run_name="__ganstep_audit__")
+        names = runpy.run_path(path, run_name="__ganstep_audit__")
     except SyntaxError as e:
-        where = f"{e.filename}:{e.lineno}"
-        raise ValueError(f"{where}: {args.script} is not valid Python ({e.msg})") from None
+        if e.filename != path:
+            raise
+        raise ValueError(f"{args.script}:{e.lineno}: not valid Python ({e.msg})") from None
     except Exception as e:  # the script's own failure, reported as the user's, not ganstep's
+        where = crash_location(e, path) or args.script
         raise ValueError(
-            f"{args.script} raised {type(e).__name__} while loading: {e}".splitlines()[0]
+            f"{where}: {type(e).__name__}: {_one_line(e)}, while loading the script"
         ) from e
-    missing = [n for n in ("G", "D", args.function) if n not in names]
+    g_name, d_name = args.g_name or "G", args.d_name or "D"
+    missing = [n for n in (g_name, d_name, args.function) if n not in names]
     if missing:
-        raise ValueError(
-            f"{args.script} must define G, D and {args.function}(); missing: {', '.join(missing)}"
-        )
+        raise ValueError(f"{args.script} must define {g_name}, {d_name} and "
+                         f"{args.function}(); missing: {', '.join(missing)}")  # fmt: skip
     import torch
 
-    for name in ("G", "D"):
+    for name in (g_name, d_name):
         if not isinstance(names[name], torch.nn.Module):
             kind = type(names[name]).__name__
             raise ValueError(f"{args.script}: {name} must be a torch.nn.Module, got a {kind}")
     fn = names[args.function]
     if not callable(fn):
         raise ValueError(f"{args.script}: {args.function} is not a function")
-    report = audit(fn, G=names["G"], D=names["D"], opt_g=names.get("opt_g"),
-                   opt_d=names.get("opt_d"), iterations=args.iterations)  # fmt: skip
-    print(report)
-    if args.json:
-        args.json.write_text(report_json(report) + "\n")
-    return 0
+    return audit(fn, G=names[g_name], D=names[d_name], opt_g=names.get("opt_g"),
+                 opt_d=names.get("opt_d"), iterations=args.iterations)  # fmt: skip
 
 
 def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
@@ -321,7 +356,13 @@ _python_show_warning = warnings.showwarning
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``ganstep`` console script."""
+    argv = sys.argv[1:] if argv is None else list(argv)
+    script_args: list[str] = []
+    if argv[:1] == ["audit"] and "--" in argv:  # what follows -- is the script's own
+        at = argv.index("--")
+        argv, script_args = argv[:at], argv[at + 1 :]
     args = _parser().parse_args(argv)
+    args.script_args = script_args
     previous, warnings.showwarning = warnings.showwarning, _show_warning
     try:
         commands = {"train": _train, "sample": _sample, "bench": _bench, "audit": _audit}

@@ -1,0 +1,268 @@
+"""Audit a training script as it is: run it as ``__main__`` with its own arguments,
+find its G and D, let it train N iterations, stop it, and report.
+
+Nothing in the script changes. Before it runs, global hooks are set: every optimizer
+created is noted, and every top-level module call (a module called from the
+script, not from inside another module) is recorded under a provisional label. The
+script is stopped (an exception it cannot catch with ``except Exception``) at the
+optimizer step that begins iteration N + 1. Afterwards G and D are named: the two
+modules that optimizers train, D being the one that consumed the other's output
+(its input was G's output, or a backward went through D and then G); ``--G`` and
+``--D`` name them when that is ambiguous. An iteration is the first-stepping
+module's steps followed by the other's (``d_first(d_steps=5)``: five D steps, one G
+step).
+"""
+
+from __future__ import annotations
+
+import os
+import runpy
+import sys
+from pathlib import Path
+
+import torch
+from torch import nn
+
+from .audit import MODULES, Recorder, Report, analyse, crash_location
+
+
+class AuditError(ValueError):
+    """The script could not be audited (not loadable, no G and D found, or it failed
+    before training began)."""
+
+
+class _Stop(BaseException):
+    """Raised at the step that begins the iteration after the last one audited; a
+    BaseException so that the script's ``except Exception`` does not swallow it."""
+
+
+class ScriptRecorder(Recorder):
+    """A recorder fed by global module hooks, labelling modules as it meets them."""
+
+    def __init__(self, iterations: int) -> None:
+        super().__init__()
+        self.limit = iterations
+        self.depth = 0
+        self.calls: list[tuple[str, tuple] | None] = []
+        self.optimizers: list[torch.optim.Optimizer] = []
+        self.leader: str | None = None
+        self.followed = False
+        self.completed = 0
+        self.namespace: dict | None = None  # the script's globals, seen while it runs
+
+    def _label(self, module: nn.Module) -> str | None:
+        params = list(module.parameters())
+        if not params:
+            return None
+        label = self.owner.get(id(params[0]))
+        if label is None:
+            label = f"module{len(self.modules)}"
+            self.add_module(label, module)
+        elif label not in self.modules:
+            self.modules[label] = module
+        return label
+
+    def pre(self, module: nn.Module, args: tuple) -> None:
+        if self.namespace is None and "__main__" in sys.modules:
+            self.namespace = vars(sys.modules["__main__"])
+        label = self._label(module) if self.depth == 0 else None
+        self.depth += 1
+        self.calls.append((label, self.forward_start()) if label is not None else None)
+
+    def post(self, module: nn.Module, args: tuple, out: object) -> None:
+        self.depth -= 1
+        call = self.calls.pop()
+        if call is not None:
+            self.forward_end(call[0], args, out, call[1])
+
+    def before_step(self, step) -> None:
+        if self.leader is None:
+            self.leader = step.label
+        if step.label != self.leader:
+            self.followed = True
+        elif self.followed:
+            self.followed = False
+            self.completed += 1
+            if self.completed >= self.limit:
+                raise _Stop
+
+
+def _resolve(namespace: dict, name: str) -> object:
+    obj: object = namespace
+    for i, part in enumerate(name.split(".")):
+        try:
+            obj = obj[part] if i == 0 else getattr(obj, part)  # type: ignore[index]
+        except (KeyError, AttributeError):
+            raise AuditError(f"the script has no {name!r}") from None
+    return obj
+
+
+def _names(rec: ScriptRecorder) -> dict[str, str]:
+    """A readable name per label: the script's global naming that module, else its class."""
+    names = {}
+    namespace = rec.namespace or {}
+    by_id = {
+        id(v): k for k, v in namespace.items() if isinstance(v, nn.Module) and not k.startswith("_")
+    }
+    for label, module in rec.modules.items():
+        names[label] = by_id.get(id(module), type(module).__name__)
+    return names
+
+
+def _find_g_and_d(rec: ScriptRecorder, g_name: str | None, d_name: str | None) -> dict[str, str]:
+    """{provisional label: "G" or "D"}."""
+    named = {}
+    for role, name in (("G", g_name), ("D", d_name)):
+        if name is None:
+            continue
+        obj = _resolve(rec.namespace or {}, name)
+        if not isinstance(obj, nn.Module):
+            raise AuditError(f"--{role} {name} is a {type(obj).__name__}, not a torch.nn.Module")
+        first = next(obj.parameters(), None)
+        label = rec.owner.get(id(first)) if first is not None else None
+        if label is None:
+            raise AuditError(f"--{role} {name}: that module never ran a forward")
+        named[label] = role
+    if len(named) == 2:
+        return named
+    trained = {id(p) for opt in rec.optimizers for g in opt.param_groups for p in g["params"]}
+    candidates = [label for label, m in rec.modules.items()
+                  if any(id(p) in trained for p in m.parameters())]  # fmt: skip
+    shown = _names(rec)
+    consumes = set()  # (consumer, producer)
+    for f in rec.forwards:
+        if f.producer is not None and f.producer.label != f.label:
+            consumes.add((f.label, f.producer.label))
+    for b in rec.backwards:
+        labels = list(dict.fromkeys(f.label for f in b.through))
+        consumes |= {(x, y) for i, x in enumerate(labels) for y in labels[i + 1 :]}
+    pairs = [(d, g) for d, g in consumes if d in candidates and g in candidates and d != g
+             and (g, d) not in consumes]  # fmt: skip
+    if named:
+        ((label, role),) = named.items()
+        pairs = [p for p in pairs if p[0 if role == "D" else 1] == label]
+    if len(pairs) == 1:
+        d, g = pairs[0]
+        return {d: "D", g: "G"}
+    found = ", ".join(shown[c] for c in candidates) or "none"
+    raise AuditError(
+        f"could not tell which modules are G and D (modules trained by an optimizer that "
+        f"ran: {found}); name them with --G NAME --D NAME"
+    )
+
+
+def _rename(rec: Recorder, roles: dict[str, str]) -> None:
+    """Relabel the recording: provisional labels in ``roles`` become "G"/"D", every
+    other module gets a label the analysis ignores."""
+
+    def new(label: str) -> str:
+        return roles.get(label, f"other:{label}")
+
+    rec.modules = {new(k): v for k, v in rec.modules.items()}
+    rec.owner = {k: new(v) for k, v in rec.owner.items()}
+    for f in rec.forwards:
+        f.label = new(f.label)
+        f.versions = {new(k): v for k, v in f.versions.items()}
+    for b in rec.backwards:
+        b.produced = {new(x) for x in b.produced}
+        b.used_by = {new(x) for x in b.used_by}
+    for s in rec.opt_steps:
+        s.label = new(s.label)
+
+
+def _assign_iterations(rec: Recorder, crashed: bool) -> int:
+    """Number each event's iteration from the G and D steps; return how many to analyse
+    (complete iterations, and the one a crash interrupted)."""
+    steps = [s for s in rec.opt_steps if s.label in MODULES]
+    ends: list[float] = []
+    followed = False
+    for i, s in enumerate(steps):
+        if i > 0 and s.label == steps[0].label and followed:
+            followed = False
+            ends.append(steps[i - 1].seq)
+        followed = followed or s.label != steps[0].label
+    complete = len(ends) + (1 if steps and followed else 0)
+    if steps:
+        ends.append(steps[-1].seq if followed else float("inf"))
+    for event in [*rec.forwards, *rec.backwards, *rec.opt_steps]:
+        event.iteration = next((k for k, end in enumerate(ends) if event.seq <= end), len(ends))
+    if not crashed:
+        return complete
+    trailing = any(e.seq > ends[-1] for e in [*rec.forwards, *rec.backwards]) if ends else True
+    return len(ends) + (1 if trailing else 0)
+
+
+def audit_script(
+    script: str | Path,
+    args: list[str] | tuple[str, ...] = (),
+    *,
+    iterations: int = 2,
+    G: str | None = None,
+    D: str | None = None,
+) -> Report:
+    """Run ``script`` as ``__main__`` with ``sys.argv = [script, *args]``, stop it after
+    ``iterations`` iterations, and report on them.
+
+    ``G``/``D`` name the modules (a global of the script, or a dotted path from one)
+    when they cannot be found from the optimizers and the data flow. A crash of the
+    script's loop is kept in the report (``error``, ``location``), with the iterations
+    up to it analysed; :class:`AuditError` means there was nothing to audit.
+    """
+    if isinstance(iterations, bool) or not isinstance(iterations, int) or iterations < 1:
+        raise ValueError(f"iterations must be a positive integer, got {iterations!r}")
+    path = Path(script).resolve()
+    if not path.is_file():
+        raise AuditError(f"{script}: no such script")
+    rec = ScriptRecorder(iterations)
+    error: BaseException | None = None
+    saved = sys.argv, list(sys.path), os.getcwd()
+    original_init = torch.optim.Optimizer.__init__
+
+    def noting_init(opt, *a, **k):
+        original_init(opt, *a, **k)
+        rec.optimizers.append(opt)
+
+    sys.argv = [str(script), *args]
+    sys.path.insert(0, str(path.parent))  # its own imports, as python would
+    torch.optim.Optimizer.__init__ = noting_init
+    pre = nn.modules.module.register_module_forward_pre_hook(rec.pre)
+    post = nn.modules.module.register_module_forward_hook(rec.post, always_call=True)
+    try:
+        with rec:
+            runpy.run_path(str(path), run_name="__main__")
+    except _Stop:
+        pass
+    except SyntaxError as e:
+        if e.filename == str(path):
+            raise AuditError(f"{script}:{e.lineno}: not valid Python ({e.msg})") from None
+        error = e
+    except SystemExit as e:
+        if e.code not in (None, 0):
+            error = e
+    except Exception as e:  # the script's own failure: analysed below
+        error = e
+    finally:
+        pre.remove()
+        post.remove()
+        torch.optim.Optimizer.__init__ = original_init
+        sys.argv, sys.path[:] = saved[0], saved[1]
+        os.chdir(saved[2])
+    location = crash_location(error, str(path)) if error is not None else None
+    try:
+        roles = _find_g_and_d(rec, G, D)
+    except AuditError as e:
+        if error is not None:
+            raise AuditError(f"{location or script}: {_describe(error)}, before G and D "
+                             "were found") from error  # fmt: skip
+        raise AuditError(f"{script}: {e}") from None
+    _rename(rec, roles)
+    done = _assign_iterations(rec, error is not None)
+    if done == 0:
+        raise AuditError(f"{script} ran no complete iteration of G and D steps")
+    return analyse(rec, done, error, location)
+
+
+def _describe(error: BaseException) -> str:
+    if isinstance(error, SystemExit):
+        return f"the script exited with status {error.code}"
+    return f"{type(error).__name__}: {error}".splitlines()[0]

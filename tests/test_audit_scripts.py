@@ -1,0 +1,159 @@
+"""`ganstep audit SCRIPT -- ARGS` on training scripts written the way public GAN
+scripts are (tests/audit_scripts/: module-level argparse and loop, no main guard,
+netG/netD or generator/discriminator), each audited unmodified with its own
+arguments. The expected FLOPs are worked out by hand from the scripts' linear layers.
+
+FlopCounterMode counts 2*n*a*b per n x a by a x b matrix product and nothing for
+biases and activations, so with batch n, latent 8, hidden 32 and data 16:
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+from cli_helpers import ganstep
+
+SCRIPTS = Path(__file__).parent / "audit_scripts"
+N, NZ, NH, NX = 32, 8, 32, 16
+
+
+def mm(a: int, b: int) -> int:
+    """FLOPs of one n x a by a x b product."""
+    return 2 * N * a * b
+
+
+G_FORWARD = mm(NZ, NH) + mm(NH, NX)  # 49,152
+G_WHOLE_BACKWARD = mm(NZ, NH) + mm(NH, NX) + mm(NH, NX)  # weights + layer 2's input: 81,920
+D_FORWARD = mm(NX, NH) + mm(NH, 1)  # 34,816
+D_WEIGHT_GRADS = mm(NX, NH) + mm(NH, 1)
+D_BACKWARD_FROM_DATA = D_WEIGHT_GRADS + mm(NH, 1)  # no gradient for the data: 36,864
+D_BACKWARD_TO_G = D_BACKWARD_FROM_DATA + mm(NX, NH)  # on to the fake batch: 69,632
+
+
+def audited(tmp_path: Path, script: str, *script_args, iterations=2, status=0) -> tuple:
+    out = tmp_path / f"{script}.json"
+    proc = ganstep("audit", SCRIPTS / f"{script}.py", "--iterations", iterations, "--json", out,
+                   "--", *script_args, cache=tmp_path, cwd=tmp_path, check=False)  # fmt: skip
+    assert proc.returncode == status, proc.stdout + proc.stderr
+    return proc, json.loads(out.read_text())
+
+
+def test_dcgan_example_unmodified(tmp_path):
+    proc, r = audited(tmp_path, "dcgan_example", "--batchSize", N, "--niter", 3,
+                      "--outf", tmp_path)  # fmt: skip
+    # the script ran as itself: its argparse saw its own arguments, its prints and files
+    assert "niter=3" in proc.stdout and "[0/3][1/10] Loss_D:" in proc.stdout
+    assert "[0/3][2/10]" not in proc.stdout  # stopped at iteration 3's first step
+    assert torch.load(tmp_path / "fake_samples_epoch_000.pt").shape == (N, NX)
+    assert r["order"] == "d_first" and r["schedule"] == "d_first()" and r["pattern"] is None
+    assert r["forwards"] == {"G": 1, "D": 3} and r["backwards"] == {"G": 1, "D": 3}
+    # the sample forward on fixed noise (batch 0 only) is no training pass
+    assert r["other_forwards"] == {"G": 0.5, "D": 0} and r["other_flops"] == G_FORWARD
+    iteration = (G_FORWARD + G_WHOLE_BACKWARD + 3 * D_FORWARD + 2 * D_BACKWARD_FROM_DATA
+                 + D_BACKWARD_TO_G)  # fmt: skip
+    assert r["total_flops"] == 2 * iteration + G_FORWARD
+    assert r["wasted_flops"] == 2 * D_WEIGHT_GRADS  # D's weight gradients in G's step
+    (hazard,) = r["hazards"]
+    assert hazard.startswith("D's weight gradients were computed in G's step and never stepped")
+    assert r["error"] is None and r["iterations"] == 2
+
+
+def test_pytorch_gan_g_first_unmodified(tmp_path):
+    proc, r = audited(tmp_path, "pytorch_gan_dcgan", "--batch_size", N, "--sample_interval", 1)
+    assert torch.load(tmp_path / "images_1.pt").shape == (25, NX)  # its own sample files
+    # G steps first, D then trains on the fake G made before its step: both gradients
+    # at the iteration's starting parameters
+    assert r["order"] == "simultaneous" and r["schedule"] == "simultaneous()"
+    assert r["forwards"] == {"G": 1, "D": 3} and r["backwards"] == {"G": 1, "D": 3}
+    # D's weight gradients in G's step, and D(gen_imgs.detach()) recomputes D(gen_imgs)
+    assert r["wasted_flops"] == 2 * (D_WEIGHT_GRADS + D_FORWARD)
+    assert len(r["hazards"]) == 2
+    assert "D was forwarded again on the same input at the same parameters" in r["hazards"][1]
+
+
+def test_wgan_gp_n_critic_and_penalty_unmodified(tmp_path):
+    proc, r = audited(tmp_path, "wgan_gp", "--batch_size", N, "--n_critic", 5)
+    # G after batch 0, then after every 5th: iterations of 1 and 5 D steps
+    assert r["order"] == "d_first" and r["schedule"] == "d_first(d_steps=5)"
+    assert r["pattern"] == "irregular: D steps per iteration 1, 5; G steps 1, 1"
+    # per D step: G once, D on real, fake and interpolates; per G step: G and D again
+    assert r["forwards"] == {"G": (6 + 2) / 2, "D": (6 * 3 + 2) / 2}
+    # D's backward: real, fake, the penalty's autograd.grad; G's: each D step's, G's step
+    assert r["backwards"] == {"G": 4, "D": 10}
+    assert r["double_backwards"] == {"G": 0, "D": 3}  # d_loss through each penalty's grad
+    # six whole backwards through G for D's loss (z needs no gradient), D's weight
+    # gradients in the two G steps, and G(z) recomputed from the same z in each G step
+    assert r["wasted_flops"] == 6 * G_WHOLE_BACKWARD + 2 * D_WEIGHT_GRADS + 2 * G_FORWARD
+    assert r["hazards"][0].startswith("a whole backward through G ran in D's step")
+    assert r["error"] is None
+
+
+def test_softmax_gan_crash_keeps_what_ran_before(tmp_path):
+    proc, r = audited(tmp_path, "softmax_gan", "--batch_size", N, status=3)
+    assert r["error"].startswith("RuntimeError: one of the variables needed")
+    assert r["location"].endswith("softmax_gan.py:58: g_loss.backward()")
+    assert "the loop crashed at" in proc.stdout
+    assert r["iterations"] == 1 and r["forwards"] == {"G": 1, "D": 2}
+    inplace, leak = r["hazards"]
+    assert "backward #0 ran with retain_graph=True" in inplace
+    assert "then opt_d.step() changed those weights in place" in inplace
+    assert leak.startswith("G's gradients still held those of backward #0 (D's loss")
+    assert r["order"] == "simultaneous" and r["schedule"] == "simultaneous()"
+
+
+def test_began_late_crash_keeps_the_waste(tmp_path):
+    proc, r = audited(tmp_path, "began", "--batch_size", N, status=3)
+    assert r["error"].startswith("IndexError: invalid index of a 0-dim tensor")
+    assert r["location"].endswith("began.py:57: k = k + lambda_k * diff.data[0]")
+    assert r["order"] == "simultaneous" and r["iterations"] == 1
+    d_forward = mm(NX, NH) + mm(NH, NX)  # D is an autoencoder
+    # D's weight gradients in G's step, and D(gen_imgs.detach()) recomputed
+    assert r["wasted_flops"] == 2 * d_forward
+    assert [h.split(" (")[0] for h in r["hazards"]] == [
+        "D's weight gradients were computed in G's step and never stepped",
+        "D was forwarded again on the same input at the same parameters",
+    ]
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--G", "nothing_here"], "the script has no 'nothing_here'"),
+        (["--G", "opt", "--D", "netD"], "--G opt is a Namespace, not a torch.nn.Module"),
+    ],
+)
+def test_bad_names(tmp_path, args, message):
+    proc = ganstep("audit", SCRIPTS / "dcgan_example.py", *args, "--", "--outf", tmp_path,
+                   cache=tmp_path, cwd=tmp_path, check=False)  # fmt: skip
+    assert proc.returncode == 1 and proc.stderr.startswith("ganstep: error: ")
+    assert message in proc.stderr and proc.stderr.count("\n") == 1
+
+
+def test_named_g_and_d_agree_with_the_found_ones(tmp_path):
+    out = tmp_path / "r.json"
+    ganstep("audit", SCRIPTS / "dcgan_example.py", "--G", "netG", "--D", "netD", "--json", out,
+            "--", "--batchSize", N, "--outf", tmp_path, cache=tmp_path, cwd=tmp_path)  # fmt: skip
+    assert json.loads(out.read_text())["wasted_flops"] == 2 * D_WEIGHT_GRADS
+
+
+@pytest.mark.parametrize(
+    "source, message",
+    [
+        ("x = (\n", "broken.py:1: not valid Python"),
+        ("import sys\nsys.exit(2)\n",
+         "broken.py:2: sys.exit(2): the script exited with status 2, before G and D were found"),
+        ("import nowhere_to_be_found\n",
+         "broken.py:1: import nowhere_to_be_found: ModuleNotFoundError: No module named"),
+        ("import torch\nG = torch.nn.Linear(2, 2)\nG(torch.ones(1, 2))\n",
+         "could not tell which modules are G and D"),
+    ],
+)  # fmt: skip
+def test_scripts_that_cannot_be_audited(tmp_path, source, message):
+    script = tmp_path / "broken.py"
+    script.write_text(source)
+    proc = ganstep("audit", script, cache=tmp_path, cwd=tmp_path, check=False)
+    assert proc.returncode == 1 and proc.stderr.startswith("ganstep: error: ")
+    assert message in proc.stderr
