@@ -26,10 +26,12 @@ from __future__ import annotations
 import copy
 import inspect
 import json
+import sys
 import traceback
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import torch
 from torch import Tensor, nn
@@ -727,11 +729,14 @@ def _explain_inplace(rec: Recorder) -> str:
 
 
 def crash_location(error: BaseException, filename: str | None = None) -> str | None:
-    """``file:line: source`` of the innermost frame of ``error`` in ``filename`` (any
-    file when None)."""
+    """``file:line: source`` of the innermost frame of ``error`` in ``filename`` (when
+    None: in the user's code, not in torch's or ganstep's)."""
     frames = traceback.extract_tb(error.__traceback__)
     if filename is not None:
         frames = [f for f in frames if f.filename == filename]
+    else:
+        libraries = tuple(str(Path(m.__file__).parent) for m in (torch, sys.modules[__package__]))
+        frames = [f for f in frames if not f.filename.startswith(libraries)] or frames
     if not frames:
         return None
     f = frames[-1]
