@@ -1,4 +1,5 @@
-"""Datasets: toy 2D mixtures, images (digits, MNIST, Fashion-MNIST, a folder), arrays.
+"""Datasets: toy 2D mixtures, images (digits, MNIST, Fashion-MNIST, Stacked MNIST, a
+folder), arrays.
 
 Every dataset gives batches in the model's space (points as they are, images in
 [-1, 1] at the model's size) and maps generated samples back to the data's own
@@ -17,10 +18,11 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
+from . import stacked
 from .idx import CHECKSUMS, DataError, load_idx
 from .toy import TOY, sample_mixture
 
-NAMES = ("grid", "ring", "digits", "mnist", "fashion-mnist")
+NAMES = ("grid", "ring", "digits", "mnist", "fashion-mnist", "stacked-mnist")
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg")
 # Pillow modes of one channel deeper than 8 bits: 16-bit integers, 32-bit integers, floats.
 SIXTEEN_BIT = ("I;16", "I;16L", "I;16B", "I;16N")
@@ -183,6 +185,23 @@ def load_digits() -> Dataset:
     return _images("digits", train, (0.0, 16.0), test, (y_train, y_test, names))
 
 
+def load_stacked_mnist(
+    data_dir: str | os.PathLike | None = None,
+    train_size: int = stacked.TRAIN_SIZE,
+    test_size: int = stacked.TEST_SIZE,
+    seed: int = 0,
+) -> Dataset:
+    """Stacked MNIST (:mod:`ganstep.data.stacked`): 3 x 28 x 28 samples stacking three
+    independently drawn MNIST digits, labelled 0-999; the same set for the same seed."""
+    arrays = load_idx("mnist", data_dir)
+    train, y_train = stacked.stack(arrays["train_images"], arrays["train_labels"], train_size,
+                                   seed)  # fmt: skip
+    test, y_test = stacked.stack(arrays["test_images"], arrays["test_labels"], test_size,
+                                 seed + 1)  # fmt: skip
+    return _images("stacked-mnist", train, (0.0, 255.0), test,
+                   (y_train, y_test, stacked.class_names()))  # fmt: skip
+
+
 def _image_files(path: Path) -> list[Path]:
     return sorted(p for p in path.iterdir() if p.suffix.lower() in IMAGE_SUFFIXES)
 
@@ -292,13 +311,15 @@ def load_array(path: Path) -> Dataset:
 
 
 def load_dataset(name: str, data_dir: str | os.PathLike | None = None) -> Dataset:
-    """A dataset by name (``grid``, ``ring``, ``digits``, ``mnist``, ``fashion-mnist``) or
-    by path (a folder of images or a ``.npy`` file)."""
+    """A dataset by name (``grid``, ``ring``, ``digits``, ``mnist``, ``fashion-mnist``,
+    ``stacked-mnist``) or by path (a folder of images or a ``.npy`` file)."""
     if name in TOY:
         modes_fn, std = TOY[name]
         return Dataset(name=name, kind="points", train=None, modes=modes_fn(), std=std)
     if name == "digits":
         return load_digits()
+    if name == "stacked-mnist":
+        return load_stacked_mnist(data_dir)
     if name in CHECKSUMS:
         arrays = load_idx(name, data_dir)
         labels = (arrays["train_labels"], arrays["test_labels"], IDX_CLASSES[name])
@@ -321,4 +342,4 @@ def load_dataset(name: str, data_dir: str | os.PathLike | None = None) -> Datase
     )
 
 
-__all__ = ["DataError", "Dataset", "NAMES", "load_dataset"]
+__all__ = ["DataError", "Dataset", "NAMES", "load_dataset", "load_stacked_mnist"]

@@ -1,0 +1,105 @@
+"""Stacked MNIST: the dataset's construction, the digit classifier's cache, and the
+mode metrics on constructed cases (issue 13). Small subsets keep it fast."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+from cli_helpers import SHARED_DATA
+
+from ganstep.data import load_dataset, load_stacked_mnist
+from ganstep.data.stacked import stack
+from ganstep.metrics.stacked import digits_of, mode_metrics, stacked_metrics
+
+needs_mnist = pytest.mark.skipif(not (SHARED_DATA / "mnist").is_dir(), reason="no ../shared/data")
+
+
+def test_stack_draws_each_channel_independently_and_labels_the_number():
+    images = np.arange(10, dtype=np.uint8)[:, None, None] * np.ones((1, 2, 2), np.uint8)
+    labels = np.arange(10)  # image k is filled with k and is digit k
+    x, y = stack(images, labels, 20_000, seed=3)
+    assert x.shape == (20_000, 3, 2, 2)
+    digits = x[:, :, 0, 0].astype(np.int64)
+    assert np.array_equal(y, digits @ np.array([100, 10, 1]))
+    # independent and uniform: every one of the 1000 numbers occurs, the channels
+    # are uncorrelated
+    assert len(np.unique(y)) == 1000
+    assert abs(np.corrcoef(digits[:, 0], digits[:, 1])[0, 1]) < 0.03
+    x2, y2 = stack(images, labels, 20_000, seed=3)
+    assert np.array_equal(x, x2) and np.array_equal(y, y2)  # the seed fixes the set
+    assert not np.array_equal(stack(images, labels, 20_000, seed=4)[1], y)
+    with pytest.raises(ValueError, match="at least one sample"):
+        stack(images, labels, 0, seed=0)
+
+
+@needs_mnist
+def test_stacked_mnist_from_the_mnist_files():
+    data = load_stacked_mnist(SHARED_DATA, train_size=500, test_size=50)
+    mnist = load_dataset("mnist", SHARED_DATA)
+    assert data.train.shape == (500, 3, 28, 28) and data.test.shape == (50, 3, 28, 28)
+    assert len(data.classes) == 1000 and data.classes[7] == "007"
+    # each channel is an MNIST training digit, and the label spells their digits
+    for i in (0, 123, 499):
+        digits = []
+        for c in range(3):
+            match = (mnist.train[:, 0] == data.train[i, c]).flatten(1).all(1).nonzero()
+            assert len(match) >= 1
+            digits.append(int(mnist.labels[match[0, 0]]))
+        assert data.labels[i] == 100 * digits[0] + 10 * digits[1] + digits[2]
+    again = load_stacked_mnist(SHARED_DATA, train_size=500, test_size=50)
+    assert torch.equal(again.train, data.train) and again.checksum == data.checksum
+
+
+def test_mode_metrics_on_constructed_cases():
+    every = torch.arange(1000).repeat(26)
+    assert mode_metrics(every) == {"modes": 1000, "reverse_kl": pytest.approx(0.0, abs=1e-12)}
+    collapsed = torch.arange(10).repeat(2600)  # 10 modes, evenly: KL = log(1000 / 10)
+    found = mode_metrics(collapsed)
+    assert found["modes"] == 10 and found["reverse_kl"] == pytest.approx(math.log(100))
+    one = mode_metrics(torch.full((26,), 7))
+    assert one == {"modes": 1, "reverse_kl": pytest.approx(math.log(1000))}
+    with pytest.raises(ValueError, match="at least one sample"):
+        mode_metrics(torch.tensor([], dtype=torch.long))
+
+
+def test_each_channel_is_classified_on_its_own():
+    """A stand-in classifier reading a digit from a channel's constant value: the metric
+    must split channels, classify each, and spell the 3-digit mode from them."""
+
+    def classify(x):  # (m, 1, S, S) with every pixel = digit / 10
+        digit = (x[:, 0, 0, 0] * 10).round().long()
+        return torch.nn.functional.one_hot(digit, 10).float()
+
+    numbers = torch.tensor([0, 7, 70, 700, 999, 123])
+    digits = torch.stack([numbers // 100, numbers // 10 % 10, numbers % 10], 1)
+    samples = (digits.float() / 10)[:, :, None, None].expand(-1, -1, 4, 4)
+    assert torch.equal(digits_of(classify, samples), digits)
+    assert stacked_metrics(classify, samples)["modes"] == 6
+    with pytest.raises(ValueError, match="3 channels"):
+        digits_of(classify, samples[:, :1])
+
+
+@needs_mnist
+def test_training_metrics_count_modes_with_a_cached_digit_classifier(cache, monkeypatch):
+    from ganstep.train import Config, Evaluator, cached_digit_classifier
+
+    monkeypatch.setenv("GANSTEP_CACHE", str(cache))
+    data = load_stacked_mnist(SHARED_DATA, train_size=400, test_size=50)
+    data.fit(32)
+    cfg = Config(data="stacked-mnist", data_dir=str(SHARED_DATA), model="dcgan",
+                 eval_samples=300, feature_steps=2)  # fmt: skip
+    evaluator = Evaluator(data, cfg.resolved(data))
+    assert 1 <= evaluator.floor["modes_floor"] <= 300  # of the real samples evaluated
+    assert 0 <= evaluator.floor["digit_accuracy"] <= 1
+    found = evaluator(data.train[:300])
+    assert {"fid", "kid", "modes", "reverse_kl"} <= set(found)
+    # cached: a second call loads the same network instead of training one
+    cached = list(cache.rglob("digits-mnist-32px-*.pt"))
+    assert len(cached) == 1
+    before = cached[0].stat().st_mtime_ns
+    net, accuracy = cached_digit_classifier(str(SHARED_DATA), 32, 2)
+    assert cached[0].stat().st_mtime_ns == before and accuracy == evaluator.floor["digit_accuracy"]
+    assert torch.equal(net.head.weight, evaluator.digits.head.weight)
