@@ -55,7 +55,7 @@ def files(folder: Path) -> dict[str, bytes]:
         (["--width", "32"], "width: 16 -> 32"),
         (["--seed", "1"], "seed: 0 -> 1"),
         (["--batch-size", "16"], "batch_size: 32 -> 16"),
-        (["--lr-g", "0.1"], "lr_g: 0.0005 -> 0.1"),
+        (["--lr-g", "0.1"], "lr_g: 0.001 -> 0.1"),
         (["--ema", "0.5"], "ema: 0.999 -> 0.5"),
         (["--lr-decay", "none"], 'lr_decay: "linear" -> "none"'),
         (["--eval-samples", "100"], "eval_samples: 200 -> 100"),

@@ -34,6 +34,8 @@ from .data.idx import cache_dir
 from .errors import GanstepWarning
 from .metrics import FeatureExtractor, class_accuracy, fid, kid, toy_metrics, train_classifier
 from .metrics import classes as classes_metric
+from .metrics import stacked as stacked_metric
+from .metrics.stacked import stacked_metrics
 from .models import build_models, image_size
 from .objectives import OBJECTIVES, lazy_regularization
 from .precision import DTYPES
@@ -47,10 +49,13 @@ R1_OBJECTIVES = ("ns", "minimax", "lsgan", "hinge")
 
 # Defaults that depend on the data; a value given by the user always wins. The points
 # defaults are tuned on the 2D grid (benchmarks/quality.py); z has the data's dimension.
-POINTS_DEFAULTS = {"steps": 12000, "batch_size": 256, "lr_g": 5e-4, "lr_d": 5e-4, "r1": 0.1,
-                   "lr_decay": "linear", "width": 256}  # fmt: skip
+# The 2D grid's recipe: lazy R1 (every 16th D step) costs 0.4% of a step where R1 on
+# every step costs 27%, and lr 1e-3 finds the 25 modes in the 8,000 steps that buys
+# (benchmarks/RESULTS.md, "Sample quality").
+POINTS_DEFAULTS = {"steps": 8000, "batch_size": 256, "lr_g": 1e-3, "lr_d": 1e-3, "r1": 0.1,
+                   "r1_every": 16, "lr_decay": "linear", "width": 256}  # fmt: skip
 IMAGES_DEFAULTS = {"steps": 5000, "batch_size": 64, "lr_g": 2e-4, "lr_d": 2e-4, "r1": 0.0,
-                   "lr_decay": "none", "width": 32, "z_dim": 64}  # fmt: skip
+                   "r1_every": 1, "lr_decay": "none", "width": 32, "z_dim": 64}  # fmt: skip
 
 # What --resume may change: how long the run goes on, how often it reports, where it
 # runs. Everything else defines the run (its math, its data, its metrics) and must stay.
@@ -127,7 +132,7 @@ class Config:
     conditional: bool = False
     objective: str = "ns"
     r1: float | None = None
-    r1_every: int = 1
+    r1_every: int | None = None
     schedule: str = "d_first"
     fused: bool = False
     accumulate: int = 1
@@ -160,8 +165,8 @@ class Config:
             defaults = IMAGES_DEFAULTS
         else:
             defaults = {**POINTS_DEFAULTS, "z_dim": data.sample_shape[0]}
-        if self.objective not in R1_OBJECTIVES:
-            defaults = {**defaults, "r1": 0.0}
+        if self.objective not in R1_OBJECTIVES or self.r1 == 0:
+            defaults = {**defaults, "r1": 0.0, "r1_every": 1}
         values = dataclasses.asdict(self)
         for key, value in defaults.items():
             if values[key] is None:
@@ -211,9 +216,9 @@ class Config:
                 continue
             if not math.isfinite(getattr(self, name)) or getattr(self, name) <= 0:
                 raise ValueError(f"{name} must be a positive number, got {getattr(self, name)!r}")
-        if self.r1_every < 1:
+        if self.r1_every is not None and self.r1_every < 1:
             raise ValueError(f"r1_every must be a positive integer, got {self.r1_every}")
-        if self.r1_every > 1 and self.r1 is not None and not self.r1:
+        if (self.r1_every or 1) > 1 and self.r1 is not None and not self.r1:
             raise ValueError("r1_every applies to R1: give r1 > 0 with it")
         if self.r1 and self.objective not in R1_OBJECTIVES:
             raise ValueError(
@@ -264,7 +269,7 @@ class Evaluator:
     def __init__(self, data: Dataset, cfg: Config) -> None:
         self.data, self.n = data, cfg.eval_samples
         self.floor: dict[str, float] = {}
-        self.classifier = None
+        self.classifier = self.digits = None
         if data.modes is not None:
             return
         if data.kind == "images":
@@ -286,12 +291,21 @@ class Evaluator:
             accuracy = class_accuracy(self.classifier, images[: self.n], labels[: self.n])
             self.floor["class_accuracy_floor"] = accuracy
 
+        if data.name == "stacked-mnist":
+            self.digits, accuracy = cached_digit_classifier(cfg.data_dir, data.model_hw[0],
+                                                            cfg.feature_steps)  # fmt: skip
+            real = stacked_metrics(self.digits, data.train[pick])
+            self.floor.update({"digit_accuracy": accuracy,
+                               **{f"{k}_floor": v for k, v in real.items()}})  # fmt: skip
+
     def __call__(self, samples: Tensor, labels: Tensor | None = None) -> dict[str, float]:
         if self.data.modes is not None:
             return toy_metrics(samples, self.data.modes, self.data.std)
         samples = samples.float().cpu()
         fake = self.embed(samples)
         found = {"fid": fid(self.real, fake), "kid": kid(self.real, fake)}
+        if self.digits is not None:
+            found.update(stacked_metrics(self.digits, samples))
         if self.classifier is not None and labels is not None:
             found["class_accuracy"] = class_accuracy(self.classifier, samples, labels.cpu())
         return {**found, **self.floor}
@@ -329,6 +343,33 @@ def cached_classifier(data: Dataset, steps: int) -> FeatureExtractor:
         return train_classifier(data.train, data.labels, classes, 3 * steps)
 
     return _cached_net(key, lambda: FeatureExtractor(channels, outputs=classes), fit)
+
+
+def cached_digit_classifier(
+    data_dir: str | None, size: int, feature_steps: int
+) -> tuple[FeatureExtractor, float]:
+    """Stacked MNIST's digit classifier at ``size`` pixels, trained once on MNIST's
+    training digits and cached, with its accuracy on MNIST's test digits."""
+    mnist = load_dataset("mnist", data_dir)
+    mnist.fit(size)
+    steps = stacked_metric.STEPS_PER_FEATURE_STEP * feature_steps
+    key = f"digits-mnist-{size}px-v{stacked_metric.VERSION}-s{steps}"
+    net = _cached_net(key, lambda: FeatureExtractor(1, outputs=10),
+                      lambda: stacked_metric.train_digit_classifier(mnist.train, mnist.labels,
+                                                                    steps))  # fmt: skip
+    # its test accuracy is cached beside it: 10,000 digits take seconds to classify
+    record = cache_dir() / "features" / f"{key}.accuracy.json"
+    weights = record.with_name(f"{key}.pt")
+    try:
+        saved = json.loads(record.read_text())
+        if saved["weights_mtime_ns"] == weights.stat().st_mtime_ns:
+            return net, float(saved["accuracy"])
+    except (OSError, ValueError, KeyError, TypeError):
+        pass  # none yet, or stale: measure it
+    accuracy = class_accuracy(net, mnist.test, mnist.test_labels)
+    record.write_text(json.dumps({"accuracy": accuracy,
+                                  "weights_mtime_ns": weights.stat().st_mtime_ns}))  # fmt: skip
+    return net, accuracy
 
 
 def class_labels(n: int, classes: int) -> Tensor:
