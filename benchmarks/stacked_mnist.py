@@ -24,11 +24,12 @@ import statistics
 from quality import parse_overrides, run_seeds
 
 from ganstep.data import load_stacked_mnist
+from ganstep.metrics.stacked import SAMPLES
 from ganstep.models import build_models, image_size
 from ganstep.train import Config
 
 COMMON = {"data": "stacked-mnist", "model": "dcgan", "batch_size": 64, "steps": 20000,
-          "eval_samples": 26000, "ckpt_every": 10**9}  # fmt: skip
+          "eval_samples": SAMPLES, "ckpt_every": 10**9}  # fmt: skip
 RECIPE = {**COMMON, "objective": "ns", "r1": 0.1, "r1_every": 16, "ema": 0.999}
 BASELINE = {**COMMON, "objective": "ns", "r1": 0.0, "ema": 0.0}
 SHOWN = ("modes", "reverse_kl", "fid", "seconds", "modes_floor", "reverse_kl_floor",
