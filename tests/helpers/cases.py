@@ -23,7 +23,22 @@ CASES = {
     "d_first-ns-batchnorm": ("ns", d_first, {}, True),
     "simultaneous2-softmax": ("softmax", simultaneous, {"d_every": 2}, False),
     "d_first-wgan_gp": ("wgan_gp", d_first, {}, False),
+    # Conditional: each fake made for its real sample's condition, or for sampled ones.
+    "d_first-ns-condition_real": ("ns", d_first, {}, False),
+    "simultaneous-hinge-condition_sampled": ("hinge", simultaneous, {}, False),
 }
+COND_DIM = 2
+
+
+class Conditioned(torch.nn.Module):
+    """``net(cat(a, c))``: G(z, c) or D(x, c) as a cGAN writes them."""
+
+    def __init__(self, net: torch.nn.Module) -> None:
+        super().__init__()
+        self.net = net
+
+    def forward(self, a: torch.Tensor, c: torch.Tensor) -> torch.Tensor:
+        return self.net(torch.cat([a, c], dim=1))
 
 
 def has_single_process_twin(name: str) -> bool:
@@ -38,10 +53,15 @@ def run_case(name: str, rank: int, world: int):
     if objective == "lsgan_r1":
         objective = objectives.LSGAN(r1=0.3)
     d_out = X_DIM if objective == "began" else 1
+    conditional = "condition" in name
+    extra = COND_DIM if conditional else 0
     # Rank 0's initial parameters win: the others start elsewhere on purpose.
     torch.manual_seed(0 if rank == 0 else 100 + rank)
-    G = MLP(Z_DIM, X_DIM, (8,), batchnorm=batchnorm).double()
-    D = MLP(X_DIM, d_out, (8, 4), activation=torch.nn.LeakyReLU, batchnorm=batchnorm).double()
+    G = MLP(Z_DIM + extra, X_DIM, (8,), batchnorm=batchnorm).double()
+    D = MLP(X_DIM + extra, d_out, (8, 4), activation=torch.nn.LeakyReLU, batchnorm=batchnorm)
+    D = D.double()
+    if conditional:
+        G, D = Conditioned(G), Conditioned(D)
     opt_g = torch.optim.Adam(G.parameters(), lr=0.02, betas=(0.5, 0.9))
     opt_d = torch.optim.Adam(D.parameters(), lr=0.02, betas=(0.5, 0.9))
     z_gen = torch.Generator().manual_seed(1)
@@ -51,16 +71,27 @@ def run_case(name: str, rank: int, world: int):
         return z[rank * n : (rank + 1) * n]
 
     share = GLOBAL_BATCH // world
+    c_gen = torch.Generator().manual_seed(3)
 
+    def sampled(n: int) -> torch.Tensor:  # this process's rows of a global draw
+        c = torch.rand(n * world, COND_DIM, generator=c_gen, dtype=torch.float64)
+        return c[rank * n : (rank + 1) * n]
+
+    condition = None
+    if conditional:
+        condition = "real" if name.endswith("condition_real") else sampled
     step = Step(G, D, opt_g, opt_d, objective=objective, schedule=schedule(**options),
-                latent=latent, distributed=world > 1)  # fmt: skip
+                latent=latent, condition=condition, distributed=world > 1)  # fmt: skip
     data_gen = torch.Generator().manual_seed(2)
     logs = []
     for _ in range(ITERATIONS):
         reals = []
         for _ in range(step.real_batches):
             glob = torch.randn(GLOBAL_BATCH, X_DIM, generator=data_gen, dtype=torch.float64)
-            reals.append(glob[rank * share : (rank + 1) * share] * 0.5 + 1)
+            real = glob[rank * share : (rank + 1) * share] * 0.5 + 1
+            if conditional:  # the condition of a real sample is a function of it
+                real = (real, torch.sigmoid(real))
+            reals.append(real)
         out = step(reals if len(reals) > 1 else reals[0])
         logs.append({k: float(v) for k, v in out.items()})
     params = [p.detach().clone() for p in (*G.parameters(), *D.parameters())]
