@@ -26,6 +26,8 @@ CASES = {
     # Conditional: each fake made for its real sample's condition, or for sampled ones.
     "d_first-ns-condition_real": ("ns", d_first, {}, False),
     "simultaneous-hinge-condition_sampled": ("hinge", simultaneous, {}, False),
+    # Two micro-batches per rank, summed before the all-reduce of each optimizer step.
+    "d_first-ns-accumulate2": ("ns", d_first, {"accumulate": 2}, False),
 }
 COND_DIM = 2
 
@@ -50,6 +52,8 @@ def run_case(name: str, rank: int, world: int):
     """Train one case on this process's share of each global batch (one process of
     ``world``); return (parameters, logs per iteration)."""
     objective, schedule, options, batchnorm = CASES[name]
+    options = dict(options)
+    accumulate = options.pop("accumulate", 1)
     if objective == "lsgan_r1":
         objective = objectives.LSGAN(r1=0.3)
     d_out = X_DIM if objective == "began" else 1
@@ -81,7 +85,8 @@ def run_case(name: str, rank: int, world: int):
     if conditional:
         condition = "real" if name.endswith("condition_real") else sampled
     step = Step(G, D, opt_g, opt_d, objective=objective, schedule=schedule(**options),
-                latent=latent, condition=condition, distributed=world > 1)  # fmt: skip
+                latent=latent, condition=condition, accumulate=accumulate,
+                distributed=world > 1)  # fmt: skip
     data_gen = torch.Generator().manual_seed(2)
     logs = []
     for _ in range(ITERATIONS):
