@@ -24,11 +24,13 @@ CASES = {
     "simultaneous2-softmax": ("softmax", simultaneous, {"d_every": 2}, False),
     "d_first-wgan_gp": ("wgan_gp", d_first, {}, False),
     # Conditional: each fake made for its real sample's condition, or for sampled ones.
-    "d_first-ns-condition_real": ("ns", d_first, {}, False),
-    "simultaneous-hinge-condition_sampled": ("hinge", simultaneous, {}, False),
+    "d_first-ns-condition_real": ("ns", d_first, {"condition": "real"}, False),
+    "simultaneous-hinge-condition": ("hinge", simultaneous, {"condition": "sampled"}, False),
     # Two micro-batches per rank, summed before the all-reduce of each optimizer step.
     "d_first-ns-accumulate2": ("ns", d_first, {"accumulate": 2}, False),
 }
+# Step's options in a case's options; the rest are the schedule's.
+STEP_OPTIONS = ("condition", "accumulate")
 COND_DIM = 2
 
 
@@ -48,16 +50,28 @@ def has_single_process_twin(name: str) -> bool:
     return not batchnorm and objective not in ("softmax", "wgan_gp")
 
 
+def share_of_global_draw(draw, seed: int, width: int, rank: int, world: int):
+    """``f(n)``: this process's n rows of one draw of ``n * world`` rows, so that every
+    world size sees the same global stream."""
+    generator = torch.Generator().manual_seed(seed)
+
+    def rows(n: int) -> torch.Tensor:
+        whole = draw(n * world, width, generator=generator, dtype=torch.float64)
+        return whole[rank * n : (rank + 1) * n]
+
+    return rows
+
+
 def run_case(name: str, rank: int, world: int):
     """Train one case on this process's share of each global batch (one process of
     ``world``); return (parameters, logs per iteration)."""
     objective, schedule, options, batchnorm = CASES[name]
-    options = dict(options)
-    accumulate = options.pop("accumulate", 1)
+    step_options = {k: options[k] for k in STEP_OPTIONS if k in options}
+    options = {k: v for k, v in options.items() if k not in STEP_OPTIONS}
     if objective == "lsgan_r1":
         objective = objectives.LSGAN(r1=0.3)
     d_out = X_DIM if objective == "began" else 1
-    conditional = "condition" in name
+    conditional = "condition" in step_options
     extra = COND_DIM if conditional else 0
     # Rank 0's initial parameters win: the others start elsewhere on purpose.
     torch.manual_seed(0 if rank == 0 else 100 + rank)
@@ -68,25 +82,12 @@ def run_case(name: str, rank: int, world: int):
         G, D = Conditioned(G), Conditioned(D)
     opt_g = torch.optim.Adam(G.parameters(), lr=0.02, betas=(0.5, 0.9))
     opt_d = torch.optim.Adam(D.parameters(), lr=0.02, betas=(0.5, 0.9))
-    z_gen = torch.Generator().manual_seed(1)
-
-    def latent(n: int) -> torch.Tensor:  # this process's rows of a global draw
-        z = torch.randn(n * world, Z_DIM, generator=z_gen, dtype=torch.float64)
-        return z[rank * n : (rank + 1) * n]
-
+    latent = share_of_global_draw(torch.randn, 1, Z_DIM, rank, world)
     share = GLOBAL_BATCH // world
-    c_gen = torch.Generator().manual_seed(3)
-
-    def sampled(n: int) -> torch.Tensor:  # this process's rows of a global draw
-        c = torch.rand(n * world, COND_DIM, generator=c_gen, dtype=torch.float64)
-        return c[rank * n : (rank + 1) * n]
-
-    condition = None
-    if conditional:
-        condition = "real" if name.endswith("condition_real") else sampled
+    if step_options.get("condition") == "sampled":
+        step_options["condition"] = share_of_global_draw(torch.rand, 3, COND_DIM, rank, world)
     step = Step(G, D, opt_g, opt_d, objective=objective, schedule=schedule(**options),
-                latent=latent, condition=condition, accumulate=accumulate,
-                distributed=world > 1)  # fmt: skip
+                latent=latent, distributed=world > 1, **step_options)  # fmt: skip
     data_gen = torch.Generator().manual_seed(2)
     logs = []
     for _ in range(ITERATIONS):
