@@ -52,6 +52,9 @@ class Objective:
 
     name = ""
     g_needs_real = False
+    # D's output is scores (one per sample, or a map); False for BEGAN's autoencoder,
+    # whose output is shaped like the sample.
+    reads_scores = True
     r1 = 0.0
     r1_every = 1
     # Whether h_G'(s) / h_D'(s) is one constant wherever D's slope is not 0: then the
@@ -276,6 +279,7 @@ class BEGAN(Objective):
     """
 
     name = "began"
+    reads_scores = False
     not_fusable = "the ratio of L_G to L_D at a fake sample is -1/k_t, infinite while k_t = 0"
 
     def __init__(self, gamma: float = 0.5, lambda_k: float = 0.001, k0: float = 0.0) -> None:

@@ -21,23 +21,14 @@ import torch
 from torch import Tensor, nn
 
 from .batch import Batch, Condition, cat, split, split_rows
+from .d_profile import KNOWN_MIXING, DProfile, known_mixing_layers
 from .errors import NonFiniteError
 from .objectives import Logs, Objective
 from .precision import Precision
-from .views import Term, View, add_terms, adversarial
+from .views import Term, View, add_terms, adversarial, check_adversarial
 
-# Layers that mix the samples of a batch: with them, D(cat(real, fake)) is not
-# D(real) next to D(fake), so real and fake may not share one D call.
-SAMPLE_MIXING = (nn.modules.batchnorm._BatchNorm,)
-
-
-def sample_mixing_layers(module: nn.Module) -> list[str]:
-    """Names of the layers of ``module`` that mix samples in their current mode."""
-    return [
-        name or type(m).__name__
-        for name, m in module.named_modules()
-        if isinstance(m, SAMPLE_MIXING) and m.training
-    ]
+D_ORDERS = ("real_first", "fake_first")
+D_FORWARDS = ("auto", "loop", "merged")
 
 
 @dataclass
@@ -66,23 +57,44 @@ class Pair:
     d_scale: float = 1.0
     # D steps taken so far: lazy R1 (r1_every = k) regularizes every k-th one.
     d_updates: int = 0
+    # The order of D's forwards on the real and the fake batch in a D step.
+    d_order: str = "real_first"
+    # "auto": merge D forwards where D's profile allows it; "loop": the loop's forwards
+    # always; "merged": merge whatever D is (the user asked, knowing the difference).
+    d_forwards: str = "auto"
+    # What D was observed (or declared) to be; None until the first step.
+    d_profile: DProfile | None = None
+    # D's 2-D output (n, k) is a map of k scores per sample, not a mistake.
+    d_map: bool = False
     _mixing: list[nn.Module] = field(default_factory=list, repr=False)
 
     def __post_init__(self) -> None:
-        self._mixing = [m for m in self.D.modules() if isinstance(m, SAMPLE_MIXING)]
+        self._mixing = [m for m in self.D.modules() if isinstance(m, KNOWN_MIXING)]
 
     def mixes_samples(self) -> bool:
-        """Whether D has a sample-mixing layer in training mode now (cheap: per call)."""
-        return any(m.training for m in self._mixing)
+        """Whether D mixes samples: a BatchNorm layer in training mode now (cheap: per
+        call), or D's observed or declared profile says so."""
+        profiled = self.d_profile is not None and self.d_profile.mixing
+        return profiled or any(m.training for m in self._mixing)
+
+    def mixing_reason(self) -> str:
+        if self.d_profile is not None and self.d_profile.mixing:
+            return self.d_profile.reason("mixing")
+        return f"BatchNorm in training mode ({', '.join(known_mixing_layers(self.D))})"
+
+    def merge_d_forwards(self) -> bool:
+        """Whether two D forwards of the loop may be one here (``simultaneous``)."""
+        if self.d_forwards != "auto":
+            return self.d_forwards == "merged"
+        return self.d_profile is None or self.d_profile.mergeable
 
     def check_concat(self) -> None:
-        """Refuse one D call on real and fake while D has a sample-mixing layer."""
+        """Refuse one D call on real and fake while D mixes samples."""
         if self.concat and self.mixes_samples():
-            layers = ", ".join(sample_mixing_layers(self.D))
             raise ValueError(
                 "concat=True runs D once on cat(real, fake), which changes the math when D "
-                f"mixes samples; D has BatchNorm in training mode ({layers}). "
-                "Use concat=False, or put those layers in eval mode."
+                f"mixes samples; D does: {self.mixing_reason()}. Use concat=False (or put "
+                "those layers in eval mode)."
             )
 
 
@@ -185,6 +197,12 @@ def _generate(pair: Pair, code: Code, like: Batch, graph: bool) -> Batch:
     dtypes = (x.dtype, pair.precision.dtype)  # autocast may give G's output its dtype
     if not isinstance(fake, Tensor):
         raise TypeError(f"G must return a tensor of samples, got {type(fake).__name__}")
+    if fake.dim() == 0 or fake.shape[0] != like.n:
+        rows = "a scalar" if fake.dim() == 0 else f"{fake.shape[0]} samples"
+        raise ValueError(
+            f"G returned {rows} for {like.n} z (and conditions): G must return one sample "
+            "per row of its input; check G's reshapes (a view(-1, ...) with the wrong size)"
+        )
     if fake.shape[1:] != x.shape[1:] or fake.dtype not in dtypes or fake.device != x.device:
         raise ValueError(
             f"the real batch does not match G's output: real samples are {tuple(x.shape[1:])} "
@@ -217,10 +235,17 @@ def d_call(pair: Pair, batch: Batch) -> object:
 
 
 def d_outputs(pair: Pair, real: Batch, fake: Batch) -> tuple[object, object]:
-    """D's outputs on the real and the fake batch (one D call if ``concat``)."""
+    """D's outputs on the real and the fake batch, forwarded in ``pair.d_order`` (one D
+    call on both, concatenated in that order, if ``concat``)."""
     if pair.concat:
         pair.check_concat()
+        if pair.d_order == "fake_first":
+            out_fake, out_real = split(d_call(pair, cat(fake, real)), fake.n)
+            return out_real, out_fake
         return split(d_call(pair, cat(real, fake)), real.n)
+    if pair.d_order == "fake_first":
+        out_fake = d_call(pair, fake)
+        return d_call(pair, real), out_fake
     return d_call(pair, real), d_call(pair, fake)
 
 
@@ -230,6 +255,8 @@ def scores(pair: Pair, out: object, inp: Tensor) -> list[Tensor]:
     Under autocast the scores are cast to float32: the losses are computed in full
     precision whatever D ran in.
     """
+    if pair.objective.reads_scores:
+        check_adversarial(out, inp.shape[0], pair.d_map)
     found = [pair.objective.score(o, inp) for o in adversarial(out)]
     return found if pair.precision.dtype is None else [s.float() for s in found]
 
@@ -403,6 +430,17 @@ def joint_phase(pair: Pair, real: Micro, fake: Micro) -> Logs:
     return logs
 
 
+def separate_phases(pair: Pair, real: Micro, fake: Micro) -> Logs:
+    """Both gradients at (g_t, d_t), with the loop's D forwards in PyTorch-GAN's order:
+    G's step on ``fake`` (D forwarded for G's loss), then D's step on the same fake
+    batch cut from G's graph, with forwards of its own. For a D whose forward draws
+    random numbers or advances state (Dropout, spectral norm), sharing one forward
+    between the two losses would change what each forward computes."""
+    logs = g_phase(pair, fake, real)
+    logs.update(d_phase(pair, real, cut(fake)))
+    return logs
+
+
 def check_fusable(pair: Pair) -> None:
     """Refuse the fused step where it would not be exact (say why)."""
     objective = pair.objective
@@ -417,11 +455,21 @@ def check_fusable(pair: Pair) -> None:
             "extra loss terms would break; use simultaneous() without fused"
         )
     if pair.mixes_samples():
-        layers = sample_mixing_layers(pair.D)
         raise ValueError(
             "simultaneous(fused=True) rescales D's gradient per sample, which is exact only "
-            f"when D does not mix samples; D has BatchNorm in training mode ({', '.join(layers)}). "
-            "Use simultaneous() without fused, or a D without BatchNorm."
+            f"when D does not mix samples; D does: {pair.mixing_reason()}. Use "
+            "simultaneous() without fused."
+        )
+    if not pair.merge_d_forwards():
+        profile = pair.d_profile
+        what = "the loop's forwards were asked for (d_forwards='loop')"
+        if profile is not None and pair.d_forwards == "auto":
+            what = f"D is {profile.describe()}"
+        raise ValueError(
+            "simultaneous(fused=True) shares one D forward on the fake batch between D's "
+            f"and G's losses, where the loop runs two; {what}, so they differ. Use "
+            "simultaneous() without fused (exact), or d_forwards='merged' to merge anyway "
+            "(then D's random draws or state advance once where the loop's advance twice)."
         )
 
 

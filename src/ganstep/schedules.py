@@ -32,6 +32,7 @@ from .phases import (
     g_phase,
     generate,
     joint_phase,
+    separate_phases,
 )
 from .registry import resolve
 
@@ -161,6 +162,11 @@ class Simultaneous(Schedule):
     batch of g_t), SoftmaxGAN's third fix (seed 002), and what ``retain_graph=True``
     loops meant before PyTorch 1.5.
 
+    The shared forward is taken only where D's profile allows it (D draws no random
+    numbers and changes nothing its next forward reads; see :mod:`ganstep.d_profile`).
+    Otherwise, and with ``Step(d_forwards="loop")``, D is forwarded as PyTorch-GAN's
+    loop does: for G's loss, then on the real and the fake batch for D's.
+
     Args:
         d_every: update D only on every ``d_every``-th iteration (the 1st is iteration
             ``d_every - 1``, counting from 0); ``d_every=2`` is SoftmaxGAN's D:G = 1:2.
@@ -168,8 +174,8 @@ class Simultaneous(Schedule):
             may exceed 1. An iteration that updates one module runs only that phase.
         fused: take G's gradient from D's backward pass, rescaled per sample, instead
             of a second backward through D (FusedProp). Exact, and refused where it
-            would not be: objectives ``began`` and ``softmax``, D with BatchNorm in
-            training mode.
+            would not be: objectives ``began`` and ``softmax``, a D that mixes samples,
+            and a D whose forwards may not be merged (unless ``d_forwards="merged"``).
     """
 
     d_every: int = 1
@@ -197,8 +203,12 @@ class Simultaneous(Schedule):
         update_g = (iteration + 1) % self.g_every == 0
         code = draw(pair, real)
         if update_d and update_g:
-            joint = fused_joint_phase if self.fused else joint_phase
-            return joint(pair, real, generate(pair, code, real, graph=True))
+            fake = generate(pair, code, real, graph=True)
+            if self.fused:
+                return fused_joint_phase(pair, real, fake)
+            if pair.merge_d_forwards():
+                return joint_phase(pair, real, fake)
+            return separate_phases(pair, real, fake)
         if update_g:
             return g_phase(pair, generate(pair, code, real, graph=True), real)
         return d_phase(pair, real, generate(pair, code, real, graph=False))

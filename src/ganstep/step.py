@@ -10,9 +10,10 @@ from torch import Tensor, nn
 
 from . import distributed as data_parallel
 from .batch import Batch, Condition, split_rows, to_batch
+from .d_profile import FIELDS, DProfile, check_declaration, profile_d
 from .errors import NonFiniteError
 from .objectives import Objective, get_objective
-from .phases import Pair, sample_mixing_layers, trainable
+from .phases import D_FORWARDS, D_ORDERS, Pair, trainable
 from .precision import Precision
 from .schedules import Schedule, get_schedule
 from .views import Term, normalize_terms
@@ -106,6 +107,28 @@ class Step:
         compile: ``True`` (or a backend name such as ``"inductor"``, ``"aot_eager"``)
             runs G's and D's forwards through ``torch.compile``; their parameters stay
             the user's. ``False`` (default) runs them eagerly.
+        d_order: the order of D's forwards in a D step: ``"real_first"`` (default; the
+            DCGAN example, PyTorch-GAN) or ``"fake_first"`` (pix2pix, StyleGAN2-ADA's
+            Dmain, BigGAN's ``D(cat([G_z, x]))``). ``concat=True`` concatenates in this
+            order. With a D that draws random numbers or advances state, only the
+            loop's own order is exact.
+        d_forwards: ``"auto"`` (default): merge two D forwards of the loop into one
+            (``simultaneous``'s shared forward on the fake batch, the fused step) only
+            where D's profile allows it, i.e. D draws no random numbers and changes
+            nothing its next forward reads; otherwise forward D as the loop does.
+            ``"loop"``: always the loop's forwards (a BatchNorm D then ends with the
+            loop's running statistics too). ``"merged"``: merge whatever D is (its
+            random draws and power iterations then advance once where the loop's
+            advance twice; the parameters differ from the loop's).
+        d_profile: what D is, where observation cannot decide: a
+            :class:`~ganstep.d_profile.DProfile`, or a dict of some of its fields
+            (``stochastic``, ``stateful``, ``eval_state``, ``mixing``) put over what is
+            observed. Otherwise D is observed on the first real batch (three forwards
+            without a graph, no trace left; again if D's train/eval mode changes);
+            :meth:`observe_d` does it on demand.
+        d_map: D's 2-D output ``(n, k)``, ``k > 1``, is a map of k scores per sample.
+            Without it such an output is refused: it is more often class logits or
+            features read as scores by mistake.
         check_finite: raise :class:`~ganstep.errors.NonFiniteError` at the first real
             batch with a NaN or infinite value (before anything is updated) or the first
             non-finite loss (before any optimizer steps on it), naming which. Off by
@@ -147,6 +170,10 @@ class Step:
         compile: bool | str = False,
         check_finite: bool = False,
         accumulate: int = 1,
+        d_order: str = "real_first",
+        d_forwards: str = "auto",
+        d_profile: DProfile | dict[str, bool] | None = None,
+        d_map: bool = False,
     ) -> None:
         for arg, module in (("G", G), ("D", D)):
             if not isinstance(module, nn.Module):
@@ -176,6 +203,13 @@ class Step:
             raise TypeError(f"concat must be True or False, got {concat!r}")
         if not isinstance(distributed, bool):
             raise TypeError(f"distributed must be True or False, got {distributed!r}")
+        if d_order not in D_ORDERS:
+            raise ValueError(f"d_order must be one of {D_ORDERS}, got {d_order!r}")
+        if d_forwards not in D_FORWARDS:
+            raise ValueError(f"d_forwards must be one of {D_FORWARDS}, got {d_forwards!r}")
+        if not isinstance(d_map, bool):
+            raise TypeError(f"d_map must be True or False, got {d_map!r}")
+        self._d_declared = check_declaration(d_profile)
         if isinstance(accumulate, bool) or not isinstance(accumulate, int) or accumulate < 1:
             raise ValueError(f"accumulate must be a positive integer, got {accumulate!r}")
         self.accumulate = accumulate
@@ -205,7 +239,13 @@ class Step:
         self.pair = Pair(g_run, d_run, opt_g, opt_d, self.objective, latent, concat,
                          precision=self.precision, check_finite=check_finite,
                          condition=condition, g_terms=g_terms, d_terms=d_terms,
-                         d_scale=float(d_scale))  # fmt: skip
+                         d_scale=float(d_scale), d_order=d_order, d_forwards=d_forwards,
+                         d_map=d_map)  # fmt: skip
+        self._d_module, self._d_mode = D, None  # D observed in that train/eval mode
+        if isinstance(self._d_declared, dict) and set(self._d_declared) == set(FIELDS):
+            self._d_declared = DProfile().declare(self._d_declared)
+        if isinstance(self._d_declared, DProfile):
+            self.pair.d_profile = self._d_declared
         self.pair.check_concat()
         self.schedule.check(self.pair)
         if distributed:
@@ -253,6 +293,34 @@ class Step:
                 )
         return batches
 
+    @property
+    def d_profile(self) -> DProfile | None:
+        """What D was observed (or declared) to be; ``None`` before the first step."""
+        return self.pair.d_profile
+
+    def observe_d(self, real: object) -> DProfile:
+        """Observe D on ``real`` (what one call takes) now, instead of at the first step,
+        e.g. to keep the observation's three forwards out of a measured region."""
+        self._know_d(self._batches(real)[0])
+        return self.pair.d_profile
+
+    def _know_d(self, real: Batch) -> None:
+        """Observe D (unless declared whole) when first called or when its mode changed,
+        then check again what depends on it (concat, the fused step)."""
+        if isinstance(self._d_declared, DProfile) or self._d_mode == self._d_module.training:
+            return
+        try:
+            profile = profile_d(self._d_module, real, d_call_of)
+        except Exception as e:  # the step itself then says what is wrong with the input
+            profile = DProfile(stochastic=True, why=(("stochastic", (
+                f"not observed: D failed on the first real batch ({type(e).__name__}); "
+                "treated as impure, declare d_profile to say what it is")),))  # fmt: skip
+        if self._d_declared:
+            profile = profile.declare(self._d_declared)
+        self.pair.d_profile, self._d_mode = profile, self._d_module.training
+        self.pair.check_concat()
+        self.schedule.check(self.pair)
+
     def _micro(self, batch: Batch) -> list[Batch]:
         """``batch`` as ``accumulate`` equal micro-batches."""
         k = self.accumulate
@@ -297,6 +365,7 @@ class Step:
     def __call__(self, real: Tensor | Sequence[Tensor]) -> dict[str, Tensor]:
         """Run one training iteration on ``real``; return the iteration's losses."""
         batches = self._batches(real)
+        self._know_d(batches[0])
         try:
             if self.pair.check_finite:
                 for i, b in enumerate(batches):
@@ -343,11 +412,19 @@ class Step:
         self.pair.d_updates = int(state.get("d_updates", 0))
 
     def __repr__(self) -> str:
-        mixing = sample_mixing_layers(self.pair.D)
+        profile = self.pair.d_profile
+        found = "not observed yet" if profile is None else profile.describe()
+        forwards = "merged" if self.pair.merge_d_forwards() else "as the loop's"
         return (
             f"Step(objective={self.objective!r}, schedule={self.schedule!r}, "
-            f"concat={self.pair.concat}, D sample-mixing layers={mixing or 'none'})"
+            f"concat={self.pair.concat}, d_order={self.pair.d_order!r}, "
+            f"D: {found}; D forwards {forwards})"
         )
+
+
+def d_call_of(D: nn.Module, batch: Batch) -> object:
+    """``D(x)``, or ``D(x, c)`` for a conditional batch (D itself, not compiled)."""
+    return D(batch.x) if batch.c is None else D(batch.x, batch.c)
 
 
 def _x_of(item: object) -> Tensor:

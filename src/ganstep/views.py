@@ -44,6 +44,31 @@ def adversarial(out: object) -> list[Tensor]:
     )
 
 
+def check_adversarial(out: object, n: int, d_map: bool) -> None:
+    """Refuse a 2-D adversarial output ``(n, k)``, ``k > 1``, unless declared a map:
+    it is more often class logits or features read as scores by mistake."""
+    for o in adversarial(out):
+        if o.dim() != 2 or o.shape[0] != n or o.shape[1] == 1 or d_map:
+            continue
+        if isinstance(out, tuple):
+            where = "the first element of D's tuple is read as the adversarial output"
+            fix = (
+                "put the score first, (score, *extras), or if it is a map of scores per "
+                "sample declare it with Step(..., d_map=True)"
+            )
+        else:
+            where = "it is read as the adversarial output"
+            fix = (
+                "return one score per sample, shape (n,) or (n, 1), a tuple (score, "
+                "*extras) for extra heads, or declare a map of scores per sample with "
+                "Step(..., d_map=True)"
+            )
+        raise ValueError(
+            f"D returned {describe(out)}: {where}, and its shape {tuple(o.shape)} holds "
+            f"{o.shape[1]} numbers per sample. {fix[0].upper()}{fix[1:]}."
+        )
+
+
 @dataclass(frozen=True, eq=False)
 class View:
     """One phase's tensors, for loss terms: ``real`` and ``fake`` (:class:`Batch`, with
