@@ -55,7 +55,7 @@ def test_r1_equals_stylegan2_single_forward_loop(kind, every):
     reals = batches(7)
     expected = reference.stylegan2_r1(*theirs, reals, latent_stream(), r1=2.0, r1_every=every)
     step = Step(*ours, objective=NS(r1=2.0, r1_every=every), schedule=g_first(),
-                latent=latent_stream())  # fmt: skip
+                latent=latent_stream(), d_order="fake_first")  # fmt: skip
     for real, row in zip(reals, expected, strict=True):
         logs = step(real)
         assert logs["loss_g"].item() == pytest.approx(row["loss_g"], rel=1e-10)

@@ -587,43 +587,54 @@ def pytorch_gan_acgan(G, D, opt_g, opt_d, batches: Pairs, latent: Latent, labels
 
 
 def biggan_hinge(G, D, opt_g, opt_d, batches: Pairs, latent: Latent, labels: Latent,
-                 d_steps: int = 2):  # fmt: skip
+                 d_steps: int = 2, accumulations: int = 1):  # fmt: skip
     """ajbrock/BigGAN-PyTorch ``train_fns.GAN_training_function``: ``num_D_steps`` D steps,
     each on fresh z and sampled labels with G under ``no_grad`` and one D call on
     ``cat([G_z, x])`` (fake first) split in two; then a G step on fresh z and labels.
-    Hinge losses; a projection D takes ``D(x, y)``. ganstep: ``d_first(d_steps=k,
-    reuse_fake=False)``, ``condition=labels`` (``concat=True`` for the single D call).
-    ``batches`` has ``d_steps`` pairs per iteration.
+    Hinge losses; a projection D takes ``D(x, y)``. With ``accumulations = k``
+    (``num_D_accumulations`` = ``num_G_accumulations``) each step's batch is cut into k
+    micro-batches, each with its own z and labels, its loss divided by k and
+    backpropagated, then one optimizer step. ganstep: ``d_first(d_steps=k,
+    reuse_fake=False)``, ``condition=labels`` (``concat=True, d_order="fake_first"`` for
+    the single D call, ``accumulate=k``). ``batches`` has ``d_steps`` pairs per iteration.
     """
     history = []
     for start in range(0, len(batches) - d_steps + 1, d_steps):
         row = {}
         _set_requires_grad(D, True)
         _set_requires_grad(G, False)
-        for x, y in batches[start : start + d_steps]:
+        for x_all, y_all in batches[start : start + d_steps]:
             opt_d.zero_grad()
-            n = x.size(0)
-            z_, y_ = latent(n), labels(n)
-            with torch.no_grad():
-                G_z = G(z_, y_)
-            D_out = D(torch.cat([G_z, x], 0), torch.cat([y_, y], 0))
-            D_fake, D_real = torch.split(D_out, [n, n])
-            D_loss_real = torch.mean(F.relu(1.0 - D_real))
-            D_loss_fake = torch.mean(F.relu(1.0 + D_fake))
-            D_loss = D_loss_real + D_loss_fake
-            D_loss.backward()
+            xs, ys = torch.chunk(x_all, accumulations), torch.chunk(y_all, accumulations)
+            D_loss_total = 0.0
+            for x, y in zip(xs, ys, strict=True):
+                n = x.size(0)
+                z_, y_ = latent(n), labels(n)
+                with torch.no_grad():
+                    G_z = G(z_, y_)
+                D_out = D(torch.cat([G_z, x], 0), torch.cat([y_, y], 0))
+                D_fake, D_real = torch.split(D_out, [n, n])
+                D_loss_real = torch.mean(F.relu(1.0 - D_real))
+                D_loss_fake = torch.mean(F.relu(1.0 + D_fake))
+                D_loss = (D_loss_real + D_loss_fake) / float(accumulations)
+                D_loss.backward()
+                D_loss_total += D_loss.item()
             opt_d.step()
-            row["loss_d"] = D_loss.item()
+            row["loss_d"] = D_loss_total
         _set_requires_grad(D, False)
         _set_requires_grad(G, True)
         opt_g.zero_grad()
-        n = batches[start + d_steps - 1][0].size(0)
-        z_, y_ = latent(n), labels(n)
-        G_loss = -torch.mean(D(G(z_, y_), y_))
-        G_loss.backward()
+        n_all = batches[start + d_steps - 1][0].size(0)
+        G_loss_total = 0.0
+        for _ in range(accumulations):
+            n = n_all // accumulations
+            z_, y_ = latent(n), labels(n)
+            G_loss = -torch.mean(D(G(z_, y_), y_)) / float(accumulations)
+            G_loss.backward()
+            G_loss_total += G_loss.item()
         opt_g.step()
         _set_requires_grad(D, True)
-        row["loss_g"] = G_loss.item()
+        row["loss_g"] = G_loss_total
         history.append(row)
     return history
 
@@ -660,15 +671,16 @@ def lightning_conditional_g_first(G, D, opt_g, opt_d, batches: Pairs, latent: La
 def stylegan2_r1(G, D, opt_g, opt_d, batches: Batches, latent: Latent, r1: float = 1.0,
                  r1_every: int = 1):  # fmt: skip
     """NVlabs/stylegan2-ada-pytorch's training loop and ``StyleGAN2Loss``, non-saturating,
-    with R1 on the real batch: phase Gmain (fresh z), then Dmain with fresh z, whose
-    R1 comes from the same ``D(real)`` forward when ``r1_every == 1`` (phase Dboth),
-    and every ``r1_every``-th iteration a Dreg phase: D forward on the real batch,
+    with R1 on the real batch, in its order: phase Gmain (fresh z), then Dmain, which
+    forwards D on a fresh fake batch first and backpropagates its loss, then forwards D
+    on the real batch, whose R1 comes from that same forward when ``r1_every == 1``
+    (phase Dboth), and backpropagates ``(real_logits * 0 + loss_Dreal + loss_Dr1)``.
+    Every ``r1_every``-th iteration a Dreg phase follows: D forward on the real batch,
     ``(real_logits * 0 + r1_penalty * r1 / 2).mean() * r1_every`` backward, its own
     optimizer step (build D's Adam with ``objectives.lazy_regularization``, as SG2-ADA
-    scales lr and betas by ``mb_ratio``). One change: Dmain forwards D on the real batch
-    before the fake one (SG2-ADA does fake first), so that D's BatchNorm statistics and
-    spectral norm's power iteration see the same order as ganstep's. ganstep:
-    ``g_first()`` with ``ns(r1=r1, r1_every=r1_every)``.
+    scales lr and betas by ``mb_ratio``). The module of each phase alone requires grad.
+    ganstep: ``g_first()`` with ``ns(r1=r1, r1_every=r1_every)`` and
+    ``d_order="fake_first"``.
     """
     history = []
     for index, real in enumerate(batches):
@@ -680,20 +692,25 @@ def stylegan2_r1(G, D, opt_g, opt_d, batches: Batches, latent: Latent, r1: float
         loss_Gmain.backward()
         opt_g.step()
         _set_requires_grad(D, True)
-        # Dmain / Dboth
+        # Dmain / Dboth: generated images first
         _set_requires_grad(G, False)
         opt_d.zero_grad(set_to_none=True)
+        gen_logits = D(G(latent(n)))
+        loss_Dgen = F.softplus(gen_logits)
+        loss_Dgen.mean().backward()
+        # then real images, with R1 from the same forward when it is due
         do_Dr1 = r1 > 0 and r1_every == 1
         real_img_tmp = real.detach().requires_grad_(do_Dr1)
         real_logits = D(real_img_tmp)
-        gen_logits = D(G(latent(n)))
-        loss_D = F.softplus(-real_logits).mean() + F.softplus(gen_logits).mean()
+        loss_Dreal = F.softplus(-real_logits)
+        loss_Dr1 = 0
         if do_Dr1:
             (r1_grads,) = torch.autograd.grad(real_logits.sum(), real_img_tmp, create_graph=True)
             r1_penalty = r1_grads.reshape(n, -1).square().sum(1)
-            loss_D = loss_D + (r1_penalty * (r1 / 2)).mean()
-        loss_D.backward()
+            loss_Dr1 = r1_penalty * (r1 / 2)
+        (real_logits * 0 + loss_Dreal + loss_Dr1).mean().backward()
         opt_d.step()
+        loss_D = loss_Dgen.mean() + (loss_Dreal + loss_Dr1).mean()
         # Dreg
         if r1 > 0 and r1_every > 1 and index % r1_every == 0:
             opt_d.zero_grad(set_to_none=True)
