@@ -36,6 +36,8 @@ from pathlib import Path
 import torch
 from torch import Tensor, nn
 
+from .batch import Batch
+from .d_profile import DProfile, observing, profile_d
 from .flops import TotalFlops
 
 INPLACE = "modified by an inplace operation"
@@ -56,6 +58,7 @@ class _Forward:
     iteration: int = 0
     recomputed: bool = False
     used: bool = False  # a step's gradient went through it or through what it fed
+    args: tuple | None = None  # the first forward of each module keeps its arguments
 
 
 @dataclass(eq=False)
@@ -101,6 +104,8 @@ class Report:
     other_flops: int = 0
     pattern: str | None = None
     location: str | None = None  # where the loop crashed: "file:line: source"
+    d_profile: DProfile | None = None  # what D was observed to be (None: not observable)
+    d_order: str | None = None  # "real_first" / "fake_first" in D's first step, if seen
 
     def as_dict(self) -> dict:
         """A JSON-ready dict (the error as its message)."""
@@ -119,6 +124,8 @@ class Report:
             "iterations": self.iterations,
             "schedule": self.schedule,
             "pattern": self.pattern,
+            "d_profile": None if self.d_profile is None else self.d_profile.describe(),
+            "d_order": self.d_order,
         }
 
     def __str__(self) -> str:
@@ -151,6 +158,7 @@ class Report:
             lines.append(f"  the loop crashed{where}: {_one_line(self.error)}")
         lines.append("  hazards:" if self.hazards else "  hazards: none found")
         lines += [f"   - {h}" for h in self.hazards]
+        lines += self._d_lines()
         if self.schedule:
             lines.append(
                 f"  ganstep: schedule {self.schedule} computes this update with the fewest "
@@ -159,6 +167,30 @@ class Report:
         else:
             lines.append("  ganstep: no single ganstep schedule matches this update order.")
         return "\n".join(lines)
+
+    def _d_lines(self) -> list[str]:
+        """What D is, and which ganstep options keep such a loop exact."""
+        profile = self.d_profile
+        if profile is None:
+            return []
+        seen = f"; D's step forwards it {ORDER_WORDS[self.d_order]}" if self.d_order else ""
+        lines = [f"  D: {profile.describe()}{seen}"]
+        fake_first = ', d_order="fake_first"' if self.d_order == "fake_first" else ""
+        if not profile.mergeable:
+            lines.append(
+                "  exactness: D's forward draws random numbers or advances state, so every "
+                "D forward of this loop counts: ganstep keeps them all (its default "
+                f'd_forwards="auto"{fake_first}); fused=True and d_forwards="merged" '
+                "would differ from this loop."
+            )
+        elif fake_first:
+            lines.append(f"  exactness: Step(...{fake_first}) forwards D in this loop's order.")
+        if profile.mixing:
+            lines.append("  D mixes samples: ganstep refuses concat=True and fused=True for it.")
+        return lines
+
+
+ORDER_WORDS = {"real_first": "on the real batch first", "fake_first": "on the fake batch first"}
 
 
 def _gflop(flops: float) -> str:
@@ -191,6 +223,7 @@ class Recorder:
 
     def __init__(self) -> None:
         self.modules: dict[str, nn.Module] = {}
+        self._kept_args: set[str] = set()
         self.owner: dict[int, str] = {}  # parameter id -> label
         self.steps: Counter[str] = Counter()
         self.seq = 0
@@ -245,15 +278,18 @@ class Recorder:
     def hook_module(self, label: str, module: nn.Module) -> None:
         """Record every call of ``module`` under ``label`` (function mode)."""
         self.add_module(label, module)
-        started: list[tuple] = []
-        self.handles.append(
-            module.register_forward_pre_hook(lambda m, a: started.append(self.forward_start()))
-        )
-        self.handles.append(
-            module.register_forward_hook(
-                lambda m, a, out: self.forward_end(label, a, out, started.pop()), always_call=True
-            )
-        )
+        started: list[tuple | None] = []
+
+        def pre(m, a) -> None:  # ganstep's own observation of D is not the user's loop
+            started.append(None if observing() else self.forward_start())
+
+        def post(m, a, out) -> None:
+            start = started.pop()
+            if start is not None:
+                self.forward_end(label, a, out, start)
+
+        self.handles.append(module.register_forward_pre_hook(pre))
+        self.handles.append(module.register_forward_hook(post, always_call=True))
 
     def forward_start(self) -> tuple[int, list[Tensor]]:
         return self.flops(), _rng_states()
@@ -276,6 +312,9 @@ class Recorder:
             key=self.key(x) if x is not None else None,
             iteration=self.iteration,
         )
+        if label not in self._kept_args:  # for observing what D is, after the run
+            self._kept_args.add(label)
+            fwd.args = tuple(a.detach() if isinstance(a, Tensor) else a for a in args)
         self.forwards.append(fwd)
         self.alive += [t.detach() for t in tensors]
 
@@ -634,6 +673,18 @@ class _Analysis:
             return ("simultaneous", 1, 1)
         return ("other", n_d, n_g)
 
+    def d_order(self) -> str | None:
+        """Whether D's first step went through D on the fake batch (a G output) first."""
+        step = next((s for s in self.steps if s.label == "D"), None)
+        if step is None:
+            return None
+        through = [f for b in self.backwards if b.index in step.backwards for f in b.through]
+        ds = sorted((f for f in through if f.label == "D"), key=lambda f: f.seq)
+        fake = [f.producer is not None and f.producer.label == "G" for f in ds]
+        if len(ds) < 2 or all(fake) or not any(fake):
+            return None  # one D call on both (concat), or not a real/fake pair
+        return "fake_first" if fake[0] else "real_first"
+
     def order(self) -> tuple[str, str | None, str | None]:
         """(order, ganstep schedule, pattern description) over the analysed iterations."""
         shapes = [self.shape(i) for i in range(self.n)]
@@ -697,11 +748,27 @@ def analyse(
         hazards.insert(0, _explain_inplace(rec))
         order, schedule = "simultaneous", "simultaneous()"
     other_flops = sum(f.flops for f in a.forwards if not f.used)
+    d_profile, d_order = observe_d(rec), a.d_order()
     # up to the last analysed step: a script's next iteration, begun when it was
     # stopped, is not part of the ones analysed
     total = a.steps[-1].flops if a.steps and error is None else rec.flops()
     return Report(order, forwards, backwards, total, wasted, list(dict.fromkeys(hazards)), error,
-                  iterations, schedule, double, others, other_flops, pattern, location)  # fmt: skip
+                  iterations, schedule, double, others, other_flops, pattern, location,
+                  d_profile, d_order)  # fmt: skip
+
+
+def observe_d(rec: Recorder) -> DProfile | None:
+    """What D is, observed as Step observes it (no trace left) on the first input the
+    loop gave D; None when D cannot be run on it again."""
+    first = next((f for f in rec.forwards if f.label == "D" and f.args), None)
+    D = rec.modules.get("D")
+    if first is None or D is None or not isinstance(first.args[0], Tensor):
+        return None
+    x, rest = first.args[0], first.args[1:]
+    try:
+        return profile_d(D, Batch(x), lambda module, batch: module(batch.x, *rest))
+    except Exception:  # e.g. a one-sample batch whose other arguments cannot be doubled
+        return None
 
 
 def _explain_inplace(rec: Recorder) -> str:
