@@ -131,8 +131,8 @@ def test_a_declared_mixing_d_is_refused_by_concat_and_fused():
         step_for(D, schedule="d_first", concat=True, d_profile=DProfile(mixing=True,
                  why=(("mixing", "declared"),)))  # fmt: skip
     with pytest.raises(ValueError, match="fused=True.*mix samples"):
-        step_for(D, schedule=simultaneous(fused=True), d_profile={
-            "stochastic": False, "stateful": False, "eval_state": False, "mixing": True})  # fmt: skip
+        whole = {"stochastic": False, "stateful": False, "eval_state": False, "mixing": True}
+        step_for(D, schedule=simultaneous(fused=True), d_profile=whole)
 
 
 @given(st.text(max_size=12))

@@ -208,8 +208,9 @@ def test_stylegan2_ada_phases_with_augmentation_inside_d_and_lazy_r1(kind, every
         torch.manual_seed(0)
         G = nn.Sequential(nn.Linear(Z, 8), nn.Tanh(), nn.Linear(8, X)).double()
         D = make_d(kind).double()
-        lr, betas = lazy_regularization(0.01, (0.5, 0.9), every) if every > 1 else (0.01,
-                                                                                    (0.5, 0.9))
+        lr, betas = (
+            lazy_regularization(0.01, (0.5, 0.9), every) if every > 1 else (0.01, (0.5, 0.9))
+        )
         built.append((G, D, torch.optim.Adam(G.parameters(), 0.01, betas=(0.5, 0.9)),
                       torch.optim.Adam(D.parameters(), lr, betas=betas)))  # fmt: skip
     theirs, ours = built
@@ -359,7 +360,11 @@ def test_the_view_keeps_what_d_returned_for_terms():
             h = self.body(x)
             return self.head(h), h
 
-    step = tiny_step(ScoreFirst().double(), g_terms={
-        "features": lambda v: F.mse_loss(v.d_fake[1].mean(0), v.d_fake[1].mean(0).detach())})
+    step = tiny_step(
+        ScoreFirst().double(),
+        g_terms={
+            "features": lambda v: F.mse_loss(v.d_fake[1].mean(0), v.d_fake[1].mean(0).detach())
+        },
+    )
     logs = step(real_batches(1)[0])
     assert_close(logs["features"], torch.tensor(0.0, dtype=torch.float64))

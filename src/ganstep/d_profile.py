@@ -186,6 +186,35 @@ class _Rng:
             g.set_state(state)
 
 
+class _Tensors:
+    """D's parameters and buffers as they were: which a forward changed, and putting
+    them back (their values; the version counters move)."""
+
+    def __init__(self, D: nn.Module) -> None:
+        self.named = dict(D.named_parameters(remove_duplicate=True))
+        self.named.update(D.named_buffers(remove_duplicate=True))
+        self.versions = {name: t._version for name, t in self.named.items()}
+        self.saved = {name: t.detach().clone() for name, t in self.named.items()}
+
+    def changed(self) -> list[str]:
+        # BatchNorm's kernels update running statistics without moving the version
+        # counter: the values tell
+        return [
+            name
+            for name, t in self.named.items()
+            if t._version != self.versions[name] or not torch.equal(t, self.saved[name])
+        ]
+
+    def restore(self) -> None:
+        for name in self.changed():
+            self.named[name].data.copy_(self.saved[name])
+            self.versions[name] = self.named[name]._version
+
+    def perturb(self, names: list[str]) -> None:
+        for name in names:
+            _perturb(self.named[name])
+
+
 def profile_d(D: nn.Module, batch: Batch, call: Callable[[nn.Module, Batch], object]) -> DProfile:
     """Observe D's forward on ``batch`` (D's current train/eval mode) and say what it is.
 
@@ -197,71 +226,64 @@ def profile_d(D: nn.Module, batch: Batch, call: Callable[[nn.Module, Batch], obj
     if batch.n < 2:  # the mixing test perturbs one sample and watches another
         batch = cat(batch, batch)
     x = batch.x.detach()
-    named = dict(D.named_parameters(remove_duplicate=True))
-    named.update(D.named_buffers(remove_duplicate=True))
-    versions = {name: t._version for name, t in named.items()}
-    saved = {name: t.detach().clone() for name, t in named.items()}
-    rng = _Rng(D, x.device)
+    tensors, rng = _Tensors(D), _Rng(D, x.device)
     own = [g.get_state() for g in rng.own]
 
-    def changed() -> list[str]:
-        # BatchNorm's kernels update running statistics without moving the version
-        # counter: the values tell
-        return [
-            name
-            for name, t in named.items()
-            if t._version != versions[name] or not torch.equal(t, saved[name])
-        ]
+    def forward(inp: Tensor, perturbed: list[str]) -> object:
+        """D on ``inp`` from the seed and the state it started with, but for the
+        ``perturbed`` tensors; then the state put back."""
+        tensors.perturb(perturbed)
+        rng.seed(own)
+        out = call(D, batch.with_x(inp))
+        tensors.restore()
+        return out
 
-    def restore() -> None:
-        for name in changed():
-            named[name].data.copy_(saved[name])
-            versions[name] = named[name]._version
-
-    why: dict[str, str] = {}
     with _observation(), torch.no_grad(), torch.random.fork_rng(devices=rng.devices()):
         rng.seed(own)
         before = rng.state()
         first = call(D, batch.with_x(x))
         advanced = any(not torch.equal(a, b) for a, b in zip(before, rng.state(), strict=True))
-        touched = changed()
-        restore()
-        if advanced:
-            why["stochastic"] = "a forward draws from a random generator"
-        # The same forward again, from the same seed and state but for the tensors the
-        # first one changed, which are perturbed: if the output moves, D reads them.
-        for name in touched:
-            _perturb(named[name])
-        rng.seed(own)
-        second = call(D, batch.with_x(x))
-        restore()
-        if touched:
-            shown = ", ".join(touched[:4]) + (
-                f" and {len(touched) - 4} more" if len(touched) > 4 else ""
-            )
-            if _same(first, second):
-                why["eval_state"] = f"a forward changes {shown}; the next forward does not read it"
-            else:
-                why["stateful"] = f"a forward changes {shown} and the next forward reads it"
-        elif not _same(first, second):
-            why["stochastic"] = (
-                "two forwards from the same state and seed differ (a generator of its own; "
-                "whether it mixes samples cannot be seen: declare d_profile={'mixing': True} "
-                "if it does)"
-            )
-        private = "stochastic" in why and not advanced and not touched
-        perturbed = x.clone()
-        perturbed[0] = 1.0 - 2.0 * perturbed[0]
-        rng.seed(own)
-        third = call(D, batch.with_x(perturbed))
-        restore()
+        touched = tensors.changed()
+        tensors.restore()
+        # again with the tensors the first forward changed perturbed: if the output
+        # moves, D reads them; then again with one sample changed
+        second = forward(x, touched)
+        one_changed = x.clone()
+        one_changed[0] = 1.0 - 2.0 * one_changed[0]
+        third = forward(one_changed, [])
         rng.seed(own)  # D's own generators as they were (fork_rng restores the global ones)
-        if not private and _others_moved(first, third, x.shape[0]):
-            why["mixing"] = "changing one sample moves D's outputs on the others"
+    why = _verdicts(advanced, touched, first, second, third, x.shape[0])
     known = known_mixing_layers(D)
     if known:
         why["mixing"] = f"BatchNorm in training mode ({', '.join(known)})"
     return DProfile(**{name: name in why for name in FIELDS}, why=tuple(why.items()))
+
+
+def _verdicts(
+    advanced: bool, touched: list[str], first: object, second: object, third: object, n: int
+) -> dict[str, str]:
+    """What the three forwards of :func:`profile_d` show, each with its reason."""
+    why: dict[str, str] = {}
+    if advanced:
+        why["stochastic"] = "a forward draws from a random generator"
+    if touched:
+        shown = ", ".join(touched[:4]) + (
+            f" and {len(touched) - 4} more" if len(touched) > 4 else ""
+        )
+        if _same(first, second):
+            why["eval_state"] = f"a forward changes {shown}; the next forward does not read it"
+        else:
+            why["stateful"] = f"a forward changes {shown} and the next forward reads it"
+    elif not _same(first, second):
+        why["stochastic"] = (
+            "two forwards from the same state and seed differ (a generator of its own; "
+            "whether it mixes samples cannot be seen: declare d_profile={'mixing': True} "
+            "if it does)"
+        )
+        return why  # its draws differ from call to call: the mixing test cannot tell
+    if _others_moved(first, third, n):
+        why["mixing"] = "changing one sample moves D's outputs on the others"
+    return why
 
 
 def _perturb(t: Tensor) -> None:
