@@ -128,3 +128,23 @@ def test_bench_r1_and_accumulation_rows_and_ratio_plot(tmp_path, capsys):
     assert rows["ganstep+accum4"]["gflops"] == pytest.approx(rows["ganstep"]["gflops"])
     with Image.open(picture) as im:
         assert im.size[0] >= 700
+
+
+def test_spectral_norm_d_rows_show_the_exact_step_against_its_loop(tmp_path):
+    """SNGAN/BigGAN's D: simultaneous keeps PyTorch-GAN's three D forwards (exact), and
+    the time and FLOP ratios to that loop are measured in the same run."""
+    out = tmp_path / "bench.json"
+    ganstep("bench", "--models", "dcgan_sn", "dcgan_plain", "--objectives", "ns",
+            "--width", 8, "--batch-size", 8, "--reps", 1, "--warmup", 0, "--json", out,
+            cache=tmp_path, timeout=300)  # fmt: skip
+    rows = json.loads(out.read_text())
+    by = {(r["model"], r["impl"], r["schedule"]): r for r in rows}
+    exact = by[("dcgan_sn", "ganstep", "simultaneous")]
+    merged = by[("dcgan_plain", "ganstep", "simultaneous")]
+    assert exact["passes"]["D"]["forward"] == 3 and merged["passes"]["D"]["forward"] == 2
+    loop = by[("dcgan_sn", "pytorch_gan_g_first", "simultaneous")]
+    assert loop["passes"]["D"]["forward"] == 3
+    assert exact["ratio"] > 0
+    # D's weight gradients in G's step are still saved; the D forward is not
+    assert merged["flop_ratio"] < exact["flop_ratio"] < 1
+    assert exact["flop_ratio"] == pytest.approx(exact["gflops"] / loop["gflops"], abs=2e-3)

@@ -25,6 +25,7 @@ from pathlib import Path
 
 import torch
 from torch import Tensor, nn
+from torch.nn.utils import parametrizations
 from torch.utils.flop_counter import FlopCounterMode
 
 from . import reference
@@ -42,7 +43,9 @@ PAIRS = {
     "g_first": (g_first(reuse_z=True), "lightning_g_first"),
     "simultaneous": (simultaneous(), "pytorch_gan_g_first"),
 }
-MODELS = ("mlp", "dcgan", "dcgan_plain", "began")
+# dcgan_sn: the DCGAN D without BatchNorm, spectral norm on every conv (SNGAN, BigGAN):
+# its forwards advance state, so simultaneous keeps the loop's D forwards to be exact.
+MODELS = ("mlp", "dcgan", "dcgan_plain", "dcgan_sn", "began")
 # Step options measured next to the plain schedules (``--variants``): row impl
 # "ganstep+NAME", with the schedule it runs.
 VARIANTS = {
@@ -75,6 +78,7 @@ class Row:
     gflops: float = 0.0
     passes: dict = field(default_factory=dict)
     ratio: float | None = None  # time / the reference loop's time (ganstep rows)
+    flop_ratio: float | None = None  # FLOPs / the reference loop's FLOPs (ganstep rows)
     # ganstep variant rows: iterations/s over those of each baseline (baseline ms / ms)
     speedup: dict = field(default_factory=dict)
 
@@ -90,11 +94,14 @@ def make_pair(model: str, objective: str, batch: int, width: int, device, seed: 
             D = MLP(2, 2, (width, 2, width), activation=nn.ELU)
         gen = torch.Generator().manual_seed(seed)
         real = sample_mixture(grid_modes(), 0.05, batch, gen)
-    elif model in ("dcgan", "dcgan_plain"):  # plain: D without BatchNorm (as WGAN-GP's)
+    elif model in ("dcgan", "dcgan_plain", "dcgan_sn"):  # plain: D without BatchNorm
         z_dim = 100
         G = DCGANGenerator(z_dim, width, 3, 32)
         batchnorm = model == "dcgan" and objective != "wgan_gp"
         D = DCGANDiscriminator(width, 3, 32, batchnorm=batchnorm)
+        if model == "dcgan_sn":
+            for conv in [m for m in D.modules() if isinstance(m, nn.Conv2d)]:
+                parametrizations.spectral_norm(conv)
         real = torch.rand(batch, 3, 32, 32) * 2 - 1
     elif model == "began":
         z_dim = 64
@@ -151,6 +158,7 @@ def implementations(
             G, D, opt_g, opt_d, latent, real = pair()
             chosen = {"objective": objective, **options}  # a variant may bring its own
             step = Step(G, D, opt_g, opt_d, schedule=schedule, latent=latent, **chosen)
+            step.observe_d(real)  # once, before anything is measured
             return (lambda: step(real)), G, D
 
         return build
@@ -183,6 +191,7 @@ def implementations(
             opt_d = torch.optim.Adam(D.parameters(), 2e-4, betas=(0.5, 0.999), capturable=True)
             step = Step(G, D, opt_g, opt_d, objective=objective, schedule=d_first(),
                         latent=latent)  # fmt: skip
+            step.observe_d(real)
             graphed = GraphedStep(step, real, generators=[latent.generator])
             return (lambda: graphed(real)), G, D
 
@@ -408,6 +417,7 @@ def _data_parallel_worker(rank, model, objective, batch, width, reps, warmup, wo
                                                          seed=0)  # fmt: skip
             step = Step(G, D, opt_g, opt_d, objective=objective, schedule=d_first(),
                         latent=latent, distributed=True)  # fmt: skip
+            step.observe_d(real)
             return (lambda: step(real)), G, D
 
         fn, _, _ = build()
@@ -438,6 +448,8 @@ def _ratios(rows: list[Row], model: str, objective: str) -> None:
         if r.impl.startswith("ganstep"):
             ref = by_impl.get(reference_of(r))
             r.ratio = round(r.ms_median / ref.ms_median, 3) if ref else None
+            if ref is not None and ref.gflops:
+                r.flop_ratio = round(r.gflops / ref.gflops, 3)
         if r.impl.startswith("ganstep+"):
             baselines = [(PAIRS[r.schedule][1], r.schedule), ("ganstep", r.schedule)]
             if r.impl == "ganstep+fused":  # FusedProp's comparison: the DCGAN example
@@ -457,21 +469,25 @@ def _ratios(rows: list[Row], model: str, objective: str) -> None:
 
 def table(rows: list[Row]) -> str:
     """A readable terminal table."""
-    head = (f"{'model':6} {'objective':9} {'schedule':12} {'impl':22} {'ms med':>8} "
+    wide = max([len("model")] + [len(r.model) for r in rows])
+    head = (f"{'model':{wide}} {'objective':9} {'schedule':12} {'impl':22} {'ms med':>8} "
             f"{'min':>8} {'max':>8} {'peak MB':>8} {'GFLOP':>7} {'G f/b':>5} {'D f/b':>5} "
-            f"{'ratio':>6}")  # fmt: skip
+            f"{'ratio':>6} {'FLOP r':>6}")  # fmt: skip
     lines = [head, "-" * len(head)]
     for r in rows:
         ratio = "" if r.ratio is None else f"{r.ratio:.3f}"
+        flop_ratio = "" if r.flop_ratio is None else f"{r.flop_ratio:.3f}"
         g, d = r.passes["G"], r.passes["D"]
         lines.append(
-            f"{r.model:6} {r.objective:9} {r.schedule:12} {r.impl:22} {r.ms_median:8.2f} "
+            f"{r.model:{wide}} {r.objective:9} {r.schedule:12} {r.impl:22} {r.ms_median:8.2f} "
             f"{r.ms_min:8.2f} {r.ms_max:8.2f} {r.peak_mem_bytes / 2**20:8.2f} {r.gflops:7.3f} "
-            f"{g['forward']}/{g['backward']:<3} {d['forward']}/{d['backward']:<3} {ratio:>6}"
+            f"{g['forward']}/{g['backward']:<3} {d['forward']}/{d['backward']:<3} {ratio:>6} "
+            f"{flop_ratio:>6}"
         )
     lines.append(
-        "ratio: ganstep rows, time over the reference loop of the same schedule; "
-        "hand_minimal_d_first, ganstep.d_first's time over it (Step's overhead)."
+        "ratio: ganstep rows, time over the reference loop of the same schedule (FLOP r: "
+        "FLOPs over its FLOPs); hand_minimal_d_first, ganstep.d_first's time over it "
+        "(Step's overhead)."
     )
     for r in rows:
         if r.speedup:

@@ -101,7 +101,10 @@ def _parser() -> argparse.ArgumentParser:
         description="Every implementation runs one iteration at a time, interleaved, in one "
         "process; see benchmarks/RESULTS.md for how to read the numbers.",
     )
-    models = "of: mlp (2D grid), dcgan (32x32), dcgan_plain (D without BatchNorm), began"
+    models = (
+        "of: mlp (2D grid), dcgan (32x32), dcgan_plain (D without BatchNorm), dcgan_sn (D "
+        "with spectral norm on every conv, no BatchNorm), began"
+    )
     bench.add_argument("--models", nargs="+", default=["mlp", "dcgan", "began"], help=models)
     bench.add_argument("--objectives", nargs="+", default=["ns", "began"],
                        help="objectives (the began model runs only with began)")  # fmt: skip
