@@ -4,6 +4,7 @@ from . import objectives, reference, schedules
 from .audit import Report, audit
 from .audit_script import AuditError, audit_script
 from .cuda_graph import GraphedStep
+from .d_profile import DProfile
 from .objectives import Objective, get_objective
 from .schedules import Schedule, d_first, g_first, get_schedule, simultaneous
 from .step import Step
@@ -12,6 +13,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "AuditError",
+    "DProfile",
     "GraphedStep",
     "Objective",
     "Report",
