@@ -115,7 +115,7 @@ def test_one_optimizer_step_one_scaler_update_one_sync_per_phase():
     step = Step(G, D, opt_g, opt_d, objective=NS(r1=1.0, r1_every=2), schedule="d_first",
                 latent=latent_stream(), accumulate=3)  # fmt: skip
     synced = []
-    step.pair.sync = lambda params: synced.append(len(params))
+    step.game.sync = lambda params: synced.append(len(params))
     for real in real_batches(2):
         step(real)
     # iteration 0: D, lazy R1, G; iteration 1: D, G

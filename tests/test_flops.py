@@ -8,7 +8,7 @@ from torch.utils.flop_counter import FlopCounterMode
 
 from ganstep import Step, d_first, reference, simultaneous
 from ganstep.models import DCGANDiscriminator, DCGANGenerator
-from ganstep.phases import frozen
+from ganstep.sides import frozen
 
 N, Z = 8, 16
 

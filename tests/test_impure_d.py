@@ -28,7 +28,7 @@ from torch.utils.flop_counter import FlopCounterMode
 
 from ganstep import Step, d_first, g_first, reference, simultaneous
 from ganstep.objectives import NS, lazy_regularization
-from ganstep.phases import frozen
+from ganstep.sides import frozen
 
 Z, N, ITERATIONS = 3, 6, 4
 IMPURE = [k for k in KINDS if k != "batchnorm"]  # draw random numbers or advance state

@@ -14,7 +14,7 @@ from torch.utils.data import DataLoader, TensorDataset
 from torch.utils.flop_counter import FlopCounterMode
 
 from ganstep import Step, d_first, g_first, reference, simultaneous
-from ganstep.phases import frozen
+from ganstep.sides import frozen
 
 N, Z, X, K = 6, 3, 4, 3  # batch, z, sample width, classes
 ITERATIONS = 4

@@ -33,8 +33,8 @@ from .data.toy import grid_modes, sample_mixture
 from .distributed import exit_now
 from .models import MLP, BEGANDecoder, BEGANDiscriminator, DCGANDiscriminator, DCGANGenerator
 from .objectives import NS
-from .phases import frozen
 from .schedules import d_first, g_first, simultaneous
+from .sides import frozen
 from .step import Step
 
 # schedule -> (ganstep schedule, reference loop computing the same update)

@@ -50,22 +50,23 @@ def check_capturable(step: Step) -> None:
         raise ValueError("CUDA graph capture: distributed steps are not captured")
     if step.accumulate > 1:
         raise ValueError("CUDA graph capture: accumulate > 1 is not captured; use accumulate=1")
-    if step.objective.r1 and step.objective.r1_every > 1:
+    regularizer = step.objective.regularizer
+    if regularizer is not None and regularizer.weight and regularizer.every > 1:
         raise ValueError("CUDA graph capture: lazy R1 (r1_every > 1) differs between iterations")
-    if step.pair.condition is not None or step.pair.g_terms or step.pair.d_terms:
+    if step.game.condition is not None or step.game.g_terms or step.game.d_terms:
         raise ValueError("CUDA graph capture: conditional steps and loss terms are not captured")
-    if step.pair.check_finite:
+    if step.game.check_finite:
         raise ValueError(
             "CUDA graph capture: check_finite reads each loss on the host; check the "
             "losses the graphed step returns instead"
         )
-    for name, opt in (("opt_g", step.pair.opt_g), ("opt_d", step.pair.opt_d)):
+    for name, opt in (("opt_g", step.game.g.optimizer), ("opt_d", step.game.d.optimizer)):
         if not all(group.get("capturable", False) for group in opt.param_groups):
             raise ValueError(
                 f"CUDA graph capture: {name} ({type(opt).__name__}) is not capturable; "
                 "build it with capturable=True"
             )
-    device = next(step.pair.G.parameters()).device
+    device = next(step.game.g.module.parameters()).device
     if device.type != "cuda":
         raise ValueError(f"CUDA graph capture needs the models on CUDA, they are on {device}")
 

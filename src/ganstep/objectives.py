@@ -16,29 +16,12 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
+from .checks import non_negative
 from .registry import resolve
+from .regularizers import R1, WithR1
+from .regularizers import lazy_regularization as lazy_regularization  # its old home
 
 Logs = dict[str, Tensor]
-
-
-def _every(owner: str, value: object) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"{owner} r1_every must be a positive integer, got {value!r}")
-    return value
-
-
-def lazy_regularization(lr: float, betas: tuple[float, float], every: int):
-    """D's Adam ``lr`` and ``betas`` for R1 every ``every`` D steps, as StyleGAN2-ADA sets
-    them: with ``ratio = every / (every + 1)``, ``lr * ratio`` and ``betas ** ratio``
-    (the regularization phase is one more optimizer step every ``every``)."""
-    ratio = every / (every + 1)
-    return lr * ratio, (betas[0] ** ratio, betas[1] ** ratio)
-
-
-def _non_negative(owner: str, name: str, value: object) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not value >= 0:
-        raise ValueError(f"{owner} {name} must be a number >= 0, got {value!r}")
-    return float(value)
 
 
 class Objective:
@@ -52,11 +35,11 @@ class Objective:
 
     name = ""
     g_needs_real = False
+    # The D-side regularizer taken from the D(real) forward (R1), or None.
+    regularizer: R1 | None = None
     # D's output is scores (one per sample, or a map); False for BEGAN's autoencoder,
     # whose output is shaped like the sample.
     reads_scores = True
-    r1 = 0.0
-    r1_every = 1
     # Whether h_G'(s) / h_D'(s) is one constant wherever D's slope is not 0: then the
     # fused step is exact for a map of scores per sample too.
     constant_ratio = False
@@ -88,14 +71,6 @@ class Objective:
         only). ``fake`` is cut from G's graph: a penalty trains D only.
         """
         return None
-
-    def real_penalty(self, x: Tensor, score_sum: Tensor) -> Tensor:
-        """R1 (Mescheder et al., 2018), r1/2 mean(||grad D(x)||^2), from the graph of the
-        D forward on the real batch that the D step runs anyway: ``x`` required grad
-        there and ``score_sum`` is the sum of D's scores on it (StyleGAN2-ADA's way).
-        With ``r1_every = k > 1`` the step calls it every k-th D step only, weighted k."""
-        (grad,) = torch.autograd.grad(score_sum, x, create_graph=True)
-        return 0.5 * self.r1 * grad.reshape(grad.shape[0], -1).square().sum(1).mean()
 
     def g_loss(self, fake: Tensor, real: Tensor | None = None) -> tuple[Tensor, Logs]:
         """L_G from the scores of the fake batch (and, if ``g_needs_real``, the real one)."""
@@ -129,7 +104,7 @@ class Objective:
         return f"{type(self).__name__}()"
 
 
-class NS(Objective):
+class NS(WithR1, Objective):
     """Non-saturating GAN (BCE with logits).
 
     L_D = mean(softplus(-D(x))) + mean(softplus(D(G(z)))),
@@ -142,13 +117,6 @@ class NS(Objective):
 
     name = "ns"
     not_fusable = None
-
-    def __init__(self, r1: float = 0.0, r1_every: int = 1) -> None:
-        self.r1 = _non_negative(self.name, "r1", r1)
-        self.r1_every = _every(self.name, r1_every)
-
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}(r1={self.r1}, r1_every={self.r1_every})"
 
     def d_loss(self, real: Tensor, fake: Tensor) -> tuple[Tensor, Logs]:
         return F.softplus(-real).mean() + F.softplus(fake).mean(), {}
@@ -174,7 +142,7 @@ class Minimax(NS):
         return torch.sigmoid(fake), torch.full_like(fake, -1.0)  # h_G = -h_D
 
 
-class LSGAN(Objective):
+class LSGAN(WithR1, Objective):
     """Least squares GAN with targets 0 and 1.
 
     L_D = 0.5 mean((D(x)-1)^2) + 0.5 mean(D(G(z))^2), L_G = 0.5 mean((D(G(z))-1)^2).
@@ -182,13 +150,6 @@ class LSGAN(Objective):
 
     name = "lsgan"
     not_fusable = None
-
-    def __init__(self, r1: float = 0.0, r1_every: int = 1) -> None:
-        self.r1 = _non_negative(self.name, "r1", r1)
-        self.r1_every = _every(self.name, r1_every)
-
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}(r1={self.r1}, r1_every={self.r1_every})"
 
     def d_loss(self, real: Tensor, fake: Tensor) -> tuple[Tensor, Logs]:
         return 0.5 * (real - 1).square().mean() + 0.5 * fake.square().mean(), {}
@@ -201,19 +162,12 @@ class LSGAN(Objective):
         return fake, (fake - 1) / fake
 
 
-class Hinge(Objective):
+class Hinge(WithR1, Objective):
     """Hinge loss: L_D = mean(relu(1-D(x))) + mean(relu(1+D(G(z)))), L_G = -mean(D(G(z)))."""
 
     name = "hinge"
     not_fusable = None
     constant_ratio = True  # -1 wherever relu(1 + s) has slope 1; the rest go apart
-
-    def __init__(self, r1: float = 0.0, r1_every: int = 1) -> None:
-        self.r1 = _non_negative(self.name, "r1", r1)
-        self.r1_every = _every(self.name, r1_every)
-
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}(r1={self.r1}, r1_every={self.r1_every})"
 
     def d_loss(self, real: Tensor, fake: Tensor) -> tuple[Tensor, Logs]:
         return F.relu(1 - real).mean() + F.relu(1 + fake).mean(), {}
@@ -243,7 +197,7 @@ class WGANGP(Objective):
     not_fusable = None
 
     def __init__(self, weight: float = 10.0) -> None:
-        self.weight = _non_negative(self.name, "weight", weight)
+        self.weight = non_negative(weight, f"{self.name} weight")
 
     def d_loss(self, real: Tensor, fake: Tensor) -> tuple[Tensor, Logs]:
         return fake.mean() - real.mean(), {}

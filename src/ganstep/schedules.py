@@ -21,30 +21,13 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from .batch import Batch
+from .checks import flag, positive_int
+from .fakes import cut, draw, generate
+from .fused import check_fusable, fused_joint_phase
+from .game import Game
 from .objectives import Logs
-from .phases import (
-    Pair,
-    check_fusable,
-    cut,
-    d_phase,
-    draw,
-    fused_joint_phase,
-    g_phase,
-    generate,
-    joint_phase,
-    separate_phases,
-)
+from .phases import d_phase, g_phase, joint_phase, separate_phases
 from .registry import resolve
-
-
-def _positive_int(owner: str, name: str, value: object) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"{owner}: {name} must be a positive integer, got {value!r}")
-
-
-def _flag(owner: str, name: str, value: object) -> None:
-    if not isinstance(value, bool):
-        raise ValueError(f"{owner}: {name} must be True or False, got {value!r}")
 
 
 class Schedule:
@@ -57,10 +40,10 @@ class Schedule:
         """How many real batches one iteration consumes (one per D step)."""
         return 1
 
-    def check(self, pair: Pair) -> None:
+    def check(self, game: Game) -> None:
         """Raise ValueError if this schedule cannot run exactly on ``pair``."""
 
-    def run(self, pair: Pair, reals: list[Batch], iteration: int) -> Logs:
+    def run(self, game: Game, reals: list[Batch], iteration: int) -> Logs:
         raise NotImplementedError
 
 
@@ -86,29 +69,29 @@ class DFirst(Schedule):
     name: ClassVar[str] = "d_first"
 
     def __post_init__(self) -> None:
-        _positive_int(self.name, "d_steps", self.d_steps)
-        _positive_int(self.name, "g_steps", self.g_steps)
-        _flag(self.name, "reuse_fake", self.reuse_fake)
+        positive_int(self.d_steps, f"{self.name}: d_steps")
+        positive_int(self.g_steps, f"{self.name}: g_steps")
+        flag(self.reuse_fake, f"{self.name}: reuse_fake")
 
     @property
     def real_batches(self) -> int:
         return self.d_steps
 
-    def run(self, pair: Pair, reals: list[Batch], iteration: int) -> Logs:
+    def run(self, game: Game, reals: list[Batch], iteration: int) -> Logs:
         logs: Logs = {}
         kept = None
         for i, real in enumerate(reals):
             keep = self.reuse_fake and i == len(reals) - 1
-            fake = generate(pair, draw(pair, real), real, graph=keep)
-            logs.update(d_phase(pair, real, cut(fake)))
+            fake = generate(game, draw(game, real), real, graph=keep)
+            logs.update(d_phase(game, real, cut(fake)))
             kept = fake if keep else None
         real = reals[-1]
         for j in range(self.g_steps):
             if j == 0 and kept is not None:
                 fake = kept
             else:
-                fake = generate(pair, draw(pair, real), real, graph=True)
-            logs.update(g_phase(pair, fake, real))
+                fake = generate(game, draw(game, real), real, graph=True)
+            logs.update(g_phase(game, fake, real))
         return logs
 
 
@@ -132,25 +115,25 @@ class GFirst(Schedule):
     name: ClassVar[str] = "g_first"
 
     def __post_init__(self) -> None:
-        _positive_int(self.name, "g_steps", self.g_steps)
-        _positive_int(self.name, "d_steps", self.d_steps)
-        _flag(self.name, "reuse_z", self.reuse_z)
+        positive_int(self.g_steps, f"{self.name}: g_steps")
+        positive_int(self.d_steps, f"{self.name}: d_steps")
+        flag(self.reuse_z, f"{self.name}: reuse_z")
 
     @property
     def real_batches(self) -> int:
         return self.d_steps
 
-    def run(self, pair: Pair, reals: list[Batch], iteration: int) -> Logs:
+    def run(self, game: Game, reals: list[Batch], iteration: int) -> Logs:
         logs: Logs = {}
         first = reals[0]
         code = None
         for _ in range(self.g_steps):
-            code = draw(pair, first)
-            logs.update(g_phase(pair, generate(pair, code, first, graph=True), first))
+            code = draw(game, first)
+            logs.update(g_phase(game, generate(game, code, first, graph=True), first))
         for i, real in enumerate(reals):
             if not (self.reuse_z and i == 0):  # reusing z reuses the fakes' condition too
-                code = draw(pair, real)
-            logs.update(d_phase(pair, real, generate(pair, code, real, graph=False)))
+                code = draw(game, real)
+            logs.update(d_phase(game, real, generate(game, code, real, graph=False)))
         return logs
 
 
@@ -184,34 +167,34 @@ class Simultaneous(Schedule):
     name: ClassVar[str] = "simultaneous"
 
     def __post_init__(self) -> None:
-        _positive_int(self.name, "d_every", self.d_every)
-        _positive_int(self.name, "g_every", self.g_every)
+        positive_int(self.d_every, f"{self.name}: d_every")
+        positive_int(self.g_every, f"{self.name}: g_every")
         if self.d_every > 1 and self.g_every > 1:
             raise ValueError(
                 f"{self.name}: at most one of d_every ({self.d_every}) and g_every "
                 f"({self.g_every}) may exceed 1"
             )
-        _flag(self.name, "fused", self.fused)
+        flag(self.fused, f"{self.name}: fused")
 
-    def check(self, pair: Pair) -> None:
+    def check(self, game: Game) -> None:
         if self.fused:
-            check_fusable(pair)
+            check_fusable(game)
 
-    def run(self, pair: Pair, reals: list[Batch], iteration: int) -> Logs:
+    def run(self, game: Game, reals: list[Batch], iteration: int) -> Logs:
         (real,) = reals
         update_d = (iteration + 1) % self.d_every == 0
         update_g = (iteration + 1) % self.g_every == 0
-        code = draw(pair, real)
+        code = draw(game, real)
         if update_d and update_g:
-            fake = generate(pair, code, real, graph=True)
+            fake = generate(game, code, real, graph=True)
             if self.fused:
-                return fused_joint_phase(pair, real, fake)
-            if pair.merge_d_forwards():
-                return joint_phase(pair, real, fake)
-            return separate_phases(pair, real, fake)
+                return fused_joint_phase(game, real, fake)
+            if game.merge_d_forwards():
+                return joint_phase(game, real, fake)
+            return separate_phases(game, real, fake)
         if update_g:
-            return g_phase(pair, generate(pair, code, real, graph=True), real)
-        return d_phase(pair, real, generate(pair, code, real, graph=False))
+            return g_phase(game, generate(game, code, real, graph=True), real)
+        return d_phase(game, real, generate(game, code, real, graph=False))
 
 
 d_first, g_first, simultaneous = DFirst, GFirst, Simultaneous

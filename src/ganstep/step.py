@@ -10,12 +10,14 @@ from torch import Tensor, nn
 
 from . import distributed as data_parallel
 from .batch import Batch, Condition, split_rows, to_batch
+from .checks import flag, positive_int
 from .d_profile import FIELDS, DProfile, check_declaration, profile_d
 from .errors import NonFiniteError
+from .game import D_FORWARDS, D_ORDERS, Game
 from .objectives import Objective, get_objective
-from .phases import D_FORWARDS, D_ORDERS, Pair, trainable
 from .precision import Precision
 from .schedules import Schedule, get_schedule
+from .sides import Side, trainable
 from .views import Term, normalize_terms
 
 
@@ -53,6 +55,58 @@ def _compiled(module: nn.Module, compile: bool | str) -> nn.Module:
     if compile not in backends:
         raise ValueError(f"compile: unknown backend {compile!r}; choose one of {backends}")
     return torch.compile(module, backend=compile)
+
+
+def _check_models(G: object, D: object, opt_g: object, opt_d: object) -> None:
+    for arg, module in (("G", G), ("D", D)):
+        if not isinstance(module, nn.Module):
+            raise TypeError(f"{arg} must be a torch.nn.Module, got {type(module).__name__}")
+        if not trainable(module):
+            raise ValueError(f"{arg} has no trainable parameters")
+    if G is D:
+        raise ValueError("G and D must be two different modules")
+    _check_optimizer(opt_g, G, "G", D)
+    _check_optimizer(opt_d, D, "D", G)
+
+
+def _check_sources(latent: object, condition: object) -> None:
+    """Where z and the fakes' conditions come from."""
+    if latent is not None and not callable(latent):
+        raise TypeError(f"latent must be callable as latent(n), got {type(latent).__name__}")
+    if condition is not None and condition != "real" and not callable(condition):
+        raise ValueError(
+            f"condition must be None, 'real' or a sampler condition(n), got {condition!r}"
+        )
+    if latent is None and condition is None:
+        raise ValueError(
+            "latent=None means G takes no z (image-to-image, G(c)): give it a condition, "
+            "e.g. condition='real' for pix2pix's source images"
+        )
+
+
+def _check_options(d_scale, concat, distributed, check_finite, d_order, d_forwards, d_map):
+    if isinstance(d_scale, bool) or not isinstance(d_scale, int | float):
+        raise TypeError(f"d_scale must be a number, got {d_scale!r}")
+    if not (math.isfinite(d_scale) and d_scale > 0):
+        raise ValueError(f"d_scale must be a positive number, got {d_scale!r}")
+    for name, value in (("concat", concat), ("distributed", distributed),
+                        ("d_map", d_map), ("check_finite", check_finite)):  # fmt: skip
+        flag(value, name, TypeError)
+    if d_order not in D_ORDERS:
+        raise ValueError(f"d_order must be one of {D_ORDERS}, got {d_order!r}")
+    if d_forwards not in D_FORWARDS:
+        raise ValueError(f"d_forwards must be one of {D_FORWARDS}, got {d_forwards!r}")
+    if check_finite and distributed:
+        raise ValueError(
+            "check_finite=True with distributed=True would stop one process and leave "
+            "the others waiting in a collective; check the losses Step returns instead"
+        )
+    if distributed and not data_parallel.active():
+        raise ValueError(
+            "distributed=True needs torch.distributed's default process group with more "
+            "than one process: call torch.distributed.init_process_group first (torchrun "
+            "sets up its environment)"
+        )
 
 
 class Step:
@@ -175,57 +229,11 @@ class Step:
         d_profile: DProfile | dict[str, bool] | None = None,
         d_map: bool = False,
     ) -> None:
-        for arg, module in (("G", G), ("D", D)):
-            if not isinstance(module, nn.Module):
-                raise TypeError(f"{arg} must be a torch.nn.Module, got {type(module).__name__}")
-            if not trainable(module):
-                raise ValueError(f"{arg} has no trainable parameters")
-        if G is D:
-            raise ValueError("G and D must be two different modules")
-        _check_optimizer(opt_g, G, "G", D)
-        _check_optimizer(opt_d, D, "D", G)
-        if latent is not None and not callable(latent):
-            raise TypeError(f"latent must be callable as latent(n), got {type(latent).__name__}")
-        if condition is not None and condition != "real" and not callable(condition):
-            raise ValueError(
-                f"condition must be None, 'real' or a sampler condition(n), got {condition!r}"
-            )
-        if latent is None and condition is None:
-            raise ValueError(
-                "latent=None means G takes no z (image-to-image, G(c)): give it a condition, "
-                "e.g. condition='real' for pix2pix's source images"
-            )
-        if isinstance(d_scale, bool) or not isinstance(d_scale, int | float):
-            raise TypeError(f"d_scale must be a number, got {d_scale!r}")
-        if not (math.isfinite(d_scale) and d_scale > 0):
-            raise ValueError(f"d_scale must be a positive number, got {d_scale!r}")
-        if not isinstance(concat, bool):
-            raise TypeError(f"concat must be True or False, got {concat!r}")
-        if not isinstance(distributed, bool):
-            raise TypeError(f"distributed must be True or False, got {distributed!r}")
-        if d_order not in D_ORDERS:
-            raise ValueError(f"d_order must be one of {D_ORDERS}, got {d_order!r}")
-        if d_forwards not in D_FORWARDS:
-            raise ValueError(f"d_forwards must be one of {D_FORWARDS}, got {d_forwards!r}")
-        if not isinstance(d_map, bool):
-            raise TypeError(f"d_map must be True or False, got {d_map!r}")
+        _check_models(G, D, opt_g, opt_d)
+        _check_sources(latent, condition)
+        _check_options(d_scale, concat, distributed, check_finite, d_order, d_forwards, d_map)
         self._d_declared = check_declaration(d_profile)
-        if isinstance(accumulate, bool) or not isinstance(accumulate, int) or accumulate < 1:
-            raise ValueError(f"accumulate must be a positive integer, got {accumulate!r}")
-        self.accumulate = accumulate
-        if not isinstance(check_finite, bool):
-            raise TypeError(f"check_finite must be True or False, got {check_finite!r}")
-        if check_finite and distributed:
-            raise ValueError(
-                "check_finite=True with distributed=True would stop one process and leave "
-                "the others waiting in a collective; check the losses Step returns instead"
-            )
-        if distributed and not data_parallel.active():
-            raise ValueError(
-                "distributed=True needs torch.distributed's default process group with more "
-                "than one process: call torch.distributed.init_process_group first (torchrun "
-                "sets up its environment)"
-            )
+        self.accumulate = positive_int(accumulate, "accumulate")
         self.objective = get_objective(objective)
         self.schedule = get_schedule(schedule)
         g_terms = normalize_terms(g_terms, "g_terms")
@@ -235,23 +243,23 @@ class Step:
         device = next(G.parameters()).device
         self.precision = Precision(precision, device.type)
         self.distributed = distributed
-        g_run, d_run = _compiled(G, compile), _compiled(D, compile)
-        self.pair = Pair(g_run, d_run, opt_g, opt_d, self.objective, latent, concat,
-                         precision=self.precision, check_finite=check_finite,
-                         condition=condition, g_terms=g_terms, d_terms=d_terms,
-                         d_scale=float(d_scale), d_order=d_order, d_forwards=d_forwards,
-                         d_map=d_map)  # fmt: skip
+        self.game = Game(Side("G", _compiled(G, compile), opt_g, self.precision),
+                         Side("D", _compiled(D, compile), opt_d, self.precision),
+                         self.objective, latent, condition=condition, g_terms=g_terms,
+                         d_terms=d_terms, d_scale=float(d_scale), concat=concat,
+                         d_order=d_order, d_forwards=d_forwards, d_map=d_map,
+                         check_finite=check_finite)  # fmt: skip
         self._d_module, self._d_mode = D, None  # D observed in that train/eval mode
         if isinstance(self._d_declared, dict) and set(self._d_declared) == set(FIELDS):
             self._d_declared = DProfile().declare(self._d_declared)
         if isinstance(self._d_declared, DProfile):
-            self.pair.d_profile = self._d_declared
-        self.pair.check_concat()
-        self.schedule.check(self.pair)
+            self.game.d_profile = self._d_declared
+        self.game.check_concat()
+        self.schedule.check(self.game)
         if distributed:
             data_parallel.broadcast_module(G)
             data_parallel.broadcast_module(D)
-            self.pair.sync = data_parallel.GradientAverager()
+            self.game.sync = data_parallel.GradientAverager()
         self.iteration = 0
 
     @property
@@ -262,7 +270,7 @@ class Step:
     def _batches(self, real: object) -> list[Batch]:
         """The real batches of one call: one item, or a list of ``real_batches`` items."""
         want = self.real_batches
-        conditional = self.pair.condition is not None
+        conditional = self.game.condition is not None
         if isinstance(real, list) and want == 1 and len(real) == 2 and not conditional:
             raise ValueError(
                 "got a list of 2 for 1 D step: if it is a DataLoader's (x, y), this Step is "
@@ -296,13 +304,13 @@ class Step:
     @property
     def d_profile(self) -> DProfile | None:
         """What D was observed (or declared) to be; ``None`` before the first step."""
-        return self.pair.d_profile
+        return self.game.d_profile
 
     def observe_d(self, real: object) -> DProfile:
         """Observe D on ``real`` (what one call takes) now, instead of at the first step,
         e.g. to keep the observation's three forwards out of a measured region."""
         self._know_d(self._batches(real)[0])
-        return self.pair.d_profile
+        return self.game.d_profile
 
     def _know_d(self, real: Batch) -> None:
         """Observe D (unless declared whole) when first called or when its mode changed,
@@ -317,9 +325,9 @@ class Step:
                 "treated as impure, declare d_profile to say what it is")),))  # fmt: skip
         if self._d_declared:
             profile = profile.declare(self._d_declared)
-        self.pair.d_profile, self._d_mode = profile, self._d_module.training
-        self.pair.check_concat()
-        self.schedule.check(self.pair)
+        self.game.d_profile, self._d_mode = profile, self._d_module.training
+        self.game.check_concat()
+        self.schedule.check(self.game)
 
     def _micro(self, batch: Batch) -> list[Batch]:
         """``batch`` as ``accumulate`` equal micro-batches."""
@@ -338,7 +346,7 @@ class Step:
         ``real_batches`` items per call, restarting ``loader`` at each epoch's end (so
         ``d_steps=5`` just works). An unconditional Step takes x and drops y.
         """
-        conditional = self.pair.condition is not None
+        conditional = self.game.condition is not None
         source = iter(loader)
 
         def take() -> object:
@@ -367,13 +375,13 @@ class Step:
         batches = self._batches(real)
         self._know_d(batches[0])
         try:
-            if self.pair.check_finite:
+            if self.game.check_finite:
                 for i, b in enumerate(batches):
                     if b.x.is_floating_point() and not torch.isfinite(b.x).all():
                         raise NonFiniteError(
                             f"real batch {i} has NaN or infinite values; nothing was updated"
                         )
-            logs = self.schedule.run(self.pair, [self._micro(b) for b in batches], self.iteration)
+            logs = self.schedule.run(self.game, [self._micro(b) for b in batches], self.iteration)
         except NonFiniteError as e:
             raise NonFiniteError(f"iteration {self.iteration}: {e}") from None
         if self.distributed:
@@ -393,7 +401,7 @@ class Step:
             "iteration": self.iteration,
             "objective": self.objective.state_dict(),
             "precision": self.precision.state_dict(),
-            "d_updates": self.pair.d_updates,
+            "d_updates": self.game.d_updates,
         }
 
     def load_state_dict(self, state: dict) -> None:
@@ -409,15 +417,15 @@ class Step:
         self.objective.load_state_dict(state["objective"])
         self.precision.load_state_dict(state.get("precision", self.precision.state_dict()))
         self.iteration = int(state["iteration"])
-        self.pair.d_updates = int(state.get("d_updates", 0))
+        self.game.d_updates = int(state.get("d_updates", 0))
 
     def __repr__(self) -> str:
-        profile = self.pair.d_profile
+        profile = self.game.d_profile
         found = "not observed yet" if profile is None else profile.describe()
-        forwards = "merged" if self.pair.merge_d_forwards() else "as the loop's"
+        forwards = "merged" if self.game.merge_d_forwards() else "as the loop's"
         return (
             f"Step(objective={self.objective!r}, schedule={self.schedule!r}, "
-            f"concat={self.pair.concat}, d_order={self.pair.d_order!r}, "
+            f"concat={self.game.concat}, d_order={self.game.d_order!r}, "
             f"D: {found}; D forwards {forwards})"
         )
 

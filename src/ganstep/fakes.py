@@ -1,0 +1,95 @@
+"""G's side of a step: z and the fakes' conditions, drawn once per batch, and the fake
+batches G makes from them, with G's graph only where G's update needs it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor
+
+from .batch import Batch, Condition, split_rows
+from .game import Game
+
+# One batch as the k micro-batches a phase accumulates over (k = 1 without accumulation).
+Micro = list[Batch]
+
+
+@dataclass(frozen=True, eq=False)
+class Code:
+    """What G is called with for one fake batch: z (``None`` without a latent) and the
+    condition the fakes are made for."""
+
+    z: Tensor | None
+    c: Condition = None
+
+
+def draw(game: Game, real: Micro) -> list[Code]:
+    """z from the user's ``latent`` and the fakes' conditions, for a batch like ``real``:
+    one draw for the whole batch, split as ``real`` is into micro-batches (so that
+    accumulating over them sees exactly the z of one big batch)."""
+    sizes = [b.n for b in real]
+    n = sum(sizes)
+    z = None
+    if game.latent is not None:
+        z = game.latent(n)
+        if not isinstance(z, Tensor) or z.dim() == 0 or z.shape[0] != n:
+            got = tuple(z.shape) if isinstance(z, Tensor) else type(z).__name__
+            raise ValueError(f"latent({n}) must return a tensor with {n} rows, got {got}")
+    zs = [None] * len(real) if z is None else list(torch.split(z, sizes))
+    cs = [b.c if game.condition == "real" else None for b in real]
+    if callable(game.condition):
+        c = game.condition(n)
+        if isinstance(c, list):
+            c = tuple(c)
+        whole = Batch(torch.empty(n, 0), c)
+        whole.check(f"condition({n})")
+        cs = [part.c for part in split_rows(whole, sizes)]
+    return [Code(zi, ci) for zi, ci in zip(zs, cs, strict=True)]
+
+
+def generate(game: Game, codes: list[Code], like: Micro, *, graph: bool) -> Micro:
+    """G's fake batch for ``codes``, one G call per micro-batch, with G's graph only when
+    G's update will need it; checked against ``like``. G is called ``G(z)``,
+    ``G(z, c)`` or ``G(c)``."""
+    return [_generate(game, c, b, graph) for c, b in zip(codes, like, strict=True)]
+
+
+def _generate(game: Game, code: Code, like: Batch, graph: bool) -> Batch:
+    args = [a for a in (code.z, code.c) if a is not None]
+    try:
+        with game.precision.autocast(), torch.set_grad_enabled(graph):
+            fake = game.g.module(*args)
+    except RuntimeError as e:
+        # torch's shape errors name matrices and channels, not z: say where z came from
+        words = ("shape", "size", "channels", "dimension")
+        if code.z is None or isinstance(e, torch.OutOfMemoryError):
+            raise
+        if not any(w in str(e) for w in words):
+            raise
+        raise ValueError(
+            f"G failed on z of shape {tuple(code.z.shape)} from latent({code.z.shape[0]}): "
+            f"{str(e).splitlines()[0]}. Does latent(n) return the input G takes?"
+        ) from e
+    x = like.x
+    dtypes = (x.dtype, game.precision.dtype)  # autocast may give G's output its dtype
+    if not isinstance(fake, Tensor):
+        raise TypeError(f"G must return a tensor of samples, got {type(fake).__name__}")
+    if fake.dim() == 0 or fake.shape[0] != like.n:
+        rows = "a scalar" if fake.dim() == 0 else f"{fake.shape[0]} samples"
+        raise ValueError(
+            f"G returned {rows} for {like.n} z (and conditions): G must return one sample "
+            "per row of its input; check G's reshapes (a view(-1, ...) with the wrong size)"
+        )
+    if fake.shape[1:] != x.shape[1:] or fake.dtype not in dtypes or fake.device != x.device:
+        raise ValueError(
+            f"the real batch does not match G's output: real samples are {tuple(x.shape[1:])} "
+            f"{x.dtype} on {x.device}, G produces {tuple(fake.shape[1:])} {fake.dtype} "
+            f"on {fake.device}"
+        )
+    return Batch(fake, code.c)
+
+
+def cut(fake: Micro) -> Micro:
+    """``fake`` cut from G's graph (its condition is data and carries no graph)."""
+    return [f.with_x(f.x.detach()) for f in fake]

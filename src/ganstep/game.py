@@ -1,0 +1,89 @@
+"""The game the phases play: two sides, the objective that scores them, and the rules
+of one Step (where z and conditions come from, extra loss terms, how D is forwarded)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from torch import Tensor, nn
+
+from .batch import Condition
+from .d_profile import KNOWN_MIXING, DProfile, known_mixing_layers
+from .objectives import Objective
+from .precision import Precision
+from .sides import Side
+from .views import Term
+
+D_ORDERS = ("real_first", "fake_first")
+D_FORWARDS = ("auto", "loop", "merged")
+
+
+@dataclass(eq=False)
+class Game:
+    """What the phases act on: the sides ``g`` and ``d``, the objective, the rules of
+    the Step, and the count of D steps that schedules lazy regularization."""
+
+    g: Side
+    d: Side
+    objective: Objective
+    latent: Callable[[int], Tensor] | None
+    # None (unconditional), "real" (a fake is made for its real sample's condition) or
+    # a sampler condition(n) of the fakes' conditions.
+    condition: str | Callable[[int], Condition] | None = None
+    # Extra weighted terms of L_G and L_D, and the scale of D's adversarial loss.
+    g_terms: dict[str, tuple[float, Term]] = field(default_factory=dict)
+    d_terms: dict[str, tuple[float, Term]] = field(default_factory=dict)
+    d_scale: float = 1.0
+    # D once on cat(real, fake); the order of D's forwards in a D step.
+    concat: bool = False
+    d_order: str = "real_first"
+    # "auto": merge D forwards where D's profile allows it; "loop": the loop's forwards
+    # always; "merged": merge whatever D is (the user asked, knowing the difference).
+    d_forwards: str = "auto"
+    # What D was observed (or declared) to be; None until the first step.
+    d_profile: DProfile | None = None
+    # D's 2-D output (n, k) is a map of k scores per sample, not a mistake.
+    d_map: bool = False
+    # Called with the parameters a phase is about to step, after their backward
+    # (data parallel training averages their gradients across processes there).
+    sync: Callable[[list[nn.Parameter]], None] | None = None
+    # Check each loss on the host before stepping on it (Step(check_finite=True)).
+    check_finite: bool = False
+    # D steps taken so far: a lazy regularizer (every = k) runs after every k-th one.
+    d_updates: int = 0
+    _mixing: list[nn.Module] = field(default_factory=list, repr=False)
+
+    def __post_init__(self) -> None:
+        self._mixing = [m for m in self.d.module.modules() if isinstance(m, KNOWN_MIXING)]
+
+    @property
+    def precision(self) -> Precision:
+        return self.d.precision
+
+    def mixes_samples(self) -> bool:
+        """Whether D mixes samples: a BatchNorm layer in training mode now (cheap: per
+        call), or D's observed or declared profile says so."""
+        profiled = self.d_profile is not None and self.d_profile.mixing
+        return profiled or any(m.training for m in self._mixing)
+
+    def mixing_reason(self) -> str:
+        if self.d_profile is not None and self.d_profile.mixing:
+            return self.d_profile.reason("mixing")
+        layers = ", ".join(known_mixing_layers(self.d.module))
+        return f"BatchNorm in training mode ({layers})"
+
+    def merge_d_forwards(self) -> bool:
+        """Whether two D forwards of the loop may be one here (``simultaneous``)."""
+        if self.d_forwards != "auto":
+            return self.d_forwards == "merged"
+        return self.d_profile is None or self.d_profile.mergeable
+
+    def check_concat(self) -> None:
+        """Refuse one D call on real and fake while D mixes samples."""
+        if self.concat and self.mixes_samples():
+            raise ValueError(
+                "concat=True runs D once on cat(real, fake), which changes the math when D "
+                f"mixes samples; D does: {self.mixing_reason()}. Use concat=False (or put "
+                "those layers in eval mode)."
+            )

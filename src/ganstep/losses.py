@@ -1,0 +1,111 @@
+"""D's outputs, as the objective and the loss terms read them.
+
+A phase forwards D (:func:`d_outputs`, in the Step's ``d_order``, once on both batches
+with ``concat``), puts what it computed in one :class:`~ganstep.views.View` per
+micro-batch, and asks for L_D (:func:`d_loss`) and L_G (:func:`g_loss`) from it. The
+objective reads the adversarial output's scores; each loss term reads the view.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor
+
+from .batch import Batch, cat, split
+from .game import Game
+from .objectives import Logs
+from .views import View, add_terms, adversarial, check_adversarial
+
+
+def d_call(game: Game, batch: Batch) -> object:
+    """D's whole output on ``batch``: ``D(x)``, or ``D(x, c)`` for a conditional batch."""
+    D = game.d.module
+    return D(batch.x) if batch.c is None else D(batch.x, batch.c)
+
+
+def d_outputs(game: Game, real: Batch, fake: Batch) -> tuple[object, object]:
+    """D's outputs on the real and the fake batch, forwarded in ``game.d_order`` (one D
+    call on both, concatenated in that order, if ``concat``)."""
+    fake_first = game.d_order == "fake_first"
+    if game.concat:
+        game.check_concat()
+        if fake_first:
+            out_fake, out_real = split(d_call(game, cat(fake, real)), fake.n)
+            return out_real, out_fake
+        return split(d_call(game, cat(real, fake)), real.n)
+    if fake_first:
+        out_fake = d_call(game, fake)
+        return d_call(game, real), out_fake
+    return d_call(game, real), d_call(game, fake)
+
+
+def scores(game: Game, out: object, inp: Tensor) -> list[Tensor]:
+    """The objective's scores of each adversarial output of D's ``out`` on ``inp``.
+
+    Under autocast the scores are cast to float32: the losses are computed in full
+    precision whatever D ran in.
+    """
+    if game.objective.reads_scores:
+        check_adversarial(out, inp.shape[0], game.d_map)
+    found = [game.objective.score(o, inp) for o in adversarial(out)]
+    return found if game.precision.dtype is None else [s.float() for s in found]
+
+
+def summed(parts: list[tuple[Tensor, Logs]]) -> tuple[Tensor, Logs]:
+    """A multi-scale D's losses: summed, and so are their logs."""
+    loss, logs = parts[0]
+    for more, more_logs in parts[1:]:
+        loss = loss + more
+        logs = {k: v + more_logs[k] for k, v in logs.items()}
+    return loss, logs
+
+
+def _penalty(game: Game, real: Batch, fake_x: Tensor) -> Tensor | None:
+    """The objective's penalty on D at the real condition (an interpolate mixes x only)."""
+
+    def adversarial_of(x: Tensor) -> Tensor:
+        found = adversarial(d_call(game, real.with_x(x)))
+        if len(found) == 1:
+            return found[0]
+        return torch.cat([o.reshape(x.shape[0], -1) for o in found], 1)
+
+    return game.objective.penalty(adversarial_of, real.x, fake_x)
+
+
+def d_loss(game: Game, view: View) -> tuple[Tensor, Logs, list[Tensor], list[Tensor]]:
+    """L_D from the view: the scaled adversarial loss, the penalty (R1 from the D(real)
+    forward when it is due there, or the objective's own) and D's terms; its logs; and
+    the scores on real and fake, which L_G may reuse."""
+    real, fake = view.real, view.fake
+    s_real = scores(game, view.d_real_out, real.x)
+    s_fake = scores(game, view.d_fake_out, fake.x)
+    objective = game.objective
+    loss, logs = summed([objective.d_loss(r, f) for r, f in zip(s_real, s_fake, strict=True)])
+    if game.d_scale != 1.0:
+        loss = game.d_scale * loss
+    regularizer = objective.regularizer
+    if regularizer is not None and regularizer.in_loss():  # from the D(real) forward above
+        penalty = regularizer.penalty(real.x, sum(s.sum() for s in s_real))
+    else:
+        penalty = _penalty(game, real, fake.x.detach())  # a penalty trains D only
+    if penalty is not None:
+        logs["gp"] = penalty.detach()
+        loss = loss + penalty
+    loss, term_logs = add_terms(loss, game.d_terms, view)
+    logs.update(term_logs)
+    logs["loss_d"] = loss.detach()
+    return loss, logs, s_real, s_fake
+
+
+def g_loss(game: Game, view: View, s_real, s_fake) -> tuple[Tensor, Logs]:
+    """L_G from the view and the scores on it: the adversarial loss (reading D's real
+    scores as constants where the objective needs them) and G's terms; its logs."""
+    objective = game.objective
+    if objective.g_needs_real:
+        parts = [objective.g_loss(f, r.detach()) for f, r in zip(s_fake, s_real, strict=True)]
+    else:
+        parts = [objective.g_loss(f) for f in s_fake]
+    loss, logs = summed(parts)
+    loss, term_logs = add_terms(loss, game.g_terms, view)
+    logs.update(term_logs)
+    return loss, logs

@@ -1,0 +1,74 @@
+"""A side: one player of the game (G or D) with what updates it.
+
+A side owns its module (as the phases call it: eager or compiled), its optimizer, its
+loss scaler (the ``Precision``'s scaler for this side) and, at any moment, its
+trainable parameters: the ones the user lets train and no phase has switched off.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor, nn
+
+from .precision import Precision
+
+
+def trainable(module: nn.Module) -> list[nn.Parameter]:
+    """The parameters of ``module`` that the user lets train (``requires_grad``)."""
+    return [p for p in module.parameters() if p.requires_grad]
+
+
+@contextmanager
+def frozen(module: nn.Module) -> Iterator[None]:
+    """Switch off weight gradients of ``module``; restore exactly the user's flags after."""
+    params = trainable(module)
+    for p in params:
+        p.requires_grad_(False)
+    try:
+        yield
+    finally:
+        for p in params:
+            p.requires_grad_(True)
+
+
+@dataclass(eq=False)
+class Side:
+    """G or D: ``name``, ``module``, ``optimizer`` and the ``precision`` whose loss
+    scaler for this side scales its backward and guards its step."""
+
+    name: str
+    module: nn.Module
+    optimizer: torch.optim.Optimizer
+    precision: Precision
+
+    @property
+    def key(self) -> str:
+        """The precision's name for this side's scaler (and its checkpoint key)."""
+        return self.name.lower()
+
+    def params(self) -> list[nn.Parameter]:
+        """The parameters this side trains now."""
+        return trainable(self.module)
+
+    def zero_grad(self) -> None:
+        self.optimizer.zero_grad(set_to_none=True)
+
+    def backward(self, loss: Tensor, *, retain_graph: bool = False, also: Sequence[Tensor] = ()):
+        """Add ``loss``'s gradient (scaled) to this side's parameters only, and to ``also``."""
+        scaled = self.precision.scale(loss, self.key)
+        torch.autograd.backward(scaled, inputs=[*self.params(), *also], retain_graph=retain_graph)
+
+    def factor(self, like: Tensor) -> Tensor:
+        """This side's current loss scale, as a tensor on ``like``'s device."""
+        return self.precision.factor(self.key, like)
+
+    def step(self, sync: Callable[[list[nn.Parameter]], None] | None) -> None:
+        """One optimizer step on the gradients its phase computed (after ``sync``, which
+        averages them across processes under data parallelism)."""
+        if sync is not None:
+            sync(self.params())
+        self.precision.step(self.optimizer, self.key)
