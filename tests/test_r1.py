@@ -149,8 +149,8 @@ def test_lazy_regularization_scales_lr_and_betas_as_stylegan2():
 
 
 def test_lazy_r1_is_refused_by_cuda_graphs_and_needs_r1_in_the_trainer():
+    from ganstep.config import Config
     from ganstep.cuda_graph import check_capturable
-    from ganstep.train import Config
 
     step = Step(*sides("plain", 2)[0], objective=NS(r1=1.0, r1_every=2), schedule="d_first",
                 latent=latent_stream())  # fmt: skip

@@ -11,7 +11,7 @@ import pytest
 from cli_helpers import TINY, ganstep
 
 from ganstep.cli import main
-from ganstep.train import RESUMABLE, Config
+from ganstep.config import RESUMABLE, Config
 
 TINY_FLAGS = [str(a) for a in TINY]
 

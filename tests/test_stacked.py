@@ -84,7 +84,8 @@ def test_each_channel_is_classified_on_its_own():
 
 @needs_mnist
 def test_training_metrics_count_modes_with_a_cached_digit_classifier(cache, monkeypatch):
-    from ganstep.train import Config, Evaluator, cached_digit_classifier
+    from ganstep.config import Config
+    from ganstep.evaluation import Evaluator, cached_digit_classifier
 
     monkeypatch.setenv("GANSTEP_CACHE", str(cache))
     data = load_stacked_mnist(SHARED_DATA, train_size=400, test_size=50)

@@ -37,6 +37,7 @@ import torch
 from torch import Tensor, nn
 
 from .batch import Batch
+from .checks import positive_int
 from .d_profile import DProfile, observing, profile_d
 from .flops import TotalFlops
 
@@ -830,8 +831,7 @@ def audit(
     """
     if not isinstance(G, nn.Module) or not isinstance(D, nn.Module):
         raise TypeError("G and D must be torch.nn.Module instances")
-    if isinstance(iterations, bool) or not isinstance(iterations, int) or iterations < 1:
-        raise ValueError(f"iterations must be a positive integer, got {iterations!r}")
+    positive_int(iterations, "iterations")
     for arg, opt, module in (("opt_g", opt_g, G), ("opt_d", opt_d, D)):
         if opt is None:
             continue

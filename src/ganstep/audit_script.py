@@ -24,6 +24,7 @@ import torch
 from torch import nn
 
 from .audit import MODULES, Recorder, Report, analyse, crash_location
+from .checks import positive_int
 
 
 class AuditError(ValueError):
@@ -208,12 +209,31 @@ def audit_script(
     script's loop is kept in the report (``error``, ``location``), with the iterations
     up to it analysed; :class:`AuditError` means there was nothing to audit.
     """
-    if isinstance(iterations, bool) or not isinstance(iterations, int) or iterations < 1:
-        raise ValueError(f"iterations must be a positive integer, got {iterations!r}")
+    positive_int(iterations, "iterations")
     path = Path(script).resolve()
     if not path.is_file():
         raise AuditError(f"{script}: no such script")
     rec = ScriptRecorder(iterations)
+    error = _run_recorded(rec, path, script, args)
+    location = crash_location(error, str(path)) if error is not None else None
+    try:
+        roles = _find_g_and_d(rec, G, D)
+    except AuditError as e:
+        if error is not None:
+            raise AuditError(f"{location or script}: {_describe(error)}, before G and D "
+                             "were found") from error  # fmt: skip
+        raise AuditError(f"{script}: {e}") from None
+    _rename(rec, roles)
+    done = _assign_iterations(rec, error is not None)
+    if done == 0:
+        raise AuditError(f"{script} ran no complete iteration of G and D steps")
+    return analyse(rec, done, error, location)
+
+
+def _run_recorded(rec: ScriptRecorder, path: Path, script, args) -> BaseException | None:
+    """Run the script as ``__main__`` under ``rec``'s hooks, its argv ``args``; what it
+    raised (None when it ran to its end, exited with 0 or was stopped by ``rec``).
+    Everything it changed in this process (argv, path, cwd, the hooks) is put back."""
     error: BaseException | None = None
     saved = sys.argv, list(sys.path), os.getcwd()
     original_init = torch.optim.Optimizer.__init__
@@ -247,19 +267,7 @@ def audit_script(
         torch.optim.Optimizer.__init__ = original_init
         sys.argv, sys.path[:] = saved[0], saved[1]
         os.chdir(saved[2])
-    location = crash_location(error, str(path)) if error is not None else None
-    try:
-        roles = _find_g_and_d(rec, G, D)
-    except AuditError as e:
-        if error is not None:
-            raise AuditError(f"{location or script}: {_describe(error)}, before G and D "
-                             "were found") from error  # fmt: skip
-        raise AuditError(f"{script}: {e}") from None
-    _rename(rec, roles)
-    done = _assign_iterations(rec, error is not None)
-    if done == 0:
-        raise AuditError(f"{script} ran no complete iteration of G and D steps")
-    return analyse(rec, done, error, location)
+    return error
 
 
 def _describe(error: BaseException) -> str:

@@ -182,21 +182,6 @@ def implementations(
 
         impls["hand_minimal_d_first"] = ("d_first", hand_factory)
 
-    def graphed_factory() -> Factory:
-        def build():
-            from .cuda_graph import GraphedStep
-
-            G, D, _, _, latent, real = pair()
-            opt_g = torch.optim.Adam(G.parameters(), 2e-4, betas=(0.5, 0.999), capturable=True)
-            opt_d = torch.optim.Adam(D.parameters(), 2e-4, betas=(0.5, 0.999), capturable=True)
-            step = Step(G, D, opt_g, opt_d, objective=objective, schedule=d_first(),
-                        latent=latent)  # fmt: skip
-            step.observe_d(real)
-            graphed = GraphedStep(step, real, generators=[latent.generator])
-            return (lambda: graphed(real)), G, D
-
-        return build
-
     if any(v in R1_VARIANTS for v in variants) and objective == "ns":
         impls["dcgan_r1"] = ("d_first", reference_factory(reference.dcgan_r1))
     for variant in variants:
@@ -204,9 +189,26 @@ def implementations(
         options = {"schedule": PAIRS[schedule][0], **options}
         if not _variant_applies(variant, model, objective, device):
             continue
-        factory = graphed_factory() if variant == "graph" else ganstep_factory(**options)
+        factory = _graphed(pair, objective) if variant == "graph" else ganstep_factory(**options)
         impls[f"ganstep+{variant}"] = (schedule, factory)
     return impls
+
+
+def _graphed(pair: Callable[[], tuple], objective: str) -> Factory:
+    """A factory of ``d_first`` Steps replayed from a CUDA graph (capturable Adam)."""
+
+    def build():
+        from .cuda_graph import GraphedStep
+
+        G, D, _, _, latent, real = pair()
+        opt_g = torch.optim.Adam(G.parameters(), 2e-4, betas=(0.5, 0.999), capturable=True)
+        opt_d = torch.optim.Adam(D.parameters(), 2e-4, betas=(0.5, 0.999), capturable=True)
+        step = Step(G, D, opt_g, opt_d, objective=objective, schedule=d_first(), latent=latent)
+        step.observe_d(real)
+        graphed = GraphedStep(step, real, generators=[latent.generator])
+        return (lambda: graphed(real)), G, D
+
+    return build
 
 
 def _variant_applies(variant: str, model: str, objective: str, device) -> bool:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import tomllib
 import warnings
 from pathlib import Path
 
@@ -15,23 +14,38 @@ from .models import MODELS
 from .objectives import OBJECTIVES
 from .schedules import SCHEDULES
 
+_CONDITIONAL = (
+    "class-conditional (dcgan on labelled data: digits, mnist, fashion-mnist, a folder of "
+    "class subfolders)"
+)
+_R1_EVERY = (
+    "lazy R1: every k-th D step, weighted k (StyleGAN2); 1 is every step (default 16 on 2D "
+    "data, 1 on images)"
+)
+
+# what `ganstep COMMAND --help` says of a command (audit's own text is beside its flags)
+COMMANDS = {
+    "train": {
+        "help": "train a GAN (with no option: the 2D grid in a few minutes on a CPU)",
+        "description": "Train a GAN. Values come from the defaults, then the run's "
+        "config.toml (with --resume), then --config FILE.toml, then the flags given.",
+    },
+    "bench": {
+        "help": "time, memory, FLOPs and passes of the schedules next to the reference loops",
+        "description": "Every implementation runs one iteration at a time, interleaved, in "
+        "one process; see benchmarks/RESULTS.md for how to read the numbers.",
+    },
+}
+
 # flag -> Config field, for the options the command line may override
 TRAIN_FLAGS = {
     "data": (str, f"dataset: {', '.join(NAMES)}, a folder of PNG/JPG images, or a .npy file"),
     "data_dir": (str, "folder with the official MNIST/Fashion-MNIST files (no download)"),
     "model": (str, f"one of: {', '.join(MODELS)}"),
-    "conditional": (
-        bool,
-        "class-conditional (dcgan on labelled data: digits, mnist, "
-        "fashion-mnist, a folder of class subfolders)",
-    ),
+    "conditional": (bool, _CONDITIONAL),
     "objective": (str, f"one of: {', '.join(OBJECTIVES)}"),
     "r1": (float, "R1 penalty weight on real data (ns, minimax, lsgan, hinge); 0 is off"),
-    "r1_every": (
-        int,
-        "lazy R1: every k-th D step, weighted k (StyleGAN2); 1 is every step "
-        "(default 16 on 2D data, 1 on images)",
-    ),
+    "r1_every": (int, _R1_EVERY),
     "schedule": (str, f"update order, one of: {', '.join(SCHEDULES)}"),
     "fused": (bool, "simultaneous only: take G's gradient from D's backward pass (FusedProp)"),
     "accumulate": (int, "micro-batches per batch: gradients summed, one optimizer step"),
@@ -63,12 +77,13 @@ def _parser() -> argparse.ArgumentParser:
         prog="ganstep", description="GAN training with an explicit update order."
     )
     sub = parser.add_subparsers(dest="command", required=True)
-    train = sub.add_parser(
-        "train",
-        help="train a GAN (with no option: the 2D grid in a few minutes on a CPU)",
-        description="Train a GAN. Values come from the defaults, then the run's config.toml "
-        "(with --resume), then --config FILE.toml, then the flags given.",
-    )
+    for add in (_add_train, _add_sample, _add_bench, _add_audit):
+        add(sub)
+    return parser
+
+
+def _add_train(sub) -> None:
+    train = sub.add_parser("train", **COMMANDS["train"])
     for name, (kind, text) in TRAIN_FLAGS.items():
         flag = "--" + name.replace("_", "-")
         if kind is bool:
@@ -79,6 +94,8 @@ def _parser() -> argparse.ArgumentParser:
     train.add_argument("--resume", action="store_true", help="continue the run in --out")
     train.add_argument("--no-progress", action="store_true", help="no progress bar")
 
+
+def _add_sample(sub) -> None:
     sample = sub.add_parser("sample", help="write samples of a trained run")
     sample.add_argument("--run", required=True, type=Path, help="a run folder")
     sample.add_argument("--n", required=True, type=int, help="number of samples")
@@ -95,12 +112,9 @@ def _parser() -> argparse.ArgumentParser:
         help="a conditional run: samples of this class (default: all, in turn)",
     )
 
-    bench = sub.add_parser(
-        "bench",
-        help="time, memory, FLOPs and passes of the schedules next to the reference loops",
-        description="Every implementation runs one iteration at a time, interleaved, in one "
-        "process; see benchmarks/RESULTS.md for how to read the numbers.",
-    )
+
+def _add_bench(sub) -> None:
+    bench = sub.add_parser("bench", **COMMANDS["bench"])
     models = (
         "of: mlp (2D grid), dcgan (32x32), dcgan_plain (D without BatchNorm), dcgan_sn (D "
         "with spectral norm on every conv, no BatchNorm), began"
@@ -125,6 +139,8 @@ def _parser() -> argparse.ArgumentParser:
     bench.add_argument("--json", type=Path, help="write the rows as JSON")
     bench.add_argument("--plot", type=Path, help="write a PNG bar chart")
 
+
+def _add_audit(sub) -> None:
     audit = sub.add_parser(
         "audit",
         usage="ganstep audit SCRIPT [--iterations N] [--G NAME] [--D NAME] [--json FILE] "
@@ -147,31 +163,17 @@ def _parser() -> argparse.ArgumentParser:
     audit.add_argument("--json", type=Path, help="write the report as JSON")
     audit.add_argument("--function", metavar="NAME",
                        help="audit this function of SCRIPT instead of running SCRIPT")  # fmt: skip
-    return parser
-
-
-def _read_config(path: Path) -> dict:
-    """A TOML file of config values, each key known and each value of its type."""
-    from .train import check_values
-
-    if path.is_dir():
-        raise ValueError(f"{path}: a folder, not a TOML config file")
-    try:
-        values = tomllib.loads(path.read_text())
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as e:
-        raise ValueError(f"{path}: cannot read TOML config ({e})") from e
-    check_values(values, source=path)
-    return values
 
 
 def _train(args: argparse.Namespace) -> int:
+    from .config import Config, check_same_run, read_toml
     from .distributed import exit_now, launched
-    from .train import Config, check_same_run, train
+    from .train import train
 
     values: dict = {}
     flags = {k: getattr(args, k) for k in TRAIN_FLAGS if getattr(args, k) is not None}
     if args.config is not None:
-        values.update(_read_config(args.config))
+        values.update(read_toml(args.config))
     values.update(flags)
     if "out" not in values:  # the default run folder is named after what it trains
         named = Config.from_dict(values)
@@ -184,7 +186,7 @@ def _train(args: argparse.Namespace) -> int:
         saved = Path(values["out"]) / "config.toml"
         if not saved.exists():
             raise FileNotFoundError(f"--resume: {saved} not found (no run to continue there)")
-        previous = _read_config(saved)
+        previous = read_toml(saved)
         values = {**previous, **values}
         check_same_run(previous, values, values["out"])  # before any check of the new values
     cfg = Config.from_dict(values)
@@ -203,7 +205,8 @@ def _sample(args: argparse.Namespace) -> int:
 
     from . import plots
     from .models import build_models
-    from .train import class_labels, dataset_from_meta, generate, load_run
+    from .run_folder import dataset_from_meta, load_run
+    from .sampling import class_labels, generate
 
     if args.n < 1:
         raise ValueError(f"--n must be at least 1, got {args.n}")

@@ -26,6 +26,7 @@ from collections.abc import Sequence
 import torch
 from torch import Tensor
 
+from .checks import positive_int
 from .step import Step
 
 
@@ -93,8 +94,7 @@ class GraphedStep:
         generators: Sequence[torch.Generator] = (),
     ) -> None:
         check_capturable(step)
-        if isinstance(warmup, bool) or not isinstance(warmup, int) or warmup < 1:
-            raise ValueError(f"warmup must be a positive integer, got {warmup!r}")
+        positive_int(warmup, "warmup")
         self.step = step
         self.static = [b.x.clone() for b in step._batches(real)]
         side = torch.cuda.Stream()

@@ -1,4 +1,8 @@
-"""The run folder: one process at a time, and writable before step 1.
+"""The run folder: one process at a time, writable before step 1, and what it holds.
+
+A run folder holds ``config.toml`` (the resolved config, after one comment line per
+resume), ``metrics.jsonl`` (one JSON object per evaluation, with ``step``),
+``samples/``, ``checkpoints/`` (atomic, last K kept) and ``report.png``.
 
 ``RunLock`` holds an advisory lock (``flock``) on ``run.lock`` for the whole run. The
 kernel drops it when its process ends, however it ends (``kill -9`` too), so a lock
@@ -8,6 +12,7 @@ file naming a process that is gone is simply taken over. The file names its hold
 
 from __future__ import annotations
 
+import dataclasses
 import fcntl
 import json
 import os
@@ -17,6 +22,9 @@ import time
 import warnings
 from pathlib import Path
 
+from . import checkpoint
+from .config import RESUMABLE, Config, check_same_run
+from .data import Dataset
 from .errors import GanstepWarning
 
 LOCK_NAME = "run.lock"
@@ -112,3 +120,115 @@ def check_folder(folder: Path) -> None:
             raise ValueError(f"{path} is a folder; a run writes a file there")
         if path.exists() and not os.access(path, os.W_OK):
             raise ValueError(f"{path} is not writable")
+
+
+# -- what the folder holds ------------------------------------------------------------
+
+
+def data_meta(data: Dataset) -> dict:
+    """What ``ganstep sample`` needs to map samples back to the data's values."""
+    return {
+        "name": data.name,
+        "kind": data.kind,
+        "sample_shape": list(data.sample_shape),
+        "raw_range": list(data.raw_range),
+        "native_hw": list(data.native_hw) if data.native_hw else None,
+        "model_hw": list(data.model_hw) if data.model_hw else None,
+        "modes": data.modes,
+        "std": data.std,
+        "shift": data.shift,
+        "scale": data.scale,
+        "classes": list(data.classes) if data.classes else None,
+    }
+
+
+def dataset_from_meta(meta: dict) -> Dataset:
+    hw = meta["native_hw"], meta["model_hw"]
+    return Dataset(
+        name=meta["name"],
+        kind=meta["kind"],
+        train=None,
+        modes=meta["modes"],
+        std=meta["std"],
+        shift=meta.get("shift"),
+        scale=meta.get("scale"),
+        raw_range=tuple(meta["raw_range"]),
+        native_hw=tuple(hw[0]) if hw[0] else None,
+        model_hw=tuple(hw[1]) if hw[1] else None,
+        classes=tuple(meta["classes"]) if meta.get("classes") else None,
+    )
+
+
+def resume_state(cfg: Config, data_checksum: str) -> dict:
+    """The newest checkpoint of ``cfg.out``, once it is known to be the run ``cfg`` asks for."""
+    out = Path(cfg.out)
+    state = checkpoint.load_latest(out / "checkpoints", map_location="cpu")
+    if state is None:
+        raise FileNotFoundError(f"--resume: no checkpoint in {out / 'checkpoints'}")
+    check_same_run(state["config"], dataclasses.asdict(cfg), out)
+    saved = state["data"].get("checksum")
+    if saved is not None and saved != data_checksum:
+        raise ValueError(
+            f"--resume: the data {cfg.data!r} is not what the run in {out} trained on (its "
+            f"checksum was {saved}, now {data_checksum})"
+        )
+    if cfg.steps < state["step"]:
+        raise ValueError(
+            f"steps {cfg.steps} is below the {state['step']} steps the run in {out} has "
+            f"completed; pass --steps {state['step']} or more"
+        )
+    return state
+
+
+def refuse_existing_run(out: Path) -> None:
+    """A fresh start must not mix its files with an earlier run's."""
+    if checkpoint.list_checkpoints(out / "checkpoints"):
+        raise FileExistsError(
+            f"{out} already holds checkpoints: pass --resume to continue it, or choose "
+            "another --out"
+        )
+    metrics = out / "metrics.jsonl"
+    if metrics.exists() and metrics.stat().st_size > 0:
+        raise FileExistsError(
+            f"{out} holds the metrics.jsonl of an earlier run that saved no checkpoint, so it "
+            "cannot be resumed: delete that folder or choose another --out"
+        )
+
+
+def write_config(path: Path, cfg: Config, resumed: dict | None, step: int) -> None:
+    """config.toml: ``cfg``, after one comment line per resume saying what it changed."""
+    history = []
+    if resumed is not None:
+        if path.exists():
+            history = [line for line in path.read_text().splitlines() if line.startswith("# ")]
+        now = dataclasses.asdict(cfg)
+        changed = [f"{key} {json.dumps(resumed.get(key))} -> {json.dumps(now[key])}"
+                   for key in RESUMABLE if resumed.get(key) != now[key]]  # fmt: skip
+        history.append(f"# resumed at step {step}" + (": " + ", ".join(changed) if changed else ""))
+    path.write_text("".join(line + "\n" for line in history) + cfg.to_toml())
+
+
+def records(path: Path) -> list[dict]:
+    if not path.exists():
+        return [{}]
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()] or [{}]
+
+
+def truncate_metrics(path: Path, step: int) -> None:
+    """Drop records written after the checkpoint a run resumes from."""
+    if path.exists():
+        keep = [r for r in records(path) if r and r["step"] <= step]
+        path.write_text("".join(json.dumps(r) + "\n" for r in keep))
+
+
+def load_run(run: str | Path, map_location="cpu") -> tuple[Config, dict]:
+    """The config and newest checkpoint of a run folder."""
+    run = Path(run)
+    config_path = run / "config.toml"
+    if not config_path.exists():
+        raise FileNotFoundError(f"{run} is not a ganstep run folder: no config.toml")
+    cfg = Config.from_toml(config_path)
+    state = checkpoint.load_latest(run / "checkpoints", map_location=map_location)
+    if state is None:
+        raise FileNotFoundError(f"{run / 'checkpoints'} holds no checkpoint")
+    return cfg, state

@@ -17,7 +17,7 @@ Each D step trains on its own real batch: a schedule with ``d_steps = k`` takes
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import ClassVar
 
 from .batch import Batch
@@ -38,7 +38,13 @@ class Schedule:
     @property
     def real_batches(self) -> int:
         """How many real batches one iteration consumes (one per D step)."""
-        return 1
+        return getattr(self, "d_steps", 1)
+
+    def __post_init__(self) -> None:
+        """A schedule's options are counts (positive integers) and flags (True/False)."""
+        for option in fields(self):
+            check = positive_int if option.type == "int" else flag
+            check(getattr(self, option.name), f"{self.name}: {option.name}")
 
     def check(self, game: Game) -> None:
         """Raise ValueError if this schedule cannot run exactly on ``pair``."""
@@ -67,15 +73,6 @@ class DFirst(Schedule):
     g_steps: int = 1
     reuse_fake: bool = True
     name: ClassVar[str] = "d_first"
-
-    def __post_init__(self) -> None:
-        positive_int(self.d_steps, f"{self.name}: d_steps")
-        positive_int(self.g_steps, f"{self.name}: g_steps")
-        flag(self.reuse_fake, f"{self.name}: reuse_fake")
-
-    @property
-    def real_batches(self) -> int:
-        return self.d_steps
 
     def run(self, game: Game, reals: list[Batch], iteration: int) -> Logs:
         logs: Logs = {}
@@ -114,19 +111,9 @@ class GFirst(Schedule):
     reuse_z: bool = False
     name: ClassVar[str] = "g_first"
 
-    def __post_init__(self) -> None:
-        positive_int(self.g_steps, f"{self.name}: g_steps")
-        positive_int(self.d_steps, f"{self.name}: d_steps")
-        flag(self.reuse_z, f"{self.name}: reuse_z")
-
-    @property
-    def real_batches(self) -> int:
-        return self.d_steps
-
     def run(self, game: Game, reals: list[Batch], iteration: int) -> Logs:
+        first, code = reals[0], None  # the G steps' batch; the last z drawn
         logs: Logs = {}
-        first = reals[0]
-        code = None
         for _ in range(self.g_steps):
             code = draw(game, first)
             logs.update(g_phase(game, generate(game, code, first, graph=True), first))
@@ -167,14 +154,12 @@ class Simultaneous(Schedule):
     name: ClassVar[str] = "simultaneous"
 
     def __post_init__(self) -> None:
-        positive_int(self.d_every, f"{self.name}: d_every")
-        positive_int(self.g_every, f"{self.name}: g_every")
+        super().__post_init__()
         if self.d_every > 1 and self.g_every > 1:
             raise ValueError(
                 f"{self.name}: at most one of d_every ({self.d_every}) and g_every "
                 f"({self.g_every}) may exceed 1"
             )
-        flag(self.fused, f"{self.name}: fused")
 
     def check(self, game: Game) -> None:
         if self.fused:

@@ -206,11 +206,8 @@ def _image_files(path: Path) -> list[Path]:
     return sorted(p for p in path.iterdir() if p.suffix.lower() in IMAGE_SUFFIXES)
 
 
-def load_folder(path: Path) -> Dataset:
-    """All PNG/JPG images of a folder; they must share one size. A folder holding no
-    images but one subfolder of images per class is labelled by subfolder name."""
-    from PIL import Image
-
+def _folder_files(path: Path) -> tuple[list[Path], dict[Path, int], list[str]]:
+    """The images of a folder, or else of its class subfolders with each one's label."""
     files = _image_files(path)
     label_of: dict[Path, int] = {}
     classes: list[str] = []
@@ -223,6 +220,13 @@ def load_folder(path: Path) -> Dataset:
                 files += found
     if not files:
         raise DataError(f"{path}: no PNG or JPG images in this folder")
+    return files, label_of, classes
+
+
+def _open_images(files: list[Path]) -> tuple[list, dict]:
+    """The decoded images, and the first file of each size met."""
+    from PIL import Image
+
     images, sizes = [], {}
     for f in files:
         try:
@@ -232,6 +236,14 @@ def load_folder(path: Path) -> Dataset:
                 images.append(im.copy())
         except OSError as e:
             raise DataError(f"{f}: not a readable image ({e})") from e
+    return images, sizes
+
+
+def load_folder(path: Path) -> Dataset:
+    """All PNG/JPG images of a folder; they must share one size. A folder holding no
+    images but one subfolder of images per class is labelled by subfolder name."""
+    files, label_of, classes = _folder_files(path)
+    images, sizes = _open_images(files)
     if len(images) < MIN_IMAGES:
         raise DataError(
             f"{path}: {len(images)} image; training needs at least {MIN_IMAGES} (the metrics "

@@ -1,0 +1,251 @@
+"""The configuration of a ``ganstep train`` run: its fields and defaults, the checks of
+its values, what a resume may change, and TOML in and out."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import re
+import tomllib
+from dataclasses import dataclass, fields
+from pathlib import Path
+
+import torch
+
+from .data import Dataset
+from .objectives import OBJECTIVES
+from .precision import DTYPES
+from .registry import check_name
+from .schedules import SCHEDULES
+
+R1_OBJECTIVES = ("ns", "minimax", "lsgan", "hinge")
+
+
+# Defaults that depend on the data; a value given by the user always wins. The points
+# defaults are tuned on the 2D grid (benchmarks/quality.py); z has the data's dimension.
+# The 2D grid's recipe: lazy R1 (every 16th D step) costs 0.4% of a step where R1 on
+# every step costs 27%, and lr 1e-3 finds the 25 modes in the 8,000 steps that buys
+# (benchmarks/RESULTS.md, "Sample quality").
+POINTS_DEFAULTS = {"steps": 8000, "batch_size": 256, "lr_g": 1e-3, "lr_d": 1e-3, "r1": 0.1,
+                   "r1_every": 16, "lr_decay": "linear", "width": 256}  # fmt: skip
+IMAGES_DEFAULTS = {"steps": 5000, "batch_size": 64, "lr_g": 2e-4, "lr_d": 2e-4, "r1": 0.0,
+                   "r1_every": 1, "lr_decay": "none", "width": 32, "z_dim": 64}  # fmt: skip
+
+# What --resume may change: how long the run goes on, how often it reports, where it
+# runs. Everything else defines the run (its math, its data, its metrics) and must stay.
+RESUMABLE = ("steps", "eval_every", "sample_every", "ckpt_every", "keep", "log_every",
+             "device", "compile", "out", "data_dir")  # fmt: skip
+MAX_SEED = 2**62
+
+_TYPES = {"str": (str,), "int": (int,), "float": (int, float), "bool": (bool,)}
+_TYPE_NAMES = {"str": "a string", "int": "an integer", "float": "a number",
+               "bool": "true or false"}  # fmt: skip
+
+
+def _check_type(name: str, value: object, annotation: str, where: str = "") -> None:
+    """Raise ValueError unless ``value`` has the type a field annotated ``annotation``
+    takes: a bool is not a number, a float is not an integer."""
+    if value is None and "None" in annotation:
+        return
+    base = annotation.split("|")[0].strip()
+    if isinstance(value, _TYPES[base]) and (base == "bool" or not isinstance(value, bool)):
+        return
+    shown = json.dumps(value, default=str)
+    raise ValueError(
+        f"{where}{name} must be {_TYPE_NAMES[base]}, got {shown} ({type(value).__name__})"
+    )
+
+
+def check_values(values: dict, source: str | Path | None = None) -> None:
+    """Raise ValueError, naming ``source`` and the key, at the first unknown key or value
+    of the wrong type in ``values`` (a dict of :class:`Config` fields, as from TOML)."""
+    where = f"{source}: " if source is not None else ""
+    known = {f.name: f.type for f in fields(Config)}
+    unknown = sorted(set(values) - set(known))
+    if unknown:
+        raise ValueError(f"{where}unknown config keys {unknown}; known keys: {', '.join(known)}")
+    for key, value in values.items():
+        _check_type(key, value, known[key], where)
+
+
+def run_changes(saved: dict, now: dict) -> list[str]:
+    """The keys outside :data:`RESUMABLE` whose values differ, as ``key: old -> new``."""
+    defaults = {f.name: f.default for f in fields(Config)}
+    changes = []
+    for key in defaults:
+        if key in RESUMABLE:
+            continue
+        old, new = saved.get(key, defaults[key]), now.get(key, defaults[key])
+        if old != new:
+            changes.append(f"{key}: {json.dumps(old)} -> {json.dumps(new)}")
+    return changes
+
+
+def check_same_run(saved: dict, now: dict, folder: str | Path) -> None:
+    """Raise ValueError listing each change of ``now`` to the run that ``saved`` defines."""
+    changes = run_changes(saved, now)
+    if changes:
+        raise ValueError(
+            f"--resume continues the run in {folder} as it was defined; these differ from it: "
+            f"{'; '.join(changes)}. Only {', '.join(RESUMABLE)} may change on resume "
+            "(steps upward); start a new run with another --out to change the rest"
+        )
+
+
+@dataclass
+class Config:
+    """Everything a run depends on; written to ``config.toml``.
+
+    Fields left ``None`` take the defaults of the data's kind (``POINTS_DEFAULTS`` or
+    ``IMAGES_DEFAULTS``) when the run starts. With no value at all it trains the 2D grid.
+    """
+
+    data: str = "grid"
+    data_dir: str | None = None
+    model: str = "mlp"
+    conditional: bool = False
+    objective: str = "ns"
+    r1: float | None = None
+    r1_every: int | None = None
+    schedule: str = "d_first"
+    fused: bool = False
+    accumulate: int = 1
+    precision: str = "fp32"
+    compile: str = "none"
+    steps: int | None = None
+    batch_size: int | None = None
+    lr_g: float | None = None
+    lr_d: float | None = None
+    lr_decay: str | None = None
+    beta1: float = 0.5
+    beta2: float = 0.999
+    z_dim: int | None = None
+    width: int | None = None
+    ema: float = 0.999
+    seed: int = 0
+    device: str = "auto"
+    out: str = "runs/latest"
+    eval_every: int = 1000
+    eval_samples: int = 2500
+    sample_every: int = 1000
+    ckpt_every: int = 1000
+    keep: int = 3
+    log_every: int = 50
+    feature_steps: int = 200
+
+    def resolved(self, data: Dataset) -> Config:
+        """A copy with every ``None`` field filled from the defaults of ``data``'s kind."""
+        if data.kind == "images":
+            defaults = IMAGES_DEFAULTS
+        else:
+            defaults = {**POINTS_DEFAULTS, "z_dim": data.sample_shape[0]}
+        if self.objective not in R1_OBJECTIVES or self.r1 == 0:
+            defaults = {**defaults, "r1": 0.0, "r1_every": 1}
+        values = dataclasses.asdict(self)
+        for key, value in defaults.items():
+            if values[key] is None:
+                values[key] = value
+        return Config(**values)
+
+    def validate(self) -> None:
+        """Raise ValueError naming the first bad value."""
+        from .models import MODELS
+
+        for f in fields(self):
+            _check_type(f.name, getattr(self, f.name), f.type)
+        if not self.out.strip():
+            raise ValueError("out must name the run folder, got an empty string")
+        check_name("model", self.model, MODELS)
+        check_name("objective", self.objective, OBJECTIVES)
+        check_name("schedule", self.schedule, SCHEDULES)
+        check_name("precision", self.precision, DTYPES)
+        if not isinstance(self.fused, bool):
+            raise ValueError(f"fused must be true or false, got {self.fused!r}")
+        if self.fused and self.schedule != "simultaneous":
+            raise ValueError(f"fused applies to the simultaneous schedule, not {self.schedule!r}")
+        if self.compile not in ("none", "default"):  # else a backend torch.compile knows
+            backends = ["none", "default", *torch.compiler.list_backends(exclude_tags=())]
+            check_name("compile", self.compile, backends)
+        if self.lr_decay is not None:
+            check_name("lr_decay", self.lr_decay, ("none", "linear"))
+        counts = ("steps", "batch_size", "z_dim", "width", "eval_every", "sample_every",
+                  "accumulate", "ckpt_every", "keep", "log_every", "feature_steps")  # fmt: skip
+        for name in counts:
+            value = getattr(self, name)
+            if value is not None and value < 1:  # None: filled from the data's defaults
+                raise ValueError(f"{name} must be a positive integer, got {value!r}")
+        if self.batch_size is not None and self.batch_size % self.accumulate:
+            raise ValueError(
+                f"accumulate {self.accumulate} splits each batch into equal micro-batches: "
+                f"batch_size {self.batch_size} does not divide by it"
+            )
+        if self.eval_samples < 2:  # FID/KID compare the spread of the samples
+            raise ValueError(f"eval_samples must be at least 2, got {self.eval_samples}")
+        if not 0 <= self.seed <= MAX_SEED:
+            raise ValueError(f"seed must be an integer from 0 to 2**62, got {self.seed}")
+        if self.r1 is not None and not (math.isfinite(self.r1) and self.r1 >= 0):
+            raise ValueError(f"r1 must be a number >= 0, got {self.r1!r}")
+        for name in ("lr_g", "lr_d"):
+            if getattr(self, name) is None:
+                continue
+            if not math.isfinite(getattr(self, name)) or getattr(self, name) <= 0:
+                raise ValueError(f"{name} must be a positive number, got {getattr(self, name)!r}")
+        if self.r1_every is not None and self.r1_every < 1:
+            raise ValueError(f"r1_every must be a positive integer, got {self.r1_every}")
+        if (self.r1_every or 1) > 1 and self.r1 is not None and not self.r1:
+            raise ValueError("r1_every applies to R1: give r1 > 0 with it")
+        if self.r1 and self.objective not in R1_OBJECTIVES:
+            raise ValueError(
+                f"r1 applies to the objectives {', '.join(R1_OBJECTIVES)}, not {self.objective!r}"
+            )
+        if not (0 <= self.ema < 1 and 0 <= self.beta1 < 1 and 0 <= self.beta2 < 1):
+            raise ValueError("ema, beta1 and beta2 must be in [0, 1)")
+        if self.device not in ("auto", "cpu") and not re.fullmatch(r"cuda(:\d+)?", self.device):
+            raise ValueError(f"device must be auto, cpu or cuda[:N], got {self.device!r}")
+        if self.device.startswith("cuda") and not torch.cuda.is_available():
+            raise ValueError(f"device {self.device!r} asked for, but CUDA is not available")
+
+    @classmethod
+    def from_toml(cls, path: str | Path) -> Config:
+        """A Config from a TOML file; errors name the file and the key."""
+        return cls.from_dict(read_toml(path), source=path)
+
+    @classmethod
+    def from_dict(cls, values: dict, source: str | Path | None = None) -> Config:
+        """A Config from ``values`` (e.g. a TOML file's), type-checked; errors name
+        ``source`` and the key."""
+        check_values(values, source)
+        cfg = cls(**values)
+        for f in fields(cls):  # TOML gives ints for floats like 1 (lr = 1): accept them
+            value = getattr(cfg, f.name)
+            if "float" in f.type and isinstance(value, int) and not isinstance(value, bool):
+                setattr(cfg, f.name, float(value))
+        return cfg
+
+    def to_toml(self) -> str:
+        lines = []
+        for key, value in dataclasses.asdict(self).items():
+            if value is None:
+                continue
+            if isinstance(value, bool):
+                text = "true" if value else "false"
+            elif isinstance(value, int | float):
+                text = repr(value)
+            else:
+                text = json.dumps(value)  # a JSON string is a valid TOML basic string
+            lines.append(f"{key} = {text}")
+        return "\n".join(lines) + "\n"
+
+
+def read_toml(path: str | Path) -> dict:
+    """The values of a TOML config file, each key known and each value of its type."""
+    path = Path(path)
+    if path.is_dir():
+        raise ValueError(f"{path}: a folder, not a TOML config file")
+    try:
+        values = tomllib.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as e:
+        raise ValueError(f"{path}: cannot read TOML config ({e})") from e
+    check_values(values, source=path)
+    return values

@@ -1,0 +1,130 @@
+"""Evaluation of a run's samples: toy mode coverage, FID/KID on a local feature
+network, class accuracy and Stacked MNIST's modes; the metric networks are trained
+once and cached."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+
+import torch
+from torch import Tensor, nn
+
+from . import checkpoint
+from .config import Config
+from .data import Dataset, load_dataset
+from .data.idx import cache_dir
+from .metrics import FeatureExtractor, class_accuracy, fid, kid, toy_metrics, train_classifier
+from .metrics import classes as classes_metric
+from .metrics import stacked as stacked_metric
+from .metrics.stacked import stacked_metrics
+
+
+class Evaluator:
+    """Metrics of generated samples: toy mode coverage, or FID/KID against real features,
+    and for a conditional run the class accuracy of samples made for known classes."""
+
+    def __init__(self, data: Dataset, cfg: Config) -> None:
+        self.data, self.n = data, cfg.eval_samples
+        self.floor: dict[str, float] = {}
+        self.classifier = self.digits = None
+        if data.modes is not None:
+            return
+        if data.kind == "images":
+            self.extractor = cached_extractor(data, cfg.feature_steps)
+            self.embed = self.extractor.features
+        else:
+            self.embed = lambda x: x.double()
+        gen = torch.Generator().manual_seed(0)
+        pick = torch.randperm(len(data.train), generator=gen)[: self.n]
+        self.real = self.embed(data.train[pick])
+        if data.test is not None and len(data.test) >= 2:
+            test = self.embed(data.test[: self.n])
+            self.floor = {"fid_floor": fid(self.real, test), "kid_floor": kid(self.real, test)}
+        if cfg.conditional:
+            self.classifier = cached_classifier(data, cfg.feature_steps)
+            images, labels = data.train, data.labels
+            if data.test is not None and data.test_labels is not None:
+                images, labels = data.test, data.test_labels
+            accuracy = class_accuracy(self.classifier, images[: self.n], labels[: self.n])
+            self.floor["class_accuracy_floor"] = accuracy
+
+        if data.name == "stacked-mnist":
+            self.digits, accuracy = cached_digit_classifier(cfg.data_dir, data.model_hw[0],
+                                                            cfg.feature_steps)  # fmt: skip
+            real = stacked_metrics(self.digits, data.train[pick])
+            self.floor.update({"digit_accuracy": accuracy,
+                               **{f"{k}_floor": v for k, v in real.items()}})  # fmt: skip
+
+    def __call__(self, samples: Tensor, labels: Tensor | None = None) -> dict[str, float]:
+        if self.data.modes is not None:
+            return toy_metrics(samples, self.data.modes, self.data.std)
+        samples = samples.float().cpu()
+        fake = self.embed(samples)
+        found = {"fid": fid(self.real, fake), "kid": kid(self.real, fake)}
+        if self.digits is not None:
+            found.update(stacked_metrics(self.digits, samples))
+        if self.classifier is not None and labels is not None:
+            found["class_accuracy"] = class_accuracy(self.classifier, samples, labels.cpu())
+        return {**found, **self.floor}
+
+
+def _cached_net(name: str, make: Callable[[], nn.Module], fit: Callable[[], nn.Module]):
+    """A metric network, trained once by ``fit`` and cached under ``name``."""
+    path = cache_dir() / "features" / f"{name}.pt"
+    net = make()
+    if path.exists():
+        try:
+            net.load_state_dict(torch.load(path, map_location="cpu", weights_only=True))
+            return net.eval()
+        except (RuntimeError, OSError, EOFError):
+            pass  # a stale or damaged cache entry: train again and overwrite it
+    net = fit()
+    checkpoint.atomic_save(net.state_dict(), path)
+    return net
+
+
+def cached_extractor(data: Dataset, steps: int) -> FeatureExtractor:
+    """The feature extractor of ``data``, trained once and cached by a data checksum."""
+    key = f"{data.checksum}-{data.model_hw[0]}px-v{FeatureExtractor.VERSION}-s{steps}"
+    return _cached_net(key, lambda: FeatureExtractor(data.train.shape[1]),
+                       lambda: FeatureExtractor.train_on(data.train, steps=steps))  # fmt: skip
+
+
+def cached_classifier(data: Dataset, steps: int) -> FeatureExtractor:
+    """The class_accuracy classifier of labelled ``data``, trained once and cached."""
+    classes = len(data.classes)
+    key = f"classes-{data.checksum}-{data.model_hw[0]}px-v{classes_metric.VERSION}-s{steps}"
+    channels = data.train.shape[1]
+
+    def fit() -> FeatureExtractor:  # a classifier needs more steps than rotations do
+        return train_classifier(data.train, data.labels, classes, 3 * steps)
+
+    return _cached_net(key, lambda: FeatureExtractor(channels, outputs=classes), fit)
+
+
+def cached_digit_classifier(
+    data_dir: str | None, size: int, feature_steps: int
+) -> tuple[FeatureExtractor, float]:
+    """Stacked MNIST's digit classifier at ``size`` pixels, trained once on MNIST's
+    training digits and cached, with its accuracy on MNIST's test digits."""
+    mnist = load_dataset("mnist", data_dir)
+    mnist.fit(size)
+    steps = stacked_metric.STEPS_PER_FEATURE_STEP * feature_steps
+    key = f"digits-mnist-{size}px-v{stacked_metric.VERSION}-s{steps}"
+    net = _cached_net(key, lambda: FeatureExtractor(1, outputs=10),
+                      lambda: stacked_metric.train_digit_classifier(mnist.train, mnist.labels,
+                                                                    steps))  # fmt: skip
+    # its test accuracy is cached beside it: 10,000 digits take seconds to classify
+    record = cache_dir() / "features" / f"{key}.accuracy.json"
+    weights = record.with_name(f"{key}.pt")
+    try:
+        saved = json.loads(record.read_text())
+        if saved["weights_mtime_ns"] == weights.stat().st_mtime_ns:
+            return net, float(saved["accuracy"])
+    except (OSError, ValueError, KeyError, TypeError):
+        pass  # none yet, or stale: measure it
+    accuracy = class_accuracy(net, mnist.test, mnist.test_labels)
+    record.write_text(json.dumps({"accuracy": accuracy,
+                                  "weights_mtime_ns": weights.stat().st_mtime_ns}))  # fmt: skip
+    return net, accuracy

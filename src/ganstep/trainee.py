@@ -1,0 +1,132 @@
+"""What a run trains and a checkpoint holds: models, optimizers, the Step, the EMA of G
+and every random stream the loop draws from, so that a resumed run is exact."""
+
+from __future__ import annotations
+
+import copy
+
+import torch
+from torch import Tensor, nn
+
+from . import distributed as data_parallel
+from .config import Config
+from .data import Dataset
+from .models import build_models
+from .objectives import OBJECTIVES
+from .regularizers import lazy_regularization
+from .schedules import simultaneous
+from .step import Step
+
+
+class Trainee:
+    """What a checkpoint holds: models, optimizers, Step, EMA and every random stream."""
+
+    def __init__(self, cfg: Config, data: Dataset, device: torch.device) -> None:
+        self.cfg, self.device = cfg, device
+        self.rank, self.world = data_parallel.rank(), data_parallel.world_size()
+        torch.manual_seed(cfg.seed)  # the same models everywhere (and rank 0's are broadcast)
+        classes = len(data.classes) if cfg.conditional else None
+        G, D = build_models(cfg.model, data.sample_shape, cfg.objective, cfg.z_dim, cfg.width,
+                            classes)  # fmt: skip
+        self.G, self.D = G.to(device), D.to(device)
+        betas = (cfg.beta1, cfg.beta2)
+        d_rates = (cfg.lr_d, betas)
+        if cfg.r1 and cfg.r1_every > 1:  # lazy R1: StyleGAN2's lr and betas for D
+            d_rates = lazy_regularization(cfg.lr_d, betas, cfg.r1_every)
+        self.rates = {"g": (cfg.lr_g, betas), "d": d_rates}
+        self.opt_g = torch.optim.Adam(self.G.parameters(), cfg.lr_g, betas=betas)
+        self.opt_d = torch.optim.Adam(self.D.parameters(), d_rates[0], betas=d_rates[1])
+        self.ema = copy.deepcopy(self.G).requires_grad_(False) if cfg.ema > 0 else None
+        # Each process of a data parallel run draws its own z and batches.
+        stream = cfg.seed + 1000003 * self.rank
+        self.latent_gen = torch.Generator(device=device).manual_seed(stream + 1)
+        self.data_gen = torch.Generator().manual_seed(stream + 2)
+        objective = cfg.objective
+        if cfg.r1:
+            objective = OBJECTIVES[cfg.objective](r1=cfg.r1, r1_every=cfg.r1_every)
+        schedule = simultaneous(fused=True) if cfg.fused else cfg.schedule
+        compiled = {"none": False, "default": True}.get(cfg.compile, cfg.compile)
+        self.step = Step(self.G, self.D, self.opt_g, self.opt_d, objective=objective,
+                         schedule=schedule, latent=self.latent, precision=cfg.precision,
+                         compile=compiled, distributed=self.world > 1,
+                         condition="real" if cfg.conditional else None,
+                         accumulate=cfg.accumulate)  # fmt: skip
+        if self.rank:
+            torch.manual_seed(stream)
+
+    def latent(self, n: int) -> Tensor:
+        return torch.randn(n, self.cfg.z_dim, generator=self.latent_gen, device=self.device)
+
+    @property
+    def sampler(self) -> nn.Module:
+        """The G that samples and metrics use: the EMA when it is on."""
+        return self.ema if self.ema is not None else self.G
+
+    def set_lr(self, scale: float) -> None:
+        for opt, who in ((self.opt_g, "g"), (self.opt_d, "d")):
+            for group in opt.param_groups:
+                group["lr"] = self.rates[who][0] * scale
+
+    @torch.no_grad()
+    def update_ema(self) -> None:
+        if self.ema is not None:
+            for e, p in zip(self.ema.parameters(), self.G.parameters(), strict=True):
+                e.lerp_(p, 1 - self.cfg.ema)
+            for e, b in zip(self.ema.buffers(), self.G.buffers(), strict=True):
+                e.copy_(b)
+
+    def rng_state(self) -> dict:
+        cuda = self.device.type == "cuda"
+        return {
+            "torch": torch.get_rng_state(),
+            "latent": self.latent_gen.get_state(),
+            "data": self.data_gen.get_state(),
+            "cuda": torch.cuda.get_rng_state(self.device) if cuda else None,
+        }
+
+    def set_rng_state(self, rng: dict) -> None:
+        torch.set_rng_state(rng["torch"])
+        self.latent_gen.set_state(rng["latent"])
+        self.data_gen.set_state(rng["data"])
+        if self.device.type == "cuda" and rng.get("cuda") is not None:
+            torch.cuda.set_rng_state(rng["cuda"], self.device)
+
+    def state_dict(self) -> dict:
+        """Everything to continue exactly; in a data parallel run, call it on every
+        process (it gathers each one's random streams under ``rng_ranks``)."""
+        rng = self.rng_state()
+        ranks = [rng]
+        if self.world > 1:
+            ranks = [None] * self.world
+            torch.distributed.all_gather_object(ranks, rng)
+        return {
+            "G": self.G.state_dict(),
+            "D": self.D.state_dict(),
+            "opt_g": self.opt_g.state_dict(),
+            "opt_d": self.opt_d.state_dict(),
+            "step_state": self.step.state_dict(),
+            "ema": self.ema.state_dict() if self.ema is not None else None,
+            "rng": rng,
+            "rng_ranks": ranks,
+        }
+
+    def load_state_dict(self, state: dict) -> None:
+        """Restore a checkpoint (loaded on the CPU: RNG states must stay CPU tensors)."""
+        self.G.load_state_dict(state["G"])
+        self.D.load_state_dict(state["D"])
+        for opt, key in ((self.opt_g, "opt_g"), (self.opt_d, "opt_d")):
+            opt.load_state_dict(state[key])
+        self.set_lr(1.0)  # the config wins over the saved rates: a resume may change them
+        for opt, who in ((self.opt_g, "g"), (self.opt_d, "d")):
+            for group in opt.param_groups:
+                group["betas"] = self.rates[who][1]
+        self.step.load_state_dict(state["step_state"])
+        if self.ema is not None and state.get("ema") is not None:
+            self.ema.load_state_dict(state["ema"])
+        ranks = state.get("rng_ranks", [state["rng"]])
+        if len(ranks) != self.world:
+            raise ValueError(
+                f"this checkpoint was written by {len(ranks)} process(es); resume it with "
+                f"the same number (now {self.world}), or its random streams cannot continue"
+            )
+        self.set_rng_state(ranks[self.rank])
