@@ -8,6 +8,7 @@ import copy
 import pytest
 import torch
 import torch.nn.functional as F
+from helpers import latent_stream
 from torch import nn
 from torch.testing import assert_close
 
@@ -36,11 +37,6 @@ def pair(objective: str, batchnorm: bool = False):
     return G, D, torch.optim.Adam(G.parameters(), 0.01), torch.optim.Adam(D.parameters(), 0.01)
 
 
-def latent_stream():
-    gen = torch.Generator().manual_seed(1)
-    return lambda n: torch.randn(n, Z, generator=gen, dtype=torch.float64)
-
-
 def real_batches(count: int, n: int = N):
     gen = torch.Generator().manual_seed(2)
     return [torch.randn(n, X, generator=gen, dtype=torch.float64) + 1 for _ in range(count)]
@@ -48,7 +44,7 @@ def real_batches(count: int, n: int = N):
 
 def train(objective, schedule, accumulate: int, iterations: int = 4, **kwargs):
     side = pair(objective)
-    step = Step(*side, objective=objective, schedule=schedule, latent=latent_stream(),
+    step = Step(*side, objective=objective, schedule=schedule, latent=latent_stream(Z),
                 accumulate=accumulate, **kwargs)  # fmt: skip
     torch.manual_seed(5)  # wgan_gp's interpolation draws
     reals = real_batches(iterations * step.real_batches)
@@ -99,7 +95,7 @@ def test_accumulation_with_labels_equals_the_whole_batch():
         gen = torch.Generator().manual_seed(3)
         step = Step(G, D, torch.optim.Adam(G.parameters(), 0.01),
                     torch.optim.Adam(D.parameters(), 0.01), objective="hinge",
-                    schedule=simultaneous(), latent=latent_stream(),
+                    schedule=simultaneous(), latent=latent_stream(Z),
                     condition=lambda n, gen=gen: torch.randint(3, (n,), generator=gen),
                     accumulate=k)  # fmt: skip
         labels = torch.Generator().manual_seed(4)
@@ -113,7 +109,7 @@ def test_accumulation_with_labels_equals_the_whole_batch():
 def test_one_optimizer_step_one_scaler_update_one_sync_per_phase():
     G, D, opt_g, opt_d = pair("ns")
     step = Step(G, D, opt_g, opt_d, objective=NS(r1=1.0, r1_every=2), schedule="d_first",
-                latent=latent_stream(), accumulate=3)  # fmt: skip
+                latent=latent_stream(Z), accumulate=3)  # fmt: skip
     synced = []
     step.game.sync = lambda params: synced.append(len(params))
     for real in real_batches(2):
@@ -138,11 +134,11 @@ def test_one_optimizer_step_one_scaler_update_one_sync_per_phase():
 def test_batchnorm_normalizes_each_micro_batch_by_its_own_statistics():
     G, D, opt_g, opt_d = pair("ns", batchnorm=True)
     G0, D0 = copy.deepcopy(G), copy.deepcopy(D)
-    step = Step(G, D, opt_g, opt_d, objective="ns", schedule="d_first", latent=latent_stream(),
+    step = Step(G, D, opt_g, opt_d, objective="ns", schedule="d_first", latent=latent_stream(Z),
                 accumulate=2)  # fmt: skip
     (real,) = real_batches(1)
     logs = step(real)
-    z = latent_stream()(N)
+    z = latent_stream(Z)(N)
     with torch.no_grad():
         fake = G0(z)
         parts = [F.softplus(-D0(r)).mean() + F.softplus(D0(f)).mean()
@@ -155,9 +151,9 @@ def test_batchnorm_normalizes_each_micro_batch_by_its_own_statistics():
 def test_bad_accumulation_is_a_clear_error():
     for bad in (0, -1, 1.5, True):
         with pytest.raises(ValueError, match="accumulate must be a positive integer"):
-            Step(*pair("ns"), objective="ns", schedule="d_first", latent=latent_stream(),
+            Step(*pair("ns"), objective="ns", schedule="d_first", latent=latent_stream(Z),
                  accumulate=bad)  # fmt: skip
-    step = Step(*pair("ns"), objective="ns", schedule="d_first", latent=latent_stream(),
+    step = Step(*pair("ns"), objective="ns", schedule="d_first", latent=latent_stream(Z),
                 accumulate=4)  # fmt: skip
     with pytest.raises(ValueError, match="a batch of 6 rows does not divide by 4"):
         step(real_batches(1)[0])

@@ -6,8 +6,8 @@ import json
 
 import pytest
 import torch
-from cli_helpers import ganstep
-from test_flops import N, d_costs, dcgan_pair, latent
+from helpers import ganstep
+from helpers.dcgan import N, d_costs, dcgan_pair, latent
 
 from ganstep import Step, audit, d_first, g_first, reference, simultaneous
 

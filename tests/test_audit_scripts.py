@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from cli_helpers import ganstep
+from helpers import ganstep
 
 SCRIPTS = Path(__file__).parent / "audit_scripts"
 N, NZ, NH, NX = 32, 8, 32, 16

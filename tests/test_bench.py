@@ -6,7 +6,7 @@ import json
 
 import pytest
 import torch
-from cli_helpers import ganstep
+from helpers import ganstep
 from PIL import Image
 
 KEYS = {"model", "objective", "schedule", "impl", "ms_median", "ms_min", "ms_max",

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from cli_helpers import TINY, assert_same_state, checkpoint, ganstep
+from helpers import TINY, assert_same_state, checkpoint, ganstep
 
 from ganstep import checkpoint as ckpt
 from ganstep.errors import GanstepWarning

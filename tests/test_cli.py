@@ -12,7 +12,7 @@ import tomllib
 import numpy as np
 import pytest
 import torch
-from cli_helpers import (
+from helpers import (
     SHARED_DATA,
     TINY,
     assert_same_state,

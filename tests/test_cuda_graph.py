@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 import torch
-from conftest import Run, real_batches
+from helpers import Run, real_batches
 from torch.testing import assert_close
 
 from ganstep import Step, d_first, g_first, simultaneous

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 import torch
-from conftest import OBJECTIVES, Run, real_batches
+from helpers import OBJECTIVES, Run, real_batches
 from torch.testing import assert_close
 
 from ganstep import Step, d_first, g_first, reference, simultaneous

@@ -4,50 +4,16 @@ from __future__ import annotations
 
 import pytest
 import torch
-from torch.utils.flop_counter import FlopCounterMode
+from helpers import flops
+from helpers.dcgan import N, d_costs, dcgan_pair, latent
 
 from ganstep import Step, d_first, reference, simultaneous
-from ganstep.models import DCGANDiscriminator, DCGANGenerator
 from ganstep.sides import frozen
-
-N, Z = 8, 16
-
-
-def flops(fn) -> int:
-    with FlopCounterMode(display=False) as counter:
-        fn()
-    return counter.get_total_flops()
-
-
-def dcgan_pair(batchnorm: bool = True):
-    torch.manual_seed(0)
-    G = DCGANGenerator(z_dim=Z, width=8)
-    D = DCGANDiscriminator(width=8, batchnorm=batchnorm)
-    opt_g = torch.optim.Adam(G.parameters(), 2e-4, betas=(0.5, 0.999))
-    opt_d = torch.optim.Adam(D.parameters(), 2e-4, betas=(0.5, 0.999))
-    return G, D, opt_g, opt_d
-
-
-def latent(n: int) -> torch.Tensor:
-    return torch.randn(n, Z)
 
 
 @pytest.fixture
 def real():
     return torch.randn(N, 3, 32, 32)
-
-
-def d_costs(real: torch.Tensor) -> tuple[int, int]:
-    """(one D forward on a fake batch, D's weight gradients in one backward through it)."""
-    _, D, _, _ = dcgan_pair()
-    fake = torch.randn_like(real, requires_grad=True)
-    forward = flops(lambda: D(fake))
-    with_weights = flops(lambda: D(fake).sum().backward())
-    with frozen(D):
-        without_weights = flops(lambda: D(fake).sum().backward())
-    weight_grads = with_weights - without_weights
-    assert forward > 0 and weight_grads > 0
-    return forward, weight_grads
 
 
 @pytest.mark.parametrize("batchnorm", [True, False])

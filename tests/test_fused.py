@@ -6,7 +6,7 @@ import copy
 
 import pytest
 import torch
-from conftest import Run, real_batches
+from helpers import Run, real_batches
 from hypothesis import given
 from hypothesis import strategies as st
 from torch import nn

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pytest
 import torch
-import torch.nn.functional as F
+from helpers import flops, latent_stream
 from helpers.impure import KINDS, X, make_d, make_projection_d
-from test_reach import (
+from helpers.wild import (
     CondG,
     PairD,
     Pix2PixG,
@@ -23,8 +23,6 @@ from test_reach import (
 )
 from torch import nn
 from torch.nn.utils import parametrizations
-from torch.testing import assert_close
-from torch.utils.flop_counter import FlopCounterMode
 
 from ganstep import Step, d_first, g_first, reference, simultaneous
 from ganstep.objectives import NS, lazy_regularization
@@ -46,11 +44,6 @@ def sides(make_d_of, dtype=torch.float64):
     return out
 
 
-def latent_stream():
-    gen = torch.Generator().manual_seed(1)
-    return lambda n: torch.randn(n, Z, generator=gen, dtype=torch.float64)
-
-
 def real_batches(count: int) -> list[torch.Tensor]:
     gen = torch.Generator().manual_seed(2)
     return [torch.randn(N, X, generator=gen, dtype=torch.float64) + 1 for _ in range(count)]
@@ -68,8 +61,8 @@ def run_both(kind, objective, schedule, loop, options, **step_options):
     k = schedule.real_batches
     reals = real_batches(ITERATIONS * k)
     torch.manual_seed(7)  # Dropout, augmentation and WGAN-GP draw from the global generator
-    expected = loop(*theirs, reals, latent_stream(), objective, **options)
-    step = Step(*ours, objective=objective, schedule=schedule, latent=latent_stream(),
+    expected = loop(*theirs, reals, latent_stream(Z), objective, **options)
+    step = Step(*ours, objective=objective, schedule=schedule, latent=latent_stream(Z),
                 **step_options)  # fmt: skip
     torch.manual_seed(7)
     got = [step(reals[i * k : (i + 1) * k] if k > 1 else reals[i]) for i in range(ITERATIONS)]
@@ -142,14 +135,14 @@ def test_merging_an_impure_d_differs_from_the_loop(kind):
 @pytest.mark.parametrize("kind", IMPURE)
 def test_the_fused_step_is_refused_for_an_impure_d_unless_merging_is_asked_for(kind):
     _, ours = sides(lambda: make_d(kind))
-    step = Step(*ours, objective="ns", schedule=simultaneous(fused=True), latent=latent_stream())
+    step = Step(*ours, objective="ns", schedule=simultaneous(fused=True), latent=latent_stream(Z))
     before = [p.clone() for p in ours[1].parameters()]
     with pytest.raises(ValueError, match="d_forwards='merged'"):
         step(real_batches(1)[0])
     for p, q in zip(ours[1].parameters(), before, strict=True):
         assert torch.equal(p, q)  # refused before anything was updated
     merged = Step(*ours, objective="ns", schedule=simultaneous(fused=True),
-                  latent=latent_stream(), d_forwards="merged")  # fmt: skip
+                  latent=latent_stream(Z), d_forwards="merged")  # fmt: skip
     assert set(merged(real_batches(1)[0])) >= {"loss_d", "loss_g"}
 
 
@@ -160,9 +153,9 @@ def test_a_d_that_mixes_samples_is_refused_by_fused_and_concat(kind):
     for options in ({"schedule": simultaneous(fused=True)}, {"schedule": d_first(),
                                                              "concat": True}):  # fmt: skip
         with pytest.raises(ValueError, match="mix"):
-            step = Step(*ours, objective="ns", latent=latent_stream(), **options)
+            step = Step(*ours, objective="ns", latent=latent_stream(Z), **options)
             step(real)  # a mixing layer of no known type is found on the first call
-    step = Step(*ours, objective="ns", schedule="d_first", latent=latent_stream())
+    step = Step(*ours, objective="ns", schedule="d_first", latent=latent_stream(Z))
     step(real)
     assert "mixing (" in repr(step)
 
@@ -216,9 +209,9 @@ def test_stylegan2_ada_phases_with_augmentation_inside_d_and_lazy_r1(kind, every
     theirs, ours = built
     reals = real_batches(5)
     torch.manual_seed(7)
-    expected = reference.stylegan2_r1(*theirs, reals, latent_stream(), r1=2.0, r1_every=every)
+    expected = reference.stylegan2_r1(*theirs, reals, latent_stream(Z), r1=2.0, r1_every=every)
     step = Step(*ours, objective=NS(r1=2.0, r1_every=every), schedule=g_first(),
-                latent=latent_stream(), d_order="fake_first")  # fmt: skip
+                latent=latent_stream(Z), d_order="fake_first")  # fmt: skip
     torch.manual_seed(7)
     got = [{k: v.item() for k, v in step(real).items()} for real in reals]
     assert_losses(got, expected)
@@ -284,12 +277,6 @@ def test_pytorch_gan_cgan_with_its_dropout_d_and_others(kind):
 # -- passes ---------------------------------------------------------------------------
 
 
-def flops(fn) -> int:
-    with FlopCounterMode(display=False) as counter:
-        fn()
-    return counter.get_total_flops()
-
-
 @pytest.mark.parametrize("kind", ["spectral", "dropout", "plain"])
 def test_the_exact_step_pays_one_d_forward_more_for_an_impure_d(kind):
     """PyTorch-GAN's loop forwards D three times and computes D's weight gradients in
@@ -298,8 +285,8 @@ def test_the_exact_step_pays_one_d_forward_more_for_an_impure_d(kind):
     weight gradients only."""
     theirs, ours = sides(lambda: make_d(kind))
     real = real_batches(1)[0]
-    ref = flops(lambda: reference.pytorch_gan_g_first(*theirs, [real], latent_stream()))
-    step = Step(*ours, objective="ns", schedule="simultaneous", latent=latent_stream())
+    ref = flops(lambda: reference.pytorch_gan_g_first(*theirs, [real], latent_stream(Z)))
+    step = Step(*ours, objective="ns", schedule="simultaneous", latent=latent_stream(Z))
     step.observe_d(real)
     got = flops(lambda: step(real))
     D = make_d(kind).double()
@@ -311,60 +298,3 @@ def test_the_exact_step_pays_one_d_forward_more_for_an_impure_d(kind):
     weight_grads = with_weights - without_weights
     assert forward > 0 and weight_grads > 0
     assert ref - got == (forward + weight_grads if kind == "plain" else weight_grads)
-
-
-# -- shapes ---------------------------------------------------------------------------
-
-
-def tiny_step(D, G=None, **kwargs):
-    G = G if G is not None else nn.Linear(Z, X).double()
-    return Step(G, D, torch.optim.SGD(G.parameters(), 0.1), torch.optim.SGD(D.parameters(), 0.1),
-                objective="ns", schedule="d_first", latent=latent_stream(), **kwargs)  # fmt: skip
-
-
-class TwoRowsG(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.net = nn.Linear(Z, 2 * X)
-
-    def forward(self, z):
-        return self.net(z).view(-1, X)  # the classic wrong reshape: 2n samples
-
-
-class FeaturesFirst(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.body, self.head = nn.Linear(X, 8), nn.Linear(8, 1)
-
-    def forward(self, x):
-        h = self.body(x)
-        return h, self.head(h)
-
-
-def test_shape_refusals_name_the_fix():
-    real = real_batches(1)[0]
-    with pytest.raises(ValueError, match="G returned 12 samples for 6 z"):
-        tiny_step(nn.Linear(X, 1).double(), G=TwoRowsG().double())(real)
-    with pytest.raises(ValueError, match=r"shape \(6, 2\) holds 2 numbers per sample.*d_map"):
-        tiny_step(nn.Linear(X, 2).double())(real)
-    assert "loss_d" in tiny_step(nn.Linear(X, 2).double(), d_map=True)(real)
-    with pytest.raises(ValueError, match="first element of D's tuple is read as the adversarial"):
-        tiny_step(FeaturesFirst().double())(real)
-
-
-def test_the_view_keeps_what_d_returned_for_terms():
-    """A (score, features) D is fine, and a feature term reads the features."""
-
-    class ScoreFirst(FeaturesFirst):
-        def forward(self, x):
-            h = self.body(x)
-            return self.head(h), h
-
-    step = tiny_step(
-        ScoreFirst().double(),
-        g_terms={
-            "features": lambda v: F.mse_loss(v.d_fake[1].mean(0), v.d_fake[1].mean(0).detach())
-        },
-    )
-    logs = step(real_batches(1)[0])
-    assert_close(logs["features"], torch.tensor(0.0, dtype=torch.float64))

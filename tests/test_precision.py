@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 import torch
-from conftest import Run, real_batches
+from helpers import Run, real_batches
 from hypothesis import given
 from hypothesis import strategies as st
 from torch.testing import assert_close

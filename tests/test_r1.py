@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 import torch
+from helpers import flops, latent_stream
 from torch import nn
 from torch.nn.utils.parametrizations import spectral_norm
 from torch.testing import assert_close
-from torch.utils.flop_counter import FlopCounterMode
 
 from ganstep import Step, g_first, reference
 from ganstep.models import DCGANDiscriminator, DCGANGenerator
@@ -38,11 +38,6 @@ def sides(kind: str, every: int):
     return out
 
 
-def latent_stream():
-    gen = torch.Generator().manual_seed(1)
-    return lambda n: torch.randn(n, Z, generator=gen, dtype=torch.float64)
-
-
 def batches(count: int):
     gen = torch.Generator().manual_seed(2)
     return [torch.randn(N, X, generator=gen, dtype=torch.float64) + 1 for _ in range(count)]
@@ -53,9 +48,9 @@ def batches(count: int):
 def test_r1_equals_stylegan2_single_forward_loop(kind, every):
     theirs, ours = sides(kind, every)
     reals = batches(7)
-    expected = reference.stylegan2_r1(*theirs, reals, latent_stream(), r1=2.0, r1_every=every)
+    expected = reference.stylegan2_r1(*theirs, reals, latent_stream(Z), r1=2.0, r1_every=every)
     step = Step(*ours, objective=NS(r1=2.0, r1_every=every), schedule=g_first(),
-                latent=latent_stream(), d_order="fake_first")  # fmt: skip
+                latent=latent_stream(Z), d_order="fake_first")  # fmt: skip
     for real, row in zip(reals, expected, strict=True):
         logs = step(real)
         assert logs["loss_g"].item() == pytest.approx(row["loss_g"], rel=1e-10)
@@ -68,12 +63,6 @@ def test_r1_equals_stylegan2_single_forward_loop(kind, every):
 
 
 # -- passes ---------------------------------------------------------------------------
-
-
-def flops(fn) -> int:
-    with FlopCounterMode(display=False) as counter:
-        fn()
-    return counter.get_total_flops()
 
 
 class TwoForwardR1(NS):
@@ -153,7 +142,7 @@ def test_lazy_r1_is_refused_by_cuda_graphs_and_needs_r1_in_the_trainer():
     from ganstep.cuda_graph import check_capturable
 
     step = Step(*sides("plain", 2)[0], objective=NS(r1=1.0, r1_every=2), schedule="d_first",
-                latent=latent_stream())  # fmt: skip
+                latent=latent_stream(Z))  # fmt: skip
     with pytest.raises(ValueError, match="lazy R1"):
         check_capturable(step)
     with pytest.raises(ValueError, match="r1_every applies to R1: give r1 > 0"):

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from cli_helpers import TINY, ganstep
+from helpers import TINY, ganstep
 
 from ganstep.cli import main
 from ganstep.config import RESUMABLE, Config

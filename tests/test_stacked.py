@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 import torch
-from cli_helpers import SHARED_DATA
+from helpers import SHARED_DATA
 
 from ganstep.data import load_dataset, load_stacked_mnist
 from ganstep.data.stacked import stack

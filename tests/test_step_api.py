@@ -6,7 +6,7 @@ import copy
 
 import pytest
 import torch
-from conftest import BATCH, X_DIM, Z_DIM, Run, real_batches
+from helpers import BATCH, X_DIM, Z_DIM, Run, real_batches
 from hypothesis import given
 from hypothesis import strategies as st
 from torch.testing import assert_close

@@ -1,0 +1,107 @@
+"""What the tests share: float64 G/D pairs for the equivalence tests, latent streams,
+FLOP counts, and running ganstep as a user does (a subprocess) and reading what it wrote.
+
+``helpers.wild`` holds the small Gs and Ds of the wild loops' tests (conditional,
+pix2pix, ACGAN) and how to compare them; ``helpers.impure`` the Ds that are not pure;
+``helpers.cases`` the data parallel cases run under torchrun.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import torch
+from torch.utils.flop_counter import FlopCounterMode
+
+from ganstep.models import MLP
+
+Z_DIM, X_DIM, BATCH = 3, 2, 6
+
+OBJECTIVES = ["minimax", "ns", "lsgan", "hinge", "wgan_gp", "began", "softmax"]
+
+
+class Run:
+    """One G, D, their Adam optimizers and a seeded latent, for one side of a comparison."""
+
+    def __init__(self, objective: str, batchnorm: bool, dtype=torch.float64, device="cpu"):
+        torch.manual_seed(0)
+        self.G = MLP(Z_DIM, X_DIM, (8,), activation=torch.nn.LeakyReLU, batchnorm=batchnorm)
+        d_out = X_DIM if objective == "began" else 1  # BEGAN's D is an autoencoder
+        self.D = MLP(X_DIM, d_out, (8, 4), activation=torch.nn.LeakyReLU, batchnorm=batchnorm)
+        self.G.to(device, dtype)
+        self.D.to(device, dtype)
+        self.opt_g = torch.optim.Adam(self.G.parameters(), lr=0.02, betas=(0.5, 0.9))
+        self.opt_d = torch.optim.Adam(self.D.parameters(), lr=0.02, betas=(0.5, 0.9))
+        self.gen = gen = torch.Generator(device=device).manual_seed(1)
+        self.latent = lambda n: torch.randn(n, Z_DIM, generator=gen, dtype=dtype, device=device)
+
+    def models(self):
+        return self.G, self.D, self.opt_g, self.opt_d
+
+
+def real_batches(count: int, dtype=torch.float64, device="cpu") -> list[torch.Tensor]:
+    gen = torch.Generator().manual_seed(2)
+    return [
+        (torch.randn(BATCH, X_DIM, generator=gen, dtype=dtype) * 0.5 + 1.0).to(device)
+        for _ in range(count)
+    ]
+
+
+def latent_stream(width: int, seed: int = 1):
+    """``latent(n)``: n float64 z of ``width`` from a generator of its own, fresh per call."""
+    gen = torch.Generator().manual_seed(seed)
+    return lambda n: torch.randn(n, width, generator=gen, dtype=torch.float64)
+
+
+def flops(fn) -> int:
+    """The FLOPs ``fn()`` runs, as ``FlopCounterMode`` counts them."""
+    with FlopCounterMode(display=False) as counter:
+        fn()
+    return counter.get_total_flops()
+
+
+# -- ganstep as a user runs it -----------------------------------------------------------
+
+
+SHARED_DATA = Path(__file__).resolve().parents[3] / "shared" / "data"
+TINY = ["--width", "16", "--batch-size", "32", "--eval-samples", "200", "--log-every", "5",
+        "--no-progress"]  # fmt: skip
+
+
+def environment(cache: Path) -> dict:
+    return {**os.environ, "GANSTEP_CACHE": str(cache), "OMP_NUM_THREADS": "1"}
+
+
+def ganstep(*args, cache: Path, check: bool = True, timeout: float = 120, cwd=None):
+    env = environment(cache)
+    proc = subprocess.run(
+        [sys.executable, "-m", "ganstep", *map(str, args)],
+        capture_output=True, text=True, env=env, timeout=timeout, cwd=cwd,
+    )  # fmt: skip
+    if check and proc.returncode != 0:
+        raise AssertionError(f"exit {proc.returncode}\n{proc.stdout}\n{proc.stderr}")
+    return proc
+
+
+def records(run: Path) -> list[dict]:
+    return [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
+
+
+def checkpoint(run: Path) -> dict:
+    last = sorted((run / "checkpoints").glob("step_*.pt"))[-1]
+    return torch.load(last, weights_only=True)
+
+
+def assert_same_state(a: dict, b: dict) -> None:
+    for key in ("G", "D", "ema"):
+        for name, value in a[key].items():
+            assert torch.equal(value, b[key][name]), f"{key}.{name}"
+    for key in ("opt_g", "opt_d"):
+        for pid, state in a[key]["state"].items():
+            for name, value in state.items():
+                assert torch.equal(value, b[key]["state"][pid][name]), f"{key}.{pid}.{name}"
+    assert a["step_state"] == b["step_state"]

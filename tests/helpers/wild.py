@@ -1,0 +1,158 @@
+"""The small Gs and Ds of the wild loops' tests (cGAN, projection D, ACGAN, pix2pix),
+in float64, with the streams and comparisons those tests share."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.nn.functional as F
+from torch import nn
+from torch.testing import assert_close
+
+from ganstep import Step, d_first
+
+N, Z, X, K = 6, 3, 4, 3  # batch, z, sample width, classes
+
+ITERATIONS = 4
+
+
+def norm(width: int, batchnorm: bool) -> nn.Module:
+    return nn.BatchNorm1d(width) if batchnorm else nn.Identity()
+
+
+class CondG(nn.Module):
+    """G(z, y): z next to a learned embedding of the label (PyTorch-GAN's cgan)."""
+
+    def __init__(self, batchnorm: bool):
+        super().__init__()
+        self.embed = nn.Embedding(K, 2)
+        self.net = nn.Sequential(nn.Linear(Z + 2, 8), norm(8, batchnorm), nn.LeakyReLU(0.2),
+                                 nn.Linear(8, X))  # fmt: skip
+
+    def forward(self, z, y):
+        return self.net(torch.cat([z, self.embed(y)], 1))
+
+
+class ProjectionD(nn.Module):
+    """D(x, y) = w . h(x) + <embed(y), h(x)> (Miyato and Koyama's projection D)."""
+
+    def __init__(self, batchnorm: bool):
+        super().__init__()
+        self.body = nn.Sequential(nn.Linear(X, 8), norm(8, batchnorm), nn.LeakyReLU(0.2))
+        self.out = nn.Linear(8, 1)
+        self.embed = nn.Embedding(K, 8)
+
+    def forward(self, x, y):
+        h = self.body(x)
+        return self.out(h).squeeze(1) + (self.embed(y) * h).sum(1)
+
+
+class ACGAND(nn.Module):
+    """D(x) -> (validity logit, class logits); it ignores the condition it is given."""
+
+    def __init__(self, batchnorm: bool):
+        super().__init__()
+        self.body = nn.Sequential(nn.Linear(X, 8), norm(8, batchnorm), nn.LeakyReLU(0.2))
+        self.adv, self.cls = nn.Linear(8, 1), nn.Linear(8, K)
+
+    def forward(self, x, y=None):
+        h = self.body(x)
+        return self.adv(h), self.cls(h)
+
+
+class Pix2PixG(nn.Module):
+    """G(source) -> target, 1x8x8 images (a small encoder-decoder with BatchNorm)."""
+
+    def __init__(self):
+        super().__init__()
+        self.net = nn.Sequential(nn.Conv2d(1, 4, 3, 1, 1), nn.BatchNorm2d(4), nn.ReLU(),
+                                 nn.Conv2d(4, 1, 3, 1, 1), nn.Tanh())  # fmt: skip
+
+    def forward(self, source):
+        return self.net(source)
+
+
+def patch_net(batchnorm: bool = True) -> nn.Module:
+    """A PatchGAN on cat(source, image): a 1 x 3 x 3 map of logits per sample."""
+    return nn.Sequential(nn.Conv2d(2, 4, 4, 2, 1), norm2d(4, batchnorm), nn.LeakyReLU(0.2),
+                         nn.Conv2d(4, 1, 2, 1, 0))  # fmt: skip
+
+
+def norm2d(width: int, batchnorm: bool) -> nn.Module:
+    return nn.BatchNorm2d(width) if batchnorm else nn.Identity()
+
+
+class PairD(nn.Module):
+    """What a ganstep user writes for pix2pix's D: D(x, c) = net(cat(c, x))."""
+
+    def __init__(self, net: nn.Module):
+        super().__init__()
+        self.net = net
+
+    def forward(self, x, c):
+        return self.net(torch.cat((c, x), 1))
+
+
+def build(make_g, make_d):
+    """Two identical (G, D, opt_g, opt_d) sides, in float64."""
+    sides = []
+    for _ in range(2):
+        torch.manual_seed(0)
+        G, D = make_g().double(), make_d().double()
+        sides.append((G, D, torch.optim.Adam(G.parameters(), 0.01, betas=(0.5, 0.9)),
+                      torch.optim.Adam(D.parameters(), 0.01, betas=(0.5, 0.9))))  # fmt: skip
+    return sides
+
+
+def streams():
+    """latent(n) and labels(n) from their own generators, fresh for each side."""
+    gz, gy = torch.Generator().manual_seed(1), torch.Generator().manual_seed(2)
+
+    def latent(n):
+        return torch.randn(n, Z, generator=gz, dtype=torch.float64)
+
+    def labels(n):
+        return torch.randint(K, (n,), generator=gy)
+
+    return latent, labels
+
+
+def labelled_batches(count: int):
+    gen = torch.Generator().manual_seed(3)
+    return [(torch.randn(N, X, generator=gen, dtype=torch.float64),
+             torch.randint(K, (N,), generator=gen)) for _ in range(count)]  # fmt: skip
+
+
+def image_pairs(count: int):
+    gen = torch.Generator().manual_seed(4)
+    out = []
+    for _ in range(count):
+        source = torch.rand(N, 1, 8, 8, generator=gen, dtype=torch.float64) * 2 - 1
+        out.append((torch.flip(source, (3,)) * 0.8, source))  # (target, source)
+    return out
+
+
+def assert_same(a: nn.Module, b: nn.Module, buffers: bool = True) -> None:
+    for (name, p), q in zip(a.named_parameters(), b.parameters(), strict=True):
+        assert_close(p, q, msg=lambda m, name=name: f"{name}: {m}")
+    if buffers:
+        for (name, p), q in zip(a.named_buffers(), b.buffers(), strict=True):
+            assert_close(p, q, msg=lambda m, name=name: f"buffer {name}: {m}")
+
+
+def run_step(step: Step, batches) -> list[dict]:
+    return [{k: v.item() for k, v in step(batch).items()} for batch in batches]
+
+
+def assert_losses(ours: list[dict], theirs: list[dict], keys=("loss_d", "loss_g")) -> None:
+    for a, b in zip(ours, theirs, strict=True):
+        for key in keys:
+            assert a[key] == pytest.approx(b[key], rel=1e-10, abs=1e-12), key
+
+
+def pix2pix_step(side, **kwargs) -> Step:
+    G, D, opt_g, opt_d = side
+    return Step(G, D, opt_g, opt_d, objective="ns", schedule=d_first(), latent=None,
+                condition="real", d_scale=0.5,
+                g_terms={"l1": (100.0, lambda v: F.l1_loss(v.fake.x, v.real.x))},
+                **{"d_order": "fake_first", **kwargs})  # fmt: skip

@@ -1,0 +1,73 @@
+"""Feeding a Step: x, (x, y) and {"x", "y"} from a DataLoader, d_steps across epoch ends,
+and an unconditional Step that never reads y as data."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from helpers.wild import (
+    CondG,
+    K,
+    N,
+    ProjectionD,
+    X,
+    Z,
+    assert_same,
+    build,
+    labelled_batches,
+    run_step,
+    streams,
+)
+from torch import nn
+from torch.utils.data import DataLoader, TensorDataset
+
+from ganstep import Step, d_first
+
+
+def test_an_unconditional_step_never_reads_y_as_data():
+    (G, D, opt_g, opt_d), _ = build(lambda: nn.Linear(Z, X), lambda: nn.Linear(X, 1))
+    latent, _ = streams()
+    x, y = labelled_batches(1)[0]
+    step = Step(G, D, opt_g, opt_d, objective="ns", schedule=d_first(d_steps=2), latent=latent)
+    with pytest.raises(ValueError, match="differ in shape or dtype.*DataLoader"):
+        step([x, y])
+    one = Step(G, D, opt_g, opt_d, objective="ns", schedule="d_first", latent=latent)
+    with pytest.raises(ValueError, match="unconditional; pass x alone, or use step.feed"):
+        one([x, y])
+    with pytest.raises(ValueError, match="unconditional but the batch carries a condition"):
+        one((x, y))
+
+
+@pytest.mark.parametrize("kind", ["pairs", "dicts"])
+def test_feed_from_a_dataloader_with_d_steps_and_epoch_ends(kind):
+    """d_first(d_steps=5) from a loader of 3 batches an epoch: equal to the same batches
+    given by hand, in the loader's order across epochs."""
+    gen = torch.Generator().manual_seed(7)
+    xs, ys = torch.randn(3 * N, X, dtype=torch.float64, generator=gen), torch.arange(3 * N) % K
+    data = TensorDataset(xs, ys)
+    loader = DataLoader(data, batch_size=N, shuffle=False)
+    if kind == "dicts":
+        loader = [{"x": a, "y": b} for a, b in loader]
+    theirs, ours = build(lambda: CondG(False), lambda: ProjectionD(False))
+    latent, _ = streams()
+    step = Step(*ours, objective="hinge", schedule=d_first(d_steps=5), latent=latent,
+                condition="real")  # fmt: skip
+    fed = list(step.feed(loader, iterations=2))
+    assert [len(items) for items in fed] == [5, 5]
+    order = [b for items in fed for b in items]
+    expected_order = [i % 3 for i in range(10)]
+    for batch, i in zip(order, expected_order, strict=True):
+        assert torch.equal(batch.x, xs[i * N : (i + 1) * N])
+    run_step(step, fed)
+    latent, _ = streams()
+    by_hand = Step(*theirs, objective="hinge", schedule=d_first(d_steps=5), latent=latent,
+                   condition="real")  # fmt: skip
+    for items in fed:
+        by_hand([(b.x, b.c) for b in items])
+    assert_same(ours[1], theirs[1])
+    # an unconditional step fed (x, y) takes x and drops y
+    G, D = nn.Linear(Z, X).double(), nn.Linear(X, 1).double()
+    plain = Step(G, D, torch.optim.SGD(G.parameters(), 0.1), torch.optim.SGD(D.parameters(), 0.1),
+                 objective="ns", schedule="d_first", latent=latent)  # fmt: skip
+    (first,) = list(plain.feed(DataLoader(data, batch_size=N), iterations=1))
+    assert torch.equal(first.x, xs[:N]) and first.c is None
