@@ -156,3 +156,13 @@ def test_d_profile_declarations_are_checked(spec):
     else:
         with pytest.raises(ValueError, match="d_profile"):
             step_for(D, d_profile=spec)
+
+
+def test_a_failed_observation_is_tried_again_once_the_input_is_right():
+    D = make_d("plain").double()
+    step = step_for(D)
+    with pytest.raises(ValueError, match="real batch does not match G's output"):
+        step(torch.randn(6, X + 1, dtype=torch.float64))  # D cannot run on it either
+    assert step.d_profile.stochastic  # not observed: treated as impure meanwhile
+    step(torch.randn(6, X, dtype=torch.float64))
+    assert step.d_profile.pure

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 import torch
-from helpers import flops, latent_stream
+from helpers import flops, latent_stream, lazy_r1_sides, pass_costs
 from helpers.impure import KINDS, X, make_d, make_projection_d
 from helpers.wild import (
     CondG,
@@ -25,8 +25,7 @@ from torch import nn
 from torch.nn.utils import parametrizations
 
 from ganstep import Step, d_first, g_first, reference, simultaneous
-from ganstep.objectives import NS, lazy_regularization
-from ganstep.sides import frozen
+from ganstep.objectives import NS
 
 Z, N, ITERATIONS = 3, 6, 4
 IMPURE = [k for k in KINDS if k != "batchnorm"]  # draw random numbers or advance state
@@ -196,17 +195,9 @@ def test_pix2pix_with_a_spectral_norm_or_dropout_patch_gan(kind):
 @pytest.mark.parametrize("every", [1, 3])
 @pytest.mark.parametrize("kind", ["augment", "dropout", "spectral_old"])
 def test_stylegan2_ada_phases_with_augmentation_inside_d_and_lazy_r1(kind, every):
-    built = []
-    for _ in range(2):
-        torch.manual_seed(0)
-        G = nn.Sequential(nn.Linear(Z, 8), nn.Tanh(), nn.Linear(8, X)).double()
-        D = make_d(kind).double()
-        lr, betas = (
-            lazy_regularization(0.01, (0.5, 0.9), every) if every > 1 else (0.01, (0.5, 0.9))
-        )
-        built.append((G, D, torch.optim.Adam(G.parameters(), 0.01, betas=(0.5, 0.9)),
-                      torch.optim.Adam(D.parameters(), lr, betas=betas)))  # fmt: skip
-    theirs, ours = built
+    theirs, ours = lazy_r1_sides(
+        lambda: nn.Sequential(nn.Linear(Z, 8), nn.Tanh(), nn.Linear(8, X)), lambda: make_d(kind),
+        every)  # fmt: skip
     reals = real_batches(5)
     torch.manual_seed(7)
     expected = reference.stylegan2_r1(*theirs, reals, latent_stream(Z), r1=2.0, r1_every=every)
@@ -289,12 +280,5 @@ def test_the_exact_step_pays_one_d_forward_more_for_an_impure_d(kind):
     step = Step(*ours, objective="ns", schedule="simultaneous", latent=latent_stream(Z))
     step.observe_d(real)
     got = flops(lambda: step(real))
-    D = make_d(kind).double()
-    fake = torch.randn(N, X, dtype=torch.float64, requires_grad=True)
-    forward = flops(lambda: D(fake))
-    with_weights = flops(lambda: D(fake).sum().backward())
-    with frozen(D):
-        without_weights = flops(lambda: D(fake).sum().backward())
-    weight_grads = with_weights - without_weights
-    assert forward > 0 and weight_grads > 0
+    forward, weight_grads = pass_costs(make_d(kind).double(), real)
     assert ref - got == (forward + weight_grads if kind == "plain" else weight_grads)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 import torch
-from helpers import flops, latent_stream
+from helpers import flops, latent_stream, lazy_r1_sides
 from torch import nn
 from torch.nn.utils.parametrizations import spectral_norm
 from torch.testing import assert_close
@@ -25,17 +25,8 @@ def make_d(kind: str) -> nn.Module:
 
 
 def sides(kind: str, every: int):
-    out = []
-    for _ in range(2):
-        torch.manual_seed(0)
-        G = nn.Sequential(nn.Linear(Z, 8), nn.Tanh(), nn.Linear(8, X)).double()
-        D = make_d(kind).double()
-        lr, betas = (
-            lazy_regularization(0.01, (0.5, 0.9), every) if every > 1 else (0.01, (0.5, 0.9))
-        )
-        out.append((G, D, torch.optim.Adam(G.parameters(), 0.01, betas=(0.5, 0.9)),
-                    torch.optim.Adam(D.parameters(), lr, betas=betas)))  # fmt: skip
-    return out
+    return lazy_r1_sides(lambda: nn.Sequential(nn.Linear(Z, 8), nn.Tanh(), nn.Linear(8, X)),
+                         lambda: make_d(kind), every)  # fmt: skip
 
 
 def batches(count: int):

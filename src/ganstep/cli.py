@@ -11,7 +11,7 @@ from pathlib import Path
 from .data import NAMES, DataError
 from .errors import GanstepWarning
 from .models import MODELS
-from .objectives import OBJECTIVES
+from .objectives import OBJECTIVES, R1_OBJECTIVES
 from .schedules import SCHEDULES
 
 _CONDITIONAL = (
@@ -44,7 +44,7 @@ TRAIN_FLAGS = {
     "model": (str, f"one of: {', '.join(MODELS)}"),
     "conditional": (bool, _CONDITIONAL),
     "objective": (str, f"one of: {', '.join(OBJECTIVES)}"),
-    "r1": (float, "R1 penalty weight on real data (ns, minimax, lsgan, hinge); 0 is off"),
+    "r1": (float, f"R1 penalty weight on real data ({', '.join(R1_OBJECTIVES)}); 0 is off"),
     "r1_every": (int, _R1_EVERY),
     "schedule": (str, f"update order, one of: {', '.join(SCHEDULES)}"),
     "fused": (bool, "simultaneous only: take G's gradient from D's backward pass (FusedProp)"),

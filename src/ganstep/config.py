@@ -14,13 +14,10 @@ from pathlib import Path
 import torch
 
 from .data import Dataset
-from .objectives import OBJECTIVES
+from .objectives import OBJECTIVES, R1_OBJECTIVES
 from .precision import DTYPES
 from .registry import check_name
 from .schedules import SCHEDULES
-
-R1_OBJECTIVES = ("ns", "minimax", "lsgan", "hinge")
-
 
 # Defaults that depend on the data; a value given by the user always wins. The points
 # defaults are tuned on the 2D grid (benchmarks/quality.py); z has the data's dimension.

@@ -10,8 +10,8 @@ generators forked and every changed tensor restored, so training sees no trace):
   in an augmentation), or two forwards from the same state and seed differ
   (a generator of its own);
 - **stateful**: the forward changes a parameter or buffer in place (its version
-  counter moves) *and* the next training forward computes something else from it
-  (spectral norm's power iteration);
+  counter or its values move) *and* the next training forward reads it: perturbing
+  those tensors moves the output (spectral norm's power iteration);
 - **eval_state**: it changes tensors in place that the next training forward does
   not read (BatchNorm's running statistics, read only in eval mode);
 - **mixing**: perturbing one sample moves the outputs of the others (BatchNorm in

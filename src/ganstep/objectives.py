@@ -319,6 +319,9 @@ minimax, ns, lsgan, hinge, wgan_gp, began, softmax = (
     Softmax,
 )
 
+# The objectives that take R1 (they inherit WithR1), in the order messages name them.
+R1_OBJECTIVES = tuple(cls.name for cls in (NS, Minimax, LSGAN, Hinge))
+
 OBJECTIVES: dict[str, type[Objective]] = {
     cls.name: cls for cls in (Minimax, NS, LSGAN, Hinge, WGANGP, BEGAN, Softmax)
 }

@@ -317,15 +317,18 @@ class Step:
         then check again what depends on it (concat, the fused step)."""
         if isinstance(self._d_declared, DProfile) or self._d_mode == self._d_module.training:
             return
+        mode = self._d_module.training
         try:
             profile = profile_d(self._d_module, real, d_call_of)
-        except Exception as e:  # the step itself then says what is wrong with the input
+        except Exception as e:  # the step itself then says what is wrong with the input;
+            # until an observation succeeds (tried again next call), D counts as impure
+            mode = None
             profile = DProfile(stochastic=True, why=(("stochastic", (
                 f"not observed: D failed on the first real batch ({type(e).__name__}); "
                 "treated as impure, declare d_profile to say what it is")),))  # fmt: skip
         if self._d_declared:
             profile = profile.declare(self._d_declared)
-        self.game.d_profile, self._d_mode = profile, self._d_module.training
+        self.game.d_profile, self._d_mode = profile, mode
         self.game.check_concat()
         self.schedule.check(self.game)
 

@@ -64,6 +64,37 @@ def flops(fn) -> int:
     return counter.get_total_flops()
 
 
+def pass_costs(D, x: torch.Tensor) -> tuple[int, int]:
+    """(one forward of ``D`` on ``x``, D's weight gradients in one backward through it)."""
+    from ganstep.sides import frozen
+
+    fake = x.detach().clone().requires_grad_(True)
+    forward = flops(lambda: D(fake))
+    with_weights = flops(lambda: D(fake).sum().backward())
+    with frozen(D):
+        without_weights = flops(lambda: D(fake).sum().backward())
+    weight_grads = with_weights - without_weights
+    assert forward > 0 and weight_grads > 0
+    return forward, weight_grads
+
+
+def lazy_r1_sides(make_g, make_d, every: int) -> list[tuple]:
+    """Two identical float64 (G, D, Adam, Adam) sides; D's Adam as StyleGAN2-ADA sets it
+    for R1 every ``every`` D steps (``objectives.lazy_regularization``)."""
+    from ganstep.objectives import lazy_regularization
+
+    out = []
+    for _ in range(2):
+        torch.manual_seed(0)
+        G, D = make_g().double(), make_d().double()
+        lr, betas = (
+            lazy_regularization(0.01, (0.5, 0.9), every) if every > 1 else (0.01, (0.5, 0.9))
+        )
+        out.append((G, D, torch.optim.Adam(G.parameters(), 0.01, betas=(0.5, 0.9)),
+                    torch.optim.Adam(D.parameters(), lr, betas=betas)))  # fmt: skip
+    return out
+
+
 # -- ganstep as a user runs it -----------------------------------------------------------
 
 

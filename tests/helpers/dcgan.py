@@ -6,9 +6,8 @@ from __future__ import annotations
 import torch
 
 from ganstep.models import DCGANDiscriminator, DCGANGenerator
-from ganstep.sides import frozen
 
-from . import flops
+from . import pass_costs
 
 N, Z = 8, 16
 
@@ -29,11 +28,4 @@ def latent(n: int) -> torch.Tensor:
 def d_costs(real: torch.Tensor) -> tuple[int, int]:
     """(one D forward on a fake batch, D's weight gradients in one backward through it)."""
     _, D, _, _ = dcgan_pair()
-    fake = torch.randn_like(real, requires_grad=True)
-    forward = flops(lambda: D(fake))
-    with_weights = flops(lambda: D(fake).sum().backward())
-    with frozen(D):
-        without_weights = flops(lambda: D(fake).sum().backward())
-    weight_grads = with_weights - without_weights
-    assert forward > 0 and weight_grads > 0
-    return forward, weight_grads
+    return pass_costs(D, torch.randn_like(real))
