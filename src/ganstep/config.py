@@ -13,6 +13,7 @@ from pathlib import Path
 
 import torch
 
+from .checks import positive_int
 from .data import Dataset
 from .objectives import OBJECTIVES, R1_OBJECTIVES
 from .precision import DTYPES
@@ -168,10 +169,9 @@ class Config:
             check_name("lr_decay", self.lr_decay, ("none", "linear"))
         counts = ("steps", "batch_size", "z_dim", "width", "eval_every", "sample_every",
                   "accumulate", "ckpt_every", "keep", "log_every", "feature_steps")  # fmt: skip
-        for name in counts:
-            value = getattr(self, name)
-            if value is not None and value < 1:  # None: filled from the data's defaults
-                raise ValueError(f"{name} must be a positive integer, got {value!r}")
+        for name in (*counts, "r1_every"):
+            if getattr(self, name) is not None:  # None: filled from the data's defaults
+                positive_int(getattr(self, name), name)
         if self.batch_size is not None and self.batch_size % self.accumulate:
             raise ValueError(
                 f"accumulate {self.accumulate} splits each batch into equal micro-batches: "
@@ -188,8 +188,6 @@ class Config:
                 continue
             if not math.isfinite(getattr(self, name)) or getattr(self, name) <= 0:
                 raise ValueError(f"{name} must be a positive number, got {getattr(self, name)!r}")
-        if self.r1_every is not None and self.r1_every < 1:
-            raise ValueError(f"r1_every must be a positive integer, got {self.r1_every}")
         if (self.r1_every or 1) > 1 and self.r1 is not None and not self.r1:
             raise ValueError("r1_every applies to R1: give r1 > 0 with it")
         if self.r1 and self.objective not in R1_OBJECTIVES:

@@ -35,8 +35,11 @@ class Objective:
 
     name = ""
     g_needs_real = False
-    # The D-side regularizer taken from the D(real) forward (R1), or None.
+    # The D-side regularizer taken from the D(real) forward (R1), or None; objectives
+    # without R1 read as r1 = 0, r1_every = 1.
     regularizer: R1 | None = None
+    r1 = 0.0
+    r1_every = 1
     # D's output is scores (one per sample, or a map); False for BEGAN's autoencoder,
     # whose output is shaped like the sample.
     reads_scores = True
