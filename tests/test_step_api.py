@@ -51,8 +51,8 @@ def test_objective_and_schedule_of_wrong_type(bad):
 def test_step_refuses_unknown_names_at_construction():
     with pytest.raises(ValueError, match="unknown schedule 'mode2'"):
         make_step(schedule="mode2")
-    with pytest.raises(ValueError, match="unknown objective 'wgan'.*wgan_gp"):
-        make_step(objective="wgan")
+    with pytest.raises(ValueError, match="unknown objective 'wgangp'.*wgan_gp"):
+        make_step(objective="wgangp")
 
 
 # -- schedule and objective options -------------------------------------------------------

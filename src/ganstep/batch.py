@@ -33,21 +33,25 @@ def _tensors(c: Condition) -> list[Tensor]:
 
 @dataclass(frozen=True, eq=False)  # tensors have no single truth value to compare
 class Batch:
-    """Samples ``x`` (n rows) and their condition ``c`` (``None``, or n rows)."""
+    """Samples ``x`` (n rows) and their condition ``c`` (``None``, or n rows); a fake
+    batch also carries the latent ``z`` it was made from (a tensor or a tuple, such as
+    InfoGAN's ``(z, code)``), which loss terms may read."""
 
     x: Tensor
     c: Condition = None
+    z: Condition = None
 
     @property
     def n(self) -> int:
         return self.x.shape[0]
 
     def with_x(self, x: Tensor) -> Batch:
-        """The same condition for other samples (a detached or interpolated x)."""
-        return Batch(x, self.c)
+        """The same condition (and latent) for other samples (a detached or interpolated x)."""
+        return Batch(x, self.c, self.z)
 
     def rows(self, index: Tensor) -> Batch:
-        return Batch(self.x[index], _map(self.c, lambda t: t[index]))
+        pick = lambda t: t[index]  # noqa: E731
+        return Batch(self.x[index], _map(self.c, pick), _map(self.z, pick))
 
     def check(self, what: str) -> None:
         """Raise ValueError unless every part of the condition has one row per sample."""

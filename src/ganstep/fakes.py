@@ -17,11 +17,17 @@ Micro = list[Batch]
 
 @dataclass(frozen=True, eq=False)
 class Code:
-    """What G is called with for one fake batch: z (``None`` without a latent) and the
-    condition the fakes are made for."""
+    """What G is called with for one fake batch: z (``None`` without a latent; a tuple
+    when ``latent`` returns one, such as InfoGAN's ``(z, code)``) and the condition the
+    fakes are made for."""
 
-    z: Tensor | None
+    z: Condition
     c: Condition = None
+
+    def args(self) -> list[Tensor]:
+        """G's arguments: the latent's parts, then the condition."""
+        z = [] if self.z is None else [self.z] if isinstance(self.z, Tensor) else list(self.z)
+        return [*z, *([] if self.c is None else [self.c])]
 
 
 def draw(game: Game, real: Micro) -> list[Code]:
@@ -30,13 +36,9 @@ def draw(game: Game, real: Micro) -> list[Code]:
     accumulating over them sees exactly the z of one big batch)."""
     sizes = [b.n for b in real]
     n = sum(sizes)
-    z = None
+    zs = [None] * len(real)
     if game.latent is not None:
-        z = game.latent(n)
-        if not isinstance(z, Tensor) or z.dim() == 0 or z.shape[0] != n:
-            got = tuple(z.shape) if isinstance(z, Tensor) else type(z).__name__
-            raise ValueError(f"latent({n}) must return a tensor with {n} rows, got {got}")
-    zs = [None] * len(real) if z is None else list(torch.split(z, sizes))
+        zs = [part.c for part in split_rows(_latent(game, n), sizes)]
     cs = [b.c if game.condition == "real" else None for b in real]
     if callable(game.condition):
         c = game.condition(n)
@@ -48,6 +50,24 @@ def draw(game: Game, real: Micro) -> list[Code]:
     return [Code(zi, ci) for zi, ci in zip(zs, cs, strict=True)]
 
 
+def _latent(game: Game, n: int) -> Batch:
+    """One draw of ``latent(n)``: a tensor or a tuple of tensors with n rows each, held
+    as the condition of an empty batch so that it splits into micro-batches as one."""
+    z = game.latent(n)
+    if isinstance(z, list):
+        z = tuple(z)
+    parts = [z] if isinstance(z, Tensor) else list(z) if isinstance(z, tuple) else None
+    if not parts or any(not isinstance(t, Tensor) or t.dim() == 0 or t.shape[0] != n
+                        for t in parts):  # fmt: skip
+        got = type(z).__name__ if not parts else [
+            tuple(t.shape) if isinstance(t, Tensor) else type(t).__name__ for t in parts]  # fmt: skip
+        raise ValueError(
+            f"latent({n}) must return a tensor with {n} rows, or a tuple of such "
+            f"(z, code), got {got}"
+        )
+    return Batch(torch.empty(n, 0), z)
+
+
 def generate(game: Game, codes: list[Code], like: Micro, *, graph: bool) -> Micro:
     """G's fake batch for ``codes``, one G call per micro-batch, with G's graph only when
     G's update will need it; checked against ``like``. G is called ``G(z)``,
@@ -56,10 +76,9 @@ def generate(game: Game, codes: list[Code], like: Micro, *, graph: bool) -> Micr
 
 
 def _generate(game: Game, code: Code, like: Batch, graph: bool) -> Batch:
-    args = [a for a in (code.z, code.c) if a is not None]
     try:
         with game.precision.autocast(), torch.set_grad_enabled(graph):
-            fake = game.g.module(*args)
+            fake = game.g.module(*code.args())
     except RuntimeError as e:
         # torch's shape errors name matrices and channels, not z: say where z came from
         words = ("shape", "size", "channels", "dimension")
@@ -67,8 +86,10 @@ def _generate(game: Game, code: Code, like: Batch, graph: bool) -> Batch:
             raise
         if not any(w in str(e) for w in words):
             raise
+        z = code.z if isinstance(code.z, Tensor) else code.z[0]
+        shapes = tuple(z.shape) if isinstance(code.z, Tensor) else [tuple(t.shape) for t in code.z]
         raise ValueError(
-            f"G failed on z of shape {tuple(code.z.shape)} from latent({code.z.shape[0]}): "
+            f"G failed on z of shape {shapes} from latent({z.shape[0]}): "
             f"{str(e).splitlines()[0]}. Does latent(n) return the input G takes?"
         ) from e
     x = like.x
@@ -87,7 +108,7 @@ def _generate(game: Game, code: Code, like: Batch, graph: bool) -> Batch:
             f"{x.dtype} on {x.device}, G produces {tuple(fake.shape[1:])} {fake.dtype} "
             f"on {fake.device}"
         )
-    return Batch(fake, code.c)
+    return Batch(fake, code.c, code.z)
 
 
 def cut(fake: Micro) -> Micro:

@@ -107,6 +107,7 @@ def _fused_micro(game: Game, real: Batch, fake: Batch, k: int) -> Logs:
     game.d.backward(share(loss_d, k), also=[fake_in.x])
     s = s.detach()
     loss_g, g_logs = objective.g_loss(s)
+    loss_g = game.g_scale * loss_g
     guard(game, loss_g=loss_g)
     d_slope, ratio = objective.fake_slopes(s)
     # D's backward carries weight h_D'(s) / (elements * k) (times D's loss scale and
@@ -116,8 +117,9 @@ def _fused_micro(game: Game, real: Batch, fake: Batch, k: int) -> Logs:
     hard = ~torch.isfinite(ratio) | (weight < torch.finfo(fake_in.x.dtype).tiny ** 0.5)
     hard = hard.reshape(n, -1).any(1)
     ratio = torch.where(hard, torch.zeros_like(hard, dtype=ratio.dtype), ratio.reshape(n, -1)[:, 0])
-    # fake_in's gradient carries D's loss scale and d_scale; G's backward must carry G's.
-    rescale = game.g.factor(fake.x) / scale_d
+    # fake_in's gradient carries D's loss scale and d_scale; G's backward must carry G's
+    # (and g_scale).
+    rescale = game.g.factor(fake.x) * game.g_scale / scale_d
     grad_in = fake_in.x.grad if fake_in.x.grad is not None else torch.zeros_like(fake_in.x)
     roots, grads = [fake.x], [(grad_in * _rows(ratio * rescale, grad_in)).to(fake.x.dtype)]
     if hard.any():
@@ -126,7 +128,8 @@ def _fused_micro(game: Game, real: Batch, fake: Batch, k: int) -> Logs:
         with frozen(game.d.module), precision.autocast():
             (s_hard,) = scores(game, d_call(game, rows), rows.x)
         # L_G is a mean over the n fakes: the hard ones carry weight len(idx) / n.
-        roots.append(precision.scale(objective.g_loss(s_hard)[0], game.g.key))
+        loss_hard = game.g_scale * objective.g_loss(s_hard)[0]
+        roots.append(precision.scale(loss_hard, game.g.key))
         grads.append(torch.full_like(roots[-1], idx.numel() / (n * k)))
     torch.autograd.backward(roots, grads, inputs=game.g.params())
     logs.update(g_logs)

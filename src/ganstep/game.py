@@ -16,6 +16,10 @@ from .sides import Side
 from .views import Term
 
 D_ORDERS = ("real_first", "fake_first")
+# The optimizer steps a hook may name: each side's adversarial step, its lazy
+# regularization step.
+PHASES = ("d", "g", "d_reg", "g_reg")
+Hook = Callable[[nn.Module], object]
 D_FORWARDS = ("auto", "loop", "merged")
 
 
@@ -35,6 +39,10 @@ class Game:
     g_terms: dict[str, tuple[float, Term]] = field(default_factory=dict)
     d_terms: dict[str, tuple[float, Term]] = field(default_factory=dict)
     d_scale: float = 1.0
+    g_scale: float = 1.0
+    # D is called D(x, c) on a conditional batch; False: D(x) (ACGAN, InfoGAN: G alone
+    # takes the condition, D predicts it).
+    d_conditional: bool = True
     # D once on cat(real, fake); the order of D's forwards in a D step.
     concat: bool = False
     d_order: str = "real_first"
@@ -50,6 +58,10 @@ class Game:
     sync: Callable[[list[nn.Parameter]], None] | None = None
     # Check each loss on the host before stepping on it (Step(check_finite=True)).
     check_finite: bool = False
+    # The user's hooks by phase: before its optimizer step (gradients final, unscaled)
+    # and after it.
+    before_step: dict[str, Hook] = field(default_factory=dict)
+    after_step: dict[str, Hook] = field(default_factory=dict)
     # D steps taken so far: a lazy regularizer (every = k) runs after every k-th one.
     d_updates: int = 0
     _mixing: list[nn.Module] = field(default_factory=list, repr=False)

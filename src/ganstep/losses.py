@@ -18,9 +18,10 @@ from .views import View, add_terms, adversarial, check_adversarial
 
 
 def d_call(game: Game, batch: Batch) -> object:
-    """D's whole output on ``batch``: ``D(x)``, or ``D(x, c)`` for a conditional batch."""
+    """D's whole output on ``batch``: ``D(x)``, or ``D(x, c)`` for a conditional batch
+    (unless the Step's D is not conditional: ACGAN's D(x))."""
     D = game.d.module
-    return D(batch.x) if batch.c is None else D(batch.x, batch.c)
+    return D(batch.x) if batch.c is None or not game.d_conditional else D(batch.x, batch.c)
 
 
 def d_outputs(game: Game, real: Batch, fake: Batch) -> tuple[object, object]:
@@ -98,14 +99,17 @@ def d_loss(game: Game, view: View) -> tuple[Tensor, Logs, list[Tensor], list[Ten
 
 
 def g_loss(game: Game, view: View, s_real, s_fake) -> tuple[Tensor, Logs]:
-    """L_G from the view and the scores on it: the adversarial loss (reading D's real
-    scores as constants where the objective needs them) and G's terms; its logs."""
+    """L_G from the view and the scores on it: the adversarial loss, scaled by
+    ``g_scale`` (reading D's real scores as constants where the objective needs them),
+    and G's terms; its logs."""
     objective = game.objective
     if objective.g_needs_real:
         parts = [objective.g_loss(f, r.detach()) for f, r in zip(s_fake, s_real, strict=True)]
     else:
         parts = [objective.g_loss(f) for f in s_fake]
     loss, logs = summed(parts)
+    if game.g_scale != 1.0:
+        loss = game.g_scale * loss
     loss, term_logs = add_terms(loss, game.g_terms, view)
     logs.update(term_logs)
     return loss, logs

@@ -14,7 +14,7 @@ from collections.abc import Callable
 
 import torch
 import torch.nn.functional as F
-from torch import Tensor
+from torch import Tensor, nn
 
 from .checks import non_negative
 from .registry import resolve
@@ -89,6 +89,9 @@ class Objective:
         where h_D'(s) is 0 it may be infinite (the step handles those samples apart).
         """
         raise ValueError(f"the fused step cannot use objective {self.name!r}: {self.not_fusable}")
+
+    def after_d_step(self, D: nn.Module) -> None:
+        """Act on D right after each of its optimizer steps (WGAN's weight clipping)."""
 
     def end_iteration(self, logs: Logs) -> Logs:
         """Update the objective's state from one iteration's logs; return extra logs."""
@@ -224,6 +227,139 @@ class WGANGP(Objective):
         return f"WGANGP(weight={self.weight})"
 
 
+class WGAN(Objective):
+    """WGAN with weight clipping (Arjovsky et al.; PyTorch-GAN ``wgan.py``).
+
+    L_D = mean(D(G(z))) - mean(D(x)), L_G = -mean(D(G(z))); after each D step every
+    parameter of D is clamped to [-clip, clip] (as ``p.data.clamp_``).
+    """
+
+    name = "wgan"
+    constant_ratio = True
+    not_fusable = None
+
+    def __init__(self, clip: float = 0.01) -> None:
+        self.clip = non_negative(clip, f"{self.name} clip")
+
+    def d_loss(self, real: Tensor, fake: Tensor) -> tuple[Tensor, Logs]:
+        return fake.mean() - real.mean(), {}
+
+    def g_loss(self, fake: Tensor, real: Tensor | None = None) -> tuple[Tensor, Logs]:
+        return -fake.mean(), {}
+
+    def fake_slopes(self, fake: Tensor) -> tuple[Tensor, Tensor]:
+        return torch.ones_like(fake), torch.full_like(fake, -1.0)
+
+    def after_d_step(self, D: nn.Module) -> None:
+        with torch.no_grad():
+            for p in D.parameters():
+                p.clamp_(-self.clip, self.clip)
+
+    def __repr__(self) -> str:
+        return f"WGAN(clip={self.clip})"
+
+
+class Relativistic(Objective):
+    """The relativistic family (Jolicoeur-Martineau, 2018): D judges how much more real
+    a real sample looks than the fakes, L_G the reverse. L_G reads D's real scores as
+    constants (at the D of G's step, forwarded without a graph into D's weights).
+
+    Subclasses give ``f(a, target)``, the loss of the relative score ``a`` for a real
+    (``target = 1``) or fake (``target = 0``) verdict, and ``average``: compare with the
+    other batch's mean (Ra*: ``a = r - mean(f)``) or pair sample i with sample i
+    (RSGAN: ``a = r_i - f_i``). With averaging,
+    L_D = (mean f(r - mean(f), 1) + mean f(f - mean(r), 0)) / 2 and
+    L_G = (mean f(f - mean(r), 1) + mean f(r - mean(f), 0)) / 2, as AlexiaJM's and
+    ESRGAN's code write them.
+
+    Args:
+        detach_mean: in L_D, read the other batch's mean score as a constant, as
+            ESRGAN (BasicSR) does (``fake_d_pred.detach()``, ``real_d_pred.detach()``);
+            D's gradient then omits the path through the means. Averaged losses only.
+    """
+
+    g_needs_real = True
+    average = True
+    not_fusable = "its L_G reads D's real scores and couples the samples through their means"
+
+    def __init__(self, detach_mean: bool = False) -> None:
+        if not isinstance(detach_mean, bool):
+            raise ValueError(f"{self.name} detach_mean must be True or False, got {detach_mean!r}")
+        if detach_mean and not self.average:
+            raise ValueError(f"{self.name} pairs samples: it has no mean to detach")
+        self.detach_mean = detach_mean
+
+    def f(self, a: Tensor, target: float) -> Tensor:
+        raise NotImplementedError
+
+    def _pairs(self, real: Tensor, fake: Tensor) -> None:
+        if not self.average and real.shape != fake.shape:
+            raise ValueError(
+                f"objective {self.name!r} pairs the i-th real score with the i-th fake one: "
+                f"their shapes must match, got {tuple(real.shape)} and {tuple(fake.shape)}"
+            )
+
+    def d_loss(self, real: Tensor, fake: Tensor) -> tuple[Tensor, Logs]:
+        self._pairs(real, fake)
+        if not self.average:
+            return self.f(real - fake, 1.0).mean(), {}
+        mean_r, mean_f = real.mean(), fake.mean()
+        if self.detach_mean:
+            mean_r, mean_f = mean_r.detach(), mean_f.detach()
+        return (self.f(real - mean_f, 1.0).mean() + self.f(fake - mean_r, 0.0).mean()) / 2, {}
+
+    def g_loss(self, fake: Tensor, real: Tensor | None = None) -> tuple[Tensor, Logs]:
+        if real is None:
+            raise ValueError(f"objective {self.name!r} needs D's scores on the real batch for L_G")
+        self._pairs(real, fake)
+        if not self.average:
+            return self.f(fake - real, 1.0).mean(), {}
+        loss = self.f(fake - real.mean(), 1.0).mean() + self.f(real - fake.mean(), 0.0).mean()
+        return loss / 2, {}
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(detach_mean={self.detach_mean})"
+
+
+class RSGAN(Relativistic):
+    """Relativistic standard GAN: L_D = mean softplus(-(r_i - f_i)),
+    L_G = mean softplus(-(f_i - r_i)) (BCE with logits on the paired differences)."""
+
+    name = "rsgan"
+    average = False
+
+    def f(self, a: Tensor, target: float) -> Tensor:
+        return F.softplus(-a) if target else F.softplus(a)
+
+
+class RaSGAN(Relativistic):
+    """Relativistic average standard GAN (ESRGAN's GAN loss): f(a, 1) = softplus(-a),
+    f(a, 0) = softplus(a), i.e. BCE with logits against 1 and 0."""
+
+    name = "rasgan"
+
+    def f(self, a: Tensor, target: float) -> Tensor:
+        return F.softplus(-a) if target else F.softplus(a)
+
+
+class RaLSGAN(Relativistic):
+    """Relativistic average LSGAN: f(a, 1) = (a - 1)^2, f(a, 0) = (a + 1)^2."""
+
+    name = "ralsgan"
+
+    def f(self, a: Tensor, target: float) -> Tensor:
+        return (a - 1).square() if target else (a + 1).square()
+
+
+class RaHinge(Relativistic):
+    """Relativistic average hinge: f(a, 1) = relu(1 - a), f(a, 0) = relu(1 + a)."""
+
+    name = "rahinge"
+
+    def f(self, a: Tensor, target: float) -> Tensor:
+        return F.relu(1 - a) if target else F.relu(1 + a)
+
+
 class BEGAN(Objective):
     """BEGAN: D is an autoencoder and L(v) = mean|v - D(v)|.
 
@@ -321,12 +457,27 @@ minimax, ns, lsgan, hinge, wgan_gp, began, softmax = (
     BEGAN,
     Softmax,
 )
+wgan, rsgan, rasgan, ralsgan, rahinge = WGAN, RSGAN, RaSGAN, RaLSGAN, RaHinge
 
 # The objectives that take R1 (they inherit WithR1), in the order messages name them.
 R1_OBJECTIVES = tuple(cls.name for cls in (NS, Minimax, LSGAN, Hinge))
 
 OBJECTIVES: dict[str, type[Objective]] = {
-    cls.name: cls for cls in (Minimax, NS, LSGAN, Hinge, WGANGP, BEGAN, Softmax)
+    cls.name: cls
+    for cls in (
+        Minimax,
+        NS,
+        LSGAN,
+        Hinge,
+        WGANGP,
+        BEGAN,
+        Softmax,
+        WGAN,
+        RSGAN,
+        RaSGAN,
+        RaLSGAN,
+        RaHinge,
+    )  # fmt: skip
 }
 
 

@@ -29,7 +29,7 @@ from .losses import d_call, d_loss, d_outputs, g_loss, scores
 from .objectives import Logs
 from .regularizers import Regularizer
 from .sides import Side, frozen
-from .views import View
+from .views import View, any_reads_real
 
 # One micro-batch's part of a phase: (real, fake, k) -> its logs, its gradients added.
 MicroStep = Callable[[Batch, Batch | None, int], Logs]
@@ -61,8 +61,10 @@ def run_phase(
 ) -> Logs:
     """The outline every phase shares: clear the gradients of the ``sides`` it steps,
     add each micro-batch's (``micro``), step each side once, and return the mean of
-    the micro-batches' logs. A D step is followed by D's lazy regularization when due;
-    in a ``lazy`` phase every weight of the sides takes part in the step."""
+    the micro-batches' logs. Around each side's optimizer step run the user's hooks
+    for this phase (``"d"``, ``"g"``, or ``"d_reg"``, ``"g_reg"`` for a ``lazy`` phase,
+    in which every weight of the sides takes part in the step). A D step is followed
+    by D's lazy regularization when due."""
     for side in sides:
         side.zero_grad()
     k = len(real)
@@ -72,7 +74,13 @@ def run_phase(
             if p.grad is None:
                 p.grad = torch.zeros_like(p)
     for side in sides:
-        side.step(game.sync)
+        phase = f"{side.key}_reg" if lazy else side.key
+        side.step(game.sync, game.before_step.get(phase))
+        if side is game.d and not lazy:
+            game.objective.after_d_step(side.module)  # WGAN's clipping, before any hook
+        after = game.after_step.get(phase)
+        if after is not None:
+            after(side.module)
     logs = mean_logs(parts)
     if game.d in sides and not lazy:
         logs.update(after_d_step(game, real))
@@ -109,7 +117,7 @@ def g_phase(game: Game, fake: Micro, real: Micro) -> Logs:
     def micro(r: Batch, f: Batch, k: int) -> Logs:
         with game.precision.autocast():
             out_real = s_real = None
-            if game.objective.g_needs_real:
+            if game.objective.g_needs_real or any_reads_real(game.g_terms):
                 with torch.no_grad():  # D(x) is a constant for G
                     out_real = d_call(game, r)
                     s_real = scores(game, out_real, r.x)

@@ -59,6 +59,13 @@ class Precision:
         scaler = self.scalers.get(who)
         return one if scaler is None else scaler.scale(one)
 
+    def unscale(self, opt: torch.optim.Optimizer, who: str) -> None:
+        """Bring ``opt``'s gradients to their true scale before its step (for a hook that
+        clips them); a no-op without scaling."""
+        scaler = self.scalers.get(who)
+        if scaler is not None:
+            scaler.unscale_(opt)
+
     def step(self, opt: torch.optim.Optimizer, who: str) -> None:
         """Step ``opt`` on its (possibly scaled) gradients; skip the step on overflow."""
         scaler = self.scalers.get(who)

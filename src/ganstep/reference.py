@@ -57,15 +57,35 @@ Batches = Sequence[Tensor]
 Latent = Callable[[int], Tensor]
 
 
+RELATIVISTIC = ("rsgan", "rasgan", "ralsgan", "rahinge")
+
+
+def relativistic_loss(name: str, y_pred: Tensor, y_pred_fake: Tensor) -> Tensor:
+    """AlexiaJM's RelativisticGAN losses (``GAN_losses_iter.py``) for D, written on the
+    scores of the batch that should look real (``y_pred``) and of the other one; G's
+    loss is the same with the two swapped."""
+    y, y2 = torch.ones_like(y_pred), torch.zeros_like(y_pred)
+    if name == "rsgan":
+        return F.binary_cross_entropy_with_logits(y_pred - y_pred_fake, y)
+    if name == "rasgan":
+        return (F.binary_cross_entropy_with_logits(y_pred - torch.mean(y_pred_fake), y)
+                + F.binary_cross_entropy_with_logits(y_pred_fake - torch.mean(y_pred), y2)) / 2  # fmt: skip
+    if name == "ralsgan":
+        return (torch.mean((y_pred - torch.mean(y_pred_fake) - y) ** 2)
+                + torch.mean((y_pred_fake - torch.mean(y_pred) + y) ** 2)) / 2  # fmt: skip
+    return (torch.mean(F.relu(1.0 - (y_pred - torch.mean(y_pred_fake))))
+            + torch.mean(F.relu(1.0 + (y_pred_fake - torch.mean(y_pred))))) / 2  # fmt: skip
+
+
 class _Losses:
     """Each objective as tutorials write it, on D's raw outputs; BEGAN's k_t as the paper."""
 
     def __init__(self, name: str, gamma: float = 0.5, lambda_k: float = 0.001) -> None:
-        known = ("minimax", "ns", "lsgan", "hinge", "wgan_gp", "began", "softmax")
+        known = ("minimax", "ns", "lsgan", "hinge", "wgan_gp", "began", "softmax", *RELATIVISTIC)
         if name not in known:
             raise ValueError(f"unknown objective {name!r}; choose one of: {', '.join(known)}")
         self.name, self.gamma, self.lambda_k = name, gamma, lambda_k
-        self.g_needs_real = name == "softmax"
+        self.g_needs_real = name == "softmax" or name in RELATIVISTIC
         self.kt = 0.0
         self.d_loss1: Tensor | None = None  # BEGAN's L(x) of this iteration's D step
         self.g_loss: Tensor | None = None  # BEGAN's L(G(z)) of this iteration's G step
@@ -102,6 +122,8 @@ class _Losses:
         elif self.name == "began":
             self.d_loss1 = F.l1_loss(real_out, real)
             loss = self.d_loss1 - self.kt * F.l1_loss(fake_out, fake)
+        elif self.name in RELATIVISTIC:
+            loss = relativistic_loss(self.name, real_out, fake_out)
         else:  # softmax
             z_b = torch.sum(torch.exp(-real_out)) + torch.sum(torch.exp(-fake_out))
             loss = torch.mean(real_out) + torch.log(z_b)
@@ -120,6 +142,8 @@ class _Losses:
             loss = -torch.mean(fake_out)
         elif self.name == "began":
             loss = self.g_loss = F.l1_loss(fake_out, fake)
+        elif self.name in RELATIVISTIC:  # the same loss with the roles swapped
+            loss = relativistic_loss(self.name, fake_out, real_out)
         else:  # softmax
             b = 1 / (2 * fake_out.size(0))
             z_b = torch.sum(torch.exp(-real_out)) + torch.sum(torch.exp(-fake_out))
@@ -554,13 +578,14 @@ def pytorch_gan_cgan(G, D, opt_g, opt_d, batches: Pairs, latent: Latent, labels:
 
 
 def pytorch_gan_acgan(G, D, opt_g, opt_d, batches: Pairs, latent: Latent, labels: Latent):
-    """eriklindernoren/PyTorch-GAN ``implementations/acgan/acgan.py``: D(x) returns
-    (validity, class logits); both losses add the auxiliary cross-entropy.
-
-    D's loss is acgan's exactly: ((adv_real + aux_real) / 2 + (adv_fake + aux_fake) / 2) / 2.
-    G's is acgan's times 2 (adv + aux; a loss scale is not the update order). ganstep:
-    ``simultaneous()``, ``condition=labels``, ``d_scale=0.25``, D terms of weight 0.25
-    on each batch's class logits, a G term on the fakes'.
+    """eriklindernoren/PyTorch-GAN ``implementations/acgan/acgan.py``: G(z, labels), and
+    D(x) (no label) returns (validity, class logits); both losses add the auxiliary
+    cross-entropy, as acgan writes them: G's ``0.5 * (adv + aux)``, D's
+    ``((adv_real + aux_real) / 2 + (adv_fake + aux_fake) / 2) / 2``. (acgan's D ends in a
+    sigmoid and uses BCELoss; here D returns the logit and the BCE takes logits.)
+    ganstep: ``simultaneous()``, ``condition=labels``, ``d_conditional=False``,
+    ``g_scale=0.5`` with a G term of weight 0.5 on the fakes' class logits,
+    ``d_scale=0.25`` with D terms of weight 0.25 on each batch's.
     """
     history = []
     for imgs, real_labels in batches:
@@ -570,7 +595,7 @@ def pytorch_gan_acgan(G, D, opt_g, opt_d, batches: Pairs, latent: Latent, labels
         z, gen_labels = latent(n), labels(n)
         gen_imgs = G(z, gen_labels)
         validity, pred_label = D(gen_imgs)
-        g_loss = _bce(validity, 1.0) + F.cross_entropy(pred_label, gen_labels)
+        g_loss = 0.5 * (_bce(validity, 1.0) + F.cross_entropy(pred_label, gen_labels))
         g_loss.backward()
         opt_g.step()
         # Train Discriminator
@@ -722,4 +747,141 @@ def stylegan2_r1(G, D, opt_g, opt_d, batches: Batches, latent: Latent, r1: float
             opt_d.step()
         _set_requires_grad(G, True)
         history.append({"loss_d": loss_D.item(), "loss_g": loss_Gmain.item()})
+    return history
+
+
+def pytorch_gan_wgan(G, D, opt_g, opt_d, batches: Batches, latent: Latent,
+                     n_critic: int = 5, clip_value: float = 0.01):  # fmt: skip
+    """eriklindernoren/PyTorch-GAN ``implementations/wgan/wgan.py``: a D step per batch
+    on ``generator(z).detach()``, D's weights clamped after it; every ``n_critic``-th
+    batch (``i % n_critic == 0``) a G step on ``generator(z)`` from the same z (D not
+    frozen). ganstep: ``d_first(g_every=n_critic)`` with ``wgan(clip=clip_value)``."""
+    history = []
+    for i, imgs in enumerate(batches):
+        real_imgs = imgs
+        # Train Discriminator
+        opt_d.zero_grad()
+        z = latent(imgs.shape[0])
+        fake_imgs = G(z).detach()
+        loss_D = -torch.mean(D(real_imgs)) + torch.mean(D(fake_imgs))
+        loss_D.backward()
+        opt_d.step()
+        for p in D.parameters():
+            p.data.clamp_(-clip_value, clip_value)
+        row = {"loss_d": loss_D.item()}
+        # Train the generator every n_critic iterations
+        if i % n_critic == 0:
+            opt_g.zero_grad()
+            gen_imgs = G(z)
+            loss_G = -torch.mean(D(gen_imgs))
+            loss_G.backward()
+            opt_g.step()
+            row["loss_g"] = loss_G.item()
+        history.append(row)
+    return history
+
+
+def alexiajm_relativistic(G, D, opt_g, opt_d, batches: Batches, latent: Latent,
+                          objective: str = "rasgan", d_iters: int = 1):  # fmt: skip
+    """AlexiaJM/RelativisticGAN ``code/GAN_losses_iter.py``: ``Diters`` D steps, each on
+    the next real batch and a fresh z (``y_pred = D(x)``, then ``D(fake.detach())``),
+    then, D frozen, a G step on a fresh real batch and a fresh z, whose loss reads
+    ``y_pred = D(x)``. ``batches`` has ``d_iters + 1`` batches per iteration.
+    ganstep: ``d_first(d_steps=d_iters, reuse_fake=False, fresh_real=True)`` with the
+    objective of the same name."""
+    history = []
+    source = iter(batches)
+    for _ in range(len(batches) // (d_iters + 1)):
+        for p in D.parameters():
+            p.requires_grad = True
+        for _ in range(d_iters):
+            D.zero_grad()
+            x = next(source)
+            y_pred = D(x)
+            fake = G(latent(x.size(0)))
+            y_pred_fake = D(fake.detach())
+            errD = relativistic_loss(objective, y_pred, y_pred_fake)
+            errD.backward()
+            opt_d.step()
+        for p in D.parameters():
+            p.requires_grad = False
+        G.zero_grad()
+        x = next(source)
+        y_pred = D(x)
+        fake = G(latent(x.size(0)))
+        y_pred_fake = D(fake)
+        errG = relativistic_loss(objective, y_pred_fake, y_pred)
+        errG.backward()
+        opt_g.step()
+        history.append({"loss_d": errD.item(), "loss_g": errG.item()})
+    for p in D.parameters():
+        p.requires_grad = True
+    return history
+
+
+def esrgan(G, D, opt_g, opt_d, batches: Pairs, gan_weight: float = 0.005,
+           pixel_weight: float = 0.01):  # fmt: skip
+    """xinntao/BasicSR ``ESRGANModel.optimize_parameters`` (ESRGAN, Real-ESRGAN): D
+    frozen, G steps on ``pixel_weight`` L1 plus ``gan_weight`` times the relativistic
+    average loss, reading ``D(gt).detach()``; then D steps on the same ``output``,
+    real then fake, each half with its own ``backward``, the other batch's mean read
+    as a constant. ``batches`` are (gt, lq) pairs; G(lq) super-resolves (no z).
+    ganstep: ``simultaneous()``, ``latent=None``, ``condition="real"``,
+    ``d_conditional=False``, ``rasgan(detach_mean=True)``, ``g_scale=gan_weight``, an
+    L1 term of weight ``pixel_weight`` and ``d_order="fake_first"``."""
+    history = []
+    for gt, lq in batches:
+        # optimize net_g
+        for p in D.parameters():
+            p.requires_grad = False
+        opt_g.zero_grad()
+        output = G(lq)
+        l_g_pix = pixel_weight * F.l1_loss(output, gt)
+        real_d_pred = D(gt).detach()
+        fake_g_pred = D(output)
+        l_g_real = gan_weight * _bce(real_d_pred - torch.mean(fake_g_pred), 0.0)
+        l_g_fake = gan_weight * _bce(fake_g_pred - torch.mean(real_d_pred), 1.0)
+        l_g_gan = (l_g_real + l_g_fake) / 2
+        l_g_total = l_g_pix + l_g_gan
+        l_g_total.backward()
+        opt_g.step()
+        # optimize net_d
+        for p in D.parameters():
+            p.requires_grad = True
+        opt_d.zero_grad()
+        fake_d_pred = D(output).detach()
+        real_d_pred = D(gt)
+        l_d_real = _bce(real_d_pred - torch.mean(fake_d_pred), 1.0) * 0.5
+        l_d_real.backward()
+        fake_d_pred = D(output.detach())
+        l_d_fake = _bce(fake_d_pred - torch.mean(real_d_pred.detach()), 0.0) * 0.5
+        l_d_fake.backward()
+        opt_d.step()
+        history.append({"loss_d": (l_d_real + l_d_fake).item(), "loss_g": l_g_total.item(),
+                        "l1": l_g_pix.item()})  # fmt: skip
+    return history
+
+
+def feature_matching(G, D, opt_g, opt_d, batches: Batches, latent: Latent):
+    """Feature matching as PyTorch ports of Salimans et al.'s improved-GAN write it:
+    D(x) returns (logit, features); a D step on ``G(z).detach()`` (BCE), then a G step
+    on a fresh z whose only loss is ``mean((mean f(G(z)) - mean f(x))^2)``.
+    ganstep: ``d_first(reuse_fake=False)``, ``g_scale=0`` and the G term
+    ``views.feature_matching()``."""
+    history = []
+    for x in batches:
+        opt_d.zero_grad()
+        out_real, _ = D(x)
+        out_fake, _ = D(G(latent(x.size(0))).detach())
+        loss_d = _bce(out_real, 1.0) + _bce(out_fake, 0.0)
+        loss_d.backward()
+        opt_d.step()
+        opt_g.zero_grad()
+        _, mom_gen = D(G(latent(x.size(0))))
+        _, mom_real = D(x)
+        mom_gen, mom_real = torch.mean(mom_gen, dim=0), torch.mean(mom_real, dim=0)
+        loss_fm = torch.mean((mom_gen - mom_real) ** 2)
+        loss_fm.backward()
+        opt_g.step()
+        history.append({"loss_d": loss_d.item(), "loss_g": loss_fm.item()})
     return history

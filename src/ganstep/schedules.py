@@ -64,6 +64,14 @@ class DFirst(Schedule):
         reuse_fake: the first G step reuses the fake batch of the last D step, as the
             PyTorch DCGAN example does (G then runs once for both); otherwise every G
             step draws a fresh z. Later G steps always draw a fresh z.
+        g_every: G steps only on iterations 0, k, 2k, ... (``g_every = k``), after that
+            iteration's D steps: PyTorch-GAN's WGAN (``if i % n_critic == 0``) with
+            one D step per iteration. An iteration without G steps reports ``loss_d``
+            only.
+        fresh_real: each G step reads a real batch of its own (AlexiaJM's
+            relativistic loops draw one for G's step), after the D steps' batches: a call
+            then takes ``d_steps + g_steps`` real batches. It matters where L_G reads
+            the real batch (relativistic and softmax objectives, terms reading it).
 
     Passes: G runs without a graph for every D step whose fake batch is not reused;
     D's weights compute no gradient in the G steps.
@@ -72,18 +80,37 @@ class DFirst(Schedule):
     d_steps: int = 1
     g_steps: int = 1
     reuse_fake: bool = True
+    g_every: int = 1
+    fresh_real: bool = False
     name: ClassVar[str] = "d_first"
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.fresh_real and self.reuse_fake:
+            raise ValueError(
+                f"{self.name}: fresh_real gives G's step a real batch of its own, so it cannot "
+                "reuse the D step's fake batch: use reuse_fake=False with it (as AlexiaJM's "
+                "loops draw a fresh z too)"
+            )
+
+    @property
+    def real_batches(self) -> int:
+        return self.d_steps + (self.g_steps if self.fresh_real else 0)
 
     def run(self, game: Game, reals: list[Batch], iteration: int) -> Logs:
         logs: Logs = {}
         kept = None
-        for i, real in enumerate(reals):
-            keep = self.reuse_fake and i == len(reals) - 1
+        g_due = iteration % self.g_every == 0
+        d_reals = reals[: self.d_steps]
+        for i, real in enumerate(d_reals):
+            keep = self.reuse_fake and g_due and i == len(d_reals) - 1
             fake = generate(game, draw(game, real), real, graph=keep)
             logs.update(d_phase(game, real, cut(fake)))
             kept = fake if keep else None
-        real = reals[-1]
+        if not g_due:
+            return logs
         for j in range(self.g_steps):
+            real = reals[self.d_steps + j] if self.fresh_real else d_reals[-1]
             if j == 0 and kept is not None:
                 fake = kept
             else:

@@ -66,9 +66,17 @@ class Side:
         """This side's current loss scale, as a tensor on ``like``'s device."""
         return self.precision.factor(self.key, like)
 
-    def step(self, sync: Callable[[list[nn.Parameter]], None] | None) -> None:
-        """One optimizer step on the gradients its phase computed (after ``sync``, which
-        averages them across processes under data parallelism)."""
+    def step(
+        self,
+        sync: Callable[[list[nn.Parameter]], None] | None,
+        before: Callable[[nn.Module], object] | None = None,
+    ) -> None:
+        """One optimizer step on the gradients its phase computed, after ``sync`` (which
+        averages them across processes under data parallelism) and the user's
+        ``before(module)`` hook (which sees them unscaled: gradient clipping)."""
         if sync is not None:
             sync(self.params())
+        if before is not None:
+            self.precision.unscale(self.optimizer, self.key)
+            before(self.module)
         self.precision.step(self.optimizer, self.key)

@@ -13,7 +13,7 @@ from .batch import Batch, Condition, split_rows, to_batch
 from .checks import flag, positive_int
 from .d_profile import FIELDS, DProfile, check_declaration, profile_d
 from .errors import NonFiniteError
-from .game import D_FORWARDS, D_ORDERS, Game
+from .game import D_FORWARDS, D_ORDERS, PHASES, Game, Hook
 from .objectives import Objective, get_objective
 from .precision import Precision
 from .schedules import Schedule, get_schedule
@@ -84,13 +84,33 @@ def _check_sources(latent: object, condition: object) -> None:
         )
 
 
-def _check_options(d_scale, concat, distributed, check_finite, d_order, d_forwards, d_map):
-    if isinstance(d_scale, bool) or not isinstance(d_scale, int | float):
-        raise TypeError(f"d_scale must be a number, got {d_scale!r}")
-    if not (math.isfinite(d_scale) and d_scale > 0):
-        raise ValueError(f"d_scale must be a positive number, got {d_scale!r}")
-    for name, value in (("concat", concat), ("distributed", distributed),
-                        ("d_map", d_map), ("check_finite", check_finite)):  # fmt: skip
+def _check_scale(value: object, name: str, zero: bool = False) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise TypeError(f"{name} must be a number, got {value!r}")
+    if not (math.isfinite(value) and (value > 0 or zero and value == 0)):
+        kind = "a number >= 0" if zero else "a positive number"
+        raise ValueError(f"{name} must be {kind}, got {value!r}")
+    return float(value)
+
+
+def _check_hooks(hooks: object, name: str) -> dict:
+    """``{"d": fn, ...}``: each key a phase of :data:`~ganstep.game.PHASES`, each value
+    callable as ``fn(module)``."""
+    if hooks is None:
+        return {}
+    if not isinstance(hooks, dict):
+        raise TypeError(f"{name} must be a dict {{phase: fn(module)}}, got {type(hooks).__name__}")
+    for phase, fn in hooks.items():
+        if phase not in PHASES:
+            raise ValueError(f"{name}: unknown phase {phase!r}; choose from {PHASES}")
+        if not callable(fn):
+            raise TypeError(f"{name}[{phase!r}] must be callable as fn(module), got {fn!r}")
+    return dict(hooks)
+
+
+def _check_options(concat, distributed, check_finite, d_order, d_forwards, d_map, d_conditional):
+    for name, value in (("concat", concat), ("distributed", distributed), ("d_map", d_map),
+                        ("check_finite", check_finite), ("d_conditional", d_conditional)):  # fmt: skip
         flag(value, name, TypeError)
     if d_order not in D_ORDERS:
         raise ValueError(f"d_order must be one of {D_ORDERS}, got {d_order!r}")
@@ -141,6 +161,12 @@ class Step:
             and never runs a forward of its own. Each is logged, weighted, by its name.
         d_scale: the factor of D's adversarial loss (pix2pix halves it: 0.5); the
             penalty and D's terms are added unscaled.
+        g_scale: the factor of G's adversarial loss, likewise (PyTorch-GAN's acgan
+            writes ``0.5 * (adv + aux)``: ``g_scale=0.5`` and a term of weight 0.5);
+            0 trains G on its terms alone (feature matching as Salimans et al. do).
+        d_conditional: ``False`` calls D as ``D(x)`` even on a conditional batch: G
+            alone takes the condition and D predicts it (ACGAN, InfoGAN). Terms still
+            read each batch's condition from the view.
         accumulate: split each real batch (and its fakes, and their z, drawn at once)
             into ``accumulate`` equal micro-batches; every phase sums their gradients
             before its one optimizer step (one loss-scaler update, one all-reduce), as
@@ -183,6 +209,14 @@ class Step:
         d_map: D's 2-D output ``(n, k)``, ``k > 1``, is a map of k scores per sample.
             Without it such an output is refused: it is more often class logits or
             features read as scores by mistake.
+        before_step, after_step: the user's hooks around optimizer steps, by phase:
+            ``{"d": fn, "g": fn, "d_reg": fn, "g_reg": fn}``, each called as
+            ``fn(module)`` with the module that phase steps. ``"d"`` and ``"g"`` are the
+            adversarial steps (in ``simultaneous`` both run after one shared backward),
+            ``"d_reg"`` and ``"g_reg"`` the lazy regularization steps. ``before_step``
+            sees the phase's final gradients, unscaled under fp16 and averaged across
+            processes (gradient clipping); ``after_step`` runs after the step (weight
+            clipping, EMA of G's weights). ``wgan``'s own clipping runs before them.
         check_finite: raise :class:`~ganstep.errors.NonFiniteError` at the first real
             batch with a NaN or infinite value (before anything is updated) or the first
             non-finite loss (before any optimizer steps on it), naming which. Off by
@@ -218,6 +252,8 @@ class Step:
         g_terms: dict[str, Term | tuple[float, Term]] | None = None,
         d_terms: dict[str, Term | tuple[float, Term]] | None = None,
         d_scale: float = 1.0,
+        g_scale: float = 1.0,
+        d_conditional: bool = True,
         concat: bool = False,
         precision: str = "fp32",
         distributed: bool = False,
@@ -228,27 +264,36 @@ class Step:
         d_forwards: str = "auto",
         d_profile: DProfile | dict[str, bool] | None = None,
         d_map: bool = False,
+        before_step: dict[str, Hook] | None = None,
+        after_step: dict[str, Hook] | None = None,
     ) -> None:
         _check_models(G, D, opt_g, opt_d)
         _check_sources(latent, condition)
-        _check_options(d_scale, concat, distributed, check_finite, d_order, d_forwards, d_map)
+        _check_options(concat, distributed, check_finite, d_order, d_forwards, d_map,
+                       d_conditional)  # fmt: skip
         self._d_declared = check_declaration(d_profile)
         self.accumulate = positive_int(accumulate, "accumulate")
         self.objective = get_objective(objective)
         self.schedule = get_schedule(schedule)
         g_terms = normalize_terms(g_terms, "g_terms")
         d_terms = normalize_terms(d_terms, "d_terms")
-        if g_terms and self.objective.name == "began":
-            raise ValueError("began's k_t reads L_G itself: extra G terms would change it")
+        if (g_terms or g_scale != 1) and self.objective.name == "began":
+            raise ValueError(
+                "began's k_t reads L_G itself: extra G terms or a g_scale would change it"
+            )
         device = next(G.parameters()).device
         self.precision = Precision(precision, device.type)
         self.distributed = distributed
         self.game = Game(Side("G", _compiled(G, compile), opt_g, self.precision),
                          Side("D", _compiled(D, compile), opt_d, self.precision),
                          self.objective, latent, condition=condition, g_terms=g_terms,
-                         d_terms=d_terms, d_scale=float(d_scale), concat=concat,
+                         d_terms=d_terms, d_scale=_check_scale(d_scale, "d_scale"),
+                         g_scale=_check_scale(g_scale, "g_scale", zero=True),
+                         d_conditional=d_conditional, concat=concat,
                          d_order=d_order, d_forwards=d_forwards, d_map=d_map,
-                         check_finite=check_finite)  # fmt: skip
+                         check_finite=check_finite,
+                         before_step=_check_hooks(before_step, "before_step"),
+                         after_step=_check_hooks(after_step, "after_step"))  # fmt: skip
         self._d_module, self._d_mode = D, None  # D observed in that train/eval mode
         if isinstance(self._d_declared, dict) and set(self._d_declared) == set(FIELDS):
             self._d_declared = DProfile().declare(self._d_declared)
@@ -319,6 +364,8 @@ class Step:
             return
         mode = self._d_module.training
         try:
+            if not self.game.d_conditional:
+                real = Batch(real.x)
             profile = profile_d(self._d_module, real, d_call_of)
         except Exception as e:  # the step itself then says what is wrong with the input;
             # until an observation succeeds (tried again next call), D counts as impure

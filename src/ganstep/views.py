@@ -93,13 +93,40 @@ class View:
         if out is None:
             raise ValueError(
                 f"a loss term of the {self.phase} phase reads D's output on the {which} batch, "
-                "which that phase does not compute (terms never add a D forward); in the "
-                "simultaneous schedule both phases share D's outputs on real and fake"
+                "which that phase does not compute unless a term asks for it: wrap the "
+                "term in ganstep.views.reads_real(fn), and G's phase forwards D on the real "
+                "batch without a graph into D (as feature matching needs)"
             )
         return out
 
 
 Term = Callable[[View], Tensor]
+
+
+def reads_real(fn: Term) -> Term:
+    """Mark a G term that reads D's output on the real batch (``view.d_real``): G's
+    phase then forwards D on the real batch, without a graph, for it."""
+    fn.reads_d_real = True
+    return fn
+
+
+def any_reads_real(terms: dict[str, tuple[float, Term]]) -> bool:
+    """Whether one of ``terms`` was marked with :func:`reads_real`."""
+    return any(getattr(fn, "reads_d_real", False) for _, fn in terms.values())
+
+
+def feature_matching(features: Callable[[object], Tensor] = lambda out: out[1]) -> Term:
+    """Salimans et al.'s feature matching as a G term: the mean over features of
+    ``(mean_i f(G(z_i)) - mean_i f(x_i))^2``, ``f`` read from D's output by
+    ``features`` (default: the second element of D's tuple ``(score, features)``).
+    D's features on the real batch are constants for G."""
+
+    def term(view: View) -> Tensor:
+        fake = features(view.d_fake)
+        real = features(view.d_real).detach()
+        return (fake.flatten(1).mean(0) - real.flatten(1).mean(0)).square().mean()
+
+    return reads_real(term)
 
 
 def describe(out: object) -> str:

@@ -21,7 +21,8 @@ from ganstep.models import MLP
 
 Z_DIM, X_DIM, BATCH = 3, 2, 6
 
-OBJECTIVES = ["minimax", "ns", "lsgan", "hinge", "wgan_gp", "began", "softmax"]
+OBJECTIVES = ["minimax", "ns", "lsgan", "hinge", "wgan_gp", "began", "softmax",
+              "rsgan", "rasgan", "ralsgan", "rahinge"]  # fmt: skip
 
 
 class Run:

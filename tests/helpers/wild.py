@@ -48,14 +48,14 @@ class ProjectionD(nn.Module):
 
 
 class ACGAND(nn.Module):
-    """D(x) -> (validity logit, class logits); it ignores the condition it is given."""
+    """D(x) -> (validity logit, class logits), as acgan writes it: no label in."""
 
     def __init__(self, batchnorm: bool):
         super().__init__()
         self.body = nn.Sequential(nn.Linear(X, 8), norm(8, batchnorm), nn.LeakyReLU(0.2))
         self.adv, self.cls = nn.Linear(8, 1), nn.Linear(8, K)
 
-    def forward(self, x, y=None):
+    def forward(self, x):
         h = self.body(x)
         return self.adv(h), self.cls(h)
 

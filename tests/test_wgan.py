@@ -1,0 +1,123 @@
+"""WGAN with weight clipping, as PyTorch-GAN's wgan.py trains it (clip after each D
+step, a G step every n_critic-th batch on the same z), and the hooks around optimizer
+steps that tell a D step from a regularization step from a G step."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from helpers import Run, real_batches
+from helpers.wild import assert_same, run_step
+from hypothesis import given
+from hypothesis import strategies as st
+
+from ganstep import Step, d_first, reference, simultaneous
+from ganstep.objectives import WGAN, ns
+
+
+def test_pytorch_gan_wgan_equals_d_first_g_every_with_clipping():
+    theirs, ours = Run("wgan", batchnorm=False), Run("wgan", batchnorm=False)
+    for run in (theirs, ours):  # wgan.py's RMSprop
+        run.opt_d = torch.optim.RMSprop(run.D.parameters(), lr=0.05)
+        run.opt_g = torch.optim.RMSprop(run.G.parameters(), lr=0.05)
+    batches = real_batches(11)
+    expected = reference.pytorch_gan_wgan(*theirs.models(), batches, theirs.latent)
+    step = Step(*ours.models(), objective="wgan", latent=ours.latent,
+                schedule=d_first(g_every=5))  # fmt: skip
+    got = [{k: v.item() for k, v in step(b).items()} for b in batches]
+    assert [sorted(r) for r in got] == [sorted(r) for r in expected]
+    for a, b in zip(got, expected, strict=True):
+        for key in b:
+            assert a[key] == pytest.approx(b[key], rel=1e-10, abs=1e-12)
+    assert_same(ours.G, theirs.G)
+    assert_same(ours.D, theirs.D)
+    assert max(p.abs().max().item() for p in ours.D.parameters()) <= 0.01
+
+
+def test_wgan_clips_after_every_d_step_in_every_schedule():
+    for schedule in (d_first(d_steps=2), simultaneous(), simultaneous(fused=True)):
+        run = Run("wgan", batchnorm=False)
+        step = Step(*run.models(), objective=WGAN(clip=0.05), latent=run.latent,
+                    schedule=schedule)  # fmt: skip
+        batches = real_batches(schedule.real_batches)
+        step(batches if schedule.real_batches > 1 else batches[0])
+        assert max(p.abs().max().item() for p in run.D.parameters()) <= 0.05
+        assert max(p.abs().max().item() for p in run.G.parameters()) > 0.05
+
+
+def test_hooks_tell_each_phase_apart_and_see_the_gradients_of_their_step():
+    run = Run("ns", batchnorm=False)
+    seen = []
+
+    def before(tag):
+        def hook(module):
+            grads = [p.grad for p in module.parameters()]
+            seen.append((f"before_{tag}", module, all(g is not None for g in grads)))
+
+        return hook
+
+    def after(tag):
+        return lambda module: seen.append((f"after_{tag}", module, None))
+
+    phases = ("d", "g", "d_reg")
+    step = Step(*run.models(), objective=ns(r1=1.0, r1_every=2), latent=run.latent,
+                schedule=d_first(), before_step={p: before(p) for p in phases},
+                after_step={p: after(p) for p in phases})  # fmt: skip
+    step(real_batches(1)[0])
+    names = [s[0] for s in seen]
+    assert names == ["before_d", "after_d", "before_d_reg", "after_d_reg", "before_g", "after_g"]
+    assert all(s[1] is run.D for s in seen[:4]) and all(s[1] is run.G for s in seen[4:])
+    assert all(s[2] for s in seen if s[2] is not None)
+    seen.clear()
+    step(real_batches(2)[1])  # r1_every=2: no regularization step this time
+    assert [s[0] for s in seen] == ["before_d", "after_d", "before_g", "after_g"]
+
+
+def test_gradient_clipping_on_d_leaves_the_lazy_r1_step_alone():
+    """The issue's 1.5e-3: a clip on D's step only, written as a hook, must not touch
+    the regularization step; equal to a loop that clips D's adversarial step only."""
+    runs = [Run("ns", batchnorm=False) for _ in range(2)]
+    clip = lambda D: torch.nn.utils.clip_grad_norm_(D.parameters(), 0.01)  # noqa: E731
+    batches = real_batches(3)
+    hooked = Step(*runs[0].models(), objective=ns(r1=1.0, r1_every=2), latent=runs[0].latent,
+                  schedule=d_first(), before_step={"d": clip})  # fmt: skip
+    for b in batches:
+        hooked(b)
+    # the same by hand: the optimizer's step wrapped for D's adversarial phase only
+    plain = Step(*runs[1].models(), objective=ns(r1=1.0, r1_every=2), latent=runs[1].latent,
+                 schedule=d_first())  # fmt: skip
+    opt_d = runs[1].opt_d
+    original = opt_d.step
+    for b in batches:
+        calls = iter([True, False, False])  # D's step, its R1 step (when due), none more
+
+        def step_once(*a, **k):
+            if next(calls):
+                torch.nn.utils.clip_grad_norm_(runs[1].D.parameters(), 0.01)
+            return original(*a, **k)
+
+        opt_d.step = step_once
+        plain(b)
+    opt_d.step = original
+    assert_same(runs[0].D, runs[1].D)
+    assert_same(runs[0].G, runs[1].G)
+
+
+@given(st.sampled_from(["e", "D", "gen", "d_lazy", 3]))
+def test_hooks_name_a_known_phase(phase):
+    run = Run("ns", batchnorm=False)
+    with pytest.raises(ValueError, match="unknown phase"):
+        Step(*run.models(), objective="ns", schedule="d_first", latent=run.latent,
+             after_step={phase: lambda m: None})  # fmt: skip
+
+
+def test_hooks_are_callables_in_a_dict():
+    run = Run("ns", batchnorm=False)
+    with pytest.raises(TypeError, match="must be a dict"):
+        Step(*run.models(), objective="ns", schedule="d_first", latent=run.latent,
+             before_step=lambda m: None)  # fmt: skip
+    with pytest.raises(TypeError, match="must be callable"):
+        Step(*run.models(), objective="ns", schedule="d_first", latent=run.latent,
+             before_step={"d": 1})  # fmt: skip
+    with pytest.raises(ValueError, match="wgan clip must be a number >= 0"):
+        WGAN(clip=-1)
