@@ -13,7 +13,7 @@ from helpers.wild import assert_losses, assert_same, build, run_step
 from torch import nn
 
 from ganstep import Step, d_first, reference, simultaneous
-from ganstep.objectives import RaSGAN, RSGAN, get_objective
+from ganstep.objectives import RSGAN, RaSGAN, get_objective
 
 RELATIVISTIC = ["rsgan", "rasgan", "ralsgan", "rahinge"]
 

@@ -7,8 +7,6 @@ from __future__ import annotations
 import pytest
 import torch.nn.functional as F
 from helpers import X_DIM, Z_DIM, Run, flops, latent_stream, real_batches
-from hypothesis import given
-from hypothesis import strategies as st
 from helpers.wild import (
     ACGAND,
     ITERATIONS,
@@ -25,7 +23,8 @@ from helpers.wild import (
     run_step,
     streams,
 )
-
+from hypothesis import given
+from hypothesis import strategies as st
 from torch import nn
 
 from ganstep import Step, d_first, reference, simultaneous
@@ -87,8 +86,11 @@ def test_g_scale_scales_g_adversarial_loss_alone_fused_or_not(objective):
     as a loop written with 2 * L_G; the fused step carries the factor into G's gradient."""
     runs = [Run(objective, batchnorm=False) for _ in range(3)]
     batches = real_batches(ITERATIONS)
-    scaled = [Step(*r.models(), objective=objective, latent=r.latent, g_scale=2.0,
-                   schedule=simultaneous(fused=fused)) for r, fused in zip(runs, (False, True))]  # fmt: skip
+    scaled = [
+        Step(*r.models(), objective=objective, latent=r.latent, g_scale=2.0,
+             schedule=simultaneous(fused=fused))
+        for r, fused in zip(runs[:2], (False, True), strict=True)
+    ]  # fmt: skip
     doubled = _TwiceG(objective)
     ref = Step(*runs[2].models(), objective=doubled, latent=runs[2].latent, schedule=simultaneous())
     logs = [run_step(s, batches) for s in (*scaled, ref)]
@@ -139,9 +141,9 @@ def test_an_unconditional_d_is_called_without_the_condition_it_never_sees():
     """d_conditional=False: G(z, y), D(x); calling D with y would fail on this D."""
     _, ours = build(lambda: CondG(False), lambda: ACGAND(False))
     latent, labels = streams()
+    aux = lambda v: F.cross_entropy(v.d_fake[1], v.fake.c)  # noqa: E731
     step = Step(*ours, objective="ns", schedule=d_first(), latent=latent, condition=labels,
-                d_conditional=False, g_terms={"aux": lambda v: F.cross_entropy(v.d_fake[1],
-                                                                              v.fake.c)})  # fmt: skip
+                d_conditional=False, g_terms={"aux": aux})  # fmt: skip
     logs = step(labelled_batches(1)[0])
     assert set(logs) >= {"loss_d", "loss_g", "aux"}
     with pytest.raises(TypeError, match="d_conditional must be True or False"):

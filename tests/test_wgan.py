@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 import torch
 from helpers import Run, real_batches
-from helpers.wild import assert_same, run_step
+from helpers.wild import assert_same
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -91,7 +91,7 @@ def test_gradient_clipping_on_d_leaves_the_lazy_r1_step_alone():
     for b in batches:
         calls = iter([True, False, False])  # D's step, its R1 step (when due), none more
 
-        def step_once(*a, **k):
+        def step_once(*a, calls=calls, **k):
             if next(calls):
                 torch.nn.utils.clip_grad_norm_(runs[1].D.parameters(), 0.01)
             return original(*a, **k)

@@ -59,8 +59,8 @@ def _latent(game: Game, n: int) -> Batch:
     parts = [z] if isinstance(z, Tensor) else list(z) if isinstance(z, tuple) else None
     if not parts or any(not isinstance(t, Tensor) or t.dim() == 0 or t.shape[0] != n
                         for t in parts):  # fmt: skip
-        got = type(z).__name__ if not parts else [
-            tuple(t.shape) if isinstance(t, Tensor) else type(t).__name__ for t in parts]  # fmt: skip
+        shape = lambda t: tuple(t.shape) if isinstance(t, Tensor) else type(t).__name__  # noqa: E731
+        got = [shape(t) for t in parts] if parts else type(z).__name__
         raise ValueError(
             f"latent({n}) must return a tensor with {n} rows, or a tuple of such "
             f"(z, code), got {got}"

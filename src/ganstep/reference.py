@@ -68,8 +68,9 @@ def relativistic_loss(name: str, y_pred: Tensor, y_pred_fake: Tensor) -> Tensor:
     if name == "rsgan":
         return F.binary_cross_entropy_with_logits(y_pred - y_pred_fake, y)
     if name == "rasgan":
-        return (F.binary_cross_entropy_with_logits(y_pred - torch.mean(y_pred_fake), y)
-                + F.binary_cross_entropy_with_logits(y_pred_fake - torch.mean(y_pred), y2)) / 2  # fmt: skip
+        bce = F.binary_cross_entropy_with_logits
+        return (bce(y_pred - torch.mean(y_pred_fake), y)
+                + bce(y_pred_fake - torch.mean(y_pred), y2)) / 2  # fmt: skip
     if name == "ralsgan":
         return (torch.mean((y_pred - torch.mean(y_pred_fake) - y) ** 2)
                 + torch.mean((y_pred_fake - torch.mean(y_pred) + y) ** 2)) / 2  # fmt: skip

@@ -109,8 +109,9 @@ def _check_hooks(hooks: object, name: str) -> dict:
 
 
 def _check_options(concat, distributed, check_finite, d_order, d_forwards, d_map, d_conditional):
-    for name, value in (("concat", concat), ("distributed", distributed), ("d_map", d_map),
-                        ("check_finite", check_finite), ("d_conditional", d_conditional)):  # fmt: skip
+    flags = {"concat": concat, "distributed": distributed, "d_map": d_map,
+             "check_finite": check_finite, "d_conditional": d_conditional}  # fmt: skip
+    for name, value in flags.items():
         flag(value, name, TypeError)
     if d_order not in D_ORDERS:
         raise ValueError(f"d_order must be one of {D_ORDERS}, got {d_order!r}")
