@@ -193,7 +193,7 @@ def test_npy_points_train_and_sample_in_their_own_units(tmp_path, cache):
     "args, message",
     [
         (["--model", "gpt"], "unknown model 'gpt'; choose one of: mlp, dcgan, began"),
-        (["--objective", "wgan"], "unknown objective 'wgan'; choose one of: minimax"),
+        (["--objective", "wgan_cp"], "unknown objective 'wgan_cp'; choose one of: minimax"),
         (["--schedule", "mode2"], "unknown schedule 'mode2'; choose one of: d_first"),
         (["--data", "cifar"], "unknown data 'cifar'; choose one of: grid, ring, digits"),
         (["--model", "dcgan"], "model 'dcgan' needs images"),
