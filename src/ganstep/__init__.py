@@ -1,8 +1,9 @@
 """ganstep: GAN update steps with an explicit update order and the fewest passes it allows."""
 
-from . import objectives, reference, schedules
+from . import augment, objectives, reference, schedules
 from .audit import Report, audit
 from .audit_script import AuditError, audit_script
+from .augment import Adaptive, DiffAugment
 from .cuda_graph import GraphedStep
 from .d_profile import DProfile
 from .objectives import Objective, get_objective
@@ -12,13 +13,16 @@ from .step import Step
 __version__ = "0.1.0"
 
 __all__ = [
+    "Adaptive",
     "AuditError",
     "DProfile",
+    "DiffAugment",
     "GraphedStep",
     "Objective",
     "Report",
     "audit",
     "audit_script",
+    "augment",
     "Schedule",
     "Step",
     "d_first",

@@ -107,6 +107,16 @@ class GradientAverager:
                 g.copy_(averaged)
 
 
+def all_reduce_sum(t: Tensor) -> None:
+    """Sum ``t`` across processes, in place (through the backend's device: NCCL's is CUDA)."""
+    if dist.get_backend() == "nccl" and t.device.type != "cuda":
+        on_device = t.to(torch.device("cuda", torch.cuda.current_device()))
+        dist.all_reduce(on_device)
+        t.copy_(on_device)
+    else:
+        dist.all_reduce(t)
+
+
 def average_logs(logs: dict[str, Tensor]) -> dict[str, Tensor]:
     """The logs averaged across processes (one all-reduce, on the device)."""
     if not logs:

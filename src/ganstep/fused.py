@@ -31,6 +31,12 @@ def check_fusable(game: Game) -> None:
             "simultaneous(fused=True) rescales D's gradient at the fake batch into G's, which "
             "extra loss terms would break; use simultaneous() without fused"
         )
+    if game.augment is not None:
+        raise ValueError(
+            "simultaneous(fused=True) rescales D's gradient at its input into G's, and "
+            "augmentation stands between G's output and D's input; use simultaneous() "
+            "without fused"
+        )
     if game.mixes_samples():
         raise ValueError(
             "simultaneous(fused=True) rescales D's gradient per sample, which is exact only "

@@ -51,6 +51,8 @@ class Game:
     d_forwards: str = "auto"
     # What D was observed (or declared) to be; None until the first step.
     d_profile: DProfile | None = None
+    # Augmentation of every D input (DiffAugment, ADA), or None.
+    augment: Callable[[Tensor], Tensor] | None = None
     # D's 2-D output (n, k) is a map of k scores per sample, not a mistake.
     d_map: bool = False
     # Called with the parameters a phase is about to step, after their backward
@@ -86,10 +88,19 @@ class Game:
         return f"BatchNorm in training mode ({layers})"
 
     def merge_d_forwards(self) -> bool:
-        """Whether two D forwards of the loop may be one here (``simultaneous``)."""
+        """Whether two D forwards of the loop may be one here (``simultaneous``): not
+        with augmentation, which draws new random numbers for each D input."""
         if self.d_forwards != "auto":
             return self.d_forwards == "merged"
+        if self.augment is not None:
+            return False
         return self.d_profile is None or self.d_profile.mergeable
+
+    def observe_real(self, real_scores: list[Tensor], d_step: bool = True) -> None:
+        """Tell an adaptive augmentation D's scores on a real batch (ADA's signs)."""
+        observe = getattr(self.augment, "observe", None)
+        if observe is not None:
+            observe(real_scores[0], d_step=d_step)
 
     def check_concat(self) -> None:
         """Refuse one D call on real and fake while D mixes samples."""

@@ -19,9 +19,11 @@ from .views import View, add_terms, adversarial, check_adversarial
 
 def d_call(game: Game, batch: Batch) -> object:
     """D's whole output on ``batch``: ``D(x)``, or ``D(x, c)`` for a conditional batch
-    (unless the Step's D is not conditional: ACGAN's D(x))."""
+    (unless the Step's D is not conditional: ACGAN's D(x)). With augmentation D sees
+    ``augment(x)``, and gradients flow back through it to ``x``."""
     D = game.d.module
-    return D(batch.x) if batch.c is None or not game.d_conditional else D(batch.x, batch.c)
+    x = batch.x if game.augment is None else game.augment(batch.x)
+    return D(x) if batch.c is None or not game.d_conditional else D(x, batch.c)
 
 
 def d_outputs(game: Game, real: Batch, fake: Batch) -> tuple[object, object]:
@@ -80,6 +82,7 @@ def d_loss(game: Game, view: View) -> tuple[Tensor, Logs, list[Tensor], list[Ten
     real, fake = view.real, view.fake
     s_real = scores(game, view.d_real_out, real.x)
     s_fake = scores(game, view.d_fake_out, fake.x)
+    game.observe_real(s_real)
     objective = game.objective
     loss, logs = summed([objective.d_loss(r, f) for r, f in zip(s_real, s_fake, strict=True)])
     if game.d_scale != 1.0:

@@ -205,4 +205,5 @@ def _r1_loss(game: Game, regularizer: Regularizer, real: Batch) -> Tensor:
     x = real.x.detach().requires_grad_(True).view_as(real.x)
     with game.precision.autocast():
         found = scores(game, d_call(game, real.with_x(x)), x)
+        game.observe_real(found, d_step=False)
         return regularizer.penalty(x, sum(s.sum() for s in found))

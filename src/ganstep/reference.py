@@ -47,6 +47,7 @@ gradients at the old parameters, from one D forward.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 
 import torch
@@ -695,7 +696,8 @@ def lightning_conditional_g_first(G, D, opt_g, opt_d, batches: Pairs, latent: La
 
 
 def stylegan2_r1(G, D, opt_g, opt_d, batches: Batches, latent: Latent, r1: float = 1.0,
-                 r1_every: int = 1):  # fmt: skip
+                 r1_every: int = 1, augment_pipe=None, ada_target: float | None = None,
+                 ada_interval: int = 4, ada_kimg: float = 500):  # fmt: skip
     """NVlabs/stylegan2-ada-pytorch's training loop and ``StyleGAN2Loss``, non-saturating,
     with R1 on the real batch, in its order: phase Gmain (fresh z), then Dmain, which
     forwards D on a fresh fake batch first and backpropagates its loss, then forwards D
@@ -707,27 +709,43 @@ def stylegan2_r1(G, D, opt_g, opt_d, batches: Batches, latent: Latent, r1: float
     scales lr and betas by ``mb_ratio``). The module of each phase alone requires grad.
     ganstep: ``g_first()`` with ``ns(r1=r1, r1_every=r1_every)`` and
     ``d_order="fake_first"``.
+
+    ``augment_pipe`` is SG2-ADA's: ``run_D`` calls it on every image D sees (R1's
+    gradient is taken at the image before it). With ``ada_target`` the training loop's
+    ADA heuristic moves ``augment_pipe.p`` (a tensor): every real logit's sign in Dmain
+    and Dreg is collected; after ``batch_idx += 1``, when ``batch_idx % ada_interval ==
+    0``, ``p += sign(mean - ada_target) * batch_size * ada_interval / (ada_kimg *
+    1000)``, clamped at 0. ganstep: ``augment=Adaptive(...)``.
     """
+
+    def run_D(img):
+        if augment_pipe is not None:
+            img = augment_pipe(img)
+        return D(img)
+
     history = []
+    signs: list[Tensor] = []  # ada_stats' 'Loss/signs/real'
+    batch_idx = 0
     for index, real in enumerate(batches):
         n = real.size(0)
         # Gmain
         _set_requires_grad(D, False)
         opt_g.zero_grad(set_to_none=True)
-        loss_Gmain = F.softplus(-D(G(latent(n)))).mean()
+        loss_Gmain = F.softplus(-run_D(G(latent(n)))).mean()
         loss_Gmain.backward()
         opt_g.step()
         _set_requires_grad(D, True)
         # Dmain / Dboth: generated images first
         _set_requires_grad(G, False)
         opt_d.zero_grad(set_to_none=True)
-        gen_logits = D(G(latent(n)))
+        gen_logits = run_D(G(latent(n)))
         loss_Dgen = F.softplus(gen_logits)
         loss_Dgen.mean().backward()
         # then real images, with R1 from the same forward when it is due
         do_Dr1 = r1 > 0 and r1_every == 1
         real_img_tmp = real.detach().requires_grad_(do_Dr1)
-        real_logits = D(real_img_tmp)
+        real_logits = run_D(real_img_tmp)
+        signs.append(real_logits.detach().sign().flatten())
         loss_Dreal = F.softplus(-real_logits)
         loss_Dr1 = 0
         if do_Dr1:
@@ -741,13 +759,24 @@ def stylegan2_r1(G, D, opt_g, opt_d, batches: Batches, latent: Latent, r1: float
         if r1 > 0 and r1_every > 1 and index % r1_every == 0:
             opt_d.zero_grad(set_to_none=True)
             real_img_tmp = real.detach().requires_grad_(True)
-            real_logits = D(real_img_tmp)
+            real_logits = run_D(real_img_tmp)
+            signs.append(real_logits.detach().sign().flatten())
             (r1_grads,) = torch.autograd.grad(real_logits.sum(), real_img_tmp, create_graph=True)
             loss_Dr1 = r1_grads.reshape(n, -1).square().sum(1) * (r1 / 2)
             (real_logits.reshape(-1) * 0 + loss_Dr1).mean().mul(r1_every).backward()
             opt_d.step()
         _set_requires_grad(G, True)
-        history.append({"loss_d": loss_D.item(), "loss_g": loss_Gmain.item()})
+        row = {"loss_d": loss_D.item(), "loss_g": loss_Gmain.item()}
+        batch_idx += 1
+        if ada_target is not None and batch_idx % ada_interval == 0:
+            mean_sign = torch.cat(signs).double().mean().item()
+            adjust = math.copysign(1.0, mean_sign - ada_target) if mean_sign != ada_target else 0
+            adjust *= n * ada_interval / (ada_kimg * 1000)
+            augment_pipe.p = (augment_pipe.p + adjust).clamp(min=0)
+            signs = []
+        if augment_pipe is not None and hasattr(augment_pipe, "p"):
+            row["augment_p"] = float(augment_pipe.p)
+        history.append(row)
     return history
 
 
@@ -886,3 +915,26 @@ def feature_matching(G, D, opt_g, opt_d, batches: Batches, latent: Latent):
         opt_g.step()
         history.append({"loss_d": loss_d.item(), "loss_g": loss_fm.item()})
     return history
+
+
+def diffaugment(G, D, opt_g, opt_d, batches: Batches, latent: Latent, augment, objective="ns"):
+    """mit-han-lab/data-efficient-gans' README loop: ``DiffAugment(x, policy)`` before
+    every D call; a D step on the real batch and ``G(z).detach()``, then a G step on a
+    fresh z. ganstep: ``d_first(reuse_fake=False)`` with ``augment``."""
+    loss = _Losses(objective)
+    for reals in batches:
+        n = reals.size(0)
+        opt_d.zero_grad()
+        fakes = G(latent(n))
+        real_scores = D(augment(reals))
+        fake_scores = D(augment(fakes.detach()))
+        loss.d(D, reals, fakes.detach(), real_scores, fake_scores).backward()
+        opt_d.step()
+        opt_g.zero_grad()
+        fakes = G(latent(n))
+        real_scores = D(augment(reals)) if loss.g_needs_real else None
+        fake_scores = D(augment(fakes))
+        loss.g(fakes, fake_scores, real_scores).backward()
+        opt_g.step()
+        loss.end_iteration()
+    return loss.history

@@ -9,6 +9,7 @@ import torch
 from torch import Tensor, nn
 
 from . import distributed as data_parallel
+from .augment import get_augment
 from .batch import Batch, Condition, split_rows, to_batch
 from .checks import flag, positive_int
 from .d_profile import FIELDS, DProfile, check_declaration, profile_d
@@ -210,6 +211,14 @@ class Step:
         d_map: D's 2-D output ``(n, k)``, ``k > 1``, is a map of k scores per sample.
             Without it such an output is refused: it is more often class logits or
             features read as scores by mistake.
+        augment: augmentation of every batch D sees, in every phase (real and fake, G's
+            fake with G's gradient through it, R1's real batch, WGAN-GP's interpolates):
+            ``"diffaugment"`` (color, translation, cutout), ``"ada"`` (those with
+            StyleGAN2-ADA's adaptive probability, logged as ``augment_p``), a
+            :class:`~ganstep.augment.Adaptive` or any callable ``x -> x``. It draws
+            from torch's global generator, so D is forwarded as the loop does (no
+            merged forwards unless ``d_forwards="merged"``; no fused step). See
+            :mod:`ganstep.augment`.
         before_step, after_step: the user's hooks around optimizer steps, by phase:
             ``{"d": fn, "g": fn, "d_reg": fn, "g_reg": fn}``, each called as
             ``fn(module)`` with the module that phase steps. ``"d"`` and ``"g"`` are the
@@ -265,6 +274,7 @@ class Step:
         d_forwards: str = "auto",
         d_profile: DProfile | dict[str, bool] | None = None,
         d_map: bool = False,
+        augment: str | Callable[[Tensor], Tensor] | None = None,
         before_step: dict[str, Hook] | None = None,
         after_step: dict[str, Hook] | None = None,
     ) -> None:
@@ -292,7 +302,7 @@ class Step:
                          g_scale=_check_scale(g_scale, "g_scale", zero=True),
                          d_conditional=d_conditional, concat=concat,
                          d_order=d_order, d_forwards=d_forwards, d_map=d_map,
-                         check_finite=check_finite,
+                         augment=get_augment(augment), check_finite=check_finite,
                          before_step=_check_hooks(before_step, "before_step"),
                          after_step=_check_hooks(after_step, "after_step"))  # fmt: skip
         self._d_module, self._d_mode = D, None  # D observed in that train/eval mode
@@ -439,36 +449,57 @@ class Step:
             logs = data_parallel.average_logs(logs)
         logs.update(self.objective.end_iteration(logs))
         self.iteration += 1
+        end_iteration = getattr(self.game.augment, "end_iteration", None)
+        if end_iteration is not None:
+            reduce = data_parallel.all_reduce_sum if self.distributed else None
+            logs.update(end_iteration(self.iteration, reduce))
         return logs
 
     def state_dict(self) -> dict:
         """Step's own state: the iteration count, the objective's state (BEGAN's k), the
-        loss scalers' state (``fp16``; empty otherwise) and the count of D steps (lazy R1
-        regularizes every ``r1_every``-th).
+        loss scalers' state (``fp16``; empty otherwise), the count of D steps (lazy R1
+        regularizes every ``r1_every``-th) and an adaptive augmentation's state
+        (``augment``: ADA's p and what it observed since its last update).
 
         Models and optimizers keep their own ``state_dict()``.
         """
-        return {
+        state = {
             "iteration": self.iteration,
             "objective": self.objective.state_dict(),
             "precision": self.precision.state_dict(),
             "d_updates": self.game.d_updates,
         }
+        if hasattr(self.game.augment, "state_dict"):
+            state["augment"] = self.game.augment.state_dict()
+        return state
 
     def load_state_dict(self, state: dict) -> None:
         """Restore what :meth:`state_dict` returned (``precision`` may be absent)."""
         needed = {"iteration", "objective"}
-        allowed = needed | {"precision", "d_updates"}
+        allowed = needed | {"precision", "d_updates", "augment"}
         if not isinstance(state, dict) or not needed <= set(state) <= allowed:
             got = sorted(state) if isinstance(state, dict) else type(state).__name__
             raise ValueError(
                 f"Step state needs the keys 'iteration' and 'objective' (and optionally "
                 f"'precision'), got {got}"
             )
+        adaptive = hasattr(self.game.augment, "load_state_dict")
+        if adaptive and "augment" not in state:
+            raise ValueError(
+                "this Step's augmentation is adaptive, but the state has no 'augment' entry "
+                "(it was saved by a Step without one)"
+            )
+        if not adaptive and "augment" in state:
+            raise ValueError(
+                "the state holds an adaptive augmentation's state ('augment'), but this Step "
+                "has no adaptive augmentation: build it with the same augment"
+            )
         self.objective.load_state_dict(state["objective"])
         self.precision.load_state_dict(state.get("precision", self.precision.state_dict()))
         self.iteration = int(state["iteration"])
         self.game.d_updates = int(state.get("d_updates", 0))
+        if adaptive:
+            self.game.augment.load_state_dict(state["augment"])
 
     def __repr__(self) -> str:
         profile = self.game.d_profile
