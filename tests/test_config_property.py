@@ -23,10 +23,12 @@ NAMES = {
     "precision": ["fp32", "bf16", "fp16", "fp8"],
     "lr_decay": ["none", "linear", "cosine"],
     "device": ["auto", "cpu", "cuda", "tpu"],
+    "augment": ["none", "diffaugment", "ada", "flip"],
     "compile": ["none", "nonsense"],  # a real compile takes minutes: not in a test
 }
 INTS = ["z_dim", "width", "seed", "batch_size", "eval_samples", "keep", "log_every", "r1_every",
-        "accumulate", "feature_steps", "eval_every", "sample_every", "ckpt_every"]  # fmt: skip
+        "accumulate", "feature_steps", "eval_every", "sample_every", "ckpt_every",
+        "limit"]  # fmt: skip
 FLOATS = ["r1", "lr_g", "lr_d", "beta1", "beta2", "ema"]
 SMALL_INT = st.one_of(st.integers(2, 24), st.integers(-2, 24))
 SMALL_FLOAT = st.sampled_from([0.0, 1e-4, 5e-4, 0.1, 0.5, 0.99, 1.0, -1.0, math.inf, math.nan])

@@ -37,10 +37,19 @@ COMMANDS = {
     },
 }
 
+_LIMIT = (
+    "train on this many training images only (a fixed subset); the metrics still "
+    "compare with the whole training set"
+)
+_AUGMENT = (
+    "augmentation of every D input (images): none, diffaugment (color, translation, "
+    "cutout) or ada (those with ADA's adaptive p)"
+)
 # flag -> Config field, for the options the command line may override
 TRAIN_FLAGS = {
     "data": (str, f"dataset: {', '.join(NAMES)}, a folder of PNG/JPG images, or a .npy file"),
     "data_dir": (str, "folder with the official MNIST/Fashion-MNIST files (no download)"),
+    "limit": (int, _LIMIT),
     "model": (str, f"one of: {', '.join(MODELS)}"),
     "conditional": (bool, _CONDITIONAL),
     "objective": (str, f"one of: {', '.join(OBJECTIVES)}"),
@@ -49,6 +58,7 @@ TRAIN_FLAGS = {
     "schedule": (str, f"update order, one of: {', '.join(SCHEDULES)}"),
     "fused": (bool, "simultaneous only: take G's gradient from D's backward pass (FusedProp)"),
     "accumulate": (int, "micro-batches per batch: gradients summed, one optimizer step"),
+    "augment": (str, _AUGMENT),
     "precision": (str, "fp32, bf16 (autocast) or fp16 (autocast with loss scaling)"),
     "compile": (str, "torch.compile G and D: none, default, or a backend name"),
     "steps": (int, "training iterations"),

@@ -35,6 +35,8 @@ IMAGES_DEFAULTS = {"steps": 5000, "batch_size": 64, "lr_g": 2e-4, "lr_d": 2e-4, 
 RESUMABLE = ("steps", "eval_every", "sample_every", "ckpt_every", "keep", "log_every",
              "device", "compile", "out", "data_dir")  # fmt: skip
 MAX_SEED = 2**62
+# --augment: DiffAugment's color, translation, cutout; "ada" with ADA's adaptive p.
+AUGMENTS = ("none", "diffaugment", "ada")
 
 _TYPES = {"str": (str,), "int": (int,), "float": (int, float), "bool": (bool,)}
 _TYPE_NAMES = {"str": "a string", "int": "an integer", "float": "a number",
@@ -101,6 +103,7 @@ class Config:
 
     data: str = "grid"
     data_dir: str | None = None
+    limit: int | None = None
     model: str = "mlp"
     conditional: bool = False
     objective: str = "ns"
@@ -109,6 +112,7 @@ class Config:
     schedule: str = "d_first"
     fused: bool = False
     accumulate: int = 1
+    augment: str = "none"
     precision: str = "fp32"
     compile: str = "none"
     steps: int | None = None
@@ -158,17 +162,24 @@ class Config:
         check_name("objective", self.objective, OBJECTIVES)
         check_name("schedule", self.schedule, SCHEDULES)
         check_name("precision", self.precision, DTYPES)
+        check_name("augment", self.augment, AUGMENTS)
         if not isinstance(self.fused, bool):
             raise ValueError(f"fused must be true or false, got {self.fused!r}")
         if self.fused and self.schedule != "simultaneous":
             raise ValueError(f"fused applies to the simultaneous schedule, not {self.schedule!r}")
+        if self.fused and self.augment != "none":
+            raise ValueError(
+                "fused takes G's gradient from D's backward at its input, and augmentation "
+                "stands between G and D: use --augment without --fused"
+            )
         if self.compile not in ("none", "default"):  # else a backend torch.compile knows
             backends = ["none", "default", *torch.compiler.list_backends(exclude_tags=())]
             check_name("compile", self.compile, backends)
         if self.lr_decay is not None:
             check_name("lr_decay", self.lr_decay, ("none", "linear"))
         counts = ("steps", "batch_size", "z_dim", "width", "eval_every", "sample_every",
-                  "accumulate", "ckpt_every", "keep", "log_every", "feature_steps")  # fmt: skip
+                  "accumulate", "ckpt_every", "keep", "log_every", "feature_steps",
+                  "limit")  # fmt: skip
         for name in (*counts, "r1_every"):
             if getattr(self, name) is not None:  # None: filled from the data's defaults
                 positive_int(getattr(self, name), name)

@@ -139,7 +139,7 @@ class _Run:
 
     cfg: Config
     out: Path
-    data: Dataset
+    data: Dataset  # what training draws from (a subset with --limit)
     trainee: Trainee
     tally: LossTally
     start: int
@@ -181,17 +181,21 @@ def _setup(cfg: Config, device: torch.device, resume: bool, writer: bool) -> _Ru
             f"--conditional needs labelled data (digits, mnist, fashion-mnist, or a folder "
             f"with one subfolder of images per class); {cfg.data} has no labels"
         )
+    if cfg.augment != "none" and data.kind != "images":
+        raise ValueError(f"--augment {cfg.augment} transforms images; {cfg.data} is points")
+    # Training reads the subset; the metrics compare with the whole data (one FID floor).
+    train = data.subset(cfg.limit) if cfg.limit is not None else data
     state = folder.resume_state(cfg, data.checksum) if resume else None
     if not resume:
         folder.refuse_existing_run(out)
-    if writer and data.train is not None and cfg.batch_size > len(data.train):
+    if writer and train.train is not None and cfg.batch_size > len(train.train):
         warnings.warn(
-            f"batch_size {cfg.batch_size} is larger than the {len(data.train)} training samples "
-            f"of {cfg.data}: every batch repeats samples",
+            f"batch_size {cfg.batch_size} is larger than the {len(train.train)} training "
+            f"samples of {cfg.data}: every batch repeats samples",
             GanstepWarning,
             stacklevel=3,
         )
-    trainee, tally, start = Trainee(cfg, data, device), LossTally(device), 0
+    trainee, tally, start = Trainee(cfg, train, device), LossTally(device), 0
     if state is not None:
         trainee.load_state_dict(state)
         start = state["step"]
@@ -204,7 +208,7 @@ def _setup(cfg: Config, device: torch.device, resume: bool, writer: bool) -> _Ru
         folder.write_config(out / "config.toml", cfg, state and state["config"], start)
         evaluator = Evaluator(data, cfg)
     meta = {**folder.data_meta(data), "checksum": data.checksum}
-    return _Run(cfg, out, data, trainee, tally, start, writer, evaluator, meta)
+    return _Run(cfg, out, train, trainee, tally, start, writer, evaluator, meta)
 
 
 def _loop(run: _Run, device: torch.device, progress: bool) -> dict:

@@ -50,7 +50,8 @@ class Trainee:
                          schedule=schedule, latent=self.latent, precision=cfg.precision,
                          compile=compiled, distributed=self.world > 1,
                          condition="real" if cfg.conditional else None,
-                         accumulate=cfg.accumulate)  # fmt: skip
+                         accumulate=cfg.accumulate,
+                         augment=None if cfg.augment == "none" else cfg.augment)  # fmt: skip
         if self.rank:
             torch.manual_seed(stream)
 

@@ -136,4 +136,20 @@ def assert_same_state(a: dict, b: dict) -> None:
         for pid, state in a[key]["state"].items():
             for name, value in state.items():
                 assert torch.equal(value, b[key]["state"][pid][name]), f"{key}.{pid}.{name}"
-    assert a["step_state"] == b["step_state"]
+    assert_same_tree(a["step_state"], b["step_state"])
+
+
+def assert_same_tree(a: object, b: object, where: str = "step_state") -> None:
+    """Equal nested dicts and lists, tensors compared exactly."""
+    if isinstance(a, torch.Tensor):
+        assert isinstance(b, torch.Tensor) and torch.equal(a, b), where
+    elif isinstance(a, dict):
+        assert isinstance(b, dict) and set(a) == set(b), where
+        for key in a:
+            assert_same_tree(a[key], b[key], f"{where}.{key}")
+    elif isinstance(a, list | tuple):
+        assert isinstance(b, list | tuple) and len(a) == len(b), where
+        for i, (x, y) in enumerate(zip(a, b, strict=True)):
+            assert_same_tree(x, y, f"{where}[{i}]")
+    else:
+        assert a == b, where

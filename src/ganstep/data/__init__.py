@@ -8,6 +8,7 @@ values and size with :meth:`Dataset.to_raw`.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import os
 from dataclasses import dataclass, field
@@ -98,6 +99,20 @@ class Dataset:
         self.train = _to_size(self.train, self.native_hw, size)
         if self.test is not None:
             self.test = _to_size(self.test, self.native_hw, size)
+
+    def subset(self, limit: int) -> Dataset:
+        """The same data with ``limit`` training samples (and their labels), a fixed
+        random subset: the same for every run and seed."""
+        if self.train is None:
+            raise DataError(f"{self.name} draws fresh samples: a limit applies to stored data")
+        if limit > len(self.train):
+            raise DataError(
+                f"limit {limit} is more than the {len(self.train)} training samples of {self.name}"
+            )
+        pick = torch.randperm(len(self.train), generator=torch.Generator().manual_seed(0))
+        pick = pick[:limit].sort().values
+        labels = None if self.labels is None else self.labels[pick]
+        return dataclasses.replace(self, train=self.train[pick], labels=labels)
 
     def to_raw(self, x: Tensor) -> np.ndarray:
         """Generated samples in the data's own values and size, as a numpy array."""
