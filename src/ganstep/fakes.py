@@ -111,6 +111,12 @@ def _generate(game: Game, code: Code, like: Batch, graph: bool) -> Batch:
     return Batch(fake, code.c, code.z)
 
 
+def wider(real: Micro, times: int) -> Micro:
+    """Batches shaped like ``real``'s with ``times`` as many rows, to make fakes for (G's
+    step on a multiple of the real batch); their samples are never read."""
+    return [Batch(b.x.new_empty((b.n * times, *b.x.shape[1:]))) for b in real]
+
+
 def cut(fake: Micro) -> Micro:
     """``fake`` cut from G's graph (its condition is data and carries no graph)."""
     return [f.with_x(f.x.detach()) for f in fake]

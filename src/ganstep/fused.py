@@ -31,11 +31,11 @@ def check_fusable(game: Game) -> None:
             "simultaneous(fused=True) rescales D's gradient at the fake batch into G's, which "
             "extra loss terms would break; use simultaneous() without fused"
         )
-    if game.augment is not None:
+    if game.augment is not None or game.fake_pool is not None:
+        between = "augmentation stands" if game.augment is not None else "a fake pool stands"
         raise ValueError(
             "simultaneous(fused=True) rescales D's gradient at its input into G's, and "
-            "augmentation stands between G's output and D's input; use simultaneous() "
-            "without fused"
+            f"{between} between G's output and D's input; use simultaneous() without fused"
         )
     if game.mixes_samples():
         raise ValueError(

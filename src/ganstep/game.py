@@ -11,6 +11,7 @@ from torch import Tensor, nn
 from .batch import Condition
 from .d_profile import KNOWN_MIXING, DProfile, known_mixing_layers
 from .objectives import Objective
+from .pool import FakePool
 from .precision import Precision
 from .sides import Side
 from .views import Term
@@ -53,6 +54,8 @@ class Game:
     d_profile: DProfile | None = None
     # Augmentation of every D input (DiffAugment, ADA), or None.
     augment: Callable[[Tensor], Tensor] | None = None
+    # Past fakes that D's steps see in place of some new ones (CycleGAN's ImagePool).
+    fake_pool: FakePool | None = None
     # D's 2-D output (n, k) is a map of k scores per sample, not a mistake.
     d_map: bool = False
     # Called with the parameters a phase is about to step, after their backward
@@ -89,10 +92,11 @@ class Game:
 
     def merge_d_forwards(self) -> bool:
         """Whether two D forwards of the loop may be one here (``simultaneous``): not
-        with augmentation, which draws new random numbers for each D input."""
+        with augmentation, which draws new random numbers for each D input, nor with a
+        fake pool, which gives D other fakes than G's."""
         if self.d_forwards != "auto":
             return self.d_forwards == "merged"
-        if self.augment is not None:
+        if self.augment is not None or self.fake_pool is not None:
             return False
         return self.d_profile is None or self.d_profile.mergeable
 

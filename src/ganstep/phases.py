@@ -97,7 +97,10 @@ def for_d(game: Game, real: Batch) -> Batch:
 
 
 def d_phase(game: Game, real: Micro, fake: Micro) -> Logs:
-    """One step of D on ``real`` and ``fake`` (already cut from G's graph)."""
+    """One step of D on ``real`` and ``fake`` (already cut from G's graph; with a fake
+    pool, D sees what the pool gives in place of ``fake``)."""
+    if game.fake_pool is not None:
+        fake = [f.with_x(game.fake_pool.query(f.x)) for f in fake]
 
     def micro(r: Batch, f: Batch, k: int) -> Logs:
         r = for_d(game, r)

@@ -48,6 +48,7 @@ gradients at the old parameters, from one D forward.
 from __future__ import annotations
 
 import math
+import random
 from collections.abc import Callable, Sequence
 
 import torch
@@ -938,3 +939,76 @@ def diffaugment(G, D, opt_g, opt_d, batches: Batches, latent: Latent, augment, o
         opt_g.step()
         loss.end_iteration()
     return loss.history
+
+
+def sngan_collections(G, D, opt_g, opt_d, batches: Batches, latent: Latent, n_dis: int = 5,
+                      loss: str = "hinge"):  # fmt: skip
+    """w86763777/pytorch-gan-collections' training loop (SNGAN on CIFAR-10): per step,
+    ``n_dis`` D steps, each on ``net_G(z).detach()`` made under ``no_grad`` and its own
+    real batch, then one G step on ``batch_size * 2`` fresh z. Its ``HingeLoss`` (or
+    ``BCEWithLogits``). ``batches`` holds ``n_dis`` real batches per step.
+    ganstep: ``d_first(d_steps=n_dis, reuse_fake=False, g_batch=2)``, objective
+    ``hinge`` (or ``ns``)."""
+
+    def loss_fn(pred_real, pred_fake=None):
+        if loss == "hinge":
+            if pred_fake is not None:
+                return F.relu(1 - pred_real).mean() + F.relu(1 + pred_fake).mean()
+            return -pred_real.mean()
+        if pred_fake is not None:
+            return _bce(pred_real, 1.0) + _bce(pred_fake, 0.0)
+        return _bce(pred_real, 1.0)
+
+    history = []
+    looper = iter(batches)
+    for _ in range(len(batches) // n_dis):
+        for _ in range(n_dis):
+            real = next(looper)
+            with torch.no_grad():
+                fake = G(latent(real.size(0))).detach()
+            net_D_real = D(real)
+            net_D_fake = D(fake)
+            loss_d = loss_fn(net_D_real, net_D_fake)
+            opt_d.zero_grad()
+            loss_d.backward()
+            opt_d.step()
+        z = latent(real.size(0) * 2)
+        loss_g = loss_fn(D(G(z)))
+        opt_g.zero_grad()
+        loss_g.backward()
+        opt_g.step()
+        history.append({"loss_d": loss_d.item(), "loss_g": loss_g.item()})
+    return history
+
+
+class ImagePool:
+    """junyanz/pytorch-CycleGAN-and-pix2pix ``util/image_pool.py``: a buffer of past
+    fakes; ``query`` returns, per image, the image (pool filling, or with probability
+    1/2) or a stored one that the image replaces. ganstep: ``Step(fake_pool=size)``."""
+
+    def __init__(self, pool_size: int) -> None:
+        self.pool_size = pool_size
+        if self.pool_size > 0:
+            self.num_imgs = 0
+            self.images: list[Tensor] = []
+
+    def query(self, images: Tensor) -> Tensor:
+        if self.pool_size == 0:
+            return images
+        return_images = []
+        for image in images:
+            image = torch.unsqueeze(image.data, 0)
+            if self.num_imgs < self.pool_size:
+                self.num_imgs = self.num_imgs + 1
+                self.images.append(image)
+                return_images.append(image)
+            else:
+                p = random.uniform(0, 1)
+                if p > 0.5:
+                    random_id = random.randint(0, self.pool_size - 1)
+                    tmp = self.images[random_id].clone()
+                    self.images[random_id] = image
+                    return_images.append(tmp)
+                else:
+                    return_images.append(image)
+        return torch.cat(return_images, 0)

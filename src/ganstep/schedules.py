@@ -22,12 +22,13 @@ from typing import ClassVar
 
 from .batch import Batch
 from .checks import flag, positive_int
-from .fakes import cut, draw, generate
+from .fakes import cut, draw, generate, wider
 from .fused import check_fusable, fused_joint_phase
 from .game import Game
 from .objectives import Logs
 from .phases import d_phase, g_phase, joint_phase, separate_phases
 from .registry import resolve
+from .views import any_reads_real
 
 
 class Schedule:
@@ -72,6 +73,11 @@ class DFirst(Schedule):
             relativistic loops draw one for G's step), after the D steps' batches: a call
             then takes ``d_steps + g_steps`` real batches. It matters where L_G reads
             the real batch (relativistic and softmax objectives, terms reading it).
+        g_batch: each G step makes ``g_batch`` times as many fakes as the real batch
+            has rows (pytorch-gan-collections' SNGAN: ``batch_size * 2``), from one
+            draw of z (and of conditions, from a sampler). Needs ``reuse_fake=False``,
+            and an L_G that does not pair fakes with real rows (not relativistic or
+            softmax objectives, not ``condition="real"``, no G term reading real).
 
     Passes: G runs without a graph for every D step whose fake batch is not reused;
     D's weights compute no gradient in the G steps.
@@ -82,10 +88,16 @@ class DFirst(Schedule):
     reuse_fake: bool = True
     g_every: int = 1
     fresh_real: bool = False
+    g_batch: int = 1
     name: ClassVar[str] = "d_first"
 
     def __post_init__(self) -> None:
         super().__post_init__()
+        if self.g_batch > 1 and self.reuse_fake:
+            raise ValueError(
+                f"{self.name}: g_batch={self.g_batch} makes G's fakes {self.g_batch} times the "
+                "D step's batch, so they cannot be the D step's fakes: use reuse_fake=False"
+            )
         if self.fresh_real and self.reuse_fake:
             raise ValueError(
                 f"{self.name}: fresh_real gives G's step a real batch of its own, so it cannot "
@@ -96,6 +108,22 @@ class DFirst(Schedule):
     @property
     def real_batches(self) -> int:
         return self.d_steps + (self.g_steps if self.fresh_real else 0)
+
+    def check(self, game: Game) -> None:
+        if self.g_batch == 1:
+            return
+        pairs = None
+        if game.condition == "real":
+            pairs = "condition='real' makes each fake for one real row's condition"
+        elif game.objective.g_needs_real:
+            pairs = f"objective {game.objective.name!r} compares fakes with the real batch"
+        elif any_reads_real(game.g_terms):
+            pairs = "a G term reads the real batch"
+        if pairs is not None:
+            raise ValueError(
+                f"{self.name}(g_batch={self.g_batch}) makes more fakes than real rows, and "
+                f"{pairs}: use g_batch=1"
+            )
 
     def run(self, game: Game, reals: list[Batch], iteration: int) -> Logs:
         logs: Logs = {}
@@ -114,7 +142,8 @@ class DFirst(Schedule):
             if j == 0 and kept is not None:
                 fake = kept
             else:
-                fake = generate(game, draw(game, real), real, graph=True)
+                like = real if self.g_batch == 1 else wider(real, self.g_batch)
+                fake = generate(game, draw(game, like), like, graph=True)
             logs.update(g_phase(game, fake, real))
         return logs
 

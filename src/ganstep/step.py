@@ -16,6 +16,7 @@ from .d_profile import FIELDS, DProfile, check_declaration, profile_d
 from .errors import NonFiniteError
 from .game import D_FORWARDS, D_ORDERS, PHASES, Game, Hook
 from .objectives import Objective, get_objective
+from .pool import FakePool
 from .precision import Precision
 from .schedules import Schedule, get_schedule
 from .sides import Side, trainable
@@ -219,6 +220,11 @@ class Step:
             from torch's global generator, so D is forwarded as the loop does (no
             merged forwards unless ``d_forwards="merged"``; no fused step). See
             :mod:`ganstep.augment`.
+        fake_pool: keep this many past fakes and show D's steps a random stored one in
+            place of about half of each new fake batch, once the pool is full (CycleGAN's
+            ``ImagePool``, 50; Python's ``random`` draws, as theirs). ``None``: off.
+            Unconditional batches only; G's steps see the new fakes. See
+            :mod:`ganstep.pool`.
         before_step, after_step: the user's hooks around optimizer steps, by phase:
             ``{"d": fn, "g": fn, "d_reg": fn, "g_reg": fn}``, each called as
             ``fn(module)`` with the module that phase steps. ``"d"`` and ``"g"`` are the
@@ -275,11 +281,17 @@ class Step:
         d_profile: DProfile | dict[str, bool] | None = None,
         d_map: bool = False,
         augment: str | Callable[[Tensor], Tensor] | None = None,
+        fake_pool: int | None = None,
         before_step: dict[str, Hook] | None = None,
         after_step: dict[str, Hook] | None = None,
     ) -> None:
         _check_models(G, D, opt_g, opt_d)
         _check_sources(latent, condition)
+        if fake_pool is not None and condition is not None:
+            raise ValueError(
+                "fake_pool keeps fake samples without their conditions: it works with "
+                "unconditional batches (condition=None)"
+            )
         _check_options(concat, distributed, check_finite, d_order, d_forwards, d_map,
                        d_conditional)  # fmt: skip
         self._d_declared = check_declaration(d_profile)
@@ -303,6 +315,7 @@ class Step:
                          d_conditional=d_conditional, concat=concat,
                          d_order=d_order, d_forwards=d_forwards, d_map=d_map,
                          augment=get_augment(augment), check_finite=check_finite,
+                         fake_pool=None if fake_pool is None else FakePool(fake_pool),
                          before_step=_check_hooks(before_step, "before_step"),
                          after_step=_check_hooks(after_step, "after_step"))  # fmt: skip
         self._d_module, self._d_mode = D, None  # D observed in that train/eval mode
@@ -471,12 +484,14 @@ class Step:
         }
         if hasattr(self.game.augment, "state_dict"):
             state["augment"] = self.game.augment.state_dict()
+        if self.game.fake_pool is not None:
+            state["fake_pool"] = self.game.fake_pool.state_dict()
         return state
 
     def load_state_dict(self, state: dict) -> None:
         """Restore what :meth:`state_dict` returned (``precision`` may be absent)."""
         needed = {"iteration", "objective"}
-        allowed = needed | {"precision", "d_updates", "augment"}
+        allowed = needed | {"precision", "d_updates", "augment", "fake_pool"}
         if not isinstance(state, dict) or not needed <= set(state) <= allowed:
             got = sorted(state) if isinstance(state, dict) else type(state).__name__
             raise ValueError(
@@ -494,6 +509,19 @@ class Step:
                 "the state holds an adaptive augmentation's state ('augment'), but this Step "
                 "has no adaptive augmentation: build it with the same augment"
             )
+        pool = self.game.fake_pool
+        if (pool is not None) != ("fake_pool" in state):
+            raise ValueError(
+                "the state and this Step differ in fake_pool: "
+                + (
+                    "the Step has one, the state none"
+                    if pool is not None
+                    else "the state holds a pool, the Step has none"
+                )  # fmt: skip
+            )
+        if pool is not None:
+            device = next(self.game.d.module.parameters()).device
+            pool.load_state_dict(state["fake_pool"], device)
         self.objective.load_state_dict(state["objective"])
         self.precision.load_state_dict(state.get("precision", self.precision.state_dict()))
         self.iteration = int(state["iteration"])

@@ -1,0 +1,76 @@
+"""MNIST on 1,000 training images, with and without augmentation of D's inputs, next to
+the whole training set: FID against the same floor, per seed and as mean/std (a
+benchmark, not a test).
+
+    python benchmarks/data_efficient.py --data-dir ../shared/data --seeds 3
+    python benchmarks/data_efficient.py --data-dir ../shared/data --seeds 1 --only ada
+
+Every run is ``ganstep train --data mnist --model dcgan`` with the image defaults (batch
+64, 5,000 ``d_first`` steps, ``ns``, EMA 0.999), so the only differences are the
+training images and the augmentation: ``--limit 1000`` (a fixed subset of the 60,000)
+with ``--augment none``, ``diffaugment`` (color, translation, cutout on every D input)
+or ``ada`` (those with ADA's adaptive p, target 0.6), and the whole set without
+augmentation. FID is measured on 2,500 samples of G's EMA against 2,500 images of the
+whole training set in every case (``--limit`` never changes the metrics), with
+ganstep's cached feature network; ``fid_floor`` is real-vs-real (test images).
+
+The DiffAugment paper's claim is that augmentation closes most of the gap that
+limited data opens; ``gap closed`` below is ``(FID none - FID augmented) / (FID none
+- FID whole set)`` on the means. Results and times: benchmarks/RESULTS.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+from pathlib import Path
+
+from quality import run_seeds
+
+COMMON = {"data": "mnist", "model": "dcgan", "steps": 5000, "ckpt_every": 10**9}
+RUNS = {
+    "whole": {**COMMON},
+    "none": {**COMMON, "limit": 1000},
+    "diffaugment": {**COMMON, "limit": 1000, "augment": "diffaugment"},
+    "ada": {**COMMON, "limit": 1000, "augment": "ada"},
+}
+SHOWN = ("fid", "kid", "augment_p", "seconds", "fid_floor")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data-dir", default=None, help="folder with the MNIST files")
+    parser.add_argument("--seeds", type=int, default=3)
+    parser.add_argument("--first-seed", type=int, default=0)
+    parser.add_argument("--only", nargs="*", choices=list(RUNS), default=list(RUNS))
+    parser.add_argument("--json", type=Path, help="write every run's last record here")
+    args = parser.parse_args()
+    found: dict[str, list[dict]] = {}
+    for name in args.only:
+        overrides = dict(RUNS[name])
+        if args.data_dir:
+            overrides["data_dir"] = args.data_dir
+        print(f"== {name}: {overrides}", flush=True)
+        found[name] = run_seeds(overrides, args.seeds, args.first_seed)
+        if args.json:
+            args.json.write_text(json.dumps(found, indent=1))
+    means = {}
+    for name, rows in found.items():
+        print(f"\n{name}")
+        for key in SHOWN:
+            values = [r[key] for r in rows if key in r]
+            if values:
+                spread = statistics.stdev(values) if len(values) > 1 else 0.0
+                print(f"{key:>12}: mean {statistics.mean(values):.4f}  std {spread:.4f}  "
+                      f"per seed {', '.join(f'{v:.4g}' for v in values)}")  # fmt: skip
+        means[name] = statistics.mean(r["fid"] for r in rows)
+    if {"whole", "none"} <= set(means) and means["none"] != means["whole"]:
+        for name in ("diffaugment", "ada"):
+            if name in means:
+                closed = (means["none"] - means[name]) / (means["none"] - means["whole"])
+                print(f"gap closed by {name}: {closed:.2f}")
+
+
+if __name__ == "__main__":
+    main()
