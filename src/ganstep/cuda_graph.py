@@ -54,6 +54,13 @@ def check_capturable(step: Step) -> None:
     regularizer = step.objective.regularizer
     if regularizer is not None and regularizer.weight and regularizer.every > 1:
         raise ValueError("CUDA graph capture: lazy R1 (r1_every > 1) differs between iterations")
+    if step.game.g_regularizer is not None:
+        raise ValueError("CUDA graph capture: a lazy G regularizer differs between iterations")
+    if step.game.augment is not None or step.game.fake_pool is not None:
+        raise ValueError(
+            "CUDA graph capture: augmentation and the fake pool are not captured (the "
+            "pool draws from Python's random, ADA's p moves on the host)"
+        )
     if step.game.condition is not None or step.game.g_terms or step.game.d_terms:
         raise ValueError("CUDA graph capture: conditional steps and loss terms are not captured")
     if step.game.check_finite:

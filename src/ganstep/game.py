@@ -13,6 +13,7 @@ from .d_profile import KNOWN_MIXING, DProfile, known_mixing_layers
 from .objectives import Objective
 from .pool import FakePool
 from .precision import Precision
+from .regularizers import Regularizer
 from .sides import Side
 from .views import Term
 
@@ -67,8 +68,11 @@ class Game:
     # and after it.
     before_step: dict[str, Hook] = field(default_factory=dict)
     after_step: dict[str, Hook] = field(default_factory=dict)
-    # D steps taken so far: a lazy regularizer (every = k) runs after every k-th one.
+    # G's lazy regularizer (path length), or None; D's is the objective's (R1).
+    g_regularizer: Regularizer | None = None
+    # Steps each side took so far: a lazy regularizer (every = k) runs after every k-th.
     d_updates: int = 0
+    g_updates: int = 0
     _mixing: list[nn.Module] = field(default_factory=list, repr=False)
 
     def __post_init__(self) -> None:
@@ -99,6 +103,10 @@ class Game:
         if self.augment is not None or self.fake_pool is not None:
             return False
         return self.d_profile is None or self.d_profile.mergeable
+
+    def regularizer_of(self, side: Side) -> Regularizer | None:
+        """The side's regularizer: D's is the objective's (R1), G's the Step's."""
+        return self.objective.regularizer if side is self.d else self.g_regularizer
 
     def observe_real(self, real_scores: list[Tensor], d_step: bool = True) -> None:
         """Tell an adaptive augmentation D's scores on a real batch (ADA's signs)."""

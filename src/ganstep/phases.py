@@ -23,11 +23,11 @@ from torch import Tensor
 
 from .batch import Batch
 from .errors import NonFiniteError
-from .fakes import Micro, cut
+from .fakes import Code, Micro, cut, draw
 from .game import Game
 from .losses import d_call, d_loss, d_outputs, g_loss, scores
 from .objectives import Logs
-from .regularizers import Regularizer
+from .regularizers import PathLength, Regularizer
 from .sides import Side, frozen
 from .views import View, any_reads_real
 
@@ -63,8 +63,8 @@ def run_phase(
     add each micro-batch's (``micro``), step each side once, and return the mean of
     the micro-batches' logs. Around each side's optimizer step run the user's hooks
     for this phase (``"d"``, ``"g"``, or ``"d_reg"``, ``"g_reg"`` for a ``lazy`` phase,
-    in which every weight of the sides takes part in the step). A D step is followed
-    by D's lazy regularization when due."""
+    in which every weight of the sides takes part in the step). Each side's step is
+    followed by its lazy regularization when due."""
     for side in sides:
         side.zero_grad()
     k = len(real)
@@ -82,8 +82,9 @@ def run_phase(
         if after is not None:
             after(side.module)
     logs = mean_logs(parts)
-    if game.d in sides and not lazy:
-        logs.update(after_d_step(game, real))
+    if not lazy:
+        for side in sides:
+            logs.update(regularize_after(game, side, real))
     return logs
 
 
@@ -173,34 +174,41 @@ def separate_phases(game: Game, real: Micro, fake: Micro) -> Logs:
     return logs
 
 
-def after_d_step(game: Game, real: Micro) -> Logs:
-    """Count the D step; run D's lazy regularizer after it when due."""
-    regularizer = game.objective.regularizer
-    due = regularizer is not None and regularizer.due(game.d_updates)
-    game.d_updates += 1
-    if not due:
+def regularize_after(game: Game, side: Side, real: Micro) -> Logs:
+    """Count the side's step; run its lazy regularizer after it when due: R1 for D on
+    the real batch, path length for G on a fresh z."""
+    regularizer = game.regularizer_of(side)
+    count = f"{side.key}_updates"
+    steps = getattr(game, count)
+    setattr(game, count, steps + 1)
+    if regularizer is None or not regularizer.due(steps):
         return {}
-    return lazy_phase(game, game.d, regularizer, real, partial(_r1_loss, game, regularizer))
+    if side is game.d:
+        return lazy_phase(game, side, regularizer, real, partial(_r1_loss, game, regularizer))
+    codes = draw(game, real)  # SG2-ADA's Greg phase draws z of its own
+    return lazy_phase(game, side, regularizer, codes, partial(_path_length, game, regularizer))
 
 
 def lazy_phase(
     game: Game,
     side: Side,
     regularizer: Regularizer,
-    real: Micro,
-    penalty_of: Callable[[Batch], Tensor],
+    inputs: list,
+    penalty_of: Callable[[object], Tensor],
 ) -> Logs:
     """A lazy regularizer's own step of ``side`` (StyleGAN2): each micro-batch's penalty
-    (``penalty_of``), weighted by the regularizer's interval, then one optimizer step in
-    which every weight of the side takes part. Logged as ``gp``."""
+    (``penalty_of`` its input: a real batch, or G's z), weighted by the regularizer's
+    interval, then one optimizer step in which every weight of the side takes part.
+    Logged under the regularizer's ``log_key`` (``gp`` for R1, ``pl`` for path length)."""
+    key = regularizer.log_key
 
-    def micro(r: Batch, _: None, k: int) -> Logs:
-        penalty = penalty_of(r)
-        guard(game, gp=penalty)
+    def micro(item: object, _: None, k: int) -> Logs:
+        penalty = penalty_of(item)
+        guard(game, **{key: penalty})
         side.backward(share(penalty * regularizer.every, k))
-        return {"gp": penalty.detach()}
+        return {key: penalty.detach()}
 
-    return run_phase(game, [side], real, [None] * len(real), micro, lazy=True)
+    return run_phase(game, [side], inputs, [None] * len(inputs), micro, lazy=True)
 
 
 def _r1_loss(game: Game, regularizer: Regularizer, real: Batch) -> Tensor:
@@ -210,3 +218,20 @@ def _r1_loss(game: Game, regularizer: Regularizer, real: Batch) -> Tensor:
         found = scores(game, d_call(game, real.with_x(x)), x)
         game.observe_real(found, d_step=False)
         return regularizer.penalty(x, sum(s.sum() for s in found))
+
+
+def _path_length(game: Game, regularizer: PathLength, code: Code) -> Tensor:
+    """Path length on the first ``n // shrink`` rows of ``code``: G's image from them and
+    the latents the gradient is taken at (``mapping``'s output, else z)."""
+    n = code.z.shape[0] if isinstance(code.z, Tensor) else code.z[0].shape[0]
+    head = Batch(torch.empty(n, 0), code.c, code.z).rows(slice(0, max(1, n // regularizer.shrink)))
+    with game.precision.autocast():
+        if regularizer.mapping is not None:
+            ws = regularizer.mapping(*Code(head.z, head.c).args())
+            img = regularizer.synthesis(ws)
+        else:
+            first = head.z if isinstance(head.z, Tensor) else head.z[0]
+            ws = first.detach().requires_grad_(True)
+            z = ws if isinstance(head.z, Tensor) else (ws, *head.z[1:])
+            img = game.g.module(*Code(z, head.c).args())
+        return regularizer.penalty(img, ws)

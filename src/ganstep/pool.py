@@ -37,7 +37,7 @@ class FakePool:
                 out.append(image)
             elif random.uniform(0, 1) > 0.5:
                 index = random.randint(0, self.size - 1)
-                out.append(self.images[index].clone())
+                out.append(self.images[index].to(image.device).clone())
                 self.images[index] = image
             else:
                 out.append(image)
@@ -46,7 +46,7 @@ class FakePool:
     def state_dict(self) -> dict:
         return {"size": self.size, "images": [t.cpu() for t in self.images]}
 
-    def load_state_dict(self, state: dict, device: torch.device | None = None) -> None:
+    def load_state_dict(self, state: dict) -> None:
         if not isinstance(state, dict) or set(state) != {"size", "images"}:
             got = sorted(state) if isinstance(state, dict) else type(state).__name__
             raise ValueError(f"fake pool state needs the keys 'size' and 'images'; got {got}")
@@ -54,7 +54,7 @@ class FakePool:
             raise ValueError(
                 f"the saved fake pool holds up to {state['size']} fakes, this Step's {self.size}"
             )
-        self.images = [torch.as_tensor(t).to(device) for t in state["images"]]
+        self.images = [torch.as_tensor(t) for t in state["images"]]  # moved when drawn
 
     def __repr__(self) -> str:
         return f"FakePool({self.size}, holding {len(self.images)})"

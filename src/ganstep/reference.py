@@ -698,7 +698,9 @@ def lightning_conditional_g_first(G, D, opt_g, opt_d, batches: Pairs, latent: La
 
 def stylegan2_r1(G, D, opt_g, opt_d, batches: Batches, latent: Latent, r1: float = 1.0,
                  r1_every: int = 1, augment_pipe=None, ada_target: float | None = None,
-                 ada_interval: int = 4, ada_kimg: float = 500):  # fmt: skip
+                 ada_interval: int = 4, ada_kimg: float = 500, pl_weight: float = 0.0,
+                 G_reg_interval: int = 4, pl_batch_shrink: int = 2,
+                 pl_decay: float = 0.01):  # fmt: skip
     """NVlabs/stylegan2-ada-pytorch's training loop and ``StyleGAN2Loss``, non-saturating,
     with R1 on the real batch, in its order: phase Gmain (fresh z), then Dmain, which
     forwards D on a fresh fake batch first and backpropagates its loss, then forwards D
@@ -717,6 +719,14 @@ def stylegan2_r1(G, D, opt_g, opt_d, batches: Batches, latent: Latent, r1: float
     and Dreg is collected; after ``batch_idx += 1``, when ``batch_idx % ada_interval ==
     0``, ``p += sign(mean - ada_target) * batch_size * ada_interval / (ada_kimg *
     1000)``, clamped at 0. ganstep: ``augment=Adaptive(...)``.
+
+    With ``pl_weight > 0`` a Greg phase follows Gmain every ``G_reg_interval``-th
+    iteration: fresh z, its first ``n // pl_batch_shrink`` rows through
+    ``G.mapping`` and ``G.synthesis``, path lengths of the gradient at ``ws`` against
+    noise ``randn_like(img) / sqrt(H * W)``, ``pl_mean`` lerped by ``pl_decay``,
+    ``(gen_img[:, 0, 0, 0] * 0 + pl_penalty * pl_weight).mean() * G_reg_interval``
+    backward, G's own optimizer step. ganstep: ``g_regularizer=PathLength(pl_weight,
+    G_reg_interval, mapping=G.mapping, synthesis=G.synthesis)``.
     """
 
     def run_D(img):
@@ -727,6 +737,7 @@ def stylegan2_r1(G, D, opt_g, opt_d, batches: Batches, latent: Latent, r1: float
     history = []
     signs: list[Tensor] = []  # ada_stats' 'Loss/signs/real'
     batch_idx = 0
+    pl_mean = torch.zeros([])
     for index, real in enumerate(batches):
         n = real.size(0)
         # Gmain
@@ -735,6 +746,23 @@ def stylegan2_r1(G, D, opt_g, opt_d, batches: Batches, latent: Latent, r1: float
         loss_Gmain = F.softplus(-run_D(G(latent(n)))).mean()
         loss_Gmain.backward()
         opt_g.step()
+        # Greg
+        if pl_weight > 0 and index % G_reg_interval == 0:
+            opt_g.zero_grad(set_to_none=True)
+            gen_z = latent(n)
+            batch_size = gen_z.shape[0] // pl_batch_shrink
+            gen_ws = G.mapping(gen_z[:batch_size])
+            gen_img = G.synthesis(gen_ws)
+            pl_noise = torch.randn_like(gen_img) / math.sqrt(gen_img.shape[2] * gen_img.shape[3])
+            pl_grads = torch.autograd.grad(outputs=[(gen_img * pl_noise).sum()], inputs=[gen_ws],
+                                           create_graph=True, only_inputs=True)[0]  # fmt: skip
+            pl_lengths = pl_grads.square().sum(2).mean(1).sqrt()
+            pl_mean_now = pl_mean.to(pl_lengths).lerp(pl_lengths.mean(), pl_decay)
+            pl_mean = pl_mean_now.detach()
+            pl_penalty = (pl_lengths - pl_mean_now).square()
+            loss_Gpl = pl_penalty * pl_weight
+            (gen_img[:, 0, 0, 0] * 0 + loss_Gpl).mean().mul(G_reg_interval).backward()
+            opt_g.step()
         _set_requires_grad(D, True)
         # Dmain / Dboth: generated images first
         _set_requires_grad(G, False)

@@ -1,4 +1,4 @@
-"""Regularizers and their lazy rhythm: R1 today, a G-side one (path length) next.
+"""Regularizers and their lazy rhythm: R1 on D, path length on G.
 
 A regularizer has a weight and an interval ``every``. With ``every == 1`` its penalty
 is part of its side's loss, taken from the forward that loss runs anyway (R1 from
@@ -6,13 +6,17 @@ D(real), as StyleGAN2-ADA's phase Dboth). With ``every = k > 1`` it is *lazy*
 (StyleGAN2): every k-th step of its side (the 1st, the (k+1)-th, ...) is followed by a
 phase of its own, the penalty weighted k and one more optimizer step, and that
 side's Adam is built with :func:`lazy_regularization`. The phases run it
-(:func:`ganstep.phases.lazy_phase`); this module says what and when.
+(:func:`ganstep.phases.lazy_phase`, after the side's step: :func:`ganstep.phases.
+regularize_after`); this module says what and when.
 """
 
 from __future__ import annotations
 
+import math
+from collections.abc import Callable
+
 import torch
-from torch import Tensor
+from torch import Tensor, nn
 
 from .checks import non_negative, positive_int
 
@@ -28,13 +32,23 @@ def lazy_regularization(lr: float, betas: tuple[float, float], every: int):
 
 class Regularizer:
     """A penalty of weight ``weight`` on one side (``"D"`` or ``"G"``), every ``every``
-    steps of that side. ``owner`` names it in messages (the objective's name)."""
+    steps of that side; ``names`` name the two in messages. Its lazy phase logs the
+    penalty as ``log_key``."""
 
     side = "D"
+    log_key = "gp"
 
-    def __init__(self, owner: str, name: str, weight: float, every: int) -> None:
-        self.weight = non_negative(weight, f"{owner} {name}")
-        self.every = positive_int(every, f"{owner} {name}_every")
+    def __init__(self, weight: float, every: int, names: tuple[str, str]) -> None:
+        self.weight = non_negative(weight, names[0])
+        self.every = positive_int(every, names[1])
+
+    def state_dict(self) -> dict:
+        """What the regularizer carries from step to step (nothing, for R1)."""
+        return {}
+
+    def load_state_dict(self, state: dict) -> None:
+        if state != {}:
+            raise ValueError(f"{type(self).__name__} keeps no state; got {sorted(state)}")
 
     def in_loss(self) -> bool:
         """Whether the penalty is part of its side's loss on every step (not lazy)."""
@@ -49,7 +63,7 @@ class R1(Regularizer):
     """R1 (Mescheder et al., 2018): weight/2 mean(||grad D(x)||^2) on the real batch."""
 
     def __init__(self, owner: str, weight: float = 0.0, every: int = 1) -> None:
-        super().__init__(owner, "r1", weight, every)
+        super().__init__(weight, every, (f"{owner} r1", f"{owner} r1_every"))
 
     def penalty(self, x: Tensor, score_sum: Tensor) -> Tensor:
         """From the graph of a D forward on the real batch: ``x`` required grad there and
@@ -81,3 +95,77 @@ class WithR1:
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(r1={self.r1}, r1_every={self.r1_every})"
+
+
+class PathLength(Regularizer):
+    """StyleGAN2's path length regularization of G, lazily: after every ``every``-th G
+    step (the 1st, the (k+1)-th, ...), a phase of its own on a fresh z, weighted
+    ``weight * every``, as StyleGAN2-ADA's phase Greg.
+
+    On the first ``n // shrink`` rows of the phase's z: ``ws = mapping(z)`` and
+    ``img = synthesis(ws)`` when both are given (a StyleGAN G: the gradient is taken at
+    the intermediate latents ``ws``, shaped (n, num_ws, w_dim) or (n, w_dim)), else
+    ``img = G(z)`` and ``ws = z``. With noise ``y ~ N(0, 1) / sqrt(H * W)`` (torch's
+    global generator), ``lengths = |d(img . y) / d ws|`` (summed over w's last
+    dimension, averaged over the others), ``mean`` moves by ``decay`` towards their
+    mean (and carries the gradient, as SG2-ADA's ``pl_mean``), and the penalty is
+    ``weight * mean((lengths - mean)^2)``. ``mean`` is kept in ``Step.state_dict()``.
+
+    Build G's Adam with :func:`lazy_regularization` (``every``), as for lazy R1.
+    """
+
+    side = "G"
+    log_key = "pl"
+
+    def __init__(
+        self,
+        weight: float = 2.0,
+        every: int = 4,
+        decay: float = 0.01,
+        shrink: int = 2,
+        mapping: Callable[..., Tensor] | nn.Module | None = None,
+        synthesis: Callable[[Tensor], Tensor] | nn.Module | None = None,
+    ) -> None:
+        super().__init__(weight, every, ("PathLength weight", "PathLength every"))
+        if self.every < 2:
+            raise ValueError(
+                "PathLength runs in a phase of its own after every k-th G step (StyleGAN2: "
+                f"k = 4): every must be at least 2, got {every!r}"
+            )
+        self.decay = non_negative(decay, "PathLength decay")
+        if not 0 < self.decay <= 1:
+            raise ValueError(f"PathLength decay must be in (0, 1], got {decay!r}")
+        self.shrink = positive_int(shrink, "PathLength shrink")
+        if (mapping is None) != (synthesis is None):
+            raise ValueError("PathLength takes mapping and synthesis together, or neither")
+        for name, fn in (("mapping", mapping), ("synthesis", synthesis)):
+            if fn is not None and not callable(fn):
+                raise TypeError(f"PathLength {name} must be callable, got {fn!r}")
+        self.mapping, self.synthesis = mapping, synthesis
+        self.mean = torch.zeros([], dtype=torch.float64)
+
+    def due(self, steps_taken: int) -> bool:
+        return self.weight > 0 and steps_taken % self.every == 0
+
+    def penalty(self, img: Tensor, ws: Tensor) -> Tensor:
+        """From the graph of ``img`` made from ``ws`` (which requires grad)."""
+        pixels = math.prod(img.shape[2:]) if img.dim() > 2 else 1
+        noise = torch.randn_like(img) / math.sqrt(pixels)
+        (grads,) = torch.autograd.grad((img * noise).sum(), ws, create_graph=True)
+        lengths = grads.square().sum(-1).reshape(grads.shape[0], -1).mean(1).sqrt()
+        mean = self.mean.to(lengths).lerp(lengths.mean(), self.decay)
+        self.mean = mean.detach()
+        return self.weight * (lengths - mean).square().mean()
+
+    def state_dict(self) -> dict:
+        return {"mean": self.mean.detach().cpu().clone()}
+
+    def load_state_dict(self, state: dict) -> None:
+        if not isinstance(state, dict) or set(state) != {"mean"}:
+            got = sorted(state) if isinstance(state, dict) else type(state).__name__
+            raise ValueError(f"PathLength state needs the key 'mean'; got {got}")
+        self.mean = torch.as_tensor(state["mean"]).clone()
+
+    def __repr__(self) -> str:
+        return (f"PathLength(weight={self.weight}, every={self.every}, decay={self.decay}, "
+                f"shrink={self.shrink}, mean={float(self.mean):.4g})")  # fmt: skip

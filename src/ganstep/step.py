@@ -18,6 +18,7 @@ from .game import D_FORWARDS, D_ORDERS, PHASES, Game, Hook
 from .objectives import Objective, get_objective
 from .pool import FakePool
 from .precision import Precision
+from .regularizers import Regularizer
 from .schedules import Schedule, get_schedule
 from .sides import Side, trainable
 from .views import Term, normalize_terms
@@ -108,6 +109,23 @@ def _check_hooks(hooks: object, name: str) -> dict:
         if not callable(fn):
             raise TypeError(f"{name}[{phase!r}] must be callable as fn(module), got {fn!r}")
     return dict(hooks)
+
+
+# Keys of Step.state_dict() present when the Step has that part (ADA, a pool, path length).
+OPTIONAL_STATE = ("augment", "fake_pool", "g_regularizer")
+
+
+def _check_g_regularizer(regularizer: object, latent: object) -> Regularizer | None:
+    if regularizer is None:
+        return None
+    if not isinstance(regularizer, Regularizer) or regularizer.side != "G":
+        raise TypeError(
+            f"g_regularizer must be a G-side regularizer such as ganstep.regularizers."
+            f"PathLength(), got {regularizer!r}"
+        )
+    if latent is None:
+        raise ValueError("g_regularizer draws z for its phase: it needs a latent")
+    return regularizer
 
 
 def _check_options(concat, distributed, check_finite, d_order, d_forwards, d_map, d_conditional):
@@ -220,6 +238,11 @@ class Step:
             from torch's global generator, so D is forwarded as the loop does (no
             merged forwards unless ``d_forwards="merged"``; no fused step). See
             :mod:`ganstep.augment`.
+        g_regularizer: G's lazy regularizer, a :class:`~ganstep.regularizers.PathLength`
+            (StyleGAN2's path length): after every ``every``-th G step, a phase of its
+            own on a fresh z, with its own optimizer step of G (hooks ``"g_reg"``). Its
+            running mean is in :meth:`state_dict`. D's regularizer is the objective's
+            (``ns(r1=..., r1_every=...)``); both share one lazy phase.
         fake_pool: keep this many past fakes and show D's steps a random stored one in
             place of about half of each new fake batch, once the pool is full (CycleGAN's
             ``ImagePool``, 50; Python's ``random`` draws, as theirs). ``None``: off.
@@ -282,6 +305,7 @@ class Step:
         d_map: bool = False,
         augment: str | Callable[[Tensor], Tensor] | None = None,
         fake_pool: int | None = None,
+        g_regularizer: Regularizer | None = None,
         before_step: dict[str, Hook] | None = None,
         after_step: dict[str, Hook] | None = None,
     ) -> None:
@@ -316,6 +340,7 @@ class Step:
                          d_order=d_order, d_forwards=d_forwards, d_map=d_map,
                          augment=get_augment(augment), check_finite=check_finite,
                          fake_pool=None if fake_pool is None else FakePool(fake_pool),
+                         g_regularizer=_check_g_regularizer(g_regularizer, latent),
                          before_step=_check_hooks(before_step, "before_step"),
                          after_step=_check_hooks(after_step, "after_step"))  # fmt: skip
         self._d_module, self._d_mode = D, None  # D observed in that train/eval mode
@@ -471,8 +496,10 @@ class Step:
     def state_dict(self) -> dict:
         """Step's own state: the iteration count, the objective's state (BEGAN's k), the
         loss scalers' state (``fp16``; empty otherwise), the count of D steps (lazy R1
-        regularizes every ``r1_every``-th) and an adaptive augmentation's state
-        (``augment``: ADA's p and what it observed since its last update).
+        regularizes every ``r1_every``-th), and where used: G's regularizer's state and
+        count of G steps (``g_regularizer``, ``g_updates``), an adaptive augmentation's
+        state (``augment``: ADA's p and what it observed since its last update) and the
+        fake pool (``fake_pool``).
 
         Models and optimizers keep their own ``state_dict()``.
         """
@@ -482,6 +509,9 @@ class Step:
             "precision": self.precision.state_dict(),
             "d_updates": self.game.d_updates,
         }
+        if self.game.g_regularizer is not None:
+            state["g_updates"] = self.game.g_updates
+            state["g_regularizer"] = self.game.g_regularizer.state_dict()
         if hasattr(self.game.augment, "state_dict"):
             state["augment"] = self.game.augment.state_dict()
         if self.game.fake_pool is not None:
@@ -491,43 +521,35 @@ class Step:
     def load_state_dict(self, state: dict) -> None:
         """Restore what :meth:`state_dict` returned (``precision`` may be absent)."""
         needed = {"iteration", "objective"}
-        allowed = needed | {"precision", "d_updates", "augment", "fake_pool"}
+        allowed = needed | {"precision", "d_updates", "g_updates", *OPTIONAL_STATE}
         if not isinstance(state, dict) or not needed <= set(state) <= allowed:
             got = sorted(state) if isinstance(state, dict) else type(state).__name__
             raise ValueError(
                 f"Step state needs the keys 'iteration' and 'objective' (and optionally "
                 f"'precision'), got {got}"
             )
-        adaptive = hasattr(self.game.augment, "load_state_dict")
-        if adaptive and "augment" not in state:
+        parts = self._optional_parts()
+        saved = set(state) & set(OPTIONAL_STATE)
+        if saved != set(parts):
             raise ValueError(
-                "this Step's augmentation is adaptive, but the state has no 'augment' entry "
-                "(it was saved by a Step without one)"
+                f"the state and this Step differ in {', '.join(sorted(saved ^ set(parts)))}: "
+                "load a state saved by a Step built with the same options (this Step has "
+                f"{sorted(parts) or 'none of them'}, the state {sorted(saved) or 'none'})"
             )
-        if not adaptive and "augment" in state:
-            raise ValueError(
-                "the state holds an adaptive augmentation's state ('augment'), but this Step "
-                "has no adaptive augmentation: build it with the same augment"
-            )
-        pool = self.game.fake_pool
-        if (pool is not None) != ("fake_pool" in state):
-            raise ValueError(
-                "the state and this Step differ in fake_pool: "
-                + (
-                    "the Step has one, the state none"
-                    if pool is not None
-                    else "the state holds a pool, the Step has none"
-                )  # fmt: skip
-            )
-        if pool is not None:
-            device = next(self.game.d.module.parameters()).device
-            pool.load_state_dict(state["fake_pool"], device)
+        for key, part in parts.items():
+            part.load_state_dict(state[key])
         self.objective.load_state_dict(state["objective"])
         self.precision.load_state_dict(state.get("precision", self.precision.state_dict()))
         self.iteration = int(state["iteration"])
         self.game.d_updates = int(state.get("d_updates", 0))
-        if adaptive:
-            self.game.augment.load_state_dict(state["augment"])
+        self.game.g_updates = int(state.get("g_updates", 0))
+
+    def _optional_parts(self) -> dict:
+        """The parts of its state only some Steps have, by key: each saves and loads its own."""
+        game = self.game
+        parts = {"augment": game.augment, "fake_pool": game.fake_pool,
+                 "g_regularizer": game.g_regularizer}  # fmt: skip
+        return {k: v for k, v in parts.items() if hasattr(v, "state_dict")}
 
     def __repr__(self) -> str:
         profile = self.game.d_profile

@@ -1,0 +1,123 @@
+"""StyleGAN2's path length on G as a lazy phase of the Step, exact against SG2-ADA's
+Greg phase (float64), sharing the lazy phase with R1."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+from helpers import latent_stream
+from helpers.wild import assert_losses, assert_same, run_step
+from torch import nn
+
+from ganstep import Adaptive, Step, g_first, reference
+from ganstep.objectives import NS
+from ganstep.regularizers import PathLength
+
+Z, N, W = 3, 6, 4
+
+
+class StyleG(nn.Module):
+    """G(z) = synthesis(mapping(z)); mapping gives 2 ws of width W per sample."""
+
+    def __init__(self):
+        super().__init__()
+        self.mapping = nn.Sequential(nn.Linear(Z, 2 * W), nn.LeakyReLU(0.2),
+                                     nn.Unflatten(1, (2, W)))  # fmt: skip
+        self.synthesis = nn.Sequential(nn.Flatten(), nn.Linear(2 * W, 16), nn.Tanh(),
+                                       nn.Unflatten(1, (1, 4, 4)))  # fmt: skip
+
+    def forward(self, z):
+        return self.synthesis(self.mapping(z))
+
+
+def sides():
+    out = []
+    for _ in range(2):
+        torch.manual_seed(0)
+        G = StyleG().double()
+        D = nn.Sequential(nn.Conv2d(1, 4, 3, 1, 1), nn.LeakyReLU(0.2), nn.Flatten(),
+                          nn.Linear(64, 1), nn.Flatten(0)).double()  # fmt: skip
+        out.append((G, D, torch.optim.Adam(G.parameters(), 0.01, betas=(0.0, 0.9)),
+                    torch.optim.Adam(D.parameters(), 0.01, betas=(0.0, 0.9))))  # fmt: skip
+    return out
+
+
+def images(count: int):
+    gen = torch.Generator().manual_seed(6)
+    return [torch.rand(N, 1, 4, 4, generator=gen, dtype=torch.float64) * 2 - 1
+            for _ in range(count)]  # fmt: skip
+
+
+@pytest.mark.parametrize("ada", [False, True])
+@pytest.mark.parametrize("r1_every", [1, 3])
+def test_path_length_equals_stylegan2_ada(r1_every, ada):
+    """Gmain, Greg (every 2nd), Dmain (fake first), Dreg: SG2-ADA's phases, with its
+    augment pipe and ADA heuristic when ``ada``."""
+    theirs, ours = sides()
+    reals = images(5)
+    pipe = dict(p=0.3, interval=2, kimg=0.1)
+    extra = dict(augment_pipe=Adaptive(**pipe), ada_target=0.6, ada_interval=2, ada_kimg=0.1)
+    torch.manual_seed(9)
+    expected = reference.stylegan2_r1(*theirs, reals, latent_stream(Z), r1=2.0, r1_every=r1_every,
+                                      pl_weight=2.0, G_reg_interval=2,
+                                      **(extra if ada else {}))  # fmt: skip
+    G = ours[0]
+    regs = []
+    step = Step(*ours, objective=NS(r1=2.0, r1_every=r1_every), schedule=g_first(),
+                latent=latent_stream(Z), d_order="fake_first",
+                g_regularizer=PathLength(2.0, every=2, mapping=G.mapping, synthesis=G.synthesis),
+                augment=Adaptive(**pipe, target=0.6) if ada else None,
+                after_step={"g_reg": lambda m: regs.append(m)})  # fmt: skip
+    torch.manual_seed(9)
+    got = run_step(step, reals)
+    assert_losses(got, expected, keys=("loss_d", "loss_g", *(("augment_p",) if ada else ())))
+    assert_same(ours[0], theirs[0])
+    assert_same(ours[1], theirs[1])
+    assert ["pl" in row for row in got] == [True, False, True, False, True]
+    assert regs == [G] * 3  # the "g_reg" hook sees each path length step
+    state = step.state_dict()
+    assert state["g_updates"] == 5 and state["g_regularizer"]["mean"] > 0
+
+
+def test_path_length_without_mapping_takes_the_gradient_at_z():
+    """G(z) = A z: the path lengths are |A^T y| for the phase's noise y."""
+    torch.manual_seed(0)
+    G = nn.Sequential(nn.Linear(Z, 16, bias=False), nn.Unflatten(1, (1, 4, 4))).double()
+    D = nn.Sequential(nn.Flatten(), nn.Linear(16, 1), nn.Flatten(0)).double()
+    opt_g = torch.optim.SGD(G.parameters(), 0.1)
+    opt_d = torch.optim.SGD(D.parameters(), 0.1)
+    seen = {}
+
+    def keep(m):
+        seen.setdefault("A", m[0].weight.detach().clone())
+
+    step = Step(G, D, opt_g, opt_d, objective="ns", schedule=g_first(), latent=latent_stream(Z),
+                g_regularizer=PathLength(3.0, every=2, decay=0.5, shrink=1),
+                after_step={"g": keep})  # fmt: skip
+    torch.manual_seed(5)
+    logs = step(images(1)[0])
+    torch.manual_seed(5)
+    noise = torch.randn(N, 1, 4, 4, dtype=torch.float64) / math.sqrt(16)
+    lengths = (noise.flatten(1) @ seen["A"]).norm(dim=1)  # the weight Greg differentiated
+    mean = 0.5 * lengths.mean()
+    assert logs["pl"].item() == pytest.approx(3.0 * (lengths - mean).square().mean().item())
+    assert step.game.g_regularizer.mean.item() == pytest.approx(mean.item())
+
+
+def test_path_length_arguments_and_state_are_checked():
+    with pytest.raises(ValueError, match="every must be at least 2"):
+        PathLength(every=1)
+    with pytest.raises(ValueError, match="mapping and synthesis together"):
+        PathLength(mapping=nn.Identity())
+    with pytest.raises(ValueError, match="decay must be in"):
+        PathLength(decay=0)
+    _, (G, D, opt_g, opt_d) = sides()
+    with pytest.raises(TypeError, match="G-side regularizer"):
+        Step(G, D, opt_g, opt_d, objective="ns", schedule="g_first", latent=latent_stream(Z),
+             g_regularizer=NS(r1=1.0).regularizer)  # fmt: skip
+    step = Step(G, D, opt_g, opt_d, objective="ns", schedule="g_first", latent=latent_stream(Z),
+                g_regularizer=PathLength())  # fmt: skip
+    with pytest.raises(ValueError, match="differ in g_regularizer"):
+        step.load_state_dict({"iteration": 0, "objective": {}})
