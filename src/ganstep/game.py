@@ -19,8 +19,8 @@ from .views import Term
 
 D_ORDERS = ("real_first", "fake_first")
 # The optimizer steps a hook may name: each side's adversarial step, its lazy
-# regularization step.
-PHASES = ("d", "g", "d_reg", "g_reg")
+# regularization step, InfoGAN's info step.
+PHASES = ("d", "g", "d_reg", "g_reg", "info")
 Hook = Callable[[nn.Module], object]
 D_FORWARDS = ("auto", "loop", "merged")
 
@@ -68,6 +68,9 @@ class Game:
     # and after it.
     before_step: dict[str, Hook] = field(default_factory=dict)
     after_step: dict[str, Hook] = field(default_factory=dict)
+    # InfoGAN's third side (an optimizer over G and D's Q head) and its loss terms.
+    info: Side | None = None
+    info_terms: dict[str, tuple[float, Term]] = field(default_factory=dict)
     # G's lazy regularizer (path length), or None; D's is the objective's (R1).
     g_regularizer: Regularizer | None = None
     # Steps each side took so far: a lazy regularizer (every = k) runs after every k-th.
@@ -106,7 +109,9 @@ class Game:
 
     def regularizer_of(self, side: Side) -> Regularizer | None:
         """The side's regularizer: D's is the objective's (R1), G's the Step's."""
-        return self.objective.regularizer if side is self.d else self.g_regularizer
+        if side is self.d:
+            return self.objective.regularizer
+        return self.g_regularizer if side is self.g else None
 
     def observe_real(self, real_scores: list[Tensor], d_step: bool = True) -> None:
         """Tell an adaptive augmentation D's scores on a real batch (ADA's signs)."""

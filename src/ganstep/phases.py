@@ -23,13 +23,13 @@ from torch import Tensor
 
 from .batch import Batch
 from .errors import NonFiniteError
-from .fakes import Code, Micro, cut, draw
+from .fakes import Code, Micro, cut, draw, generate
 from .game import Game
 from .losses import d_call, d_loss, d_outputs, g_loss, scores
 from .objectives import Logs
 from .regularizers import PathLength, Regularizer
 from .sides import Side, frozen
-from .views import View, any_reads_real
+from .views import View, add_terms, any_reads_real
 
 # One micro-batch's part of a phase: (real, fake, k) -> its logs, its gradients added.
 MicroStep = Callable[[Batch, Batch | None, int], Logs]
@@ -177,6 +177,8 @@ def separate_phases(game: Game, real: Micro, fake: Micro) -> Logs:
 def regularize_after(game: Game, side: Side, real: Micro) -> Logs:
     """Count the side's step; run its lazy regularizer after it when due: R1 for D on
     the real batch, path length for G on a fresh z."""
+    if side is game.info:
+        return {}
     regularizer = game.regularizer_of(side)
     count = f"{side.key}_updates"
     steps = getattr(game, count)
@@ -235,3 +237,24 @@ def _path_length(game: Game, regularizer: PathLength, code: Code) -> Tensor:
             z = ws if isinstance(head.z, Tensor) else (ws, *head.z[1:])
             img = game.g.module(*Code(z, head.c).args())
         return regularizer.penalty(img, ws)
+
+
+def info_phase(game: Game, real: Micro) -> Logs:
+    """InfoGAN's third step (PyTorch-GAN's ``optimizer_info``): fresh latents, G's fakes
+    from them, D forwarded on them with a graph into G and D, the info terms (which read
+    ``view.fake.z`` and ``view.d_fake``: the codes and D's Q heads), one step of the
+    info optimizer over the parameters it holds. Logged as ``loss_info`` and by term."""
+    side = game.info
+
+    def micro(r: Batch, code: Code, k: int) -> Logs:
+        (fake,) = generate(game, [code], [r], graph=True)
+        with game.precision.autocast():
+            out = d_call(game, fake)
+            zero = torch.zeros((), device=fake.x.device)
+            loss, logs = add_terms(zero, game.info_terms, View("info", r, fake, None, out))
+        guard(game, loss_info=loss)
+        side.backward(share(loss, k))
+        logs["loss_info"] = loss.detach()
+        return logs
+
+    return run_phase(game, [side], real, draw(game, real), micro)

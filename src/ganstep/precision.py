@@ -38,6 +38,11 @@ class Precision:
         if name == "fp16":
             self.scalers = {who: torch.amp.GradScaler(device_type) for who in ("d", "g")}
 
+    def add_scaler(self, who: str) -> None:
+        """A loss scaler for one more optimizer (InfoGAN's info step), under fp16."""
+        if self.name == "fp16":
+            self.scalers[who] = torch.amp.GradScaler(self.device_type)
+
     @contextlib.contextmanager
     def autocast(self) -> Iterator[None]:
         """Run the forwards of a phase in the chosen precision (no-op for fp32)."""

@@ -1040,3 +1040,57 @@ class ImagePool:
                 else:
                     return_images.append(image)
         return torch.cat(return_images, 0)
+
+
+def pytorch_gan_infogan(G, D, opt_g, opt_d, opt_info, batches: Batches, latent: Latent,
+                        lambda_cat: float = 1.0, lambda_con: float = 0.1):  # fmt: skip
+    """eriklindernoren/PyTorch-GAN ``implementations/infogan/infogan.py``:
+    ``latent(n)`` gives ``(z, label_input, code_input)`` (labels one-hot), G is
+    ``generator(z, label_input, code_input)`` and D returns ``(validity, label, code)``.
+    G's step (MSE against 1) on ``gen_imgs``, D's step on the real batch and
+    ``gen_imgs.detach()`` (``(d_real_loss + d_fake_loss) / 2``), then the information
+    loss on fresh latents, ``lambda_cat * CrossEntropy(pred_label, gt_labels) +
+    lambda_con * MSE(pred_code, code_input)``, stepped by ``optimizer_info`` over G's
+    and D's parameters. ganstep: ``simultaneous()``, ``lsgan`` with ``g_scale=2``,
+    ``info_optimizer`` and ``info_terms``."""
+    adversarial_loss, categorical_loss, continuous_loss = (
+        nn.MSELoss(),
+        nn.CrossEntropyLoss(),
+        nn.MSELoss(),
+    )
+    history = []
+    for real_imgs in batches:
+        batch_size = real_imgs.shape[0]
+        valid = torch.ones(batch_size, 1, dtype=real_imgs.dtype)
+        fake = torch.zeros(batch_size, 1, dtype=real_imgs.dtype)
+        # Train Generator
+        opt_g.zero_grad()
+        z, label_input, code_input = latent(batch_size)
+        gen_imgs = G(z, label_input, code_input)
+        validity, _, _ = D(gen_imgs)
+        g_loss = adversarial_loss(validity, valid)
+        g_loss.backward()
+        opt_g.step()
+        # Train Discriminator
+        opt_d.zero_grad()
+        real_pred, _, _ = D(real_imgs)
+        d_real_loss = adversarial_loss(real_pred, valid)
+        fake_pred, _, _ = D(gen_imgs.detach())
+        d_fake_loss = adversarial_loss(fake_pred, fake)
+        d_loss = (d_real_loss + d_fake_loss) / 2
+        d_loss.backward()
+        opt_d.step()
+        # Information Loss
+        opt_info.zero_grad()
+        z, label_input, code_input = latent(batch_size)
+        gt_labels = label_input.argmax(1)
+        gen_imgs = G(z, label_input, code_input)
+        _, pred_label, pred_code = D(gen_imgs)
+        info_loss = lambda_cat * categorical_loss(
+            pred_label, gt_labels
+        ) + lambda_con * continuous_loss(pred_code, code_input)
+        info_loss.backward()
+        opt_info.step()
+        history.append({"loss_d": d_loss.item(), "loss_g": g_loss.item(),
+                        "loss_info": info_loss.item()})  # fmt: skip
+    return history

@@ -44,6 +44,9 @@ class Side:
     module: nn.Module
     optimizer: torch.optim.Optimizer
     precision: Precision
+    # The ids of the parameters the optimizer holds, when it holds some of the module's
+    # only (InfoGAN's info optimizer over G and D); None: all of them.
+    held: frozenset[int] | None = None
 
     @property
     def key(self) -> str:
@@ -52,7 +55,9 @@ class Side:
 
     def params(self) -> list[nn.Parameter]:
         """The parameters this side trains now."""
-        return trainable(self.module)
+        if self.held is None:
+            return trainable(self.module)
+        return [p for p in trainable(self.module) if id(p) in self.held]
 
     def zero_grad(self) -> None:
         self.optimizer.zero_grad(set_to_none=True)

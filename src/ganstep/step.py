@@ -16,6 +16,7 @@ from .d_profile import FIELDS, DProfile, check_declaration, profile_d
 from .errors import NonFiniteError
 from .game import D_FORWARDS, D_ORDERS, PHASES, Game, Hook
 from .objectives import Objective, get_objective
+from .phases import info_phase
 from .pool import FakePool
 from .precision import Precision
 from .regularizers import Regularizer
@@ -243,6 +244,14 @@ class Step:
             own on a fresh z, with its own optimizer step of G (hooks ``"g_reg"``). Its
             running mean is in :meth:`state_dict`. D's regularizer is the objective's
             (``ns(r1=..., r1_every=...)``); both share one lazy phase.
+        info_optimizer, info_terms: InfoGAN's info step, after each iteration's D and G
+            steps (PyTorch-GAN's ``optimizer_info`` over G's and D's parameters): a
+            fresh latent (the latent returns a tuple such as ``(z, label, code)``), G's
+            fakes from it, D on them with a graph into both, and the weighted
+            ``info_terms`` (``{"name": (weight, fn)}``, ``fn(view)`` reading
+            ``view.fake.z`` and ``view.d_fake``, D's Q heads), one step of
+            ``info_optimizer``, which may hold any of G's and D's parameters (hook
+            ``"info"``). Logged as ``loss_info`` and by term. Give both or neither.
         fake_pool: keep this many past fakes and show D's steps a random stored one in
             place of about half of each new fake batch, once the pool is full (CycleGAN's
             ``ImagePool``, 50; Python's ``random`` draws, as theirs). ``None``: off.
@@ -306,6 +315,8 @@ class Step:
         augment: str | Callable[[Tensor], Tensor] | None = None,
         fake_pool: int | None = None,
         g_regularizer: Regularizer | None = None,
+        info_optimizer: torch.optim.Optimizer | None = None,
+        info_terms: dict[str, Term | tuple[float, Term]] | None = None,
         before_step: dict[str, Hook] | None = None,
         after_step: dict[str, Hook] | None = None,
     ) -> None:
@@ -343,6 +354,7 @@ class Step:
                          g_regularizer=_check_g_regularizer(g_regularizer, latent),
                          before_step=_check_hooks(before_step, "before_step"),
                          after_step=_check_hooks(after_step, "after_step"))  # fmt: skip
+        self._info_side(G, D, info_optimizer, info_terms)
         self._d_module, self._d_mode = D, None  # D observed in that train/eval mode
         if isinstance(self._d_declared, dict) and set(self._d_declared) == set(FIELDS):
             self._d_declared = DProfile().declare(self._d_declared)
@@ -355,6 +367,25 @@ class Step:
             data_parallel.broadcast_module(D)
             self.game.sync = data_parallel.GradientAverager()
         self.iteration = 0
+
+    def _info_side(self, G: nn.Module, D: nn.Module, opt: object, terms: object) -> None:
+        """InfoGAN's third side: the info optimizer over (some of) G's and D's parameters."""
+        if opt is None and terms is None:
+            return
+        if opt is None or not terms:
+            raise ValueError("InfoGAN's info step needs both info_optimizer and info_terms")
+        if not isinstance(opt, torch.optim.Optimizer):
+            raise TypeError(f"info_optimizer must be a torch.optim.Optimizer, got {opt!r}")
+        if self.game.latent is None:
+            raise ValueError("InfoGAN's info step draws fresh latents: it needs a latent")
+        held = {id(p) for group in opt.param_groups for p in group["params"]}
+        ours = {id(p) for p in (*G.parameters(), *D.parameters())}
+        if not held <= ours:
+            raise ValueError("info_optimizer must hold only G's and D's parameters")
+        self.precision.add_scaler("info")
+        both = nn.ModuleList([self.game.g.module, self.game.d.module])
+        self.game.info = Side("info", both, opt, self.precision, frozenset(held))
+        self.game.info_terms = normalize_terms(terms, "info_terms")
 
     @property
     def real_batches(self) -> int:
@@ -480,7 +511,10 @@ class Step:
                         raise NonFiniteError(
                             f"real batch {i} has NaN or infinite values; nothing was updated"
                         )
-            logs = self.schedule.run(self.game, [self._micro(b) for b in batches], self.iteration)
+            micro = [self._micro(b) for b in batches]
+            logs = self.schedule.run(self.game, micro, self.iteration)
+            if self.game.info is not None:
+                logs.update(info_phase(self.game, micro[-1]))
         except NonFiniteError as e:
             raise NonFiniteError(f"iteration {self.iteration}: {e}") from None
         if self.distributed:
