@@ -6,6 +6,8 @@
 
 from __future__ import annotations
 
+import math
+
 
 def positive_int(value: object, what: str) -> int:
     """``value`` if it is an int >= 1 (not a bool); otherwise ValueError naming ``what``."""
@@ -25,4 +27,15 @@ def non_negative(value: object, what: str) -> float:
     """``value`` as a float if it is a number >= 0 (not a bool, not NaN)."""
     if isinstance(value, bool) or not isinstance(value, int | float) or not value >= 0:
         raise ValueError(f"{what} must be a number >= 0, got {value!r}")
+    return float(value)
+
+
+def scale_factor(value: object, what: str, zero: bool = False) -> float:
+    """``value`` as a float if it is a finite number > 0 (or 0, with ``zero``): a loss's
+    factor or weight. TypeError for a non-number, ValueError for a bad number."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise TypeError(f"{what} must be a number, got {value!r}")
+    if not (math.isfinite(value) and (value > 0 or zero and value == 0)):
+        kind = "a number >= 0" if zero else "a positive number"
+        raise ValueError(f"{what} must be {kind}, got {value!r}")
     return float(value)

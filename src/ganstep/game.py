@@ -25,6 +25,21 @@ Hook = Callable[[nn.Module], object]
 D_FORWARDS = ("auto", "loop", "merged")
 
 
+def check_hooks(hooks: object, name: str) -> dict[str, Hook]:
+    """``{"d": fn, ...}``: each key a phase of :data:`PHASES`, each value callable as
+    ``fn(module)``."""
+    if hooks is None:
+        return {}
+    if not isinstance(hooks, dict):
+        raise TypeError(f"{name} must be a dict {{phase: fn(module)}}, got {type(hooks).__name__}")
+    for phase, fn in hooks.items():
+        if phase not in PHASES:
+            raise ValueError(f"{name}: unknown phase {phase!r}; choose from {PHASES}")
+        if not callable(fn):
+            raise TypeError(f"{name}[{phase!r}] must be callable as fn(module), got {fn!r}")
+    return dict(hooks)
+
+
 @dataclass(eq=False)
 class Game:
     """What the phases act on: the sides ``g`` and ``d``, the objective, the rules of

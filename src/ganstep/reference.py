@@ -1094,3 +1094,86 @@ def pytorch_gan_infogan(G, D, opt_g, opt_d, opt_info, batches: Batches, latent: 
         history.append({"loss_d": d_loss.item(), "loss_g": g_loss.item(),
                         "loss_info": info_loss.item()})  # fmt: skip
     return history
+
+
+class GANLoss(nn.Module):
+    """CycleGAN's ``GANLoss``: ``lsgan`` (MSELoss) or ``vanilla`` (BCEWithLogitsLoss)
+    against a target tensor of D's prediction's shape, 1.0 for real and 0.0 for fake."""
+
+    def __init__(self, gan_mode: str, target_real_label=1.0, target_fake_label=0.0):
+        super().__init__()
+        self.register_buffer("real_label", torch.tensor(target_real_label))
+        self.register_buffer("fake_label", torch.tensor(target_fake_label))
+        self.gan_mode = gan_mode
+        if gan_mode == "lsgan":
+            self.loss = nn.MSELoss()
+        elif gan_mode == "vanilla":
+            self.loss = nn.BCEWithLogitsLoss()
+        else:
+            raise NotImplementedError(f"gan mode {gan_mode} not implemented")
+
+    def get_target_tensor(self, prediction, target_is_real):
+        target_tensor = self.real_label if target_is_real else self.fake_label
+        return target_tensor.to(prediction.dtype).expand_as(prediction)
+
+    def __call__(self, prediction, target_is_real):
+        return self.loss(prediction, self.get_target_tensor(prediction, target_is_real))
+
+
+def cyclegan(G_A, G_B, D_A, D_B, opt_g, opt_d, batches, gan_mode: str = "lsgan",
+             lambda_A: float = 10.0, lambda_B: float = 10.0, lambda_identity: float = 0.5,
+             pool_size: int = 50):  # fmt: skip
+    """junyanz/pytorch-CycleGAN-and-pix2pix ``CycleGANModel.optimize_parameters`` over
+    ``batches`` of ``(real_A, real_B)``: ``forward`` (fake_B, rec_A, fake_A, rec_B), G's
+    step with D_A and D_B frozen (``backward_G``: identity, GAN, cycle losses), then
+    D's step: ``backward_D_A`` on ``fake_B_pool.query(fake_B)``, ``backward_D_B`` on
+    ``fake_A_pool.query(fake_A)``, each ``(loss_D_real + loss_D_fake) * 0.5``.
+    ``opt_g`` holds G_A and G_B, ``opt_d`` D_A and D_B. ganstep: ``CycleStep``."""
+    criterionGAN = GANLoss(gan_mode)
+    criterionCycle, criterionIdt = nn.L1Loss(), nn.L1Loss()
+    fake_A_pool, fake_B_pool = ImagePool(pool_size), ImagePool(pool_size)
+
+    def backward_D_basic(netD, real, fake):
+        pred_real = netD(real)
+        loss_D_real = criterionGAN(pred_real, True)
+        pred_fake = netD(fake.detach())
+        loss_D_fake = criterionGAN(pred_fake, False)
+        loss_D = (loss_D_real + loss_D_fake) * 0.5
+        loss_D.backward()
+        return loss_D
+
+    history = []
+    for real_A, real_B in batches:
+        # forward
+        fake_B = G_A(real_A)
+        rec_A = G_B(fake_B)
+        fake_A = G_B(real_B)
+        rec_B = G_A(fake_A)
+        # G_A and G_B
+        _set_requires_grad(D_A, False)
+        _set_requires_grad(D_B, False)
+        opt_g.zero_grad()
+        if lambda_identity > 0:
+            idt_A = G_A(real_B)
+            loss_idt_A = criterionIdt(idt_A, real_B) * lambda_B * lambda_identity
+            idt_B = G_B(real_A)
+            loss_idt_B = criterionIdt(idt_B, real_A) * lambda_A * lambda_identity
+        else:
+            loss_idt_A = loss_idt_B = 0
+        loss_G_A = criterionGAN(D_A(fake_B), True)
+        loss_G_B = criterionGAN(D_B(fake_A), True)
+        loss_cycle_A = criterionCycle(rec_A, real_A) * lambda_A
+        loss_cycle_B = criterionCycle(rec_B, real_B) * lambda_B
+        loss_G = loss_G_A + loss_G_B + loss_cycle_A + loss_cycle_B + loss_idt_A + loss_idt_B
+        loss_G.backward()
+        opt_g.step()
+        # D_A and D_B
+        _set_requires_grad(D_A, True)
+        _set_requires_grad(D_B, True)
+        opt_d.zero_grad()
+        loss_D_A = backward_D_basic(D_A, real_B, fake_B_pool.query(fake_B))
+        loss_D_B = backward_D_basic(D_B, real_A, fake_A_pool.query(fake_A))
+        opt_d.step()
+        history.append({"loss_g": loss_G.item(), "loss_d": (loss_D_A + loss_D_B).item(),
+                        "loss_d_a": loss_D_A.item(), "cycle_a": loss_cycle_A.item()})  # fmt: skip
+    return history

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Iterable, Iterator, Sequence
 
 import torch
@@ -11,10 +10,10 @@ from torch import Tensor, nn
 from . import distributed as data_parallel
 from .augment import get_augment
 from .batch import Batch, Condition, split_rows, to_batch
-from .checks import flag, positive_int
+from .checks import flag, positive_int, scale_factor
 from .d_profile import FIELDS, DProfile, check_declaration, profile_d
 from .errors import NonFiniteError
-from .game import D_FORWARDS, D_ORDERS, PHASES, Game, Hook
+from .game import D_FORWARDS, D_ORDERS, Game, Hook, check_hooks
 from .objectives import Objective, get_objective
 from .phases import info_phase
 from .pool import FakePool
@@ -86,30 +85,6 @@ def _check_sources(latent: object, condition: object) -> None:
             "latent=None means G takes no z (image-to-image, G(c)): give it a condition, "
             "e.g. condition='real' for pix2pix's source images"
         )
-
-
-def _check_scale(value: object, name: str, zero: bool = False) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise TypeError(f"{name} must be a number, got {value!r}")
-    if not (math.isfinite(value) and (value > 0 or zero and value == 0)):
-        kind = "a number >= 0" if zero else "a positive number"
-        raise ValueError(f"{name} must be {kind}, got {value!r}")
-    return float(value)
-
-
-def _check_hooks(hooks: object, name: str) -> dict:
-    """``{"d": fn, ...}``: each key a phase of :data:`~ganstep.game.PHASES`, each value
-    callable as ``fn(module)``."""
-    if hooks is None:
-        return {}
-    if not isinstance(hooks, dict):
-        raise TypeError(f"{name} must be a dict {{phase: fn(module)}}, got {type(hooks).__name__}")
-    for phase, fn in hooks.items():
-        if phase not in PHASES:
-            raise ValueError(f"{name}: unknown phase {phase!r}; choose from {PHASES}")
-        if not callable(fn):
-            raise TypeError(f"{name}[{phase!r}] must be callable as fn(module), got {fn!r}")
-    return dict(hooks)
 
 
 # Keys of Step.state_dict() present when the Step has that part (ADA, a pool, path length).
@@ -345,15 +320,15 @@ class Step:
         self.game = Game(Side("G", _compiled(G, compile), opt_g, self.precision),
                          Side("D", _compiled(D, compile), opt_d, self.precision),
                          self.objective, latent, condition=condition, g_terms=g_terms,
-                         d_terms=d_terms, d_scale=_check_scale(d_scale, "d_scale"),
-                         g_scale=_check_scale(g_scale, "g_scale", zero=True),
+                         d_terms=d_terms, d_scale=scale_factor(d_scale, "d_scale"),
+                         g_scale=scale_factor(g_scale, "g_scale", zero=True),
                          d_conditional=d_conditional, concat=concat,
                          d_order=d_order, d_forwards=d_forwards, d_map=d_map,
                          augment=get_augment(augment), check_finite=check_finite,
                          fake_pool=None if fake_pool is None else FakePool(fake_pool),
                          g_regularizer=_check_g_regularizer(g_regularizer, latent),
-                         before_step=_check_hooks(before_step, "before_step"),
-                         after_step=_check_hooks(after_step, "after_step"))  # fmt: skip
+                         before_step=check_hooks(before_step, "before_step"),
+                         after_step=check_hooks(after_step, "after_step"))  # fmt: skip
         self._info_side(G, D, info_optimizer, info_terms)
         self._d_module, self._d_mode = D, None  # D observed in that train/eval mode
         if isinstance(self._d_declared, dict) and set(self._d_declared) == set(FIELDS):

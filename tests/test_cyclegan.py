@@ -1,0 +1,110 @@
+"""CycleStep against CycleGAN's optimize_parameters as junyanz writes it (float64):
+two generators and two discriminators, lsgan or vanilla, cycle and identity terms,
+the pool of 50 (here 3) past fakes per domain."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+import torch
+from helpers.wild import assert_losses, assert_same
+from torch import nn
+
+from ganstep import reference
+from ganstep.cycle import CycleStep
+
+N = 2  # CycleGAN trains with batch 1; 2 rows exercise the pool's per-image draws
+
+
+def generator(channels_in: int, channels_out: int) -> nn.Module:
+    return nn.Sequential(nn.Conv2d(channels_in, 4, 3, 1, 1), nn.InstanceNorm2d(4), nn.ReLU(),
+                         nn.Conv2d(4, channels_out, 3, 1, 1), nn.Tanh())  # fmt: skip
+
+
+def patch_d(channels: int) -> nn.Module:
+    return nn.Sequential(nn.Conv2d(channels, 4, 4, 2, 1), nn.LeakyReLU(0.2),
+                         nn.Conv2d(4, 1, 2, 1, 0))  # fmt: skip
+
+
+def models(channels_a: int, channels_b: int):
+    out = []
+    for _ in range(2):
+        torch.manual_seed(0)
+        G_A, G_B = (
+            generator(channels_a, channels_b).double(),
+            generator(channels_b, channels_a).double(),
+        )
+        D_A, D_B = patch_d(channels_b).double(), patch_d(channels_a).double()
+        opt_g = torch.optim.Adam([*G_A.parameters(), *G_B.parameters()], 0.01, betas=(0.5, 0.999))
+        opt_d = torch.optim.Adam([*D_A.parameters(), *D_B.parameters()], 0.01, betas=(0.5, 0.999))
+        out.append((G_A, G_B, D_A, D_B, opt_g, opt_d))
+    return out
+
+
+def domains(count: int, channels_a: int, channels_b: int):
+    gen = torch.Generator().manual_seed(4)
+    shape = lambda c: (N, c, 8, 8)  # noqa: E731
+    return [(torch.rand(shape(channels_a), generator=gen, dtype=torch.float64) * 2 - 1,
+             torch.rand(shape(channels_b), generator=gen, dtype=torch.float64) * 2 - 1)
+            for _ in range(count)]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "gan_mode, options",
+    [("lsgan", {}), ("vanilla", {"objective": "ns", "g_scale": 1.0, "d_scale": 0.5})],
+)
+@pytest.mark.parametrize("identity", [0.5, 0.0])
+def test_cycle_step_equals_optimize_parameters(gan_mode, options, identity):
+    channels = (1, 1) if identity else (1, 2)  # identity needs as many channels each way
+    theirs, ours = models(*channels)
+    batches = domains(6, *channels)
+    random.seed(7)
+    expected = reference.cyclegan(*theirs, batches, gan_mode=gan_mode, lambda_identity=identity,
+                                  pool_size=3)  # fmt: skip
+    step = CycleStep(*ours, identity=identity, fake_pool=3, **options)
+    random.seed(7)
+    got = [{k: v.item() for k, v in step(a, b).items()} for a, b in batches]
+    assert_losses(got, expected, keys=("loss_g", "loss_d", "loss_d_a", "cycle_a"))
+    for mine, theirs_module in zip(ours[:4], theirs[:4], strict=True):
+        assert_same(mine, theirs_module)
+    assert len(step.state_dict()["fake_pools"][0]["images"]) == 3
+
+
+def test_cycle_step_resumes_with_its_pools():
+    straight, split = models(1, 1)
+    batches = domains(5, 1, 1)
+    random.seed(1)
+    first = CycleStep(*straight, fake_pool=3)
+    for a, b in batches:
+        first(a, b)
+    random.seed(1)
+    second = CycleStep(*split, fake_pool=3)
+    for a, b in batches[:3]:
+        second(a, b)
+    resumed, state = CycleStep(*split, fake_pool=3), second.state_dict()
+    resumed.load_state_dict(state)
+    for a, b in batches[3:]:
+        resumed(a, b)
+    for x, y in zip(straight[:4], split[:4], strict=True):
+        assert_same(x, y)
+    with pytest.raises(ValueError, match="CycleStep state needs the keys"):
+        CycleStep(*split, fake_pool=None).load_state_dict(state)
+
+
+def test_cycle_step_arguments_are_checked():
+    (G_A, G_B, D_A, D_B, opt_g, opt_d), _ = models(1, 1)
+    with pytest.raises(ValueError, match="four different modules"):
+        CycleStep(G_A, G_A, D_A, D_B, opt_g, opt_d)
+    with pytest.raises(ValueError, match="opt_g must hold the parameters of G_A and G_B"):
+        CycleStep(G_A, G_B, D_A, D_B, torch.optim.SGD(G_A.parameters(), 0.1), opt_d)
+    with pytest.raises(ValueError, match="objective 'rasgan'"):
+        CycleStep(G_A, G_B, D_A, D_B, opt_g, opt_d, objective="rasgan")
+    with pytest.raises(ValueError, match="cycle must be a number >= 0"):
+        CycleStep(G_A, G_B, D_A, D_B, opt_g, opt_d, cycle=-1)
+    step = CycleStep(G_A, G_B, D_A, D_B, opt_g, opt_d)
+    with pytest.raises(ValueError, match="the same size"):
+        step(
+            torch.zeros(2, 1, 8, 8, dtype=torch.float64),
+            torch.zeros(3, 1, 8, 8, dtype=torch.float64),
+        )
