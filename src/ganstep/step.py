@@ -136,7 +136,8 @@ class Step:
         opt_g, opt_d: any ``torch.optim.Optimizer`` holding G's, resp. D's, trainable
             parameters (and not the other module's).
         objective: a name (``minimax``, ``ns``, ``lsgan``, ``hinge``, ``wgan_gp``,
-            ``began``, ``softmax``) or an :class:`~ganstep.objectives.Objective`.
+            ``wgan``, ``began``, ``softmax``, ``rsgan``, ``rasgan``, ``ralsgan``,
+            ``rahinge``) or an :class:`~ganstep.objectives.Objective`.
         schedule: a name (``d_first``, ``g_first``, ``simultaneous``) or a
             :class:`~ganstep.schedules.Schedule` with options, e.g. ``d_first(d_steps=5)``.
         latent: ``latent(n)`` returns a batch of n z. Step draws z only through it,
