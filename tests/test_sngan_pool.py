@@ -102,3 +102,13 @@ def test_fake_pool_is_refused_where_it_cannot_be_exact():
     with pytest.raises(ValueError, match="fake_pool must be a positive integer"):
         Step(G, D, opt_g, opt_d, objective="ns", schedule="d_first",
              latent=latent_stream(Z_DIM), fake_pool=0)  # fmt: skip
+
+
+@pytest.mark.parametrize("d_forwards", ["auto", "merged"])
+def test_fake_pool_feeds_every_d_step_even_when_merging_was_asked(d_forwards):
+    _, (G, D, opt_g, opt_d) = sngan_sides()
+    step = Step(G, D, opt_g, opt_d, objective="ns", schedule=simultaneous(), fake_pool=20,
+                latent=latent_stream(Z_DIM), d_forwards=d_forwards)  # fmt: skip
+    step(real_batches(1, dtype=torch.float64)[0])
+    assert len(step.game.fake_pool.images) == real_batches(1)[0].shape[0]
+    assert "D forwards as the loop's" in repr(step)

@@ -113,12 +113,14 @@ class Game:
         return f"BatchNorm in training mode ({layers})"
 
     def merge_d_forwards(self) -> bool:
-        """Whether two D forwards of the loop may be one here (``simultaneous``): not
-        with augmentation, which draws new random numbers for each D input, nor with a
-        fake pool, which gives D other fakes than G's."""
+        """Whether two D forwards of the loop may be one here (``simultaneous``): never
+        with a fake pool, which gives D other fakes than G's; with augmentation (new
+        random numbers for each D input) only when asked for (``"merged"``)."""
+        if self.fake_pool is not None:
+            return False
         if self.d_forwards != "auto":
             return self.d_forwards == "merged"
-        if self.augment is not None or self.fake_pool is not None:
+        if self.augment is not None:
             return False
         return self.d_profile is None or self.d_profile.mergeable
 

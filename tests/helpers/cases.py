@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from ganstep import Step, d_first, g_first, objectives, simultaneous
+from ganstep import Adaptive, Step, d_first, g_first, objectives, simultaneous
 from ganstep.models import MLP
 
 Z_DIM, X_DIM, GLOBAL_BATCH, ITERATIONS = 3, 2, 8, 4
@@ -28,9 +28,12 @@ CASES = {
     "simultaneous-hinge-condition": ("hinge", simultaneous, {"condition": "sampled"}, False),
     # Two micro-batches per rank, summed before the all-reduce of each optimizer step.
     "d_first-ns-accumulate2": ("ns", d_first, {"accumulate": 2}, False),
+    # ADA's p moves from the signs of every rank's real scores: the ranks agree on it.
+    # (Each process augments with its own random draws: no single-process twin.)
+    "g_first-ns-ada": ("ns", g_first, {"augment": "ada"}, False),
 }
 # Step's options in a case's options; the rest are the schedule's.
-STEP_OPTIONS = ("condition", "accumulate")
+STEP_OPTIONS = ("condition", "accumulate", "augment")
 COND_DIM = 2
 
 
@@ -46,8 +49,8 @@ class Conditioned(torch.nn.Module):
 
 
 def has_single_process_twin(name: str) -> bool:
-    objective, _, _, batchnorm = CASES[name]
-    return not batchnorm and objective not in ("softmax", "wgan_gp")
+    objective, _, options, batchnorm = CASES[name]
+    return not batchnorm and objective not in ("softmax", "wgan_gp") and "augment" not in options
 
 
 def share_of_global_draw(draw, seed: int, width: int, rank: int, world: int):
@@ -80,6 +83,11 @@ def run_case(name: str, rank: int, world: int):
     D = D.double()
     if conditional:
         G, D = Conditioned(G), Conditioned(D)
+    images = "augment" in step_options  # points as 1 x 1 x 2 images, for ADA's color ops
+    if images:
+        G = torch.nn.Sequential(G, torch.nn.Unflatten(1, (1, 1, X_DIM)))
+        D = torch.nn.Sequential(torch.nn.Flatten(), D)
+        step_options["augment"] = Adaptive("color", p=0.5, interval=2, kimg=0.004)
     opt_g = torch.optim.Adam(G.parameters(), lr=0.02, betas=(0.5, 0.9))
     opt_d = torch.optim.Adam(D.parameters(), lr=0.02, betas=(0.5, 0.9))
     latent = share_of_global_draw(torch.randn, 1, Z_DIM, rank, world)
@@ -97,6 +105,8 @@ def run_case(name: str, rank: int, world: int):
             real = glob[rank * share : (rank + 1) * share] * 0.5 + 1
             if conditional:  # the condition of a real sample is a function of it
                 real = (real, torch.sigmoid(real))
+            if images:
+                real = real.reshape(share, 1, 1, X_DIM)
             reals.append(real)
         out = step(reals if len(reals) > 1 else reals[0])
         logs.append({k: float(v) for k, v in out.items()})
