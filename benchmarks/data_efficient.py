@@ -26,7 +26,7 @@ import json
 import statistics
 from pathlib import Path
 
-from quality import run_seeds
+from quality import print_stats, run_seeds
 
 COMMON = {"data": "mnist", "model": "dcgan", "steps": 5000, "ckpt_every": 10**9}
 RUNS = {
@@ -58,12 +58,7 @@ def main() -> None:
     means = {}
     for name, rows in found.items():
         print(f"\n{name}")
-        for key in SHOWN:
-            values = [r[key] for r in rows if key in r]
-            if values:
-                spread = statistics.stdev(values) if len(values) > 1 else 0.0
-                print(f"{key:>12}: mean {statistics.mean(values):.4f}  std {spread:.4f}  "
-                      f"per seed {', '.join(f'{v:.4g}' for v in values)}")  # fmt: skip
+        print_stats(rows, SHOWN)
         means[name] = statistics.mean(r["fid"] for r in rows)
     if {"whole", "none"} <= set(means) and means["none"] != means["whole"]:
         for name in ("diffaugment", "ada"):

@@ -76,3 +76,13 @@ def main() -> None:
 
 if __name__ == "__main__":
     main()
+
+
+def print_stats(rows: list[dict], keys: tuple[str, ...], width: int = 12) -> None:
+    """Each key's mean, spread and per-seed values over ``rows`` (keys absent: skipped)."""
+    for key in keys:
+        values = [r[key] for r in rows if key in r]
+        if values:
+            spread = statistics.stdev(values) if len(values) > 1 else 0.0
+            print(f"{key:>{width}}: mean {statistics.mean(values):.4f}  std {spread:.4f}  "
+                  f"per seed {', '.join(f'{v:.4g}' for v in values)}")  # fmt: skip

@@ -21,9 +21,8 @@ EMA. Results and times: benchmarks/RESULTS.md.
 from __future__ import annotations
 
 import argparse
-import statistics
 
-from quality import parse_overrides, run_seeds
+from quality import parse_overrides, print_stats, run_seeds
 
 from ganstep.data import load_stacked_mnist
 from ganstep.metrics.stacked import SAMPLES
@@ -62,12 +61,7 @@ def main() -> None:
         overrides["data_dir"] = args.data_dir
     print(f"{'baseline' if args.baseline else 'recipe'}: {overrides}; {sizes(overrides)}")
     rows = run_seeds(overrides, args.seeds, args.first_seed)
-    for key in SHOWN:
-        values = [r[key] for r in rows if key in r]
-        if values:
-            spread = statistics.stdev(values) if len(values) > 1 else 0.0
-            print(f"{key:>16}: mean {statistics.mean(values):.4f}  std {spread:.4f}  "
-                  f"per seed {', '.join(f'{v:.4g}' for v in values)}")  # fmt: skip
+    print_stats(rows, SHOWN, width=16)
     if any(r.get("digit_accuracy", 1.0) < 0.98 for r in rows):
         print("warning: the digit classifier is below 0.98 on MNIST's test digits: "
               "the mode counts are not trustworthy")  # fmt: skip

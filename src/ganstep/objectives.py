@@ -187,7 +187,25 @@ class Hinge(WithR1, Objective):
         return (fake > -1).to(fake.dtype), torch.full_like(fake, -1.0)
 
 
-class WGANGP(Objective):
+class Wasserstein(Objective):
+    """The Wasserstein critic's losses: L_D = mean(D(G(z))) - mean(D(x)),
+    L_G = -mean(D(G(z))); :class:`WGAN` and :class:`WGANGP` keep D Lipschitz each
+    their way."""
+
+    constant_ratio = True
+    not_fusable = None
+
+    def d_loss(self, real: Tensor, fake: Tensor) -> tuple[Tensor, Logs]:
+        return fake.mean() - real.mean(), {}
+
+    def g_loss(self, fake: Tensor, real: Tensor | None = None) -> tuple[Tensor, Logs]:
+        return -fake.mean(), {}
+
+    def fake_slopes(self, fake: Tensor) -> tuple[Tensor, Tensor]:
+        return torch.ones_like(fake), torch.full_like(fake, -1.0)
+
+
+class WGANGP(Wasserstein):
     """WGAN with gradient penalty on random interpolates.
 
     L_D = mean(D(G(z))) - mean(D(x)) + weight * mean((||grad D(x_hat)||_2 - 1)^2),
@@ -197,16 +215,11 @@ class WGANGP(Objective):
     """
 
     name = "wgan_gp"
-    constant_ratio = True
     # The penalty reads the fake batch too, but cut from G's graph, so it adds
     # nothing to the gradient at the fake samples that the fused step rescales.
-    not_fusable = None
 
     def __init__(self, weight: float = 10.0) -> None:
         self.weight = non_negative(weight, f"{self.name} weight")
-
-    def d_loss(self, real: Tensor, fake: Tensor) -> tuple[Tensor, Logs]:
-        return fake.mean() - real.mean(), {}
 
     def penalty(self, D: Callable[[Tensor], Tensor], real: Tensor, fake: Tensor) -> Tensor:
         shape = (real.shape[0],) + (1,) * (real.dim() - 1)
@@ -217,17 +230,11 @@ class WGANGP(Objective):
         norms = grad.reshape(grad.shape[0], -1).norm(2, dim=1)
         return self.weight * (norms - 1).square().mean()
 
-    def g_loss(self, fake: Tensor, real: Tensor | None = None) -> tuple[Tensor, Logs]:
-        return -fake.mean(), {}
-
-    def fake_slopes(self, fake: Tensor) -> tuple[Tensor, Tensor]:
-        return torch.ones_like(fake), torch.full_like(fake, -1.0)
-
     def __repr__(self) -> str:
         return f"WGANGP(weight={self.weight})"
 
 
-class WGAN(Objective):
+class WGAN(Wasserstein):
     """WGAN with weight clipping (Arjovsky et al.; PyTorch-GAN ``wgan.py``).
 
     L_D = mean(D(G(z))) - mean(D(x)), L_G = -mean(D(G(z))); after each D step every
@@ -235,20 +242,9 @@ class WGAN(Objective):
     """
 
     name = "wgan"
-    constant_ratio = True
-    not_fusable = None
 
     def __init__(self, clip: float = 0.01) -> None:
         self.clip = non_negative(clip, f"{self.name} clip")
-
-    def d_loss(self, real: Tensor, fake: Tensor) -> tuple[Tensor, Logs]:
-        return fake.mean() - real.mean(), {}
-
-    def g_loss(self, fake: Tensor, real: Tensor | None = None) -> tuple[Tensor, Logs]:
-        return -fake.mean(), {}
-
-    def fake_slopes(self, fake: Tensor) -> tuple[Tensor, Tensor]:
-        return torch.ones_like(fake), torch.full_like(fake, -1.0)
 
     def after_d_step(self, D: nn.Module) -> None:
         with torch.no_grad():
@@ -448,37 +444,16 @@ class Softmax(Objective):
 
 
 # Lower-case aliases: objectives are named the way users spell them.
-minimax, ns, lsgan, hinge, wgan_gp, began, softmax = (
-    Minimax,
-    NS,
-    LSGAN,
-    Hinge,
-    WGANGP,
-    BEGAN,
-    Softmax,
-)
-wgan, rsgan, rasgan, ralsgan, rahinge = WGAN, RSGAN, RaSGAN, RaLSGAN, RaHinge
+minimax, ns, lsgan, hinge = Minimax, NS, LSGAN, Hinge
+wgan_gp, began, softmax, wgan = WGANGP, BEGAN, Softmax, WGAN
+rsgan, rasgan, ralsgan, rahinge = RSGAN, RaSGAN, RaLSGAN, RaHinge
 
 # The objectives that take R1 (they inherit WithR1), in the order messages name them.
 R1_OBJECTIVES = tuple(cls.name for cls in (NS, Minimax, LSGAN, Hinge))
 
-OBJECTIVES: dict[str, type[Objective]] = {
-    cls.name: cls
-    for cls in (
-        Minimax,
-        NS,
-        LSGAN,
-        Hinge,
-        WGANGP,
-        BEGAN,
-        Softmax,
-        WGAN,
-        RSGAN,
-        RaSGAN,
-        RaLSGAN,
-        RaHinge,
-    )  # fmt: skip
-}
+# Every objective by name, in the order messages list them.
+_ALL = (minimax, ns, lsgan, hinge, wgan_gp, began, softmax, wgan, rsgan, rasgan, ralsgan, rahinge)
+OBJECTIVES: dict[str, type[Objective]] = {cls.name: cls for cls in _ALL}
 
 
 def get_objective(spec: str | Objective) -> Objective:
