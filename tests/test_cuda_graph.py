@@ -9,14 +9,18 @@ from torch.testing import assert_close
 
 from ganstep import Step, d_first, g_first, simultaneous
 from ganstep.cuda_graph import GraphedStep
+from ganstep.regularizers import PathLength
 
 
-def make(schedule, precision="fp32", capturable=True, objective="ns", device="cpu"):
+def make(schedule, precision="fp32", capturable=True, objective="ns", device="cpu", **options):
     side = Run(objective, batchnorm=False, dtype=torch.float32, device=device)
     side.opt_g = torch.optim.Adam(side.G.parameters(), 0.01, capturable=capturable)
     side.opt_d = torch.optim.Adam(side.D.parameters(), 0.01, capturable=capturable)
+    if options.pop("info", False):
+        options["info_optimizer"] = torch.optim.Adam(side.G.parameters(), 0.01)
+        options["info_terms"] = {"zero": lambda v: v.fake.x.sum() * 0}
     step = Step(*side.models(), objective=objective, schedule=schedule, latent=side.latent,
-                precision=precision)  # fmt: skip
+                precision=precision, **options)  # fmt: skip
     return side, step
 
 
@@ -28,6 +32,10 @@ def make(schedule, precision="fp32", capturable=True, objective="ns", device="cp
         ({"schedule": d_first(), "precision": "fp16"}, "fp16"),
         ({"schedule": d_first(), "capturable": False}, "capturable=True"),
         ({"schedule": d_first()}, "needs the models on CUDA"),
+        ({"schedule": d_first(), "g_regularizer": PathLength()}, "lazy G regularizer"),
+        ({"schedule": d_first(), "info": True}, "info step"),
+        ({"schedule": d_first(), "fake_pool": 4}, "fake pool"),
+        ({"schedule": d_first(), "augment": lambda x: x}, "augmentation"),
     ],
 )
 def test_capture_refuses_what_a_graph_cannot_hold(kwargs, match):

@@ -56,6 +56,8 @@ def check_capturable(step: Step) -> None:
         raise ValueError("CUDA graph capture: lazy R1 (r1_every > 1) differs between iterations")
     if step.game.g_regularizer is not None:
         raise ValueError("CUDA graph capture: a lazy G regularizer differs between iterations")
+    if step.game.info is not None:
+        raise ValueError("CUDA graph capture: InfoGAN's info step is not captured")
     if step.game.augment is not None or step.game.fake_pool is not None:
         raise ValueError(
             "CUDA graph capture: augmentation and the fake pool are not captured (the "
