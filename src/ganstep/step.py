@@ -565,9 +565,14 @@ class Step:
         profile = self.game.d_profile
         found = "not observed yet" if profile is None else profile.describe()
         forwards = "merged" if self.game.merge_d_forwards() else "as the loop's"
+        game = self.game
+        extras = {"augment": game.augment, "fake_pool": game.fake_pool,
+                  "g_regularizer": game.g_regularizer,
+                  "info_terms": list(game.info_terms) or None}  # fmt: skip
+        more = "".join(f", {k}={v!r}" for k, v in extras.items() if v is not None)
         return (
             f"Step(objective={self.objective!r}, schedule={self.schedule!r}, "
-            f"concat={self.game.concat}, d_order={self.game.d_order!r}, "
+            f"concat={game.concat}, d_order={game.d_order!r}{more}, "
             f"D: {found}; D forwards {forwards})"
         )
 
