@@ -55,6 +55,15 @@ def test_two_ranks_equal_one_process_on_the_concatenated_batch(two_ranks, name):
             assert_close(ours[key], single[key], msg=lambda m, k=key: f"{k}: {m}")
 
 
+def test_ada_moves_p_by_the_rows_of_every_rank(two_ranks):
+    """p moves by (rows since the last update) / (kimg * 1000), the rows of all ranks:
+    2 iterations x 8 global rows / 160 = 0.1 (a rank's own rows would give 0.05)."""
+    logs = two_ranks["g_first-ns-ada"][0]["logs"]
+    p = [0.5] + [row["augment_p"] for row in logs]
+    moves = {round(abs(b - a), 9) for a, b in zip(p[:-1], p[1:], strict=True)}
+    assert moves <= {0.0, 0.1} and 0.1 in moves
+
+
 def test_distributed_without_a_process_group_is_refused():
     G, D = MLP(2, 2, (4,)), MLP(2, 1, (4,))
     with pytest.raises(ValueError, match="init_process_group"):

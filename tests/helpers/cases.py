@@ -87,7 +87,7 @@ def run_case(name: str, rank: int, world: int):
     if images:
         G = torch.nn.Sequential(G, torch.nn.Unflatten(1, (1, 1, X_DIM)))
         D = torch.nn.Sequential(torch.nn.Flatten(), D)
-        step_options["augment"] = Adaptive("color", p=0.5, interval=2, kimg=0.004)
+        step_options["augment"] = Adaptive("color", p=0.5, interval=2, kimg=0.16)
     opt_g = torch.optim.Adam(G.parameters(), lr=0.02, betas=(0.5, 0.9))
     opt_d = torch.optim.Adam(D.parameters(), lr=0.02, betas=(0.5, 0.9))
     latent = share_of_global_draw(torch.randn, 1, Z_DIM, rank, world)
