@@ -234,10 +234,11 @@ class Step:
             Unconditional batches only; G's steps see the new fakes. See
             :mod:`ganstep.pool`.
         before_step, after_step: the user's hooks around optimizer steps, by phase:
-            ``{"d": fn, "g": fn, "d_reg": fn, "g_reg": fn}``, each called as
+            ``{"d": fn, "g": fn, "d_reg": fn, "g_reg": fn, "info": fn}``, each called as
             ``fn(module)`` with the module that phase steps. ``"d"`` and ``"g"`` are the
             adversarial steps (in ``simultaneous`` both run after one shared backward),
-            ``"d_reg"`` and ``"g_reg"`` the lazy regularization steps. ``before_step``
+            ``"d_reg"`` and ``"g_reg"`` the lazy regularization steps, ``"info"``
+            InfoGAN's (its module: G and D in an ``nn.ModuleList``). ``before_step``
             sees the phase's final gradients, unscaled under fp16 and averaged across
             processes (gradient clipping); ``after_step`` runs after the step (weight
             clipping, EMA of G's weights). ``wgan``'s own clipping runs before them.
@@ -521,11 +522,8 @@ class Step:
         }
         if self.game.g_regularizer is not None:
             state["g_updates"] = self.game.g_updates
-            state["g_regularizer"] = self.game.g_regularizer.state_dict()
-        if hasattr(self.game.augment, "state_dict"):
-            state["augment"] = self.game.augment.state_dict()
-        if self.game.fake_pool is not None:
-            state["fake_pool"] = self.game.fake_pool.state_dict()
+        for key, part in self._optional_parts().items():
+            state[key] = part.state_dict()
         return state
 
     def load_state_dict(self, state: dict) -> None:
