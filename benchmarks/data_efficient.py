@@ -4,6 +4,8 @@ benchmark, not a test).
 
     python benchmarks/data_efficient.py --data-dir ../shared/data --seeds 3
     python benchmarks/data_efficient.py --data-dir ../shared/data --seeds 1 --only ada
+    python benchmarks/data_efficient.py --data-dir ../shared/data --seeds 1 --steps 20000 \
+        --only none diffaugment
 
 Every run is ``ganstep train --data mnist --model dcgan`` with the image defaults (batch
 64, 5,000 ``d_first`` steps, ``ns``, EMA 0.999), so the only differences are the
@@ -44,11 +46,12 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--first-seed", type=int, default=0)
     parser.add_argument("--only", nargs="*", choices=list(RUNS), default=list(RUNS))
+    parser.add_argument("--steps", type=int, default=COMMON["steps"], help="steps of every run")
     parser.add_argument("--json", type=Path, help="write every run's last record here")
     args = parser.parse_args()
     found: dict[str, list[dict]] = {}
     for name in args.only:
-        overrides = dict(RUNS[name])
+        overrides = {**RUNS[name], "steps": args.steps}
         if args.data_dir:
             overrides["data_dir"] = args.data_dir
         print(f"== {name}: {overrides}", flush=True)

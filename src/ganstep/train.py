@@ -206,7 +206,8 @@ def _setup(cfg: Config, device: torch.device, resume: bool, writer: bool) -> _Ru
     if writer:
         (out / "samples").mkdir(parents=True, exist_ok=True)
         folder.write_config(out / "config.toml", cfg, state and state["config"], start)
-        evaluator = Evaluator(data, cfg)
+        with _own_rng(device):
+            evaluator = Evaluator(data, cfg)
     meta = {**folder.data_meta(data), "checksum": data.checksum}
     return _Run(cfg, out, train, trainee, tally, start, writer, evaluator, meta)
 
@@ -240,12 +241,14 @@ def _loop(run: _Run, device: torch.device, progress: bool) -> dict:
                                      if k.startswith("loss")})  # fmt: skip
                     bar.update(done - bar.n)
             if (done % cfg.eval_every == 0 or last) and run.writer:
-                record = _evaluate(run, done, device, time.perf_counter() - t0)
+                with _own_rng(device):
+                    record = _evaluate(run, done, device, time.perf_counter() - t0)
                 with metrics.open("a") as f:
                     f.write(json.dumps(record) + "\n")
             if (done % cfg.sample_every == 0 or last) and run.writer:
                 path = run.out / "samples" / f"step_{done:08d}.png"
-                save_samples(trainee.sampler, run.data, cfg, device, path)
+                with _own_rng(device):
+                    save_samples(trainee.sampler, run.data, cfg, device, path)
             if done % cfg.ckpt_every == 0 or last:
                 run.save_checkpoint(done)
             if _stopped(run, stop, done, device):
@@ -257,6 +260,16 @@ def _loop(run: _Run, device: torch.device, progress: bool) -> dict:
     if bar is not None:
         bar.close()
     return record
+
+
+@contextlib.contextmanager
+def _own_rng(device: torch.device):
+    """Run work beside training (metric networks, evaluation, samples) on forked global
+    generators, seeded alike every time: it draws nothing from the training's streams,
+    so a resumed run goes on exactly as one that never stopped."""
+    with torch.random.fork_rng(devices=[device] if device.type == "cuda" else []):
+        torch.manual_seed(0)
+        yield
 
 
 def _evaluate(run: _Run, done: int, device: torch.device, elapsed: float) -> dict:

@@ -130,7 +130,8 @@ def checkpoint(run: Path) -> dict:
 
 def assert_same_state(a: dict, b: dict) -> None:
     for key in ("G", "D", "ema"):
-        for name, value in a[key].items():
+        assert (a[key] is None) == (b[key] is None), key
+        for name, value in (a[key] or {}).items():
             assert torch.equal(value, b[key][name]), f"{key}.{name}"
     for key in ("opt_g", "opt_d"):
         for pid, state in a[key]["state"].items():
