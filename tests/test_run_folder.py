@@ -3,6 +3,7 @@ start refuses a used folder, and every input is checked before step 1."""
 
 from __future__ import annotations
 
+import json
 import tomllib
 from pathlib import Path
 
@@ -130,7 +131,8 @@ def test_fresh_start_refuses_a_folder_with_metrics_but_no_checkpoint(cli, run):
         p.unlink()  # as a run that died after its first evaluation leaves it
     metrics = (run / "metrics.jsonl").read_text()
     code, _, err = cli("train", "--steps", 2, "--out", run, *TINY_FLAGS)
-    assert code == 1 and "holds the metrics.jsonl of an earlier run" in err
+    assert code == 1 and "is not empty (config.toml, metrics.jsonl, report.png" in err
+    assert "a new run would write over those files" in err
     assert (run / "metrics.jsonl").read_text() == metrics
 
 
@@ -204,3 +206,69 @@ def test_sample_refuses_a_folder_as_out(cli, run, tmp_path):
     (tmp_path / "pics.png").mkdir()
     code, _, err = cli("sample", "--run", run, "--n", 4, "--out", tmp_path / "pics.png")
     assert code == 1 and "is a folder; name a .npy or .png file" in err
+
+
+# -- a user's files are never touched; every rewrite is atomic ---------------------------
+
+
+def test_fresh_start_refuses_a_folder_holding_the_users_files(tmp_path):
+    out = tmp_path / "mine"
+    (out / "samples").mkdir(parents=True)
+    mine = {"config.toml": b"my = 'notes'\n", "report.png": b"\x89PNG mine",
+            "samples/step_00000100.png": b"\x89PNG my sample"}  # fmt: skip
+    for name, data in mine.items():
+        (out / name).write_bytes(data)
+    proc = ganstep("train", "--steps", 2, "--out", out, *TINY, cache=tmp_path / "cache",
+                   check=False)  # fmt: skip
+    assert proc.returncode == 1, proc.stderr
+    assert "config.toml, report.png, samples/step_00000100.png" in proc.stderr
+    assert {n: (out / n).read_bytes() for n in mine} == mine
+    assert sorted(p.name for p in out.iterdir()) == ["config.toml", "report.png", "samples"]
+
+
+def test_resume_drops_a_metrics_line_cut_short_by_a_crash(cli, run):
+    metrics = run / "metrics.jsonl"
+    whole = metrics.read_text()
+    metrics.write_text(whole + '{"step": 6, "loss_d": 0.7')  # a write killed mid-line
+    code, _, err = cli("train", "--resume", "--steps", 6, "--eval-every", 2, "--out", run)
+    assert code == 0, err
+    assert "ganstep: warning: " in err and "its last line is cut short" in err
+    steps = [json.loads(line)["step"] for line in metrics.read_text().splitlines()]
+    assert steps == [2, 4, 6]
+
+
+def test_a_damaged_metrics_line_before_the_last_is_named(cli, run):
+    metrics = run / "metrics.jsonl"
+    lines = metrics.read_text().splitlines()
+    metrics.write_text("\n".join(["{oops", *lines[1:]]) + "\n")
+    code, _, err = cli("train", "--resume", "--steps", 6, "--out", run)
+    assert code == 1 and "metrics.jsonl, line 1: damaged" in err
+
+
+@pytest.mark.parametrize("damage", ["", "steps = \n", None])
+def test_resume_takes_the_config_from_the_checkpoint_when_config_toml_is_lost(cli, run, damage):
+    config = run / "config.toml"
+    if damage is None:
+        config.unlink()
+    else:
+        config.write_text(damage)
+    code, _, err = cli("train", "--resume", "--steps", 6, "--out", run)
+    assert code == 0, err
+    assert "the run's config comes from its newest checkpoint" in err
+    assert tomllib.loads(config.read_text())["steps"] == 6  # written whole again
+
+
+def test_an_interrupted_rewrite_leaves_the_old_file(tmp_path):
+    from ganstep.checkpoint import atomic_write, atomic_write_text
+
+    path = tmp_path / "config.toml"
+    atomic_write_text(path, "steps = 4\n")
+
+    def dies(f):
+        f.write(b"steps = ")
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        atomic_write(path, dies)
+    assert path.read_text() == "steps = 4\n"
+    assert [p.name for p in tmp_path.iterdir()] == ["config.toml"]

@@ -18,7 +18,9 @@ import pickle
 import re
 import tempfile
 import warnings
+from collections.abc import Callable
 from pathlib import Path
+from typing import BinaryIO
 
 import torch
 
@@ -59,13 +61,14 @@ def check_plain(obj: object, where: str = "state") -> None:
     )
 
 
-def atomic_save(obj: object, path: Path) -> None:
-    """``torch.save`` to a temporary file beside ``path``, fsync, then rename over it."""
+def atomic_write(path: Path, write: Callable[[BinaryIO], object]) -> None:
+    """``write(file)`` to a temporary file beside ``path``, fsync, then rename over it:
+    a reader (or a crash) sees the old file or the whole new one, never a part."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=TEMPORARY, suffix=".pt")
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=TEMPORARY, suffix=path.suffix)
     try:
         with os.fdopen(fd, "wb") as f:
-            torch.save(obj, f)
+            write(f)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
@@ -77,6 +80,16 @@ def atomic_save(obj: object, path: Path) -> None:
         os.fsync(dir_fd)  # make the rename itself durable
     finally:
         os.close(dir_fd)
+
+
+def atomic_save(obj: object, path: Path) -> None:
+    """``torch.save`` to ``path`` atomically (:func:`atomic_write`)."""
+    atomic_write(path, lambda f: torch.save(obj, f))
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    """``text`` to ``path`` atomically (:func:`atomic_write`)."""
+    atomic_write(path, lambda f: f.write(text.encode()))
 
 
 def save(folder: Path, step: int, state: dict, keep: int) -> Path:

@@ -178,6 +178,7 @@ def _add_audit(sub) -> None:
 def _train(args: argparse.Namespace) -> int:
     from .config import Config, check_same_run, read_toml
     from .distributed import exit_now, launched
+    from .run_folder import saved_config
     from .train import train
 
     values: dict = {}
@@ -193,10 +194,7 @@ def _train(args: argparse.Namespace) -> int:
             f"{cond}-s{named.seed}"
         )
     if args.resume:
-        saved = Path(values["out"]) / "config.toml"
-        if not saved.exists():
-            raise FileNotFoundError(f"--resume: {saved} not found (no run to continue there)")
-        previous = read_toml(saved)
+        previous = saved_config(Path(values["out"]))
         values = {**previous, **values}
         check_same_run(previous, values, values["out"])  # before any check of the new values
     cfg = Config.from_dict(values)

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 
 import numpy as np
+
+from . import checkpoint
 
 
 def image_grid(
@@ -50,14 +51,14 @@ def scatter(points: np.ndarray, modes: np.ndarray | None, path: Path, title: str
     plt.close(fig)
 
 
-def report(metrics_path: Path, path: Path) -> None:
-    """Plot every numeric series of ``metrics.jsonl`` against the step, one panel each."""
+def report(rows: list[dict], path: Path) -> None:
+    """Plot every numeric series of the metrics records ``rows`` against the step, one
+    panel each, written atomically to ``path``."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    rows = [json.loads(line) for line in metrics_path.read_text().splitlines() if line.strip()]
     keys = [
         k
         for k in dict.fromkeys(k for r in rows for k in r)
@@ -78,5 +79,5 @@ def report(metrics_path: Path, path: Path) -> None:
     for ax in axes[len(keys) :]:
         ax.axis("off")
     fig.tight_layout()
-    fig.savefig(path)
+    checkpoint.atomic_write(path, lambda f: fig.savefig(f, format="png"))
     plt.close(fig)

@@ -23,7 +23,7 @@ import warnings
 from pathlib import Path
 
 from . import checkpoint
-from .config import RESUMABLE, Config, check_same_run
+from .config import RESUMABLE, Config, check_same_run, read_toml
 from .data import Dataset
 from .errors import GanstepWarning
 
@@ -181,44 +181,97 @@ def resume_state(cfg: Config, data_checksum: str) -> dict:
 
 
 def refuse_existing_run(out: Path) -> None:
-    """A fresh start must not mix its files with an earlier run's."""
+    """A fresh start writes only into an empty folder: never over an earlier run's files
+    nor over files of the user's (a config.toml, a report.png of their own)."""
     if checkpoint.list_checkpoints(out / "checkpoints"):
         raise FileExistsError(
             f"{out} already holds checkpoints: pass --resume to continue it, or choose "
             "another --out"
         )
-    metrics = out / "metrics.jsonl"
-    if metrics.exists() and metrics.stat().st_size > 0:
+    found = sorted(
+        str(p.relative_to(out)) for p in out.rglob("*")
+        if not p.is_dir() and p.name != LOCK_NAME and not p.name.startswith(checkpoint.TEMPORARY)
+    )  # fmt: skip
+    if found:
+        shown = ", ".join(found[:5]) + (f" and {len(found) - 5} more" if len(found) > 5 else "")
         raise FileExistsError(
-            f"{out} holds the metrics.jsonl of an earlier run that saved no checkpoint, so it "
-            "cannot be resumed: delete that folder or choose another --out"
+            f"{out} is not empty ({shown}): a new run would write over those files; choose "
+            "another --out (or move them away)"
         )
 
 
 def write_config(path: Path, cfg: Config, resumed: dict | None, step: int) -> None:
-    """config.toml: ``cfg``, after one comment line per resume saying what it changed."""
+    """config.toml, atomically: ``cfg``, after one comment line per resume saying what it
+    changed."""
     history = []
     if resumed is not None:
         if path.exists():
-            history = [line for line in path.read_text().splitlines() if line.startswith("# ")]
+            text = path.read_text(errors="replace")
+            history = [line for line in text.splitlines() if line.startswith("# ")]
         now = dataclasses.asdict(cfg)
         changed = [f"{key} {json.dumps(resumed.get(key))} -> {json.dumps(now[key])}"
                    for key in RESUMABLE if resumed.get(key) != now[key]]  # fmt: skip
         history.append(f"# resumed at step {step}" + (": " + ", ".join(changed) if changed else ""))
-    path.write_text("".join(line + "\n" for line in history) + cfg.to_toml())
+    checkpoint.atomic_write_text(path, "".join(line + "\n" for line in history) + cfg.to_toml())
 
 
 def records(path: Path) -> list[dict]:
+    """The metrics records of ``path`` (``[{}]`` if none). A last line cut short by a crash
+    is left out, with a warning; a damaged line before it is an error naming it."""
     if not path.exists():
         return [{}]
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()] or [{}]
+    lines = [line for line in path.read_text(errors="replace").splitlines() if line.strip()]
+    found = []
+    for number, line in enumerate(lines, 1):
+        try:
+            record = json.loads(line)
+            if not isinstance(record, dict) or not isinstance(record.get("step"), int):
+                raise ValueError("not a metrics record")
+        except ValueError as e:
+            if number < len(lines):
+                raise ValueError(f"{path}, line {number}: damaged ({e}); remove that line") from e
+            warnings.warn(
+                f"{path}: its last line is cut short (a crash while writing it); left out",
+                GanstepWarning,
+                stacklevel=2,
+            )
+            break
+        found.append(record)
+    return found or [{}]
 
 
 def truncate_metrics(path: Path, step: int) -> None:
-    """Drop records written after the checkpoint a run resumes from."""
+    """Drop records written after the checkpoint a run resumes from (and a last line cut
+    short), atomically."""
     if path.exists():
         keep = [r for r in records(path) if r and r["step"] <= step]
-        path.write_text("".join(json.dumps(r) + "\n" for r in keep))
+        checkpoint.atomic_write_text(path, "".join(json.dumps(r) + "\n" for r in keep))
+
+
+def saved_config(out: Path) -> dict:
+    """The config of the run in ``out``: its config.toml, or if that is missing or
+    damaged, the config its newest checkpoint holds (with a warning)."""
+    path = out / "config.toml"
+    try:
+        values = read_toml(path)
+        if "steps" not in values:  # every run writes its resolved config, steps and all
+            raise ValueError("it holds no run's config")
+        return values
+    except (ValueError, OSError) as e:
+        state = checkpoint.load_latest(out / "checkpoints", map_location="cpu")
+        if state is None:
+            if not path.exists():
+                raise FileNotFoundError(
+                    f"--resume: {path} not found (no run to continue there)"
+                ) from None
+            raise
+        warnings.warn(
+            f"{path} is missing or damaged ({e}); the run's config comes from its newest "
+            "checkpoint",
+            GanstepWarning,
+            stacklevel=2,
+        )
+        return {k: v for k, v in state["config"].items() if v is not None}
 
 
 def load_run(run: str | Path, map_location="cpu") -> tuple[Config, dict]:

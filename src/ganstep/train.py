@@ -86,8 +86,12 @@ def _train(cfg: Config, device: torch.device, resume: bool, progress: bool) -> d
         refused = None
         if writer:
             try:
+                if not resume and out.is_dir() and not (out / folder.LOCK_NAME).exists():
+                    # not a run's folder: refuse before writing a lock file into it
+                    folder.check_folder(out)
+                    folder.refuse_existing_run(out)
                 held.enter_context(RunLock(out))
-            except (ValueError, RuntimeError) as e:
+            except (ValueError, RuntimeError, FileExistsError) as e:
                 refused = e
         # every process leaves together if rank 0 could not take the folder
         agreed = data_parallel.world_size() > 1 and _any_process(refused is not None, device)
@@ -160,7 +164,7 @@ def _run(cfg: Config, device: torch.device, resume: bool, progress: bool, writer
     run = _setup(cfg, device, resume, writer)
     record = _loop(run, device, progress)
     if writer and (run.out / "metrics.jsonl").exists():
-        plots.report(run.out / "metrics.jsonl", run.out / "report.png")
+        plots.report(folder.records(run.out / "metrics.jsonl"), run.out / "report.png")
     return record
 
 
