@@ -159,3 +159,13 @@ def test_bad_accumulation_is_a_clear_error():
         step(real_batches(1)[0])
     with pytest.raises(ValueError, match="CUDA graph capture: accumulate > 1"):
         check_capturable(step)
+
+
+@pytest.mark.parametrize("objective", ["softmax", "rasgan", "ralsgan", "rahinge"])
+def test_objectives_that_are_not_batch_means_refuse_accumulation(objective):
+    G, D = nn.Linear(3, 2), nn.Linear(2, 1)
+    opts = torch.optim.SGD(G.parameters(), 0.1), torch.optim.SGD(D.parameters(), 0.1)
+    kwargs = dict(schedule="d_first", latent=lambda n: torch.randn(n, 3), accumulate=2)
+    with pytest.raises(ValueError, match=f"objective '{objective}' is not"):
+        Step(G, D, *opts, objective=objective, **kwargs)
+    Step(G, D, *opts, objective="rsgan", **kwargs)  # pairs sample i with sample i: a mean

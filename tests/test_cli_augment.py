@@ -60,6 +60,8 @@ def test_new_objectives_train(tmp_path, cache, objective):
         (["--limit", "10"], "grid draws fresh samples"),
         (["--schedule", "simultaneous", "--fused", "--augment", "diffaugment"],
          "use --augment without --fused"),
+        (["--accumulate", "2", "--objective", "softmax"], "objective 'softmax' is not"),
+        (["--data", ""], "data must name a dataset, a folder or a .npy file"),
     ],
 )  # fmt: skip
 def test_bad_augment_and_limit_are_named(tmp_path, cache, args, message):

@@ -158,6 +158,10 @@ class Config:
             _check_type(f.name, getattr(self, f.name), f.type)
         if not self.out.strip():
             raise ValueError("out must name the run folder, got an empty string")
+        if not self.data.strip():
+            raise ValueError(
+                "data must name a dataset, a folder or a .npy file, got an empty string"
+            )
         check_name("model", self.model, MODELS)
         check_name("objective", self.objective, OBJECTIVES)
         check_name("schedule", self.schedule, SCHEDULES)

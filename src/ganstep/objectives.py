@@ -37,6 +37,9 @@ class Objective:
     g_needs_real = False
     # The D-side regularizer taken from the D(real) forward (R1), or None; objectives
     # without R1 read as r1 = 0, r1_every = 1.
+    # Why the losses are not means over samples (so micro-batches cannot sum to the
+    # batch), or None: accumulation is refused where this is set.
+    batch_coupled: str | None = None
     regularizer: R1 | None = None
     r1 = 0.0
     r1_every = 1
@@ -277,6 +280,7 @@ class Relativistic(Objective):
     g_needs_real = True
     average = True
     not_fusable = "its L_G reads D's real scores and couples the samples through their means"
+    batch_coupled = "each sample is compared with the mean score of the other batch"
 
     def __init__(self, detach_mean: bool = False) -> None:
         if not isinstance(detach_mean, bool):
@@ -323,6 +327,7 @@ class RSGAN(Relativistic):
 
     name = "rsgan"
     average = False
+    batch_coupled = None  # pairs sample i with sample i: a mean over pairs
 
     def f(self, a: Tensor, target: float) -> Tensor:
         return F.softplus(-a) if target else F.softplus(a)
@@ -432,6 +437,7 @@ class Softmax(Objective):
     name = "softmax"
     g_needs_real = True
     not_fusable = "its log-partition couples every sample, and L_G needs D's real scores"
+    batch_coupled = "its log-partition sums over every sample of both batches"
 
     def d_loss(self, real: Tensor, fake: Tensor) -> tuple[Tensor, Logs]:
         return real.mean() + torch.logsumexp(torch.cat([-real.flatten(), -fake.flatten()]), 0), {}

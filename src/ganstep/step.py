@@ -309,6 +309,13 @@ class Step:
         self._d_declared = check_declaration(d_profile)
         self.accumulate = positive_int(accumulate, "accumulate")
         self.objective = get_objective(objective)
+        if self.accumulate > 1 and self.objective.batch_coupled is not None:
+            raise ValueError(
+                f"accumulate={self.accumulate} sums micro-batches' gradients, which equals the "
+                f"whole batch's only for losses that are means over samples; objective "
+                f"{self.objective.name!r} is not ({self.objective.batch_coupled}): use "
+                "accumulate=1"
+            )
         self.schedule = get_schedule(schedule)
         g_terms = normalize_terms(g_terms, "g_terms")
         d_terms = normalize_terms(d_terms, "d_terms")
