@@ -126,3 +126,47 @@ def test_any_damaged_bytes_are_a_checkpoint_error(tmp_path):
         path.write_bytes(rng.randbytes(rng.choice([1, 20, 2000])))
         with pytest.raises(ckpt.CheckpointError, match="damaged|not a ganstep checkpoint"):
             ckpt.load(path)
+
+
+def _rewrite(path: Path, change) -> None:
+    """Load a checkpoint raw, change it, save it keeping its old checksum (as a bit flip
+    would) or dropping it (``change`` returns False: a checkpoint that unpickles fine)."""
+    state = torch.load(path, weights_only=True)
+    if change(state) is False:
+        state["checksum"] = ckpt.checksum({k: v for k, v in state.items() if k != "checksum"})
+    torch.save(state, path)
+
+
+def flip_a_bit(state):
+    w = next(iter(state["G"].values()))
+    w.view(-1)[0] = torch.nextafter(w.view(-1)[0], torch.tensor(1.0))
+
+
+@pytest.mark.parametrize(
+    "change, why",
+    [
+        (flip_a_bit, "its checksum does not match its contents"),
+        (lambda s: [next(iter(s["ema"].values())).fill_(float("nan")), False][1],
+         "ema.net.0.weight holds NaN or infinite values"),
+        (lambda s: [s.pop("opt_g"), False][1], "its 'opt_g' should be a dict, got missing"),
+        (lambda s: [s.update(step="200"), False][1], "its 'step' should be a int, got str"),
+        (lambda s: [s.update(config="oops"), False][1], "its 'config' should be a dict, got str"),
+    ],
+    ids=["bit-flip", "nan-ema", "no-opt_g", "step-str", "config-str"],
+)  # fmt: skip
+def test_a_checkpoint_that_unpickles_but_cannot_be_trusted_falls_back(
+    run, tmp_path, cache, change, why
+):
+    newest = run / "checkpoints" / "step_00000004.pt"
+    _rewrite(newest, change)
+    with pytest.raises(ckpt.CheckpointError, match=why):
+        ckpt.load(newest)
+    proc = ganstep("sample", "--run", run, "--n", 5, "--out", tmp_path / "s.npy", cache=cache)
+    assert (
+        f"{newest}: damaged ({why}" in proc.stderr
+        and "using the older step_00000002" in proc.stderr
+    )
+    proc = ganstep("train", "--resume", "--steps", 6, "--out", run, cache=cache)
+    straight = tmp_path / "straight"
+    ganstep("train", "--steps", 6, "--out", straight, *COMMON, cache=cache)
+    assert_same_state(checkpoint(run), checkpoint(straight))  # resumed from step 2, exactly

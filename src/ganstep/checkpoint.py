@@ -13,6 +13,8 @@ crafted to run code when unpickled is refused instead of run.
 
 from __future__ import annotations
 
+import hashlib
+import math
 import os
 import pickle
 import re
@@ -92,11 +94,40 @@ def atomic_write_text(path: Path, text: str) -> None:
     atomic_write(path, lambda f: f.write(text.encode()))
 
 
+def checksum(state: object) -> str:
+    """SHA-256 of a checkpoint's payload: every tensor's dtype, shape and bytes and every
+    plain value, in a fixed order (dict keys sorted), so that a flipped bit shows."""
+    h = hashlib.sha256()
+
+    def feed(obj: object) -> None:
+        if isinstance(obj, torch.Tensor):
+            t = obj.detach().cpu().contiguous()
+            h.update(f"T{t.dtype}{tuple(t.shape)}".encode())
+            h.update(t.reshape(-1).view(torch.uint8).numpy().tobytes() if t.numel() else b"")
+        elif isinstance(obj, dict):
+            h.update(b"{")
+            for key in sorted(obj, key=repr):
+                h.update(repr(key).encode())
+                feed(obj[key])
+            h.update(b"}")
+        elif isinstance(obj, list | tuple):
+            h.update(b"[")
+            for value in obj:
+                feed(value)
+            h.update(b"]")
+        else:
+            h.update(repr(obj).encode())
+
+    feed(state)
+    return h.hexdigest()
+
+
 def save(folder: Path, step: int, state: dict, keep: int) -> Path:
-    """Write ``state`` (plain data only) as the checkpoint of ``step``; keep the last ``keep``."""
+    """Write ``state`` (plain data only) as the checkpoint of ``step``, with the checksum
+    of its payload; keep the last ``keep``."""
     check_plain(state)
     final = path_for(folder, step)
-    atomic_save(state, final)
+    atomic_save({**state, "checksum": checksum(state)}, final)
     for old in list_checkpoints(folder)[:-keep]:
         old.unlink(missing_ok=True)
     return final
@@ -151,7 +182,50 @@ def load(path: Path, map_location="cpu") -> dict:
         raise CheckpointError(f"{path}: damaged ({_short(e)})") from e
     if not isinstance(state, dict) or "step" not in state:
         raise CheckpointError(f"{path}: not a ganstep checkpoint (no step)")
+    problem = _check_payload(state)
+    if problem is not None:
+        raise CheckpointError(f"{path}: damaged ({problem})")
     return state
+
+
+# A training checkpoint's parts and their types (ganstep train writes all of them).
+PARTS = {"step": int, "config": dict, "data": dict, "G": dict, "D": dict, "opt_g": dict,
+         "opt_d": dict, "step_state": dict, "rng": dict, "sums": dict, "counts": dict}  # fmt: skip
+FINITE = ("G", "D", "ema", "opt_g", "opt_d")
+
+
+def _check_payload(state: dict) -> str | None:
+    """Why a loaded checkpoint cannot be trusted, or None: its checksum, its parts and
+    their types, and every float in the models, EMA and optimizer states being finite."""
+    saved = state.pop("checksum", None)
+    if saved is not None and saved != checksum(state):
+        return "its checksum does not match its contents: a bit flipped on disk or in transfer"
+    if "G" in state:  # a training checkpoint (tests save bare ones)
+        for key, kind in PARTS.items():
+            if not isinstance(state.get(key), kind) or isinstance(state.get(key), bool):
+                got = type(state[key]).__name__ if key in state else "missing"
+                return f"its {key!r} should be a {kind.__name__}, got {got}"
+        for key in FINITE:
+            bad = _first_non_finite(state.get(key), key)
+            if bad is not None:
+                return f"{bad} holds NaN or infinite values"
+    return None
+
+
+def _first_non_finite(obj: object, where: str) -> str | None:
+    """Where the first non-finite float of ``obj`` (nested tensors and numbers) is."""
+    if isinstance(obj, torch.Tensor):
+        ok = not obj.is_floating_point() or bool(torch.isfinite(obj).all())
+        return None if ok else where
+    if isinstance(obj, float):
+        return None if math.isfinite(obj) else where
+    if isinstance(obj, dict | list | tuple):
+        items = obj.items() if isinstance(obj, dict) else enumerate(obj)
+        for key, value in items:
+            found = _first_non_finite(value, f"{where}.{key}")
+            if found is not None:
+                return found
+    return None
 
 
 def _short(e: BaseException) -> str:
