@@ -170,3 +170,15 @@ def test_a_checkpoint_that_unpickles_but_cannot_be_trusted_falls_back(
     straight = tmp_path / "straight"
     ganstep("train", "--steps", 6, "--out", straight, *COMMON, cache=cache)
     assert_same_state(checkpoint(run), checkpoint(straight))  # resumed from step 2, exactly
+
+
+def test_sample_refuses_a_checkpoint_copied_from_another_run(run, tmp_path, cache):
+    other = tmp_path / "other"
+    ganstep("train", "--steps", 2, "--seed", 5, "--out", other, *COMMON, cache=cache)
+    for p in ckpt.list_checkpoints(run / "checkpoints"):
+        p.unlink()
+    (other / "checkpoints" / "step_00000002.pt").rename(run / "checkpoints" / "step_00000002.pt")
+    proc = ganstep("sample", "--run", run, "--n", 5, "--out", tmp_path / "s.npy", cache=cache,
+                   check=False)  # fmt: skip
+    assert proc.returncode == 1 and "seed: 5 -> 0" in proc.stderr, proc.stderr
+    assert "copied from another run" in proc.stderr and not (tmp_path / "s.npy").exists()

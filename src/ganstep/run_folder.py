@@ -23,7 +23,7 @@ import warnings
 from pathlib import Path
 
 from . import checkpoint
-from .config import RESUMABLE, Config, check_same_run, read_toml
+from .config import RESUMABLE, Config, check_same_run, read_toml, run_changes
 from .data import Dataset
 from .errors import GanstepWarning
 
@@ -284,4 +284,10 @@ def load_run(run: str | Path, map_location="cpu") -> tuple[Config, dict]:
     state = checkpoint.load_latest(run / "checkpoints", map_location=map_location)
     if state is None:
         raise FileNotFoundError(f"{run / 'checkpoints'} holds no checkpoint")
+    changes = run_changes(state["config"], dataclasses.asdict(cfg))
+    if changes:  # as --resume refuses it: the checkpoint is another run's
+        raise ValueError(
+            f"the newest checkpoint in {run / 'checkpoints'} is not the run that {config_path} "
+            f"describes ({'; '.join(changes)}): it was copied from another run"
+        )
     return cfg, state
