@@ -9,10 +9,13 @@ from __future__ import annotations
 import math
 
 
-def positive_int(value: object, what: str) -> int:
-    """``value`` if it is an int >= 1 (not a bool); otherwise ValueError naming ``what``."""
+def positive_int(value: object, what: str, maximum: int | None = None) -> int:
+    """``value`` if it is an int >= 1 (not a bool) and at most ``maximum``; otherwise
+    ValueError naming ``what``."""
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise ValueError(f"{what} must be a positive integer, got {value!r}")
+    if maximum is not None and value > maximum:
+        raise ValueError(f"{what} must be at most {maximum:,}, got {value:,}")
     return value
 
 

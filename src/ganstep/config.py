@@ -35,6 +35,13 @@ IMAGES_DEFAULTS = {"steps": 5000, "batch_size": 64, "lr_g": 2e-4, "lr_d": 2e-4, 
 RESUMABLE = ("steps", "eval_every", "sample_every", "ckpt_every", "keep", "log_every",
              "device", "compile", "out", "data_dir")  # fmt: skip
 MAX_SEED = 2**62
+MAX_LR = 1e6  # far beyond any working rate; near float32's range Adam's step overflows
+# Upper bounds, checked before anything is allocated: far beyond any run this trainer is
+# made for, and low enough that a typo (10**20) fails here, named, instead of in torch's
+# allocator, an overflow at the first lazy step, or an evaluation that never ends.
+LIMITS = {"batch_size": 2**20, "z_dim": 2**16, "width": 2**14, "eval_samples": 10**6,
+          "feature_steps": 10**6, "r1_every": 10**6, "accumulate": 2**20,
+          "steps": 10**12, "limit": 10**12}  # fmt: skip
 # --augment: DiffAugment's color, translation, cutout; "ada" with ADA's adaptive p.
 AUGMENTS = ("none", "diffaugment", "ada")
 
@@ -152,10 +159,20 @@ class Config:
 
     def validate(self) -> None:
         """Raise ValueError naming the first bad value."""
-        from .models import MODELS
-
         for f in fields(self):
             _check_type(f.name, getattr(self, f.name), f.type)
+        self._check_names()
+        self._check_counts()
+        self._check_numbers()
+        if self.device not in ("auto", "cpu") and not re.fullmatch(r"cuda(:\d+)?", self.device):
+            raise ValueError(f"device must be auto, cpu or cuda[:N], got {self.device!r}")
+        if self.device.startswith("cuda") and not torch.cuda.is_available():
+            raise ValueError(f"device {self.device!r} asked for, but CUDA is not available")
+
+    def _check_names(self) -> None:
+        """The fields that name something: a folder, a dataset, a model, an option."""
+        from .models import MODELS
+
         if not self.out.strip():
             raise ValueError("out must name the run folder, got an empty string")
         if not self.data.strip():
@@ -167,8 +184,6 @@ class Config:
         check_name("schedule", self.schedule, SCHEDULES)
         check_name("precision", self.precision, DTYPES)
         check_name("augment", self.augment, AUGMENTS)
-        if not isinstance(self.fused, bool):
-            raise ValueError(f"fused must be true or false, got {self.fused!r}")
         if self.fused and self.schedule != "simultaneous":
             raise ValueError(f"fused applies to the simultaneous schedule, not {self.schedule!r}")
         if self.fused and self.augment != "none":
@@ -181,40 +196,55 @@ class Config:
             check_name("compile", self.compile, backends)
         if self.lr_decay is not None:
             check_name("lr_decay", self.lr_decay, ("none", "linear"))
+
+    def _check_counts(self) -> None:
+        """The integer fields: positive, and the batch divisible into micro-batches."""
         counts = ("steps", "batch_size", "z_dim", "width", "eval_every", "sample_every",
                   "accumulate", "ckpt_every", "keep", "log_every", "feature_steps",
-                  "limit")  # fmt: skip
-        for name in (*counts, "r1_every"):
+                  "limit", "r1_every")  # fmt: skip
+        for name in counts:
             if getattr(self, name) is not None:  # None: filled from the data's defaults
-                positive_int(getattr(self, name), name)
+                positive_int(getattr(self, name), name, LIMITS.get(name))
         if self.batch_size is not None and self.batch_size % self.accumulate:
             raise ValueError(
                 f"accumulate {self.accumulate} splits each batch into equal micro-batches: "
                 f"batch_size {self.batch_size} does not divide by it"
             )
-        if self.eval_samples < 2:  # FID/KID compare the spread of the samples
-            raise ValueError(f"eval_samples must be at least 2, got {self.eval_samples}")
+        if not 2 <= self.eval_samples <= LIMITS["eval_samples"]:  # FID/KID need a spread
+            raise ValueError(
+                f"eval_samples must be from 2 to {LIMITS['eval_samples']:,}, got "
+                f"{self.eval_samples:,}"
+            )
         if not 0 <= self.seed <= MAX_SEED:
             raise ValueError(f"seed must be an integer from 0 to 2**62, got {self.seed}")
+
+    def _check_numbers(self) -> None:
+        """The real-valued fields: learning rates, R1, EMA and Adam's betas."""
         if self.r1 is not None and not (math.isfinite(self.r1) and self.r1 >= 0):
             raise ValueError(f"r1 must be a number >= 0, got {self.r1!r}")
         for name in ("lr_g", "lr_d"):
-            if getattr(self, name) is None:
-                continue
-            if not math.isfinite(getattr(self, name)) or getattr(self, name) <= 0:
-                raise ValueError(f"{name} must be a positive number, got {getattr(self, name)!r}")
+            value = getattr(self, name)
+            if value is not None and (not math.isfinite(value) or value <= 0):
+                raise ValueError(f"{name} must be a positive number, got {value!r}")
+            if value is not None and value > MAX_LR:  # torch's float32 steps overflow
+                raise ValueError(
+                    f"{name} must be at most {MAX_LR:g} (2e-4 to 1e-3 are usual), got {value:g}"
+                )
         if (self.r1_every or 1) > 1 and self.r1 is not None and not self.r1:
             raise ValueError("r1_every applies to R1: give r1 > 0 with it")
         if self.r1 and self.objective not in R1_OBJECTIVES:
             raise ValueError(
                 f"r1 applies to the objectives {', '.join(R1_OBJECTIVES)}, not {self.objective!r}"
             )
+        penalized = bool(self.r1) or self.objective == "wgan_gp"
+        if self.compile not in ("none", "eager") and penalized:
+            what = "R1" if self.r1 else "wgan_gp's gradient penalty"
+            raise ValueError(
+                f"compile {self.compile!r}: torch.compile has no double backward, which "
+                f"{what} takes; use compile none (or r1 0 for R1)"
+            )
         if not (0 <= self.ema < 1 and 0 <= self.beta1 < 1 and 0 <= self.beta2 < 1):
             raise ValueError("ema, beta1 and beta2 must be in [0, 1)")
-        if self.device not in ("auto", "cpu") and not re.fullmatch(r"cuda(:\d+)?", self.device):
-            raise ValueError(f"device must be auto, cpu or cuda[:N], got {self.device!r}")
-        if self.device.startswith("cuda") and not torch.cuda.is_available():
-            raise ValueError(f"device {self.device!r} asked for, but CUDA is not available")
 
     @classmethod
     def from_toml(cls, path: str | Path) -> Config:
@@ -257,5 +287,9 @@ def read_toml(path: str | Path) -> dict:
         values = tomllib.loads(path.read_text())
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as e:
         raise ValueError(f"{path}: cannot read TOML config ({e})") from e
+    except RecursionError:  # tomllib recurses once per level of nesting
+        raise ValueError(
+            f"{path}: nested too deeply to read; a ganstep config is flat (key = value)"
+        ) from None
     check_values(values, source=path)
     return values

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable, Iterable, Iterator, Sequence
 
 import torch
 from torch import Tensor, nn
+from torch.optim import Optimizer
 
 from . import distributed as data_parallel
 from .augment import get_augment
@@ -60,6 +62,25 @@ def _compiled(module: nn.Module, compile: bool | str) -> nn.Module:
     return torch.compile(module, backend=compile)
 
 
+def _check_compile_fits(compile: object, objective: Objective, g_regularizer: object) -> None:
+    """torch.compile's autograd (AOTAutograd) has no double backward, which gradient
+    penalties take: refuse now rather than at the first penalty, after compiling."""
+    if compile is False or compile == "eager":
+        return
+    takes = []
+    if objective.r1 > 0:
+        takes.append(f"{objective.name}'s R1 penalty")
+    if type(objective).penalty is not Objective.penalty:
+        takes.append(f"{objective.name}'s gradient penalty")
+    if g_regularizer is not None:
+        takes.append("G's path length regularizer")
+    if takes:
+        raise ValueError(
+            f"compile={compile!r}: torch.compile does not support the double backward that "
+            f"{' and '.join(takes)} takes; use compile=False (or the 'eager' backend)"
+        )
+
+
 def _check_models(G: object, D: object, opt_g: object, opt_d: object) -> None:
     for arg, module in (("G", G), ("D", D)):
         if not isinstance(module, nn.Module):
@@ -76,6 +97,11 @@ def _check_sources(latent: object, condition: object) -> None:
     """Where z and the fakes' conditions come from."""
     if latent is not None and not callable(latent):
         raise TypeError(f"latent must be callable as latent(n), got {type(latent).__name__}")
+    if latent is not None and not _takes_one_argument(latent):
+        raise TypeError(
+            "latent must take the batch size: latent(n) returns n z, e.g. "
+            "lambda n: torch.randn(n, dim)"
+        )
     if condition is not None and condition != "real" and not callable(condition):
         raise ValueError(
             f"condition must be None, 'real' or a sampler condition(n), got {condition!r}"
@@ -86,6 +112,19 @@ def _check_sources(latent: object, condition: object) -> None:
             "e.g. condition='real' for pix2pix's source images"
         )
 
+
+def _takes_one_argument(fn: Callable) -> bool:
+    """Whether ``fn(n)`` binds (True where Python cannot tell, e.g. some builtins)."""
+    try:
+        inspect.signature(fn).bind(1)
+    except TypeError:
+        return False
+    except ValueError:  # no signature to read
+        return True
+    return True
+
+
+Terms = dict[str, Term | tuple[float, Term]]  # extra loss terms: {"name": fn or (weight, fn)}
 
 # Keys of Step.state_dict() present when the Step has that part (ADA, a pool, path length).
 OPTIONAL_STATE = ("augment", "fake_pool", "g_regularizer")
@@ -104,7 +143,22 @@ def _check_g_regularizer(regularizer: object, latent: object) -> Regularizer | N
     return regularizer
 
 
-def _check_options(concat, distributed, check_finite, d_order, d_forwards, d_map, d_conditional):
+def _check_options(
+    concat,
+    distributed,
+    check_finite,
+    d_order,
+    d_forwards,
+    d_map,
+    d_conditional,
+    fake_pool,
+    condition,
+):
+    if fake_pool is not None and condition is not None:
+        raise ValueError(
+            "fake_pool keeps fake samples without their conditions: it works with "
+            "unconditional batches (condition=None)"
+        )
     flags = {"concat": concat, "distributed": distributed, "d_map": d_map,
              "check_finite": check_finite, "d_conditional": d_conditional}  # fmt: skip
     for name, value in flags.items():
@@ -263,66 +317,35 @@ class Step:
     trainable are trained.
     """
 
+    # fmt: off
     def __init__(
-        self,
-        G: nn.Module,
-        D: nn.Module,
-        opt_g: torch.optim.Optimizer,
-        opt_d: torch.optim.Optimizer,
-        *,
-        objective: str | Objective,
-        schedule: str | Schedule,
+        self, G: nn.Module, D: nn.Module, opt_g: Optimizer, opt_d: Optimizer, *,
+        objective: str | Objective, schedule: str | Schedule,
         latent: Callable[[int], Tensor] | None,
         condition: str | Callable[[int], Condition] | None = None,
-        g_terms: dict[str, Term | tuple[float, Term]] | None = None,
-        d_terms: dict[str, Term | tuple[float, Term]] | None = None,
-        d_scale: float = 1.0,
-        g_scale: float = 1.0,
-        d_conditional: bool = True,
-        concat: bool = False,
-        precision: str = "fp32",
-        distributed: bool = False,
-        compile: bool | str = False,
-        check_finite: bool = False,
-        accumulate: int = 1,
-        d_order: str = "real_first",
-        d_forwards: str = "auto",
-        d_profile: DProfile | dict[str, bool] | None = None,
-        d_map: bool = False,
+        g_terms: Terms | None = None, d_terms: Terms | None = None,
+        d_scale: float = 1.0, g_scale: float = 1.0, d_conditional: bool = True,
+        concat: bool = False, precision: str = "fp32", distributed: bool = False,
+        compile: bool | str = False, check_finite: bool = False, accumulate: int = 1,
+        d_order: str = "real_first", d_forwards: str = "auto",
+        d_profile: DProfile | dict[str, bool] | None = None, d_map: bool = False,
         augment: str | Callable[[Tensor], Tensor] | None = None,
-        fake_pool: int | None = None,
-        g_regularizer: Regularizer | None = None,
-        info_optimizer: torch.optim.Optimizer | None = None,
-        info_terms: dict[str, Term | tuple[float, Term]] | None = None,
-        before_step: dict[str, Hook] | None = None,
-        after_step: dict[str, Hook] | None = None,
+        fake_pool: int | None = None, g_regularizer: Regularizer | None = None,
+        info_optimizer: Optimizer | None = None, info_terms: Terms | None = None,
+        before_step: dict[str, Hook] | None = None, after_step: dict[str, Hook] | None = None,
     ) -> None:
+        # fmt: on
         _check_models(G, D, opt_g, opt_d)
         _check_sources(latent, condition)
-        if fake_pool is not None and condition is not None:
-            raise ValueError(
-                "fake_pool keeps fake samples without their conditions: it works with "
-                "unconditional batches (condition=None)"
-            )
         _check_options(concat, distributed, check_finite, d_order, d_forwards, d_map,
-                       d_conditional)  # fmt: skip
-        self._d_declared = check_declaration(d_profile)
+                       d_conditional, fake_pool, condition)  # fmt: skip
         self.accumulate = positive_int(accumulate, "accumulate")
         self.objective = get_objective(objective)
-        if self.accumulate > 1 and self.objective.batch_coupled is not None:
-            raise ValueError(
-                f"accumulate={self.accumulate} sums micro-batches' gradients, which equals the "
-                f"whole batch's only for losses that are means over samples; objective "
-                f"{self.objective.name!r} is not ({self.objective.batch_coupled}): use "
-                "accumulate=1"
-            )
         self.schedule = get_schedule(schedule)
         g_terms = normalize_terms(g_terms, "g_terms")
         d_terms = normalize_terms(d_terms, "d_terms")
-        if (g_terms or g_scale != 1) and self.objective.name == "began":
-            raise ValueError(
-                "began's k_t reads L_G itself: extra G terms or a g_scale would change it"
-            )
+        self._check_objective_fits(g_terms, g_scale)
+        _check_compile_fits(compile, self.objective, g_regularizer)
         device = next(G.parameters()).device
         self.precision = Precision(precision, device.type)
         self.distributed = distributed
@@ -339,6 +362,17 @@ class Step:
                          before_step=check_hooks(before_step, "before_step"),
                          after_step=check_hooks(after_step, "after_step"))  # fmt: skip
         self._info_side(G, D, info_optimizer, info_terms)
+        self._declare_d(D, d_profile)
+        if distributed:
+            data_parallel.broadcast_module(G)
+            data_parallel.broadcast_module(D)
+            self.game.sync = data_parallel.GradientAverager()
+        self.iteration = 0
+
+    def _declare_d(self, D: nn.Module, d_profile: object) -> None:
+        """What the user declared D to be: a whole profile skips the observation; then the
+        checks that depend on D (concat, the schedule's fused step)."""
+        self._d_declared = check_declaration(d_profile)
         self._d_module, self._d_mode = D, None  # D observed in that train/eval mode
         if isinstance(self._d_declared, dict) and set(self._d_declared) == set(FIELDS):
             self._d_declared = DProfile().declare(self._d_declared)
@@ -346,11 +380,21 @@ class Step:
             self.game.d_profile = self._d_declared
         self.game.check_concat()
         self.schedule.check(self.game)
-        if distributed:
-            data_parallel.broadcast_module(G)
-            data_parallel.broadcast_module(D)
-            self.game.sync = data_parallel.GradientAverager()
-        self.iteration = 0
+
+    def _check_objective_fits(self, g_terms: dict, g_scale: object) -> None:
+        """What the objective rules out: accumulation of batch-coupled losses, and G terms
+        or a G scale for BEGAN (whose k_t reads L_G itself)."""
+        if self.accumulate > 1 and self.objective.batch_coupled is not None:
+            raise ValueError(
+                f"accumulate={self.accumulate} sums micro-batches' gradients, which equals the "
+                f"whole batch's only for losses that are means over samples; objective "
+                f"{self.objective.name!r} is not ({self.objective.batch_coupled}): use "
+                "accumulate=1"
+            )
+        if (g_terms or g_scale != 1) and self.objective.name == "began":
+            raise ValueError(
+                "began's k_t reads L_G itself: extra G terms or a g_scale would change it"
+            )
 
     def _info_side(self, G: nn.Module, D: nn.Module, opt: object, terms: object) -> None:
         """InfoGAN's third side: the info optimizer over (some of) G's and D's parameters."""
@@ -551,6 +595,10 @@ class Step:
                 "load a state saved by a Step built with the same options (this Step has "
                 f"{sorted(parts) or 'none of them'}, the state {sorted(saved) or 'none'})"
             )
+        for key in ("iteration", "d_updates", "g_updates"):
+            value = state.get(key, 0)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise ValueError(f"Step state: {key} must be an integer >= 0, got {value!r}")
         for key, part in parts.items():
             part.load_state_dict(state[key])
         self.objective.load_state_dict(state["objective"])
