@@ -116,8 +116,9 @@ def test_image_folder_grayscale_and_rgb(tmp_path):
     for mode, color in (("L", 200), ("RGB", (10, 20, 30))):
         folder = tmp_path / mode
         folder.mkdir()
-        for i in range(3):
-            Image.new(mode, (12, 10), color).save(folder / f"{i}.png")
+        for i in range(3):  # not all alike: identical images are refused (nothing to learn)
+            shade = color + i if mode == "L" else (color[0] + i, *color[1:])
+            Image.new(mode, (12, 10), shade).save(folder / f"{i}.png")
         ds = load_dataset(str(folder))
         assert ds.train.shape == (3, 1 if mode == "L" else 3, 10, 12)
         raw = ds.to_raw(ds.train)

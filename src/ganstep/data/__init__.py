@@ -161,9 +161,17 @@ def _images(
     lo, hi = raw_range
     if not hi > lo:
         raise DataError(f"{name}: all pixel values are equal ({lo}); nothing to learn")
+    if np.ptp(array, axis=0).max() == 0:
+        raise DataError(
+            f"{name}: all {len(array)} training images are identical; there is no "
+            "distribution to learn (and the metrics' real-vs-real floor would be 0)"
+        )
+    # float32 cannot hold the differences of values beyond about 1e38: map in float64
+    wide = max(abs(lo), abs(hi)) > 1e30
 
     def norm(a):
-        return torch.from_numpy(((a.astype(np.float32) - lo) / (hi - lo)) * 2 - 1).contiguous()
+        scaled = (a.astype(np.float64 if wide else np.float32) - lo) / (hi - lo) * 2 - 1
+        return torch.from_numpy(scaled.astype(np.float32)).contiguous()
 
     return Dataset(
         name=name,
@@ -238,17 +246,58 @@ def _folder_files(path: Path) -> tuple[list[Path], dict[Path, int], list[str]]:
     return files, label_of, classes
 
 
+def _png_depth(path: Path) -> tuple[int, int] | None:
+    """A PNG's (bit depth, colour type) from its header; None for anything else."""
+    with open(path, "rb") as f:
+        head = f.read(26)
+    if len(head) < 26 or head[:8] != b"\x89PNG\r\n\x1a\n" or head[12:16] != b"IHDR":
+        return None
+    return head[24], head[25]
+
+
+# PNG colour types with more than one channel: gray + alpha, RGB, RGBA
+_PNG_MULTI_CHANNEL = {2: "RGB", 4: "gray + alpha", 6: "RGBA"}
+
+
+def _check_alpha(path: Path, im) -> None:
+    """The rule for transparency: an alpha channel that is opaque everywhere carries
+    nothing and is dropped; one with a transparent pixel is refused, since the colour
+    under it is not what the image shows."""
+    bands = im.getbands()
+    if "A" not in bands and "a" not in bands and "transparency" not in im.info:
+        return
+    alpha = im.getchannel("A") if "A" in bands else im.convert("RGBA").getchannel("A")
+    if alpha.getextrema()[0] < 255:
+        raise DataError(
+            f"{path}: has transparent pixels (an alpha channel); ganstep trains on colour "
+            "alone and would show D the colour hidden under them: flatten the images onto "
+            "a background first (e.g. PIL's Image.alpha_composite) or remove the alpha"
+        )
+
+
 def _open_images(files: list[Path]) -> tuple[list, dict]:
-    """The decoded images, and the first file of each size met."""
+    """The decoded images, and the first file of each size met. Refused: 16-bit colour
+    PNGs (Pillow would read them as 8-bit), transparency (see :func:`_check_alpha`),
+    decompression bombs."""
     from PIL import Image
 
     images, sizes = [], {}
     for f in files:
+        depth = _png_depth(f) if f.suffix.lower() == ".png" else None
+        if depth is not None and depth[0] == 16 and depth[1] in _PNG_MULTI_CHANNEL:
+            raise DataError(
+                f"{f}: a 16-bit {_PNG_MULTI_CHANNEL[depth[1]]} PNG, which Pillow reads as 8 "
+                "bits per channel (losing the low byte): convert it to 8 bits, or give the "
+                "pixels as a .npy array (N, H, W, 3) of uint16"
+            )
         try:
             with Image.open(f) as im:
                 im.load()
+                _check_alpha(f, im)
                 sizes.setdefault(im.size, f.name)
                 images.append(im.copy())
+        except Image.DecompressionBombError as e:
+            raise DataError(f"{f}: refused as a possible decompression bomb ({e})") from None
         except OSError as e:
             raise DataError(f"{f}: not a readable image ({e})") from e
     return images, sizes
@@ -309,20 +358,27 @@ def _pixels(images: list, deep: bool) -> np.ndarray:
 
 def load_array(path: Path) -> Dataset:
     """A ``.npy`` array: (N, d) points, or images (N, H, W), (N, C, H, W) or (N, H, W, C)."""
+    if path.stat().st_size == 0:
+        raise DataError(f"{path}: an empty file (0 bytes), not a .npy array")
     try:
         array = np.load(path, allow_pickle=False)
-    except (OSError, ValueError) as e:
+    except (OSError, ValueError, EOFError) as e:
         raise DataError(f"{path}: not a readable .npy array ({e})") from e
-    if array.dtype.kind not in "uif" or array.ndim < 2 or len(array) < 2:
+    if array.dtype.kind not in "uif" or array.ndim < 2 or len(array) < 2 or 0 in array.shape:
         raise DataError(
-            f"{path}: need a numeric array of at least 2 samples, shape (N, ...), got "
-            f"{array.dtype} {array.shape}"
+            f"{path}: need a numeric array of at least 2 samples with at least one value "
+            f"each, shape (N, ...), got {array.dtype} {array.shape}"
         )
     if not np.isfinite(array).all():
         raise DataError(f"{path}: the array has NaN or infinite values")
     if array.ndim == 2:
         data = torch.from_numpy(array.astype(np.float64))
         shift, scale = data.mean(0), data.std(0).clamp_min(1e-12)
+        if not (torch.isfinite(shift).all() and torch.isfinite(scale).all()):
+            raise DataError(
+                f"{path}: values up to {np.abs(array).max():.3g} overflow their mean and "
+                "spread in float64: rescale the data"
+            )
         train, test = _split(((data - shift) / scale).float())
         return Dataset(name=path.stem, kind="points", train=train.contiguous(), test=test,
                        shift=shift.float(), scale=scale.float())  # fmt: skip
