@@ -65,7 +65,32 @@ def _latent(game: Game, n: int) -> Batch:
             f"latent({n}) must return a tensor with {n} rows, or a tuple of such "
             f"(z, code), got {got}"
         )
+    _check_latent_tensors(game, n, parts)
     return Batch(torch.empty(n, 0), z)
+
+
+def _check_latent_tensors(game: Game, n: int, parts: list[Tensor]) -> None:
+    """z is a floating tensor of G's dtype on G's device; other parts (labels, codes)
+    are on G's device: torch's own errors about these name neither latent nor z."""
+    weight = next(game.g.module.parameters())
+    z = parts[0]
+    if not z.is_floating_point():
+        raise TypeError(
+            f"latent({n}) returned z of dtype {z.dtype}: z must be floating point "
+            f"({weight.dtype}, as G's parameters), e.g. torch.randn(n, dim)"
+        )
+    if weight.is_floating_point() and z.dtype != weight.dtype:
+        raise TypeError(
+            f"latent({n}) returned z of dtype {z.dtype}, G's parameters are {weight.dtype}: "
+            f"make z {weight.dtype} (torch.randn(n, dim, dtype={weight.dtype}))"
+        )
+    for i, t in enumerate(parts):
+        if t.device != weight.device:
+            which = "z" if i == 0 else f"part {i} of its tuple"
+            raise ValueError(
+                f"latent({n}) returned {which} on {t.device}, G is on {weight.device}: draw "
+                f"it there (device={str(weight.device)!r})"
+            )
 
 
 def generate(game: Game, codes: list[Code], like: Micro, *, graph: bool) -> Micro:

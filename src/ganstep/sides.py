@@ -64,6 +64,12 @@ class Side:
 
     def backward(self, loss: Tensor, *, retain_graph: bool = False, also: Sequence[Tensor] = ()):
         """Add ``loss``'s gradient (scaled) to this side's parameters only, and to ``also``."""
+        if not loss.requires_grad:
+            raise ValueError(
+                f"{self.name}'s loss does not depend on {self.name}'s trainable parameters "
+                f"(it has no graph): does {self.name}'s forward use its layers, and are "
+                "they left trainable (requires_grad=True)?"
+            )
         scaled = self.precision.scale(loss, self.key)
         torch.autograd.backward(scaled, inputs=[*self.params(), *also], retain_graph=retain_graph)
 
