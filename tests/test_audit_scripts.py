@@ -147,7 +147,12 @@ def test_named_g_and_d_agree_with_the_found_ones(tmp_path):
          "broken.py:2: sys.exit(2): the script exited with status 2, before G and D were found"),
         ("import nowhere_to_be_found\n",
          "broken.py:1: import nowhere_to_be_found: ModuleNotFoundError: No module named"),
+        # it ends without training: said so (naming G and D would not help)
         ("import torch\nG = torch.nn.Linear(2, 2)\nG(torch.ones(1, 2))\n",
+         "broken.py ran to its end before any optimizer step: nothing to audit"),
+        # it trains one module only: G and D cannot be told apart
+        ("import torch\nG = torch.nn.Linear(2, 2)\nopt = torch.optim.SGD(G.parameters(), 0.1)\n"
+         "for _ in range(3):\n    G(torch.ones(1, 2)).sum().backward()\n    opt.step()\n",
          "could not tell which modules are G and D"),
     ],
 )  # fmt: skip

@@ -18,6 +18,7 @@ from __future__ import annotations
 import os
 import runpy
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import torch
@@ -37,6 +38,15 @@ class _Stop(BaseException):
     BaseException so that the script's ``except Exception`` does not swallow it."""
 
 
+class _Exit(BaseException):
+    """The script called ``os._exit``: end the run here instead of the process, so that
+    the report is still made."""
+
+    def __init__(self, code: int) -> None:
+        super().__init__(code)
+        self.code = code
+
+
 class ScriptRecorder(Recorder):
     """A recorder fed by global module hooks, labelling modules as it meets them."""
 
@@ -50,6 +60,27 @@ class ScriptRecorder(Recorder):
         self.followed = False
         self.completed = 0
         self.namespace: dict | None = None  # the script's globals, seen while it runs
+        self.stop_seq: int | None = None  # where the audit stopped the script
+        self.exit_code: int | None = None  # how it ended, when it ended by itself
+        self.exit_how = ""  # said of that end: "ran to its end", "called os._exit(0)"
+        self.undo: Callable[[], None] = lambda: None  # remove the audit's hooks
+        # Called when the script goes on after the stop (it swallowed it: a bare except,
+        # ``except BaseException``); the command line reports and leaves the process.
+        self.on_swallowed: Callable[[], object] | None = None
+
+    def _after_stop(self) -> None:
+        """The script ran on after being stopped: stop it again, or leave."""
+        if self.on_swallowed is not None:
+            self.on_swallowed()
+        raise _Stop
+
+    def trim(self) -> None:
+        """Drop what was recorded after the stop (a script that swallowed it)."""
+        if self.stop_seq is not None:
+            cut = self.stop_seq
+            self.forwards = [f for f in self.forwards if f.seq <= cut]
+            self.backwards = [b for b in self.backwards if b.seq <= cut]
+            self.opt_steps = [s for s in self.opt_steps if s.seq <= cut]
 
     def _label(self, module: nn.Module) -> str | None:
         params = list(module.parameters())
@@ -64,6 +95,8 @@ class ScriptRecorder(Recorder):
         return label
 
     def pre(self, module: nn.Module, args: tuple) -> None:
+        if self.stop_seq is not None and self.depth == 0:
+            self._after_stop()
         if self.namespace is None and "__main__" in sys.modules:
             self.namespace = vars(sys.modules["__main__"])
         label = self._label(module) if self.depth == 0 else None
@@ -77,6 +110,8 @@ class ScriptRecorder(Recorder):
             self.forward_end(call[0], args, out, call[1])
 
     def before_step(self, step) -> None:
+        if self.stop_seq is not None:
+            self._after_stop()
         if self.leader is None:
             self.leader = step.label
         if step.label != self.leader:
@@ -85,6 +120,7 @@ class ScriptRecorder(Recorder):
             self.followed = False
             self.completed += 1
             if self.completed >= self.limit:
+                self.stop_seq = self.seq
                 raise _Stop
 
 
@@ -200,6 +236,7 @@ def audit_script(
     iterations: int = 2,
     G: str | None = None,
     D: str | None = None,
+    on_swallowed: Callable[[Report], object] | None = None,
 ) -> Report:
     """Run ``script`` as ``__main__`` with ``sys.argv = [script, *args]``, stop it after
     ``iterations`` iterations, and report on them.
@@ -208,69 +245,124 @@ def audit_script(
     when they cannot be found from the optimizers and the data flow. A crash of the
     script's loop is kept in the report (``error``, ``location``), with the iterations
     up to it analysed; :class:`AuditError` means there was nothing to audit.
+
+    A script that catches the stop and runs on (a bare ``except:``) is stopped again at
+    each module call and optimizer step; ``on_swallowed(report)`` is called with the
+    report the first time, and should leave the process (the command line does), since
+    such a loop may catch every stop.
     """
     positive_int(iterations, "iterations")
     path = Path(script).resolve()
     if not path.is_file():
         raise AuditError(f"{script}: no such script")
     rec = ScriptRecorder(iterations)
+    if on_swallowed is not None:
+
+        def leave() -> None:
+            rec.on_swallowed = None
+            rec.undo()  # no hook of the audit runs while it reports
+            rec.trim()
+            on_swallowed(_report(rec, path, script, G, D, None))
+
+        rec.on_swallowed = leave
     error = _run_recorded(rec, path, script, args)
+    return _report(rec, path, script, G, D, error)
+
+
+def _report(rec: ScriptRecorder, path: Path, script, G, D, error) -> Report:
+    """The report of what ``rec`` recorded; ``error``: what the script raised, if any."""
     location = crash_location(error, str(path)) if error is not None else None
+    if error is None and rec.exit_code is not None and not rec.opt_steps:
+        raise AuditError(
+            f"{script} {rec.exit_how} before any optimizer step: nothing to audit (does it "
+            "train, with the arguments given after --?)"
+        )
     try:
         roles = _find_g_and_d(rec, G, D)
     except AuditError as e:
         if error is not None:
             raise AuditError(f"{location or script}: {_describe(error)}, before G and D "
                              "were found") from error  # fmt: skip
-        raise AuditError(f"{script}: {e}") from None
+        raise AuditError(f"{script}: {e}{_ended(rec)}") from None
     _rename(rec, roles)
     done = _assign_iterations(rec, error is not None)
     if done == 0:
-        raise AuditError(f"{script} ran no complete iteration of G and D steps")
+        raise AuditError(
+            f"{script} ran no complete iteration of G and D steps{_ended(rec)}: nothing to "
+            "audit (does it train, with the arguments given after --?)"
+        )
     return analyse(rec, done, error, location)
+
+
+def _ended(rec: ScriptRecorder) -> str:
+    """How the script ended, when it ended by itself, for a message."""
+    if rec.exit_code is None:
+        return ""
+    return f" (the script {rec.exit_how} after {len(rec.opt_steps)} optimizer step(s))"
 
 
 def _run_recorded(rec: ScriptRecorder, path: Path, script, args) -> BaseException | None:
     """Run the script as ``__main__`` under ``rec``'s hooks, its argv ``args``; what it
     raised (None when it ran to its end, exited with 0 or was stopped by ``rec``).
-    Everything it changed in this process (argv, path, cwd, the hooks) is put back."""
+    Everything it changed in this process (argv, path, cwd, the hooks, ``os._exit``) is
+    put back."""
     error: BaseException | None = None
-    saved = sys.argv, list(sys.path), os.getcwd()
+    saved = sys.argv, list(sys.path), os.getcwd(), os._exit
     original_init = torch.optim.Optimizer.__init__
 
     def noting_init(opt, *a, **k):
         original_init(opt, *a, **k)
         rec.optimizers.append(opt)
 
+    def exit_now(code: int = 0) -> None:  # os._exit would leave without a report
+        raise _Exit(code)
+
     sys.argv = [str(script), *args]
     sys.path.insert(0, str(path.parent))  # its own imports, as python would
     torch.optim.Optimizer.__init__ = noting_init
+    os._exit = exit_now
     pre = nn.modules.module.register_module_forward_pre_hook(rec.pre)
     post = nn.modules.module.register_module_forward_hook(rec.post, always_call=True)
+    undone = []
+
+    def undo() -> None:
+        if undone:
+            return
+        undone.append(True)
+        pre.remove()
+        post.remove()
+        rec.__exit__(None, None, None)
+        torch.optim.Optimizer.__init__ = original_init
+        sys.argv, sys.path[:], os._exit = saved[0], saved[1], saved[3]
+        os.chdir(saved[2])
+
+    rec.undo = undo
+    rec.__enter__()
     try:
-        with rec:
-            runpy.run_path(str(path), run_name="__main__")
+        runpy.run_path(str(path), run_name="__main__")
+        rec.exit_code, rec.exit_how = 0, "ran to its end"
     except _Stop:
         pass
     except SyntaxError as e:
         if e.filename == str(path):
             raise AuditError(f"{script}:{e.lineno}: not valid Python ({e.msg})") from None
         error = e
-    except SystemExit as e:
-        if e.code not in (None, 0):
+    except (SystemExit, _Exit) as e:
+        code = e.code if isinstance(e.code, int) else 0 if e.code is None else 1
+        called = f"called os._exit({code})" if isinstance(e, _Exit) else None
+        rec.exit_code = code
+        rec.exit_how = called or ("exited with status 0" if code == 0 else f"exited with "
+                                  f"status {code}")  # fmt: skip
+        if code != 0:
             error = e
     except Exception as e:  # the script's own failure: analysed below
         error = e
     finally:
-        pre.remove()
-        post.remove()
-        torch.optim.Optimizer.__init__ = original_init
-        sys.argv, sys.path[:] = saved[0], saved[1]
-        os.chdir(saved[2])
+        undo()
     return error
 
 
 def _describe(error: BaseException) -> str:
-    if isinstance(error, SystemExit):
+    if isinstance(error, SystemExit | _Exit):
         return f"the script exited with status {error.code}"
     return f"{type(error).__name__}: {error}".splitlines()[0]

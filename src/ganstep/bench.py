@@ -187,7 +187,7 @@ def implementations(
     for variant in variants:
         schedule, options = VARIANTS[variant]
         options = {"schedule": PAIRS[schedule][0], **options}
-        if not _variant_applies(variant, model, objective, device):
+        if variant_refusal(variant, model, objective, device) is not None:
             continue
         factory = _graphed(pair, objective) if variant == "graph" else ganstep_factory(**options)
         impls[f"ganstep+{variant}"] = (schedule, factory)
@@ -211,22 +211,25 @@ def _graphed(pair: Callable[[], tuple], objective: str) -> Factory:
     return build
 
 
-def _variant_applies(variant: str, model: str, objective: str, device) -> bool:
-    """Whether ``variant`` can run here (the fused step needs a D without BatchNorm and
-    an objective it is exact for; autocast needs support on the device; CUDA graphs
-    need CUDA)."""
+def variant_refusal(variant: str, model: str, objective: str, device) -> str | None:
+    """Why ``variant`` cannot run for ``model`` and ``objective`` here, or None if it
+    can (the fused step needs a D without BatchNorm and an objective it is exact for;
+    autocast needs support on the device; CUDA graphs need CUDA)."""
     from .objectives import get_objective
 
     if variant == "fused":
-        plain_d = model != "dcgan" or objective == "wgan_gp"
-        return plain_d and get_objective(objective).not_fusable is None
-    if variant in ("bf16", "fp16"):
-        return torch.amp.is_autocast_available(torch.device(device).type)
-    if variant == "graph":  # CUDA graphs need CUDA, and the same work every iteration
-        return torch.device(device).type == "cuda"
-    if variant in R1_VARIANTS:  # measured on ns, next to the DCGAN example with R1
-        return objective == "ns"
-    return True
+        if model == "dcgan" and objective != "wgan_gp":
+            return "the dcgan D has BatchNorm in training mode (use --models dcgan_plain)"
+        return get_objective(objective).not_fusable
+    if variant in ("bf16", "fp16") and not torch.amp.is_autocast_available(
+        torch.device(device).type
+    ):
+        return f"autocast is not available on {device}"
+    if variant == "graph" and torch.device(device).type != "cuda":
+        return "CUDA graphs need --device cuda"
+    if variant in R1_VARIANTS and objective != "ns":
+        return "measured on ns only, next to the DCGAN example with R1"
+    return None
 
 
 def _sync(device) -> None:
@@ -325,6 +328,13 @@ def flops(fn: Callable) -> int:
     return counter.get_total_flops()
 
 
+def pairs(models, objectives) -> list[tuple[str, str]]:
+    """The (model, objective) pairs that are measured: the began model's D is an
+    autoencoder, so it runs with the began objective only (and only it, beside mlp)."""
+    return [(m, o) for m in models for o in objectives
+            if not ((m == "began") != (o == "began") and m != "mlp")]  # fmt: skip
+
+
 def bench(
     models=("mlp", "dcgan", "began"),
     objectives=("ns",),
@@ -344,29 +354,26 @@ def bench(
     batch (gloo on CPU).
     """
     rows: list[Row] = []
-    for model in models:
-        for objective in objectives:
-            if (model == "began") != (objective == "began") and model != "mlp":
-                continue  # the began model's D is an autoencoder: began objective only
-            width = {"mlp": 256, "began": max(8, dcgan_width // 2)}.get(model, dcgan_width)
-            n = 256 if model == "mlp" else batch
-            impls = implementations(model, objective, n, width, device, variants)
-            timed = {name: factory()[0] for name, (_, factory) in impls.items()}
-            times = time_interleaved(timed, reps, warmup, device)
-            for name, (schedule, factory) in impls.items():
-                probe, G, D = factory()
-                ms = times[name]
-                rows.append(Row(
-                    model=model, objective=objective, schedule=schedule, impl=_impl(name),
-                    ms_median=round(statistics.median(ms), 3), ms_min=round(min(ms), 3),
-                    ms_max=round(max(ms), 3), peak_mem_bytes=int(peak_memory(probe, device)),
-                    gflops=round(flops(probe) / 1e9, 4), passes=count_passes(probe, G, D),
-                ))  # fmt: skip
-            _graph_counts(rows, model, objective)
-            if processes > 1:
-                rows.append(data_parallel_row(model, objective, n, width, reps, warmup,
-                                              processes))  # fmt: skip
-            _ratios(rows, model, objective)
+    for model, objective in pairs(models, objectives):
+        width = {"mlp": 256, "began": max(8, dcgan_width // 2)}.get(model, dcgan_width)
+        n = 256 if model == "mlp" else batch
+        impls = implementations(model, objective, n, width, device, variants)
+        timed = {name: factory()[0] for name, (_, factory) in impls.items()}
+        times = time_interleaved(timed, reps, warmup, device)
+        for name, (schedule, factory) in impls.items():
+            probe, G, D = factory()
+            ms = times[name]
+            rows.append(Row(
+                model=model, objective=objective, schedule=schedule, impl=_impl(name),
+                ms_median=round(statistics.median(ms), 3), ms_min=round(min(ms), 3),
+                ms_max=round(max(ms), 3), peak_mem_bytes=int(peak_memory(probe, device)),
+                gflops=round(flops(probe) / 1e9, 4), passes=count_passes(probe, G, D),
+            ))  # fmt: skip
+        _graph_counts(rows, model, objective)
+        if processes > 1:
+            rows.append(data_parallel_row(model, objective, n, width, reps, warmup,
+                                          processes))  # fmt: skip
+        _ratios(rows, model, objective)
     return rows
 
 

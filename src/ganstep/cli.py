@@ -2,17 +2,21 @@
 
 from __future__ import annotations
 
-import argparse
-import os
-import sys
-import warnings
-from pathlib import Path
+from .interrupt import INTERRUPTED, deferred
 
-from .data import NAMES, DataError
-from .errors import GanstepWarning
-from .models import MODELS
-from .objectives import OBJECTIVES, R1_OBJECTIVES
-from .schedules import SCHEDULES
+with deferred():  # the command's start-up, until main() handles Ctrl-C itself
+    import argparse
+    import math
+    import os
+    import sys
+    import warnings
+    from pathlib import Path
+
+    from .data import NAMES, DataError
+    from .errors import GanstepWarning
+    from .models import MODELS
+    from .objectives import OBJECTIVES, R1_OBJECTIVES
+    from .schedules import SCHEDULES
 
 _CONDITIONAL = (
     "class-conditional (dcgan on labelled data: digits, mnist, fashion-mnist, a folder of "
@@ -207,17 +211,26 @@ def _train(args: argparse.Namespace) -> int:
     return 0
 
 
+# `ganstep sample --n`: ten million 2D points are 80 MB; more is a typo, not a sample.
+# Images are bounded by memory instead: 4 GiB of float32 samples.
+MAX_SAMPLES = 10**7
+MAX_SAMPLE_BYTES = 4 * 2**30
+
+
 def _sample(args: argparse.Namespace) -> int:
     import numpy as np
     import torch
 
     from . import plots
+    from .config import MAX_SEED
     from .models import build_models
     from .run_folder import dataset_from_meta, load_run
     from .sampling import class_labels, generate
 
-    if args.n < 1:
-        raise ValueError(f"--n must be at least 1, got {args.n}")
+    if not 1 <= args.n <= MAX_SAMPLES:
+        raise ValueError(f"--n must be from 1 to {MAX_SAMPLES:,}, got {args.n:,}")
+    if not 0 <= args.seed <= MAX_SEED:
+        raise ValueError(f"--seed must be from 0 to 2**62, got {args.seed}")
     if args.out.suffix not in (".npy", ".png"):
         raise ValueError(f"--out must end in .npy or .png, got {args.out}")
     if args.out.is_dir():
@@ -235,9 +248,17 @@ def _sample(args: argparse.Namespace) -> int:
         labels = class_labels(args.n, classes)
         if args.label is not None:
             labels = torch.full((args.n,), args.label)
+    size = args.n * math.prod(shape) * 4  # float32 in memory before it is written
+    if size > MAX_SAMPLE_BYTES:
+        most = MAX_SAMPLE_BYTES // (math.prod(shape) * 4)
+        raise ValueError(
+            f"--n {args.n:,} samples of shape {shape} take {size / 2**30:.1f} GiB; this run's "
+            f"samples allow at most --n {most:,} at once"
+        )
     G, _ = build_models(cfg.model, shape, cfg.objective, cfg.z_dim, cfg.width, classes)
     G.load_state_dict(state["ema"] if state.get("ema") is not None else state["G"])
-    x = generate(G, cfg.z_dim, args.n, torch.device("cpu"), seed=args.seed, labels=labels)
+    x = generate(G, cfg.z_dim, args.n, torch.device("cpu"), seed=args.seed, labels=labels,
+                 progress=args.n > 20_000)  # fmt: skip
     raw = data.to_raw(x)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     if args.out.suffix == ".npy":
@@ -254,7 +275,7 @@ def _sample(args: argparse.Namespace) -> int:
 def _bench(args: argparse.Namespace) -> int:
     import torch
 
-    from .bench import MODELS, VARIANTS, bench, plot, table, write_json
+    from .bench import MODELS, VARIANTS, bench, pairs, plot, table, variant_refusal, write_json
     from .registry import check_name
     from .train import resolve_device
 
@@ -284,6 +305,7 @@ def _bench(args: argparse.Namespace) -> int:
     if args.quick:
         args.models, args.objectives, args.reps, args.warmup = ["mlp", "dcgan"], ["ns"], 5, 2
         args.width, args.batch_size = 32, 32
+    _bench_variants_run(args, pairs, variant_refusal)
     rows = bench(args.models, args.objectives, reps=args.reps, warmup=args.warmup,
                  dcgan_width=args.width, batch=args.batch_size, device=args.device,
                  variants=args.variants, processes=args.processes)  # fmt: skip
@@ -297,21 +319,45 @@ def _bench(args: argparse.Namespace) -> int:
     return 0
 
 
+def _bench_variants_run(args: argparse.Namespace, pairs, refusal) -> None:
+    """Each variant asked for runs somewhere, or the command says why not; where it
+    does not run, a note says why (no row is dropped without a word)."""
+    measured = pairs(args.models, args.objectives)
+    for variant in args.variants:
+        why = {(m, o): refusal(variant, m, o, args.device) for m, o in measured}
+        if measured and all(why.values()):
+            shown = "; ".join(f"{m}/{o}: {w}" for (m, o), w in why.items())
+            raise ValueError(f"--variants {variant} runs on none of the models asked for ({shown})")
+        for (m, o), w in why.items():
+            if w:
+                print(f"ganstep: note: no {variant} row for {m}/{o}: {w}", file=sys.stderr)
+
+
 def _audit(args: argparse.Namespace) -> int:
     from .audit import report_json
     from .audit_script import audit_script
 
     if args.iterations < 1:
         raise ValueError(f"--iterations must be at least 1, got {args.iterations}")
+
+    def show(report) -> int:
+        print(report)
+        if args.json:
+            args.json.write_text(report_json(report) + "\n")
+        return AUDITED_LOOP_CRASHED if report.error is not None else 0
+
+    def leave(report) -> None:  # the script swallowed the stop: it may swallow any other
+        code = show(report)
+        print(f"ganstep: the script caught the audit's stop after {args.iterations} "
+              "iteration(s) and ran on; it was ended here", file=sys.stderr)  # fmt: skip
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+
     if args.function is not None:
-        report = _audit_function(args)
-    else:
-        report = audit_script(args.script, args.script_args, iterations=args.iterations,
-                              G=args.g_name, D=args.d_name)  # fmt: skip
-    print(report)
-    if args.json:
-        args.json.write_text(report_json(report) + "\n")
-    return AUDITED_LOOP_CRASHED if report.error is not None else 0
+        return show(_audit_function(args))
+    return show(audit_script(args.script, args.script_args, iterations=args.iterations,
+                             G=args.g_name, D=args.d_name, on_swallowed=leave))  # fmt: skip
 
 
 AUDITED_LOOP_CRASHED = 3
@@ -375,14 +421,15 @@ def main(argv: list[str] | None = None) -> int:
     if argv[:1] == ["audit"] and "--" in argv:  # what follows -- is the script's own
         at = argv.index("--")
         argv, script_args = argv[:at], argv[at + 1 :]
-    args = _parser().parse_args(argv)
+    with deferred():
+        args = _parser().parse_args(argv)
     args.script_args = script_args
     previous, warnings.showwarning = warnings.showwarning, _show_warning
     try:
         commands = {"train": _train, "sample": _sample, "bench": _bench, "audit": _audit}
         return commands[args.command](args)
     except KeyboardInterrupt:
-        return 130
+        return INTERRUPTED
     except (ValueError, DataError, OSError, RuntimeError) as e:
         print(f"ganstep: error: {_one_line(e)}", file=sys.stderr)
         return 1
