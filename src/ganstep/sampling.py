@@ -3,6 +3,7 @@ the grids and scatter plots a run folder keeps."""
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import torch
@@ -27,15 +28,22 @@ def generate(
     seed: int,
     batch: int = 500,
     labels: Tensor | None = None,
+    progress: bool = False,
 ) -> Tensor:
     """n samples of G in eval mode from a fixed seed, leaving all training streams alone;
-    with ``labels`` (n classes), of a conditional G made for them."""
+    with ``labels`` (n classes), of a conditional G made for them. ``progress``: a
+    progress bar on stderr."""
     gen = torch.Generator(device=device).manual_seed(seed)
     was_training = G.training
     G.eval()
+    starts = range(0, n, batch)
+    if progress:
+        from tqdm import tqdm
+
+        starts = tqdm(starts, desc="sampling", unit="batch", file=sys.stderr)
     try:
         out = []
-        for i in range(0, n, batch):
+        for i in starts:
             z = torch.randn(min(batch, n - i), latent_dim, generator=gen, device=device)
             args = (z,) if labels is None else (z, labels[i : i + batch].to(device))
             out.append(G(*args).cpu())

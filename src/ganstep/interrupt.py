@@ -1,0 +1,41 @@
+"""Ctrl-C while ganstep is imported: torch takes a second or more to import, and a
+KeyboardInterrupt raised inside that import can be swallowed by a library's own
+``except`` or end in a traceback. During the import SIGINT only sets a flag; once the
+imports are done, the ``ganstep`` command leaves with status 130 and one line, and a
+program that imports ganstep gets its KeyboardInterrupt there."""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+import sys
+import threading
+from pathlib import Path
+
+INTERRUPTED = 130  # the shell's status for a process ended by SIGINT
+
+
+def _command() -> bool:
+    """Whether this process is the ``ganstep`` command (``ganstep ...`` or ``python -m
+    ganstep``, whose argv[0] is "-m" while the package is imported)."""
+    return sys.argv[:1] == ["-m"] or Path(sys.argv[0] if sys.argv else "").name == "ganstep"
+
+
+@contextlib.contextmanager
+def deferred(what: str = "starting"):
+    """Hold SIGINT until the block ends; then, if it came, leave with status 130 (the
+    command) or raise KeyboardInterrupt (a program importing ganstep)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield  # handlers can only be set from the main thread
+        return
+    came = []
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: came.append(signum))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    if came and _command():
+        print(f"ganstep: interrupted while {what}", file=sys.stderr)
+        raise SystemExit(INTERRUPTED)
+    if came:
+        raise KeyboardInterrupt
