@@ -18,6 +18,7 @@ import math
 import os
 import pickle
 import re
+import shutil
 import tempfile
 import warnings
 from collections.abc import Callable
@@ -74,6 +75,9 @@ def atomic_write(path: Path, write: Callable[[BinaryIO], object]) -> None:
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
+    except (OSError, RuntimeError) as e:  # torch.save reports a failed write as RuntimeError
+        Path(tmp).unlink(missing_ok=True)
+        raise _write_failure(path, e) from e
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
@@ -82,6 +86,21 @@ def atomic_write(path: Path, write: Callable[[BinaryIO], object]) -> None:
         os.fsync(dir_fd)  # make the rename itself durable
     finally:
         os.close(dir_fd)
+
+
+def _write_failure(path: Path, error: BaseException) -> OSError:
+    """Why a write failed, in terms a user can act on: a file size limit, a full disk."""
+    import resource
+
+    hints = []
+    limit = resource.getrlimit(resource.RLIMIT_FSIZE)[0]
+    if limit != resource.RLIM_INFINITY:
+        hints.append(f"this process may write files of at most {limit:,} bytes (ulimit -f)")
+    free = shutil.disk_usage(path.parent).free
+    if free < 64 * 2**20:
+        hints.append(f"{free:,} bytes are free on that disk")
+    reason = "; ".join(hints) or str(error).splitlines()[0]
+    return OSError(f"{path}: could not be written ({reason}); the file it replaces is intact")
 
 
 def atomic_save(obj: object, path: Path) -> None:

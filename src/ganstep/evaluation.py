@@ -5,6 +5,7 @@ once and cached."""
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Callable
 
 import torch
@@ -77,8 +78,11 @@ def _cached_net(name: str, make: Callable[[], nn.Module], fit: Callable[[], nn.M
         try:
             net.load_state_dict(torch.load(path, map_location="cpu", weights_only=True))
             return net.eval()
-        except (RuntimeError, OSError, EOFError):
-            pass  # a stale or damaged cache entry: train again and overwrite it
+        except Exception:  # stale, damaged or not ours (a pickle weights_only refuses):
+            pass  # train again and overwrite it
+    # the one long piece of work before the first step: say what it is
+    print(f"ganstep: training a metric network once ({name}); cached in {path.parent}",
+          file=sys.stderr)  # fmt: skip
     net = fit()
     checkpoint.atomic_save(net.state_dict(), path)
     return net

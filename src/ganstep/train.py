@@ -10,19 +10,21 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import json
 import signal
 import sys
 import threading
 import time
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 import torch
 from torch import Tensor
 
-from . import checkpoint, plots
+from . import checkpoint, nonfinite, plots
 from . import distributed as data_parallel
 from . import run_folder as folder
 from .config import Config
@@ -111,23 +113,30 @@ class LossTally:
         self.sums: dict[str, Tensor] = {k: v.to(device) for k, v in (sums or {}).items()}
         self.counts: dict[str, int] = dict(counts or {})
         self.first_bad = torch.full((), -1, dtype=torch.long, device=device)
+        self.bad: dict[str, Tensor] = {}  # per loss: was it ever non-finite
+        self.explain: Callable[[list[str]], str] | None = None  # what made it so
 
     def add(self, logs: dict[str, Tensor], step: int) -> None:
         for key, value in logs.items():
             zero = torch.zeros((), device=self.device)
             self.sums[key] = self.sums.get(key, zero) + value.float()
             self.counts[key] = self.counts.get(key, 0) + 1
-            bad = (self.first_bad < 0) & ~torch.isfinite(value)
+            finite = torch.isfinite(value)
+            self.bad[key] = self.bad.get(key, ~finite) | ~finite
+            bad = (self.first_bad < 0) & ~finite
             self.first_bad = torch.where(bad, step, self.first_bad)
 
     def check(self) -> None:
-        """Raise :class:`NonFiniteLoss` if a loss was not finite (one host sync)."""
+        """Raise :class:`NonFiniteLoss` if a loss was not finite (one host sync), saying
+        which and what made it so."""
         bad = int(self.first_bad.item())
         if bad >= 0:
+            keys = [k for k, v in self.bad.items() if bool(v)]
+            why = f": {self.explain(keys)}" if self.explain else ""
             raise NonFiniteLoss(
-                f"a loss became NaN or infinite at step {bad}; training stopped and nothing "
-                "was saved after it (the last checkpoint before it is kept). Try smaller "
-                "learning rates (--lr-g, --lr-d)."
+                f"a loss ({', '.join(keys)}) became NaN or infinite at step {bad}{why}. "
+                "Training stopped and nothing was saved after it (the last checkpoint "
+                "before it is kept)."
             )
 
     def take_means(self) -> dict[str, float]:
@@ -213,6 +222,9 @@ def _setup(cfg: Config, device: torch.device, resume: bool, writer: bool) -> _Ru
         with _own_rng(device):
             evaluator = Evaluator(data, cfg)
     meta = {**folder.data_meta(data), "checksum": data.checksum}
+    data_max = float(train.train.abs().max()) if train.train is not None else 1.0
+    tally.explain = functools.partial(nonfinite.explain, cfg, trainee.G, trainee.D,
+                                      data_max=data_max)  # fmt: skip
     return _Run(cfg, out, train, trainee, tally, start, writer, evaluator, meta)
 
 
