@@ -1,0 +1,572 @@
+"""Hostile inputs: each input and fault of the reliability review (issue 22), given to
+ganstep as a user would give it, with the outcome it gets.
+
+    python tests/hostile_inputs.py [--only NAME ...] [--timeout SECONDS]
+
+prints one row per case: its kind in the review (silent, traceback, hang, vague, lost)
+and its outcome now: ``clear`` (one ``ganstep: error:`` line or a library error that
+names the argument, and no traceback), ``correct`` (the right result), or ``FAIL``
+with what happened. ``tests/test_hostile.py`` runs every case under pytest.
+
+Every case builds its own files in a temporary folder; nothing outside it is touched.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import struct
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+import zlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+AUDIT_SCRIPT = HERE / "audit_scripts" / "pytorch_gan_dcgan.py"
+# A tiny grid run: seconds on a CPU, one evaluation, one checkpoint.
+TINY = ["--steps", "2", "--batch-size", "16", "--width", "8", "--eval-samples", "50",
+        "--log-every", "1", "--no-progress"]  # fmt: skip
+
+
+@dataclass
+class Outcome:
+    ok: bool
+    what: str
+    verdict: str = "correct"  # or "clear": a clear error
+
+
+@dataclass
+class Case:
+    name: str
+    kind: str  # what the review found: silent, traceback, hang, vague, lost
+    run: Callable[[Path, float], Outcome]
+    # False: a case that trains a run first (10-20 s); the suite tests it elsewhere
+    # (tests/test_checkpoint.py, test_run_folder.py), this script runs it too
+    in_suite: bool = True
+
+
+def ganstep(tmp: Path, *args: object, timeout: float = 60, env=None) -> subprocess.CompletedProcess:
+    """``ganstep ARGS`` in ``tmp`` with its own cache; a hang comes back as returncode None."""
+    full_env = {**os.environ, "GANSTEP_CACHE": str(tmp / "cache"), **(env or {})}
+    cmd = [sys.executable, "-m", "ganstep", *map(str, args)]
+    try:
+        return subprocess.run(cmd, cwd=tmp, env=full_env, capture_output=True, text=True,
+                              timeout=timeout, stdin=subprocess.DEVNULL)  # fmt: skip
+    except subprocess.TimeoutExpired as e:
+        out = e.stdout.decode() if isinstance(e.stdout, bytes) else e.stdout or ""
+        return subprocess.CompletedProcess(cmd, None, out, f"timed out after {timeout} s")
+
+
+def clear_error(proc: subprocess.CompletedProcess, *words: str) -> Outcome:
+    """A nonzero exit whose stderr ends in one ``ganstep: error:`` line naming ``words``."""
+    if proc.returncode is None:
+        return Outcome(False, proc.stderr)
+    lines = [line for line in proc.stderr.splitlines() if line.strip()]
+    last = lines[-1] if lines else ""
+    if proc.returncode == 0:
+        return Outcome(False, f"exit 0: {last or proc.stdout[-200:]}")
+    if "Traceback" in proc.stderr:
+        return Outcome(False, "traceback: " + last)
+    if not last.startswith("ganstep: error:"):
+        return Outcome(False, f"exit {proc.returncode}: {last}")
+    missing = [w for w in words if w.lower() not in last.lower()]
+    if missing:
+        return Outcome(False, f"does not name {missing}: {last}")
+    return Outcome(True, last.removeprefix("ganstep: error: "), "clear")
+
+
+def python(tmp: Path, code: str, timeout: float = 60) -> subprocess.CompletedProcess:
+    """``code`` in a fresh interpreter (library cases)."""
+    cmd = [sys.executable, "-c", textwrap.dedent(code)]
+    try:
+        return subprocess.run(cmd, cwd=tmp, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return subprocess.CompletedProcess(cmd, None, "", f"timed out after {timeout} s")
+
+
+def printed(proc: subprocess.CompletedProcess, *words: str) -> Outcome:
+    """A library case that prints its result as its last line: it names ``words``."""
+    if proc.returncode != 0:
+        tail = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+        return Outcome(False, f"exit {proc.returncode}: {tail}")
+    last = (proc.stdout.strip().splitlines() or [""])[-1]
+    missing = [w for w in words if w.lower() not in last.lower()]
+    if missing:
+        return Outcome(False, f"does not name {missing}: {last}")
+    return Outcome(True, last, "clear" if "Error" in last.split(" ")[0] else "correct")
+
+
+# -- files ------------------------------------------------------------------------------
+
+
+def png(path: Path, width: int, height: int, depth: int, colour: int, pixels: bytes) -> None:
+    """A PNG written by hand (Pillow cannot write 16-bit colour)."""
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        body = kind + data
+        return struct.pack(">I", len(data)) + body + struct.pack(">I", zlib.crc32(body))
+
+    header = struct.pack(">IIBBBBB", width, height, depth, colour, 0, 0, 0)
+    path.write_bytes(b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header)
+                     + chunk(b"IDAT", zlib.compress(pixels)) + chunk(b"IEND", b""))  # fmt: skip
+
+
+def image_folder(tmp: Path, name: str, modes: list[str], alpha: int = 128) -> Path:
+    """A folder of 8x8 images in ``modes`` (random colour; alpha ``alpha`` where any)."""
+    from PIL import Image
+
+    folder = tmp / name
+    folder.mkdir()
+    rng = np.random.default_rng(0)
+    for i, mode in enumerate(modes):
+        bands = len(mode)
+        pixels = rng.integers(0, 256, (8, 8, bands), dtype=np.uint8)
+        if "A" in mode:
+            pixels[..., -1] = alpha
+        Image.fromarray(pixels.squeeze(-1) if bands == 1 else pixels, mode).save(
+            folder / f"{i:03d}.png"
+        )
+    return folder
+
+
+def trained_run(tmp: Path, name: str = "run", *extra: str) -> Path:
+    run = tmp / name
+    proc = ganstep(tmp, "train", "--out", run, *TINY, *extra, timeout=120)
+    if proc.returncode != 0:
+        raise RuntimeError(f"the setup run failed: {proc.stderr[-300:]}")
+    return run
+
+
+def audit_variant(tmp: Path, name: str, edit: Callable[[str, str], str]) -> Path:
+    """PyTorch-GAN's dcgan.py loop (tests/audit_scripts) with its loop edited."""
+    source = AUDIT_SCRIPT.read_text()
+    at = source.index("for epoch in range(opt.n_epochs):")
+    path = tmp / f"{name}.py"
+    path.write_text(edit(source[:at], source[at:]))
+    return path
+
+
+def swallowing(handler: str) -> Callable[[str, str], str]:
+    def edit(head: str, loop: str) -> str:
+        body = textwrap.indent(loop.split("\n", 1)[1], "    ")
+        return head + f"for epoch in range(opt.n_epochs):\n    try:\n{body}\n    {handler}\n" \
+            "        pass\n"  # fmt: skip
+
+    return edit
+
+
+# -- the cases ---------------------------------------------------------------------------
+
+
+def data_case(folder_of: Callable[[Path], Path], *words: str):
+    def run(tmp: Path, timeout: float) -> Outcome:
+        return clear_error(ganstep(tmp, "train", "--data", folder_of(tmp), "--out", tmp / "r",
+                                   *TINY, timeout=timeout), *words)  # fmt: skip
+
+    return run
+
+
+def flag_case(*args: object, words: tuple[str, ...] = ()):
+    def run(tmp: Path, timeout: float) -> Outcome:
+        return clear_error(ganstep(tmp, "train", "--out", tmp / "r", *TINY, *args,
+                                   timeout=timeout), *words)  # fmt: skip
+
+    return run
+
+
+def npy(name: str, array: np.ndarray | None) -> Callable[[Path], Path]:
+    def make(tmp: Path) -> Path:
+        path = tmp / name
+        if array is None:
+            path.write_bytes(b"")
+        else:
+            np.save(path, array)
+        return path
+
+    return make
+
+
+def sixteen_bit_rgb(tmp: Path) -> Path:
+    folder = tmp / "rgb16"
+    folder.mkdir()
+    rng = np.random.default_rng(0)
+    for i in range(3):
+        rows = rng.integers(0, 65536, (8, 8 * 3)).astype(">u2")
+        raw = b"".join(b"\x00" + row.tobytes() for row in rows)
+        png(folder / f"{i}.png", 8, 8, 16, 2, raw)
+    return folder
+
+
+def bomb(tmp: Path) -> Path:
+    """A PNG that says it is 30,000 x 30,000 (900 megapixels): Pillow's bomb check."""
+    folder = tmp / "bomb"
+    folder.mkdir()
+    png(folder / "a.png", 30000, 30000, 1, 0, b"\x00" * 10)
+    png(folder / "b.png", 30000, 30000, 1, 0, b"\x00" * 10)
+    return folder
+
+
+def opaque_alpha_loads(tmp: Path, timeout: float) -> Outcome:
+    folder = image_folder(tmp, "rgba_opaque", ["RGBA"] * 4, alpha=255)
+    proc = python(
+        tmp,
+        f"""
+        from PIL import Image
+        import numpy as np
+        from ganstep.data import load_dataset
+        d = load_dataset({str(folder)!r})
+        rgb = np.asarray(Image.open({str(folder / "000.png")!r}).convert("RGB"))
+        got = ((d.train[0].numpy() + 1) / 2 * 255).round().transpose(1, 2, 0)
+        print("3 channels, colour kept" if d.train.shape[1] == 3 and (got == rgb).all()
+              else f"wrong: {{d.train.shape}}")
+    """,
+    )
+    return printed(proc, "colour kept")
+
+
+def huge_values_load(tmp: Path, timeout: float) -> Outcome:
+    array = np.random.default_rng(0).uniform(-3e38, 3e38, (30, 8, 8)).astype(np.float32)
+    path = tmp / "huge.npy"
+    np.save(path, array)
+    proc = python(
+        tmp,
+        f"""
+        from ganstep.data import load_dataset
+        d = load_dataset({str(path)!r})
+        x = d.train
+        print("finite, in [-1, 1]" if x.isfinite().all() and x.abs().max() <= 1 + 1e-6
+              else f"wrong: {{x.min()}} {{x.max()}}")
+    """,
+    )
+    return printed(proc, "finite")
+
+
+def nan_message(*args: object, words: tuple[str, ...]):
+    def run(tmp: Path, timeout: float) -> Outcome:
+        proc = ganstep(tmp, "train", "--out", tmp / "r", *TINY, "--steps", "200", *args,
+                       timeout=timeout)  # fmt: skip
+        return clear_error(proc, "NaN or infinite", *words)
+
+    return run
+
+
+def user_files_kept(tmp: Path, timeout: float) -> Outcome:
+    out = tmp / "mine"
+    (out / "samples").mkdir(parents=True)
+    files = {out / "config.toml": "my notes\n", out / "report.png": "not ganstep's\n",
+             out / "samples" / "step_00000100.png": "mine\n"}  # fmt: skip
+    for path, text in files.items():
+        path.write_text(text)
+    result = clear_error(ganstep(tmp, "train", "--out", out, *TINY, timeout=timeout), "config.toml")
+    changed = [p.name for p, text in files.items() if p.read_text() != text]
+    if changed:
+        return Outcome(False, f"overwrote {changed}")
+    return result
+
+
+def bit_flip(tmp: Path, timeout: float) -> Outcome:
+    """One bit of a weight in the newest checkpoint flipped, as a disk or copy would."""
+    import torch
+
+    run = trained_run(tmp, "run", "--ckpt-every", "1")
+    newest = sorted((run / "checkpoints").glob("step_*.pt"))[-1]
+    weight = next(iter(torch.load(newest, weights_only=True)["G"].values()))
+    data = bytearray(newest.read_bytes())
+    at = data.find(weight.numpy().tobytes())
+    data[at + 2] ^= 0x01
+    newest.write_bytes(bytes(data))
+    proc = ganstep(tmp, "train", "--out", run, "--resume", *TINY, "--steps", "3",
+                   timeout=timeout)  # fmt: skip
+    warned = newest.name in proc.stderr and "checksum" in proc.stderr
+    if proc.returncode == 0 and warned:
+        return Outcome(True, "the damaged newest is named and the one before it is resumed")
+    return Outcome(False, f"exit {proc.returncode}: {proc.stderr[-200:]}")
+
+
+def nan_ema_sample(tmp: Path, timeout: float) -> Outcome:
+    run = trained_run(tmp)
+    newest = sorted((run / "checkpoints").glob("step_*.pt"))[-1]
+    proc = python(
+        tmp,
+        f"""
+        import torch
+        from ganstep import checkpoint
+        path = {str(newest)!r}
+        state = torch.load(path, weights_only=False)
+        state.pop("checksum", None)
+        for t in state["ema"].values():
+            t.fill_(float("nan"))
+        checkpoint.atomic_save({{**state, "checksum": checkpoint.checksum(state)}},
+                               checkpoint.Path(path))
+    """,
+    )
+    if proc.returncode != 0:
+        return Outcome(False, f"setup failed: {proc.stderr[-200:]}")
+    return clear_error(ganstep(tmp, "sample", "--run", run, "--n", "4", "--out", tmp / "s.npy",
+                               timeout=timeout), "NaN")  # fmt: skip
+
+
+def foreign_checkpoint(tmp: Path, timeout: float) -> Outcome:
+    mine, other = trained_run(tmp, "mine"), trained_run(tmp, "other", "--seed", "1")
+    ckpt = sorted((other / "checkpoints").glob("step_*.pt"))[-1]
+    for old in (mine / "checkpoints").glob("step_*.pt"):
+        old.unlink()
+    (mine / "checkpoints" / ckpt.name).write_bytes(ckpt.read_bytes())
+    return clear_error(ganstep(tmp, "sample", "--run", mine, "--n", "4", "--out", tmp / "s.npy",
+                               timeout=timeout), "seed")  # fmt: skip
+
+
+def partial_metrics(tmp: Path, timeout: float) -> Outcome:
+    run = trained_run(tmp)
+    with (run / "metrics.jsonl").open("a") as f:
+        f.write('{"step": 3, "loss_d": 0.')
+    proc = ganstep(tmp, "train", "--out", run, "--resume", *TINY, "--steps", "4",
+                   timeout=timeout)  # fmt: skip
+    if proc.returncode == 0 and "metrics.jsonl" in proc.stderr:
+        return Outcome(True, "the cut line is dropped, with a warning, and the run goes on")
+    return Outcome(False, f"exit {proc.returncode}: {proc.stderr[-200:]}")
+
+
+def file_size_limit(tmp: Path, timeout: float) -> Outcome:
+    import resource
+
+    def limit() -> None:
+        # the grid run's checkpoint is about 40 KB: 16 KB stops its first write
+        resource.setrlimit(resource.RLIMIT_FSIZE, (16 * 1024, resource.RLIM_INFINITY))
+
+    env = {**os.environ, "GANSTEP_CACHE": str(tmp / "cache")}
+    cmd = [sys.executable, "-m", "ganstep", "train", "--out", str(tmp / "r"), *TINY]
+    proc = subprocess.run(cmd, cwd=tmp, env=env, capture_output=True, text=True,
+                          timeout=timeout, preexec_fn=limit)  # fmt: skip
+    return clear_error(proc, "ulimit")
+
+
+def poisoned_cache(tmp: Path, timeout: float) -> Outcome:
+    base = ["train", "--data", "digits", "--model", "dcgan", "--steps", "1", "--batch-size",
+            "8", "--width", "4", "--eval-samples", "20", "--feature-steps", "5",
+            "--no-progress"]  # fmt: skip
+    first = ganstep(tmp, *base, "--out", tmp / "a", timeout=timeout)
+    if first.returncode != 0:
+        return Outcome(False, f"setup failed: {first.stderr[-200:]}")
+    cached = list((tmp / "cache" / "features").glob("*.pt"))
+    if not cached:
+        return Outcome(False, "no feature cache was written")
+    for p in cached:
+        p.write_bytes(b"\x80\x04cos\nsystem\n(S'touch pwned'\ntR.")
+    proc = ganstep(tmp, *base, "--out", tmp / "b", timeout=timeout)
+    if (tmp / "pwned").exists():
+        return Outcome(False, "the cache ran code")
+    if proc.returncode == 0:
+        return Outcome(True, "the damaged cache is rebuilt")
+    return clear_error(proc, "cache")
+
+
+def audit_case(edit: Callable[[str, str], str], expect: str, code: int | None):
+    def run(tmp: Path, timeout: float) -> Outcome:
+        script = audit_variant(tmp, "loop", edit)
+        proc = ganstep(tmp, "audit", script, "--iterations", "2", "--", "--n_epochs", "1000",
+                       timeout=timeout)  # fmt: skip
+        if proc.returncode is None:
+            return Outcome(False, "did not stop: " + proc.stderr)
+        text = proc.stdout + proc.stderr
+        if expect not in text or (code is not None and proc.returncode != code):
+            return Outcome(False, f"exit {proc.returncode}: {text[-300:]}")
+        if code == 0 or (code is None and proc.returncode == 0):
+            return Outcome(True, text.strip().splitlines()[-1][:120])
+        return clear_error(proc)
+
+    return run
+
+
+def exit_before_loop(head: str, loop: str) -> str:
+    return head + "import sys\nsys.exit(0)\n" + loop
+
+
+def os_exit_in_first_iteration(head: str, loop: str) -> str:
+    return head + loop.replace("        #  Train Discriminator",
+                               "        import os\n        os._exit(0)\n"
+                               "        #  Train Discriminator", 1)  # fmt: skip
+
+
+def bench_fused_on_batchnorm(tmp: Path, timeout: float) -> Outcome:
+    proc = ganstep(tmp, "bench", "--models", "dcgan", "--objectives", "ns", "--variants",
+                   "fused", "--reps", "1", "--warmup", "0", timeout=timeout)  # fmt: skip
+    return clear_error(proc, "fused", "BatchNorm")
+
+
+def ctrl_c_at_start(tmp: Path, timeout: float) -> Outcome:
+    outcomes = []
+    for delay in (0.3, 1.0):
+        env = {**os.environ, "GANSTEP_CACHE": str(tmp / "cache")}
+        cmd = [sys.executable, "-m", "ganstep", "train", "--out", str(tmp / f"r{delay}"), *TINY]
+        proc = subprocess.Popen(cmd, cwd=tmp, env=env, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True)  # fmt: skip
+        time.sleep(delay)
+        proc.send_signal(signal.SIGINT)
+        try:
+            _, err = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            return Outcome(False, f"Ctrl-C at {delay} s was ignored")
+        if proc.returncode != 130 or "Traceback" in err:
+            return Outcome(False, f"Ctrl-C at {delay} s: exit {proc.returncode}: {err[-200:]}")
+        outcomes.append(f"{delay} s")
+    return Outcome(True, f"exit 130, no traceback (Ctrl-C at {', '.join(outcomes)})")
+
+
+LIBRARY = """
+import torch
+from torch import nn
+from ganstep import Step
+G, D = nn.Linear(2, 2), nn.Sequential(nn.Linear(2, 1))
+def step(latent, D=D):
+    return Step(G, D, torch.optim.Adam(G.parameters()), torch.optim.Adam(D.parameters()),
+                objective="ns", schedule="d_first", latent=latent)
+try:
+    {call}
+    print("no error")
+except Exception as e:
+    print(type(e).__name__, e)
+"""
+
+
+def library_case(call: str, *words: str):
+    def run(tmp: Path, timeout: float) -> Outcome:
+        return printed(python(tmp, LIBRARY.format(call=call)), *words)
+
+    return run
+
+
+CASES = [
+    # silent
+    Case("rgba folder with transparent pixels", "silent",
+         data_case(lambda t: image_folder(t, "rgba", ["RGBA"] * 3), "transparent")),
+    Case("LA folder with transparent pixels", "silent",
+         data_case(lambda t: image_folder(t, "la", ["LA"] * 3), "transparent")),
+    Case("mixed RGB and RGBA folder", "silent",
+         data_case(lambda t: image_folder(t, "mixed", ["RGB", "RGBA", "RGB"]), "transparent")),
+    Case("RGBA folder, opaque alpha", "silent", opaque_alpha_loads),
+    Case("16-bit RGB PNGs", "silent", data_case(sixteen_bit_rgb, "16-bit")),
+    Case("constant uint8 images", "silent",
+         data_case(npy("const.npy", np.full((30, 8, 8), 7, np.uint8)), "identical")),
+    Case("--data ''", "silent", flag_case("--data", "", words=("data",))),
+    Case("--accumulate 2 --objective softmax", "silent",
+         flag_case("--accumulate", "2", "--objective", "softmax", words=("accumulate",))),
+    Case("bit flip inside a checkpoint", "silent", bit_flip, in_suite=False),
+    Case("NaN EMA weights, then sample", "silent", nan_ema_sample, in_suite=False),
+    Case("sample with another run's checkpoint", "silent", foreign_checkpoint, in_suite=False),
+    Case("audit: loop with a bare except", "silent",
+         audit_case(swallowing("except:"), "2 iteration(s)", 0)),
+    Case("audit: os._exit(0) in the first iteration", "silent",
+         audit_case(os_exit_in_first_iteration, "no complete iteration", 1)),
+    Case("bench --models dcgan --variants fused", "silent", bench_fused_on_batchnorm),
+    Case("Ctrl-C while torch loads", "silent", ctrl_c_at_start),
+    Case("fresh run into a folder of the user's files", "lost", user_files_kept),
+    # tracebacks
+    Case("--batch-size 10**20", "traceback", flag_case("--batch-size", 10**20,
+                                                       words=("batch_size",))),
+    Case("--z-dim 10**20", "traceback", flag_case("--z-dim", 10**20, words=("z_dim",))),
+    Case("--width 10**20", "traceback", flag_case("--width", 10**20, words=("width",))),
+    Case("--r1-every 10**20", "traceback", flag_case("--r1-every", 10**20,
+                                                     words=("r1_every",))),
+    Case("PNG decompression bomb", "traceback", data_case(bomb, "decompression bomb")),
+    Case("zero-byte .npy", "traceback", data_case(npy("empty.npy", None), "empty")),
+    Case("poisoned feature cache", "traceback", poisoned_cache, in_suite=False),
+    Case("library: latent returns float64 z", "traceback",
+         library_case("step(lambda n: torch.randn(n, 2, dtype=torch.float64))(torch.randn(4, 2))",
+                      "latent", "float64")),
+    Case("library: latent returns int64 z", "traceback",
+         library_case("step(lambda n: torch.ones(n, 2, dtype=torch.long))(torch.randn(4, 2))",
+                      "latent", "floating")),
+    Case("library: latent returns meta z", "traceback",
+         library_case("step(lambda n: torch.randn(n, 2, device='meta'))(torch.randn(4, 2))",
+                      "latent", "meta")),
+    Case("library: latent takes no argument", "traceback",
+         library_case("step(lambda: torch.randn(4, 2))", "latent(n)")),
+    Case("library: load_state_dict iteration 'abc'", "traceback",
+         library_case("s = step(lambda n: torch.randn(n, 2)); "
+                      "s.load_state_dict({**s.state_dict(), 'iteration': 'abc'})",
+                      "iteration")),
+    Case("library: D ignores its parameters", "traceback",
+         library_case("step(lambda n: torch.randn(n, 2), D=type('D', (nn.Linear,), "
+                      "{'forward': lambda self, x: x.sum(1, keepdim=True)})(2, 1))"
+                      "(torch.randn(4, 2))", "D's loss", "parameters")),
+    # hangs
+    Case("--eval-samples 10**20", "hang", flag_case("--eval-samples", 10**20,
+                                                    words=("eval_samples",))),
+    Case("--feature-steps 10**20", "hang", flag_case("--feature-steps", 10**20,
+                                                     words=("feature_steps",))),
+    Case("sample --n 10**9", "hang",
+         lambda t, s: clear_error(ganstep(t, "sample", "--run", t / "none", "--n", 10**9,
+                                          "--out", t / "s.npy", timeout=s), "--n")),
+    Case("audit: loop catching BaseException", "hang",
+         audit_case(swallowing("except BaseException:"), "2 iteration(s)", 0)),
+    # vague
+    Case("--lr-g 1e300", "vague", flag_case("--lr-g", "1e300", words=("lr_g",))),
+    Case("--lr-g 1e4 --lr-d 1e4 (NaN)", "vague",
+         nan_message("--lr-g", "1e4", "--lr-d", "1e4", "--width", "256", "--batch-size", "256",
+                     words=("--lr-g",))),
+    Case("--r1 1e38 (NaN)", "vague", nan_message("--r1", "1e38", words=("--r1",))),
+    Case("checkpoint write past ulimit -f", "vague", file_size_limit),
+    Case("deeply nested TOML", "vague",
+         lambda t, s: clear_error(ganstep(t, "train", "--config", _nested_toml(t), timeout=s),
+                                  "nested")),
+    Case("sample --seed 2**70", "vague",
+         lambda t, s: clear_error(ganstep(t, "sample", "--run", t / "none", "--n", 4,
+                                          "--seed", 2**70, "--out", t / "s.npy", timeout=s),
+                                  "--seed")),
+    Case("partial last line of metrics.jsonl", "vague", partial_metrics, in_suite=False),
+    Case("--compile with R1's double backward", "vague",
+         flag_case("--compile", "default", words=("double backward",))),
+    Case("audit: script exits before training", "vague",
+         audit_case(exit_before_loop, "before any optimizer step", 1)),
+    Case("(N, 0) .npy", "vague", data_case(npy("empty_rows.npy", np.zeros((30, 0))), "(30, 0)")),
+    Case(".npy images near float32's limit", "vague", huge_values_load),
+]  # fmt: skip
+
+
+def _nested_toml(tmp: Path) -> Path:
+    path = tmp / "nested.toml"
+    path.write_text("steps = " + "[" * 5000 + "]" * 5000 + "\n")
+    return path
+
+
+def run_case(case: Case, timeout: float) -> Outcome:
+    with tempfile.TemporaryDirectory(prefix="ganstep-hostile-") as tmp:
+        try:
+            return case.run(Path(tmp), timeout)
+        except Exception as e:  # the case's own setup failed: a row, not a crash
+            return Outcome(False, f"{type(e).__name__}: {e}")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--only", nargs="+", help="run only cases whose name holds one of these")
+    parser.add_argument("--timeout", type=float, default=120, help="seconds per command")
+    args = parser.parse_args()
+    cases = [c for c in CASES if not args.only or any(w in c.name for w in args.only)]
+    failed = 0
+    print(f"| {'case':<46} | {'review':<9} | outcome |")
+    print(f"|{'-' * 48}|{'-' * 11}|---------|")
+    for case in cases:
+        t0 = time.perf_counter()
+        outcome = run_case(case, args.timeout)
+        failed += not outcome.ok
+        verdict = outcome.verdict if outcome.ok else "FAIL"
+        shown = outcome.what.replace("|", "/")[:150]
+        print(f"| {case.name:<46} | {case.kind:<9} | {verdict}: {shown} "
+              f"({time.perf_counter() - t0:.1f} s) |", flush=True)  # fmt: skip
+    print(f"\n{len(cases) - failed} of {len(cases)} clear or correct")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
