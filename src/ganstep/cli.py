@@ -49,6 +49,10 @@ _AUGMENT = (
     "augmentation of every D input (images): none, diffaugment (color, translation, "
     "cutout) or ada (those with ADA's adaptive p)"
 )
+_TENSORBOARD = (
+    "also write TensorBoard event files into the run folder's tensorboard/ (losses, D's "
+    "scores, rates, metrics, sample pictures); needs ganstep[tensorboard]"
+)
 # flag -> Config field, for the options the command line may override
 TRAIN_FLAGS = {
     "data": (str, f"dataset: {', '.join(NAMES)}, a folder of PNG/JPG images, or a .npy file"),
@@ -82,6 +86,7 @@ TRAIN_FLAGS = {
     "ckpt_every": (int, "steps between checkpoints"),
     "keep": (int, "checkpoints kept"),
     "log_every": (int, "steps between progress bar updates"),
+    "tensorboard": (bool, _TENSORBOARD),
     "feature_steps": (int, "training steps of the FID feature extractor (cached per dataset)"),
 }
 

@@ -79,6 +79,9 @@ class Game:
     sync: Callable[[list[nn.Parameter]], None] | None = None
     # Check each loss on the host before stepping on it (Step(check_finite=True)).
     check_finite: bool = False
+    # Log D's mean adversarial score on real and fake and the mean of its signs (the
+    # scores and signs StyleGAN2-ADA logs): on the device, from the D step's forwards.
+    log_scores: bool = False
     # The user's hooks by phase: before its optimizer step (gradients final, unscaled)
     # and after it.
     before_step: dict[str, Hook] = field(default_factory=dict)

@@ -98,7 +98,20 @@ def d_loss(game: Game, view: View) -> tuple[Tensor, Logs, list[Tensor], list[Ten
     loss, term_logs = add_terms(loss, game.d_terms, view)
     logs.update(term_logs)
     logs["loss_d"] = loss.detach()
+    if game.log_scores:
+        logs.update(score_logs(s_real, s_fake))
     return loss, logs, s_real, s_fake
+
+
+def score_logs(s_real: list[Tensor], s_fake: list[Tensor]) -> Logs:
+    """D's mean adversarial score on each batch and the mean of its signs (all scales
+    together), detached: what StyleGAN2-ADA logs as Loss/scores and Loss/signs."""
+    logs = {}
+    for name, parts in (("real", s_real), ("fake", s_fake)):
+        flat = torch.cat([s.detach().float().reshape(-1) for s in parts])
+        logs[f"score_{name}"] = flat.mean()
+        logs[f"sign_{name}"] = flat.sign().mean()
+    return logs
 
 
 def g_loss(game: Game, view: View, s_real, s_fake) -> tuple[Tensor, Logs]:

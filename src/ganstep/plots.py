@@ -17,6 +17,14 @@ def image_grid(
     images a row (default: as square as it gets)."""
     from PIL import Image
 
+    Image.fromarray(grid_pixels(images, raw_range, cols)).save(path)
+
+
+def grid_pixels(
+    images: np.ndarray, raw_range: tuple[float, float], cols: int | None = None
+) -> np.ndarray:
+    """Images (N, C, H, W) in ``raw_range`` as one grid of 8-bit pixels: (H, W) for
+    one channel, (H, W, C) for colour."""
     lo, hi = raw_range
     x = np.clip((images - lo) / (hi - lo), 0, 1)
     n, c, h, w = x.shape
@@ -29,8 +37,7 @@ def image_grid(
         y0, x0 = pad + r * (h + pad), pad + q * (w + pad)
         grid[:, y0 : y0 + h, x0 : x0 + w] = x[i]
     pixels = (grid * 255).round().astype(np.uint8)
-    mode_img = pixels[0] if c == 1 else pixels.transpose(1, 2, 0)
-    Image.fromarray(mode_img).save(path)
+    return pixels[0] if c == 1 else pixels.transpose(1, 2, 0)
 
 
 def scatter(points: np.ndarray, modes: np.ndarray | None, path: Path, title: str) -> None:

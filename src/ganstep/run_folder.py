@@ -2,7 +2,8 @@
 
 A run folder holds ``config.toml`` (the resolved config, after one comment line per
 resume), ``metrics.jsonl`` (one JSON object per evaluation, with ``step``),
-``samples/``, ``checkpoints/`` (atomic, last K kept) and ``report.png``.
+``samples/``, ``checkpoints/`` (atomic, last K kept), ``report.png`` and, with
+``--tensorboard``, ``tensorboard/`` (event files).
 
 ``RunLock`` holds an advisory lock (``flock``) on ``run.lock`` for the whole run. The
 kernel drops it when its process ends, however it ends (``kill -9`` too), so a lock
@@ -28,7 +29,7 @@ from .data import Dataset
 from .errors import GanstepWarning
 
 LOCK_NAME = "run.lock"
-FOLDERS = ("checkpoints", "samples")
+FOLDERS = ("checkpoints", "samples", "tensorboard")
 FILES = ("config.toml", "metrics.jsonl", "report.png")
 
 

@@ -296,6 +296,10 @@ class Step:
             sees the phase's final gradients, unscaled under fp16 and averaged across
             processes (gradient clipping); ``after_step`` runs after the step (weight
             clipping, EMA of G's weights). ``wgan``'s own clipping runs before them.
+        log_scores: also return D's mean adversarial score on the real and the fake
+            batch of the last D step and the mean of their signs (``score_real``,
+            ``score_fake``, ``sign_real``, ``sign_fake``; StyleGAN2-ADA logs these), from
+            the forwards the step runs anyway, on the device.
         check_finite: raise :class:`~ganstep.errors.NonFiniteError` at the first real
             batch with a NaN or infinite value (before anything is updated) or the first
             non-finite loss (before any optimizer steps on it), naming which. Off by
@@ -333,6 +337,7 @@ class Step:
         fake_pool: int | None = None, g_regularizer: Regularizer | None = None,
         info_optimizer: Optimizer | None = None, info_terms: Terms | None = None,
         before_step: dict[str, Hook] | None = None, after_step: dict[str, Hook] | None = None,
+        log_scores: bool = False,
     ) -> None:
         # fmt: on
         _check_models(G, D, opt_g, opt_d)
@@ -360,7 +365,8 @@ class Step:
                          fake_pool=None if fake_pool is None else FakePool(fake_pool),
                          g_regularizer=_check_g_regularizer(g_regularizer, latent),
                          before_step=check_hooks(before_step, "before_step"),
-                         after_step=check_hooks(after_step, "after_step"))  # fmt: skip
+                         after_step=check_hooks(after_step, "after_step"),
+                         log_scores=flag(log_scores, "log_scores", TypeError))  # fmt: skip
         self._info_side(G, D, info_optimizer, info_terms)
         self._declare_d(D, d_profile)
         if distributed:
@@ -497,6 +503,14 @@ class Step:
             )
         return [batch] if k == 1 else split_rows(batch, [batch.n // k] * k)
 
+    def batch_of(self, item: object) -> Batch:
+        """What one D step takes from a loader's item (``x``, ``(x, y)`` or ``{"x": x,
+        "y": y}``): the samples and, for a conditional Step, their condition; an
+        unconditional Step drops y."""
+        if self.game.condition is not None:
+            return to_batch(item, True, "a batch from the loader")
+        return Batch(_x_of(item))
+
     def feed(self, loader: Iterable, iterations: int | None = None) -> Iterator[object]:
         """What each call takes, from ``loader`` (any iterable of batches: ``x``,
         ``(x, y)`` or ``{"x": x, "y": y}``), for ``iterations`` calls (forever if None).
@@ -504,7 +518,6 @@ class Step:
         ``real_batches`` items per call, restarting ``loader`` at each epoch's end (so
         ``d_steps=5`` just works). An unconditional Step takes x and drops y.
         """
-        conditional = self.game.condition is not None
         source = iter(loader)
 
         def take() -> object:
@@ -517,10 +530,7 @@ class Step:
                     item = next(source)
                 except StopIteration:
                     raise ValueError("the loader yields no batches") from None
-            batch = to_batch(item, conditional, "a batch from the loader") if conditional else None
-            if batch is None:
-                batch = Batch(_x_of(item))
-            return batch
+            return self.batch_of(item)
 
         done = 0
         while iterations is None or done < iterations:

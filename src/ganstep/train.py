@@ -34,6 +34,7 @@ from .evaluation import Evaluator
 from .models import image_size
 from .run_folder import RunLock
 from .sampling import class_labels, generate, save_samples
+from .tensorboard import Board
 from .trainee import Trainee
 
 __all__ = ["Config", "NonFiniteLoss", "resolve_device", "train"]
@@ -159,6 +160,7 @@ class _Run:
     writer: bool  # rank 0: evaluates and writes
     evaluator: Evaluator | None
     meta: dict  # the data's description, in every checkpoint
+    board: Board | None = None  # --tensorboard, rank 0
 
     def save_checkpoint(self, done: int) -> None:
         self.tally.check()
@@ -167,11 +169,29 @@ class _Run:
                  "data": self.meta}  # fmt: skip
         if self.writer:
             checkpoint.save(self.out / "checkpoints", done, state, self.cfg.keep)
+        if self.board is not None:  # the events up to a checkpoint are on disk with it
+            self.board.flush()
+
+    def log(self, logs: dict[str, Tensor], done: int, rate: float) -> None:
+        """The step's losses and the run's progress to TensorBoard (one host sync)."""
+        if self.board is None:
+            return
+        self.board.scalars("Loss", {k: v.item() for k, v in logs.items()}, done)
+        trainee = self.trainee
+        progress = {"lr_g": trainee.opt_g.param_groups[0]["lr"],
+                    "lr_d": trainee.opt_d.param_groups[0]["lr"], "steps_per_s": rate}  # fmt: skip
+        for who, scaler in trainee.step.precision.scalers.items():
+            progress[f"loss_scale_{who}"] = scaler.get_scale()
+        self.board.scalars("Progress", progress, done)
 
 
 def _run(cfg: Config, device: torch.device, resume: bool, progress: bool, writer: bool) -> dict:
     run = _setup(cfg, device, resume, writer)
-    record = _loop(run, device, progress)
+    try:
+        record = _loop(run, device, progress)
+    finally:
+        if run.board is not None:
+            run.board.close()
     if writer and (run.out / "metrics.jsonl").exists():
         plots.report(folder.records(run.out / "metrics.jsonl"), run.out / "report.png")
     return record
@@ -222,10 +242,11 @@ def _setup(cfg: Config, device: torch.device, resume: bool, writer: bool) -> _Ru
         with _own_rng(device):
             evaluator = Evaluator(data, cfg)
     meta = {**folder.data_meta(data), "checksum": data.checksum}
+    board = Board(out, cfg, start) if writer and cfg.tensorboard else None
     data_max = float(train.train.abs().max()) if train.train is not None else 1.0
     tally.explain = functools.partial(nonfinite.explain, cfg, trainee.G, trainee.D,
                                       data_max=data_max)  # fmt: skip
-    return _Run(cfg, out, train, trainee, tally, start, writer, evaluator, meta)
+    return _Run(cfg, out, train, trainee, tally, start, writer, evaluator, meta, board)
 
 
 def _loop(run: _Run, device: torch.device, progress: bool) -> dict:
@@ -239,7 +260,8 @@ def _loop(run: _Run, device: torch.device, progress: bool) -> dict:
                    file=sys.stderr)  # fmt: skip
     metrics = run.out / "metrics.jsonl"
     record: dict = folder.records(metrics)[-1] if run.start >= cfg.steps else {}
-    t0 = time.perf_counter()
+    t0 = logged_at = time.perf_counter()
+    logged = run.start
     with _StopFlag() as stop:
         for done in range(run.start + 1, cfg.steps + 1):
             if cfg.lr_decay == "linear":  # a function of the step alone: resume stays exact
@@ -252,19 +274,15 @@ def _loop(run: _Run, device: torch.device, progress: bool) -> dict:
             last = done == cfg.steps
             if done % cfg.log_every == 0 or last:
                 tally.check()
+                now = time.perf_counter()
+                run.log(logs, done, (done - logged) / max(now - logged_at, 1e-9))
+                logged, logged_at = done, now
                 if bar is not None:
                     bar.set_postfix({k: f"{v.item():.3f}" for k, v in logs.items()
                                      if k.startswith("loss")})  # fmt: skip
                     bar.update(done - bar.n)
-            if (done % cfg.eval_every == 0 or last) and run.writer:
-                with _own_rng(device):
-                    record = _evaluate(run, done, device, time.perf_counter() - t0)
-                with metrics.open("a") as f:
-                    f.write(json.dumps(record) + "\n")
-            if (done % cfg.sample_every == 0 or last) and run.writer:
-                path = run.out / "samples" / f"step_{done:08d}.png"
-                with _own_rng(device):
-                    save_samples(trainee.sampler, run.data, cfg, device, path)
+            if run.writer:
+                record = _report(run, done, device, time.perf_counter() - t0) or record
             if done % cfg.ckpt_every == 0 or last:
                 run.save_checkpoint(done)
             if _stopped(run, stop, done, device):
@@ -275,6 +293,26 @@ def _loop(run: _Run, device: torch.device, progress: bool) -> dict:
                 raise KeyboardInterrupt
     if bar is not None:
         bar.close()
+    return record
+
+
+def _report(run: _Run, done: int, device: torch.device, elapsed: float) -> dict | None:
+    """Rank 0's evaluation and sample picture when step ``done`` is due for them; the
+    metrics record, if one was made."""
+    cfg, last, record = run.cfg, done == run.cfg.steps, None
+    if done % cfg.eval_every == 0 or last:
+        with _own_rng(device):
+            record = _evaluate(run, done, device, elapsed)
+        with (run.out / "metrics.jsonl").open("a") as f:
+            f.write(json.dumps(record) + "\n")
+        if run.board is not None:
+            run.board.scalars("Metrics", {k: v for k, v in record.items() if k != "step"}, done)
+    if done % cfg.sample_every == 0 or last:
+        path = run.out / "samples" / f"step_{done:08d}.png"
+        with _own_rng(device):
+            save_samples(run.trainee.sampler, run.data, cfg, device, path)
+        if run.board is not None:
+            run.board.picture(path, done)
     return record
 
 

@@ -51,7 +51,8 @@ class Trainee:
                          compile=compiled, distributed=self.world > 1,
                          condition="real" if cfg.conditional else None,
                          accumulate=cfg.accumulate,
-                         augment=None if cfg.augment == "none" else cfg.augment)  # fmt: skip
+                         augment=None if cfg.augment == "none" else cfg.augment,
+                         log_scores=True)  # fmt: skip
         if self.rank:
             torch.manual_seed(stream)
 
