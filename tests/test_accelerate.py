@@ -1,0 +1,92 @@
+"""ganstep.accelerate: a Step under an Accelerator in two processes (torchrun, gloo)
+ends with the parameters of the plain Step on the concatenated batch, with BatchNorm in
+G and with R1; Accelerate's mixed precision, its accumulation and prepared (wrapped)
+models are refused with what to use instead."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+pytest.importorskip("accelerate")
+from accelerate import Accelerator  # noqa: E402
+from helpers import environment  # noqa: E402
+from helpers.integration import accelerate_order, models, optimizers, plain_step  # noqa: E402
+from torch.testing import assert_close  # noqa: E402
+
+from ganstep.accelerate import prepare  # noqa: E402
+
+WORKER = Path(__file__).parent / "helpers" / "accelerate_worker.py"
+CASES = {"d_first": ("d_first", 0.0), "simultaneous": ("simultaneous", 0.0),
+         "d_first_r1": ("d_first", 1.0)}  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def two_processes(tmp_path_factory):
+    out = tmp_path_factory.mktemp("accelerate")
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node=2",
+           "--master_port=0", "--rdzv_backend=c10d", "--rdzv_endpoint=localhost:0",
+           str(WORKER), str(out)]  # fmt: skip
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=300,
+                          env=environment(out))  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    return out
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_two_processes_equal_one_process_on_the_concatenated_batch(two_processes, name):
+    ranks = [torch.load(two_processes / f"{name}-rank{r}.pt") for r in range(2)]
+    for p, q in zip(*ranks, strict=True):
+        assert torch.equal(p, q)  # the ranks agree exactly
+    schedule, r1 = CASES[name]
+    expected = plain_step(schedule, r1, batchnorm=True, epochs=1, world=2,
+                          sharding=accelerate_order)  # fmt: skip
+    for p, q in zip(ranks[0], expected, strict=True):
+        assert_close(p, q)  # the same sums in another order: float64 rounding only
+
+
+def test_one_process_equals_the_plain_step_bit_for_bit(tmp_path):
+    out = tmp_path
+    # one thread, as this process: the same reduction order, bit for bit
+    done = subprocess.run([sys.executable, str(WORKER), str(out)], capture_output=True,
+                          text=True, timeout=300, env=environment(out))  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    for name, (schedule, r1) in CASES.items():
+        got = torch.load(out / f"{name}-rank0.pt")
+        for p, q in zip(got, plain_step(schedule, r1, batchnorm=True, epochs=1), strict=True):
+            assert torch.equal(p, q)
+
+
+@pytest.mark.parametrize(
+    "settings, message",
+    [({"mixed_precision": "bf16"}, "precision='bf16' or 'fp16'"),
+     ({"gradient_accumulation_steps": 2}, "accumulate=k")],
+)  # fmt: skip
+def test_accelerates_precision_and_accumulation_are_refused(settings, message):
+    from accelerate.state import AcceleratorState
+
+    AcceleratorState._reset_state(True)
+    G, D = models(batchnorm=False)
+    with pytest.raises(ValueError, match=message):
+        prepare(Accelerator(cpu=True, **settings), G, D, *optimizers(G, D),
+                objective="ns", schedule="d_first", latent=lambda n: torch.randn(n, 3))  # fmt: skip
+    AcceleratorState._reset_state(True)
+
+
+def test_a_prepared_model_is_refused(tmp_path):
+    from accelerate.state import AcceleratorState
+
+    AcceleratorState._reset_state(True)
+    accelerator = Accelerator(cpu=True)
+    G, D = models(batchnorm=False)
+    opt_g, opt_d = optimizers(G, D)
+    G = accelerator.prepare_model(G)
+    G._original_forward = G.forward  # what prepare leaves on a model it wraps in autocast
+    with pytest.raises(ValueError, match="pass the module itself"):
+        prepare(accelerator, G, D, opt_g, opt_d, objective="ns", schedule="d_first",
+                latent=lambda n: torch.randn(n, 3))  # fmt: skip
+    AcceleratorState._reset_state(True)
