@@ -22,3 +22,6 @@ def test_readme_python_blocks_run():
     assert {"loss_info", "cat", "con"} <= set(names["info_losses"])
     assert set(names["sg2_losses"]) == {"augment_p", "gp", "loss_d", "loss_g", "pl"}
     assert {"loss_g", "loss_d", "cycle_a", "idt_b"} <= set(names["cycle_losses"])
+    # inside Lightning and Accelerate
+    assert names["gan"].trainer.global_step == names["gan"].iterations == 8
+    assert names["accelerated"].iteration == 8
