@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 import torch
 from hypothesis import settings
@@ -12,6 +14,19 @@ torch.set_num_threads(1)
 # would measure the machine, not the code.
 settings.register_profile("ganstep", deadline=None, max_examples=40)
 settings.load_profile("ganstep")
+
+
+@pytest.fixture(autouse=True)
+def process_state_kept():
+    """What a test leaves in this process's environment and thread count is undone:
+    Lightning's Trainer sets OMP_NUM_THREADS, torch's threads and its rank variables,
+    which would change the next tests' reductions (and their bit-for-bit results)."""
+    threads, environ = torch.get_num_threads(), dict(os.environ)
+    yield
+    torch.set_num_threads(threads)
+    if dict(os.environ) != environ:
+        os.environ.clear()
+        os.environ.update(environ)
 
 
 @pytest.fixture(params=[False, True], ids=["plainD", "batchnormD"])
