@@ -21,10 +21,11 @@ def _first_non_finite(module: nn.Module) -> str | None:
     return None
 
 
-def explain(cfg: Config, G: nn.Module, D: nn.Module, bad: list[str], data_max: float) -> str:
+def explain(cfg: Config, G: nn.Module, D: nn.Module, bad: list[str]) -> str:
     """What made the losses ``bad`` non-finite, one clause per finding, most telling
     first: the settings that stand out, the penalties that went bad, the weights no
-    longer finite, the size of the data."""
+    longer finite. (The data cannot: it is mapped to about -1..1 when it is loaded, and
+    values too large for that are refused there.)"""
     found = []
     for name in ("lr_g", "lr_d"):
         value = getattr(cfg, name)
@@ -41,8 +42,6 @@ def explain(cfg: Config, G: nn.Module, D: nn.Module, bad: list[str], data_max: f
         name = _first_non_finite(module)
         if name is not None:
             found.append(f"{role}'s weights are no longer finite (first: {name})")
-    if data_max > 1e4:
-        found.append(f"the real batches reach {data_max:.3g} (the models expect about -1..1)")
     if not found:
         found.append("no setting stands out: try smaller learning rates (--lr-g, --lr-d)")
     return "; ".join(found)

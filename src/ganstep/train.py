@@ -243,9 +243,7 @@ def _setup(cfg: Config, device: torch.device, resume: bool, writer: bool) -> _Ru
             evaluator = Evaluator(data, cfg)
     meta = {**folder.data_meta(data), "checksum": data.checksum}
     board = Board(out, cfg, start) if writer and cfg.tensorboard else None
-    data_max = float(train.train.abs().max()) if train.train is not None else 1.0
-    tally.explain = functools.partial(nonfinite.explain, cfg, trainee.G, trainee.D,
-                                      data_max=data_max)  # fmt: skip
+    tally.explain = functools.partial(nonfinite.explain, cfg, trainee.G, trainee.D)
     return _Run(cfg, out, train, trainee, tally, start, writer, evaluator, meta, board)
 
 
