@@ -20,6 +20,7 @@ from torch.utils.data import DataLoader, TensorDataset
 from ganstep import d_first
 from ganstep.accelerate import log, prepare
 from ganstep.data import load_dataset
+from ganstep.distributed import SEED_STRIDE
 from ganstep.models import build_models, image_size
 
 
@@ -44,7 +45,7 @@ def main() -> None:
     betas = (0.5, 0.999)
     opt_g = torch.optim.Adam(G.parameters(), 2e-4, betas=betas)
     opt_d = torch.optim.Adam(D.parameters(), 2e-4, betas=betas)
-    gen = torch.Generator().manual_seed(1 + 1000003 * accelerator.process_index)
+    gen = torch.Generator().manual_seed(1 + SEED_STRIDE * accelerator.process_index)
 
     def latent(n: int) -> torch.Tensor:
         return torch.randn(n, args.z_dim, generator=gen).to(accelerator.device)

@@ -25,6 +25,10 @@ import torch.distributed as dist
 from torch import Tensor, nn
 from torch._utils import _flatten_dense_tensors, _unflatten_dense_tensors
 
+# Each process of a data parallel run draws its own z (and batches): its generators are
+# seeded seed + SEED_STRIDE * rank (+ a small offset per stream).
+SEED_STRIDE = 1000003
+
 
 def launched() -> bool:
     """True when this process was started by torchrun (or any launcher setting the

@@ -55,7 +55,6 @@ __all__ = ["GANModule", "GANStrategy"]
 
 # Lightning's precisions that leave the numbers to the Step (a float64 module stays so).
 FULL_PRECISION = ("32-true", "64-true", "32", "64")
-SEED_STRIDE = 1000003  # each process draws its own z: seed + stride * rank
 
 
 class GANStrategy(DDPStrategy):
@@ -155,7 +154,7 @@ class GANModule(L.LightningModule):
             raise ValueError("step_options: GANStrategy decides distributed; leave it out")
         rank = data_parallel.rank()
         self.latent_generator = torch.Generator(self.device).manual_seed(
-            self.seed + SEED_STRIDE * rank + 1
+            self.seed + data_parallel.SEED_STRIDE * rank + 1
         )
         self.step = Step(self.G, self.D, opt_g, opt_d, distributed=data_parallel.active(),
                          **options)  # fmt: skip

@@ -38,7 +38,7 @@ class Trainee:
         self.opt_d = torch.optim.Adam(self.D.parameters(), d_rates[0], betas=d_rates[1])
         self.ema = copy.deepcopy(self.G).requires_grad_(False) if cfg.ema > 0 else None
         # Each process of a data parallel run draws its own z and batches.
-        stream = cfg.seed + 1000003 * self.rank
+        stream = cfg.seed + data_parallel.SEED_STRIDE * self.rank
         self.latent_gen = torch.Generator(device=device).manual_seed(stream + 1)
         self.data_gen = torch.Generator().manual_seed(stream + 2)
         objective = cfg.objective

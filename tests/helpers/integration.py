@@ -8,9 +8,9 @@ from torch import nn
 from torch.utils.data import DistributedSampler
 
 from ganstep import Step, get_schedule
+from ganstep.distributed import SEED_STRIDE
 from ganstep.objectives import NS
 
-SEED_STRIDE = 1000003  # each process draws its own z: seed + stride * rank (as ganstep's)
 Z, X, N, BATCH = 3, 2, 24, 6
 
 
