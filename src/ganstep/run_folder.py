@@ -23,13 +23,13 @@ import time
 import warnings
 from pathlib import Path
 
-from . import checkpoint
+from . import checkpoint, tensorboard
 from .config import RESUMABLE, Config, check_same_run, read_toml, run_changes
 from .data import Dataset
 from .errors import GanstepWarning
 
 LOCK_NAME = "run.lock"
-FOLDERS = ("checkpoints", "samples", "tensorboard")
+FOLDERS = ("checkpoints", "samples", tensorboard.FOLDER)
 FILES = ("config.toml", "metrics.jsonl", "report.png")
 
 
