@@ -103,10 +103,53 @@ def test_adaptive_applies_each_transform_with_probability_p():
     assert cut.double().mean().item() == pytest.approx(0.3, abs=0.03)
 
 
+@pytest.mark.parametrize(
+    "policy",
+    [
+        "color",
+        "translation",
+        "cutout",
+        "translation,cutout",
+        "color,translation,cutout",
+        "cutout,color",
+    ],
+)
+@pytest.mark.parametrize("shape", [(5, 3, 8, 8), (4, 1, 12, 9), (3, 2, 7, 16)])
+def test_diffaugment_equals_the_sources_draw_for_draw(policy, shape):
+    """ganstep's transforms against ``reference.diff_augment``, DiffAugment_pytorch.py's
+    semantics (its draws, its padded gather for translation, its clamped mask for cutout)
+    written apart: equal to the bit on odd, non-square and non-multiple-of-8 sides, and
+    so are the input gradients up to the order of their sums."""
+    x = torch.randn(*shape, dtype=torch.float64, requires_grad=True)
+    torch.manual_seed(7)
+    ours = DiffAugment(policy)(x)
+    torch.manual_seed(7)
+    theirs = reference.diff_augment(x, policy)
+    assert torch.equal(ours, theirs)
+    (g_ours,) = torch.autograd.grad(ours.square().sum(), x)
+    (g_theirs,) = torch.autograd.grad(theirs.square().sum(), x)
+    torch.testing.assert_close(g_ours, g_theirs, rtol=0, atol=1e-12)  # sums in other orders
+
+
+def test_translation_moves_pixels_the_way_the_source_does():
+    """A sample shifted by +1 row reads the input's next row (x[i + 1]), as
+    ``rand_translation`` indexes it: the bright row moves up, not down."""
+    x = torch.zeros(64, 1, SIDE, SIDE, dtype=torch.float64)
+    x[:, 0, 3, :] = 1.0
+    torch.manual_seed(0)
+    dy = torch.randint(-1, 2, (64,))
+    torch.manual_seed(0)
+    moved = translation(x)
+    rows = moved[:, 0, :, 4].argmax(1)  # a middle column: an edge one may be shifted out
+    assert torch.equal(rows, 3 - dy)
+
+
 @given(st.one_of(st.text(max_size=12), st.none(), st.integers(), st.floats()))
 def test_policies_and_names_are_checked(spec):
-    known = {None, "none", "diffaugment", "ada"}
-    if spec in known:
+    policy = isinstance(spec, str) and all(
+        p.strip() in ("color", "translation", "cutout") for p in spec.split(",")
+    )
+    if spec in {None, "none", "diffaugment", "ada"} or policy:
         made = get_augment(spec)
         assert made is None or callable(made)
         return
@@ -137,14 +180,23 @@ def test_augmentation_needs_images():
 # -- exact against the loops -------------------------------------------------------------
 
 
-@pytest.mark.parametrize("objective", ["ns", "lsgan", "hinge"])
-def test_diffaugment_equals_its_readme_loop(objective):
+@pytest.mark.parametrize(
+    "objective, policy",
+    [
+        ("ns", "color,translation,cutout"),
+        ("lsgan", "translation,cutout"),
+        ("hinge", "color,translation,cutout"),
+    ],
+)
+def test_diffaugment_equals_its_readme_loop(objective, policy):
+    """The README loop of data-efficient-gans with the source's DiffAugment
+    (``reference.diff_augment``), against ``Step(augment=policy)``."""
     theirs, ours = image_sides()
     reals = images(4)
     torch.manual_seed(11)
-    expected = reference.diffaugment(*theirs, reals, latent_stream(Z), DiffAugment(), objective)
+    expected = reference.diffaugment(*theirs, reals, latent_stream(Z), policy, objective)
     step = Step(*ours, objective=objective, schedule=d_first(reuse_fake=False),
-                latent=latent_stream(Z), augment="diffaugment")  # fmt: skip
+                latent=latent_stream(Z), augment=policy)  # fmt: skip
     torch.manual_seed(11)
     assert_losses(run_step(step, reals), expected)
     assert_same(ours[0], theirs[0])

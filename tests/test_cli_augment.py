@@ -53,7 +53,8 @@ def test_new_objectives_train(tmp_path, cache, objective):
 @pytest.mark.parametrize(
     "args, message",
     [
-        (["--augment", "flip"], "unknown augment 'flip'; choose one of: none, diffaugment, ada"),
+        (["--augment", "flip"],
+         "unknown augment 'flip'; choose one of: none, diffaugment, ada, a policy such as"),
         (["--augment", "ada"], "--augment ada transforms images; grid is points"),
         (["--limit", "0"], "limit must be a positive integer"),
         ([*SMALL, "--limit", "5000"], "limit 5000 is more than the"),

@@ -46,12 +46,14 @@ def contrast(x: Tensor) -> Tensor:
 
 def translation(x: Tensor, ratio: float = 0.125) -> Tensor:
     """Shift each sample by a whole number of pixels, up to ``ratio`` of its height and
-    width each way, filling with zeros."""
+    width each way, filling with zeros: pixel (i, j) of the output is pixel
+    (i + dy, j + dx) of the input, as DiffAugment's ``rand_translation`` reads it (dy
+    drawn first, for every sample, then dx)."""
     n, _, h, w = x.shape
     dy = _shifts(n, int(h * ratio + 0.5), x.device)
     dx = _shifts(n, int(w * ratio + 0.5), x.device)
-    rows = torch.arange(h, device=x.device).view(1, h, 1) - dy.view(n, 1, 1)
-    cols = torch.arange(w, device=x.device).view(1, 1, w) - dx.view(n, 1, 1)
+    rows = torch.arange(h, device=x.device).view(1, h, 1) + dy.view(n, 1, 1)
+    cols = torch.arange(w, device=x.device).view(1, 1, w) + dx.view(n, 1, 1)
     inside = ((rows >= 0) & (rows < h) & (cols >= 0) & (cols < w)).unsqueeze(1)
     index = (rows.clamp(0, h - 1) * w + cols.clamp(0, w - 1)).view(n, 1, h * w)
     moved = x.reshape(n, x.shape[1], h * w).gather(2, index.expand(-1, x.shape[1], -1))
@@ -216,17 +218,31 @@ class Adaptive:
                 f"kimg={self.kimg}, p={self.p.item():.4f})")  # fmt: skip
 
 
+def is_policy(spec: object) -> bool:
+    """Whether ``spec`` is a DiffAugment policy: names of :data:`TRANSFORMS` joined by
+    commas (``"translation,cutout"``)."""
+    return isinstance(spec, str) and all(p.strip() in TRANSFORMS for p in spec.split(","))
+
+
 def get_augment(spec: object):
     """``None``, a callable ``x -> x``, or a name: ``"diffaugment"`` (DiffAugment's
-    color, translation and cutout) or ``"ada"`` (:class:`Adaptive` over them)."""
+    color, translation and cutout), a DiffAugment policy such as
+    ``"translation,cutout"`` (as ``DiffAugment(x, policy=...)`` takes it), or ``"ada"``
+    (:class:`Adaptive` over color, translation and cutout)."""
     if spec is None or spec == "none":
         return None
     if spec == "diffaugment":
         return DiffAugment()
     if spec == "ada":
         return Adaptive()
+    if is_policy(spec):
+        return DiffAugment(",".join(p.strip() for p in spec.split(",")))
     if isinstance(spec, str):
-        raise ValueError(f"unknown augment {spec!r}; choose diffaugment, ada or none")
+        raise ValueError(
+            f"unknown augment {spec!r}; choose diffaugment, ada, none, or a DiffAugment "
+            f"policy naming some of {', '.join(TRANSFORMS)} separated by commas (e.g. "
+            "'translation,cutout'; ganstep.augment.Adaptive(policy) for ADA over a policy)"
+        )
     if not callable(spec):
         raise TypeError(f"augment must be callable as augment(x), or a name; got {spec!r}")
     return spec

@@ -47,7 +47,8 @@ _LIMIT = (
 )
 _AUGMENT = (
     "augmentation of every D input (images): none, diffaugment (color, translation, "
-    "cutout) or ada (those with ADA's adaptive p)"
+    "cutout), ada (those with ADA's adaptive p), or a DiffAugment policy such as "
+    "translation,cutout"
 )
 _TENSORBOARD = (
     "also write TensorBoard event files into the run folder's tensorboard/ (losses, D's "

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import torch
 
+from .augment import is_policy
 from .checks import positive_int
 from .data import Dataset
 from .objectives import OBJECTIVES, R1_OBJECTIVES
@@ -42,7 +43,8 @@ MAX_LR = 1e6  # far beyond any working rate; near float32's range Adam's step ov
 LIMITS = {"batch_size": 2**20, "z_dim": 2**16, "width": 2**14, "eval_samples": 10**6,
           "feature_steps": 10**6, "r1_every": 10**6, "accumulate": 2**20,
           "steps": 10**12, "limit": 10**12}  # fmt: skip
-# --augment: DiffAugment's color, translation, cutout; "ada" with ADA's adaptive p.
+# --augment: DiffAugment's color, translation, cutout; "ada" with ADA's adaptive p; or a
+# DiffAugment policy naming some of them ("translation,cutout").
 AUGMENTS = ("none", "diffaugment", "ada")
 
 _TYPES = {"str": (str,), "int": (int,), "float": (int, float), "bool": (bool,)}
@@ -184,7 +186,8 @@ class Config:
         check_name("objective", self.objective, OBJECTIVES)
         check_name("schedule", self.schedule, SCHEDULES)
         check_name("precision", self.precision, DTYPES)
-        check_name("augment", self.augment, AUGMENTS)
+        if not is_policy(self.augment):  # a DiffAugment policy such as "translation,cutout"
+            check_name("augment", self.augment, (*AUGMENTS, "a policy such as translation,cutout"))
         if self.fused and self.schedule != "simultaneous":
             raise ValueError(f"fused applies to the simultaneous schedule, not {self.schedule!r}")
         if self.fused and self.augment != "none":

@@ -946,23 +946,104 @@ def feature_matching(G, D, opt_g, opt_d, batches: Batches, latent: Latent):
     return history
 
 
-def diffaugment(G, D, opt_g, opt_d, batches: Batches, latent: Latent, augment, objective="ns"):
-    """mit-han-lab/data-efficient-gans' README loop: ``DiffAugment(x, policy)`` before
-    every D call; a D step on the real batch and ``G(z).detach()``, then a G step on a
-    fresh z. ganstep: ``d_first(reuse_fake=False)`` with ``augment``."""
+def diff_augment(x: Tensor, policy: str = "color,translation,cutout") -> Tensor:
+    """``DiffAugment(x, policy)`` as mit-han-lab/data-efficient-gans writes it
+    (``DiffAugment-stylegan2-pytorch/DiffAugment_pytorch.py``, commit ce71c7e; the
+    top-level ``DiffAugment_pytorch.py`` sizes its shifts as ``h // 8``, the same for
+    sides that are multiples of 8), kept apart from :mod:`ganstep.augment` so that its
+    tests compare two implementations: each function of the policy in order, each
+    drawing from torch's global generator per sample, in this order:
+
+    - color: brightness ``rand - 0.5``, saturation ``rand * 2`` around the per-pixel
+      channel mean, contrast ``rand + 0.5`` around the sample mean;
+    - translation: ``tx`` (rows) then ``ty`` (columns), each ``randint(-s, s + 1)``
+      with ``s = int(side * 0.125 + 0.5)``; output pixel (i, j) is input pixel
+      ``(i + tx, j + ty)`` of the image padded with one ring of zeros, indices clamped
+      into the padded image (so a shift out of the image reads zeros);
+    - cutout: a square of ``int(side * 0.5 + 0.5)``, offsets ``randint(0, side + (1 -
+      size % 2))`` for rows then columns, the square's indices ``offset - size // 2 +
+      k`` clamped into the image and zeroed in a mask.
+    """
+    for name in policy.split(","):
+        for fn in _DIFF_AUGMENT[name]:
+            x = fn(x)
+    return x.contiguous()
+
+
+def _per_sample(x: Tensor) -> Tensor:
+    return torch.rand(x.size(0), 1, 1, 1, dtype=x.dtype, device=x.device)
+
+
+def _brightness(x: Tensor) -> Tensor:
+    return x + (_per_sample(x) - 0.5)
+
+
+def _saturation(x: Tensor) -> Tensor:
+    mean = x.mean(dim=1, keepdim=True)
+    return (x - mean) * (_per_sample(x) * 2) + mean
+
+
+def _contrast(x: Tensor) -> Tensor:
+    mean = x.mean(dim=[1, 2, 3], keepdim=True)
+    return (x - mean) * (_per_sample(x) + 0.5) + mean
+
+
+def _grid(n: int, rows: int, cols: int, device) -> tuple[Tensor, Tensor, Tensor]:
+    along = [torch.arange(k, dtype=torch.long, device=device) for k in (n, rows, cols)]
+    return torch.meshgrid(*along, indexing="ij")
+
+
+def _translation(x: Tensor) -> Tensor:
+    n, _, h, w = x.shape
+    sx, sy = int(h * 0.125 + 0.5), int(w * 0.125 + 0.5)
+    tx = torch.randint(-sx, sx + 1, size=[n, 1, 1], device=x.device)
+    ty = torch.randint(-sy, sy + 1, size=[n, 1, 1], device=x.device)
+    b, i, j = _grid(n, h, w, x.device)
+    i = torch.clamp(i + tx + 1, 0, h + 1)
+    j = torch.clamp(j + ty + 1, 0, w + 1)
+    padded = F.pad(x, [1, 1, 1, 1]).permute(0, 2, 3, 1)  # (n, h + 2, w + 2, channels)
+    return padded[b, i, j].permute(0, 3, 1, 2)
+
+
+def _cutout(x: Tensor) -> Tensor:
+    n, _, h, w = x.shape
+    size = int(h * 0.5 + 0.5), int(w * 0.5 + 0.5)
+    ox = torch.randint(0, h + (1 - size[0] % 2), size=[n, 1, 1], device=x.device)
+    oy = torch.randint(0, w + (1 - size[1] % 2), size=[n, 1, 1], device=x.device)
+    b, i, j = _grid(n, size[0], size[1], x.device)
+    i = torch.clamp(i + ox - size[0] // 2, min=0, max=h - 1)
+    j = torch.clamp(j + oy - size[1] // 2, min=0, max=w - 1)
+    mask = torch.ones(n, h, w, dtype=x.dtype, device=x.device)
+    mask[b, i, j] = 0
+    return x * mask.unsqueeze(1)
+
+
+_DIFF_AUGMENT = {
+    "color": (_brightness, _saturation, _contrast),
+    "translation": (_translation,),
+    "cutout": (_cutout,),
+}
+
+
+def diffaugment(G, D, opt_g, opt_d, batches: Batches, latent: Latent,
+                policy: str = "color,translation,cutout", objective="ns"):  # fmt: skip
+    """mit-han-lab/data-efficient-gans' README loop: ``DiffAugment(x, policy=policy)``
+    (:func:`diff_augment`) before every D call; a D step on the real batch and
+    ``G(z).detach()``, then a G step on a fresh z. ganstep: ``d_first(reuse_fake=False)``
+    with ``augment=policy``."""
     loss = _Losses(objective)
     for reals in batches:
         n = reals.size(0)
         opt_d.zero_grad()
         fakes = G(latent(n))
-        real_scores = D(augment(reals))
-        fake_scores = D(augment(fakes.detach()))
+        real_scores = D(diff_augment(reals, policy))
+        fake_scores = D(diff_augment(fakes.detach(), policy))
         loss.d(D, reals, fakes.detach(), real_scores, fake_scores).backward()
         opt_d.step()
         opt_g.zero_grad()
         fakes = G(latent(n))
-        real_scores = D(augment(reals)) if loss.g_needs_real else None
-        fake_scores = D(augment(fakes))
+        real_scores = D(diff_augment(reals, policy)) if loss.g_needs_real else None
+        fake_scores = D(diff_augment(fakes, policy))
         loss.g(fakes, fake_scores, real_scores).backward()
         opt_g.step()
         loss.end_iteration()
