@@ -6,32 +6,68 @@ from __future__ import annotations
 
 import pytest
 import torch
-from helpers import Run, real_batches
-from helpers.wild import assert_same
+from helpers import X_DIM, Z_DIM, Run, real_batches
+from helpers.wild import assert_same, assert_same_optimizer, numpy_normal
 from hypothesis import given
 from hypothesis import strategies as st
+from torch import nn
 
 from ganstep import Step, d_first, reference, simultaneous
+from ganstep.models import MLP
 from ganstep.objectives import WGAN, ns
 
 
-def test_pytorch_gan_wgan_equals_d_first_g_every_with_clipping():
-    theirs, ours = Run("wgan", batchnorm=False), Run("wgan", batchnorm=False)
-    for run in (theirs, ours):  # wgan.py's RMSprop
-        run.opt_d = torch.optim.RMSprop(run.D.parameters(), lr=0.05)
-        run.opt_g = torch.optim.RMSprop(run.G.parameters(), lr=0.05)
+def wgan_sides():
+    """Two identical float64 sides as wgan.py builds them: G with BatchNorm, D without,
+    RMSprop for both."""
+    sides = []
+    for _ in range(2):
+        torch.manual_seed(0)
+        G = MLP(Z_DIM, X_DIM, (8,), activation=nn.LeakyReLU, batchnorm=True).double()
+        D = MLP(X_DIM, 1, (8, 4), activation=nn.LeakyReLU).double()
+        sides.append((G, D, torch.optim.RMSprop(G.parameters(), lr=0.05),
+                      torch.optim.RMSprop(D.parameters(), lr=0.05)))  # fmt: skip
+    return sides
+
+
+@pytest.mark.parametrize("n_critic", [5, 2])
+def test_pytorch_gan_wgan_as_written_equals_d_first_reuse_z(n_critic):
+    """wgan.py with its numpy draws and its two G forwards on G-step batches: parameters,
+    G's BatchNorm statistics (and their batch count) and RMSprop's state all equal."""
+    theirs, ours = wgan_sides()
     batches = real_batches(11)
-    expected = reference.pytorch_gan_wgan(*theirs.models(), batches, theirs.latent)
-    step = Step(*ours.models(), objective="wgan", latent=ours.latent,
-                schedule=d_first(g_every=5))  # fmt: skip
+    latent, rng = numpy_normal(4, Z_DIM)
+    expected = reference.pytorch_gan_wgan(*theirs, batches, rng, Z_DIM, n_critic=n_critic)
+    step = Step(*ours, objective="wgan", latent=latent,
+                schedule=d_first(g_every=n_critic, reuse_fake=False, reuse_z=True))  # fmt: skip
     got = [{k: v.item() for k, v in step(b).items()} for b in batches]
     assert [sorted(r) for r in got] == [sorted(r) for r in expected]
     for a, b in zip(got, expected, strict=True):
         for key in b:
             assert a[key] == pytest.approx(b[key], rel=1e-10, abs=1e-12)
-    assert_same(ours.G, theirs.G)
-    assert_same(ours.D, theirs.D)
-    assert max(p.abs().max().item() for p in ours.D.parameters()) <= 0.01
+    for mine, source in zip(ours, theirs, strict=True):
+        (assert_same if isinstance(mine, nn.Module) else assert_same_optimizer)(mine, source)
+    assert max(p.abs().max().item() for p in ours[1].parameters()) <= 0.01
+    bn = ours[0].net[1]
+    assert bn.num_batches_tracked.item() == 11 + len(range(0, 11, n_critic))
+
+
+def test_reusing_the_fake_batch_differs_from_wgan_py_in_gs_batchnorm_only():
+    """``reuse_fake=True`` forwards G once where wgan.py forwards it twice: the same
+    parameters (BatchNorm in training mode normalizes by the batch either way) but other
+    running statistics; ``reuse_z`` is what makes the buffers equal."""
+    theirs, ours = wgan_sides()
+    batches = real_batches(6)
+    latent, rng = numpy_normal(4, Z_DIM)
+    reference.pytorch_gan_wgan(*theirs, batches, rng, Z_DIM)
+    step = Step(*ours, objective="wgan", latent=latent, schedule=d_first(g_every=5))
+    for b in batches:
+        step(b)
+    assert_same(ours[0], theirs[0], buffers=False)
+    assert ours[0].net[1].num_batches_tracked.item() == 6
+    assert theirs[0].net[1].num_batches_tracked.item() == 8
+    with pytest.raises(ValueError, match="reuse_z makes G's first fakes anew"):
+        d_first(reuse_z=True)
 
 
 def test_wgan_clips_after_every_d_step_in_every_schedule():

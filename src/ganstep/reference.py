@@ -51,6 +51,7 @@ import math
 import random
 from collections.abc import Callable, Sequence
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
@@ -809,18 +810,28 @@ def stylegan2_r1(G, D, opt_g, opt_d, batches: Batches, latent: Latent, r1: float
     return history
 
 
-def pytorch_gan_wgan(G, D, opt_g, opt_d, batches: Batches, latent: Latent,
-                     n_critic: int = 5, clip_value: float = 0.01):  # fmt: skip
-    """eriklindernoren/PyTorch-GAN ``implementations/wgan/wgan.py``: a D step per batch
-    on ``generator(z).detach()``, D's weights clamped after it; every ``n_critic``-th
-    batch (``i % n_critic == 0``) a G step on ``generator(z)`` from the same z (D not
-    frozen). ganstep: ``d_first(g_every=n_critic)`` with ``wgan(clip=clip_value)``."""
+def _as_floats(array: np.ndarray, like: Tensor) -> Tensor:
+    """A numpy draw as the scripts' ``FloatTensor(...)`` makes it: float32 there, the
+    batch's dtype here (so that the tests can run in float64)."""
+    return torch.from_numpy(array).to(dtype=like.dtype, device=like.device)
+
+
+def pytorch_gan_wgan(G, D, opt_g, opt_d, batches: Batches, rng: np.random.RandomState,
+                     latent_dim: int, n_critic: int = 5, clip_value: float = 0.01):  # fmt: skip
+    """eriklindernoren/PyTorch-GAN ``implementations/wgan/wgan.py`` (commit c5d6be1), one
+    epoch of it (``i`` counts its batches): per batch, z from numpy's generator
+    (``np.random.normal(0, 1, (n, latent_dim))``; ``rng`` stands for ``np.random``), a
+    D step on ``generator(z).detach()`` (G forwarded with a graph it throws away), D's
+    weights clamped to ``clip_value`` after it; every ``n_critic``-th batch (``i %
+    n_critic == 0``) a G step on ``generator(z)``, G forwarded again on the same z (D
+    not frozen). ganstep: ``d_first(g_every=n_critic, reuse_fake=False,
+    reuse_z=True)`` with ``wgan(clip=clip_value)``."""
     history = []
     for i, imgs in enumerate(batches):
         real_imgs = imgs
         # Train Discriminator
         opt_d.zero_grad()
-        z = latent(imgs.shape[0])
+        z = _as_floats(rng.normal(0, 1, (imgs.shape[0], latent_dim)), imgs)
         fake_imgs = G(z).detach()
         loss_D = -torch.mean(D(real_imgs)) + torch.mean(D(fake_imgs))
         loss_D.backward()

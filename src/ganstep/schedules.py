@@ -78,6 +78,12 @@ class DFirst(Schedule):
             draw of z (and of conditions, from a sampler). Needs ``reuse_fake=False``,
             and an L_G that does not pair fakes with real rows (not relativistic or
             softmax objectives, not ``condition="real"``, no G term reading real).
+        reuse_z: the first G step makes its fakes anew from the last D step's z (and
+            condition) with G's graph, instead of reusing that step's fake batch or
+            drawing a fresh z: PyTorch-GAN's ``wgan.py`` (``generator(z).detach()`` for
+            D, then ``generator(z)`` for G). G runs twice where ``reuse_fake`` runs it
+            once, as that loop does: a G with BatchNorm then ends with the loop's
+            running statistics. Needs ``reuse_fake=False``.
 
     Passes: G runs without a graph for every D step whose fake batch is not reused;
     D's weights compute no gradient in the G steps.
@@ -89,10 +95,18 @@ class DFirst(Schedule):
     g_every: int = 1
     fresh_real: bool = False
     g_batch: int = 1
+    reuse_z: bool = False
     name: ClassVar[str] = "d_first"
 
     def __post_init__(self) -> None:
         super().__post_init__()
+        if self.reuse_z and (self.reuse_fake or self.fresh_real or self.g_batch > 1):
+            raise ValueError(
+                f"{self.name}: reuse_z makes G's first fakes anew from the last D step's z, "
+                "so it takes reuse_fake=False, and neither fresh_real nor g_batch > 1 (which "
+                "give G's step other rows than that z's): d_first(reuse_fake=False, "
+                "reuse_z=True)"
+            )
         if self.g_batch > 1 and self.reuse_fake:
             raise ValueError(
                 f"{self.name}: g_batch={self.g_batch} makes G's fakes {self.g_batch} times the "
@@ -127,12 +141,13 @@ class DFirst(Schedule):
 
     def run(self, game: Game, reals: list[Batch], iteration: int) -> Logs:
         logs: Logs = {}
-        kept = None
+        kept = code = None
         g_due = iteration % self.g_every == 0
         d_reals = reals[: self.d_steps]
         for i, real in enumerate(d_reals):
             keep = self.reuse_fake and g_due and i == len(d_reals) - 1
-            fake = generate(game, draw(game, real), real, graph=keep)
+            code = draw(game, real)
+            fake = generate(game, code, real, graph=keep)
             logs.update(d_phase(game, real, cut(fake)))
             kept = fake if keep else None
         if not g_due:
@@ -141,6 +156,8 @@ class DFirst(Schedule):
             real = reals[self.d_steps + j] if self.fresh_real else d_reals[-1]
             if j == 0 and kept is not None:
                 fake = kept
+            elif j == 0 and self.reuse_z:
+                fake = generate(game, code, real, graph=True)
             else:
                 like = real if self.g_batch == 1 else wider(real, self.g_batch)
                 fake = generate(game, draw(game, like), like, graph=True)

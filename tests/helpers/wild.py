@@ -140,6 +140,25 @@ def assert_same(a: nn.Module, b: nn.Module, buffers: bool = True) -> None:
             assert_close(p, q, msg=lambda m, name=name: f"buffer {name}: {m}")
 
 
+def assert_same_optimizer(a: torch.optim.Optimizer, b: torch.optim.Optimizer) -> None:
+    """Equal optimizer state (step counts, moments), parameter by parameter."""
+    state_a, state_b = a.state_dict()["state"], b.state_dict()["state"]
+    assert sorted(state_a) == sorted(state_b)
+    for key in state_a:
+        for name, value in state_a[key].items():
+            assert_close(value, state_b[key][name], msg=lambda m, k=key, n=name: f"{k}.{n}: {m}")
+
+
+def numpy_normal(seed: int, width: int):
+    """``latent(n)`` drawing as PyTorch-GAN's scripts do, ``np.random.normal(0, 1, (n,
+    width))``, from a RandomState of its own (the scripts' ``np.random``), and its
+    RandomState for the reference loop: two identical streams."""
+    import numpy as np
+
+    ours, theirs = np.random.RandomState(seed), np.random.RandomState(seed)
+    return (lambda n: torch.from_numpy(ours.normal(0, 1, (n, width)))), theirs
+
+
 def run_step(step: Step, batches) -> list[dict]:
     return [{k: v.item() for k, v in step(batch).items()} for batch in batches]
 
