@@ -4,17 +4,23 @@ and never a D forward of their own."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
+import torch
 import torch.nn.functional as F
 from helpers import X_DIM, Z_DIM, Run, flops, latent_stream, real_batches
 from helpers.wild import (
     ACGAND,
     ITERATIONS,
     CondG,
+    K,
+    N,
     PairD,
     Pix2PixG,
+    ProjectionD,
     assert_losses,
     assert_same,
+    assert_same_optimizer,
     build,
     image_pairs,
     labelled_batches,
@@ -29,7 +35,8 @@ from torch import nn
 
 from ganstep import Step, d_first, reference, simultaneous
 from ganstep.models import MLP
-from ganstep.views import feature_matching
+from ganstep.objectives import ns
+from ganstep.views import ends_in_sigmoid, feature_matching
 
 
 @pytest.mark.parametrize("batchnorm", [True, False], ids=["batchnormD", "plainD"])
@@ -43,30 +50,116 @@ def test_pix2pix_equals_d_first_with_an_image_condition_patch_d_and_l1(batchnorm
     assert_same(ours[1], theirs[1])  # fake first on both sides: running statistics too
 
 
-@pytest.mark.parametrize("fused", [False, True])
-def test_pytorch_gan_acgan_equals_simultaneous_with_auxiliary_terms(fused):
-    theirs, ours = build(lambda: CondG(False), lambda: ACGAND(False))
-    batches = labelled_batches(ITERATIONS)
-    latent, labels = streams()
-    expected = reference.pytorch_gan_acgan(*theirs, batches, latent, labels)
-    latent, labels = streams()
+class ACGANG(nn.Module):
+    """acgan.py's G in small: ``label_emb(labels) * noise``, a BatchNorm, a 1x8x8 image."""
 
+    def __init__(self):
+        super().__init__()
+        self.label_emb = nn.Embedding(K, Z_DIM)
+        self.net = nn.Sequential(nn.Linear(Z_DIM, 16), nn.BatchNorm1d(16, 0.8),
+                                 nn.LeakyReLU(0.2), nn.Linear(16, 64), nn.Tanh(),
+                                 nn.Unflatten(1, (1, 8, 8)))  # fmt: skip
+
+    def forward(self, noise, labels):
+        return self.net(torch.mul(self.label_emb(labels), noise))
+
+
+class ACGANDAsWritten(nn.Module):
+    """acgan.py's D in small: conv blocks with Dropout2d and BatchNorm, validity through
+    a Sigmoid, the class through a Softmax; D(x) takes no label."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv_blocks = nn.Sequential(
+            nn.Conv2d(1, 4, 3, 2, 1), nn.LeakyReLU(0.2), nn.Dropout2d(0.25),
+            nn.Conv2d(4, 8, 3, 2, 1), nn.LeakyReLU(0.2), nn.Dropout2d(0.25),
+            nn.BatchNorm2d(8, 0.8),
+        )  # fmt: skip
+        self.adv_layer = nn.Sequential(nn.Linear(8 * 2 * 2, 1), nn.Sigmoid())
+        self.aux_layer = nn.Sequential(nn.Linear(8 * 2 * 2, K), nn.Softmax(dim=1))
+
+    def forward(self, img):
+        out = self.conv_blocks(img).view(img.shape[0], -1)
+        return self.adv_layer(out), self.aux_layer(out)
+
+
+def acgan_images(count: int):
+    gen = torch.Generator().manual_seed(3)
+    return [(torch.rand(N, 1, 8, 8, generator=gen, dtype=torch.float64) * 2 - 1,
+             torch.randint(K, (N,), generator=gen)) for _ in range(count)]  # fmt: skip
+
+
+def acgan_step(side, latent, labels, objective=None, **kwargs) -> Step:
     def aux(which):
         return lambda v: F.cross_entropy(getattr(v, f"d_{which}")[1], getattr(v, which).c)
 
-    kwargs = dict(objective="ns", schedule=simultaneous(), latent=latent, condition=labels,
-                  d_conditional=False, d_scale=0.25, g_scale=0.5,
-                  d_terms={"aux_real": (0.25, aux("real")), "aux_fake": (0.25, aux("fake"))},
-                  g_terms={"aux": (0.5, aux("fake"))})  # fmt: skip
-    if fused:
-        with pytest.raises(ValueError, match="extra loss terms would break"):
-            Step(*ours, **{**kwargs, "schedule": simultaneous(fused=True)})
-        return
-    got = run_step(Step(*ours, **kwargs), batches)
+    return Step(*side, objective=objective or ns(probabilities=True), schedule=simultaneous(),
+                latent=latent, condition=labels, d_conditional=False, d_scale=0.25,
+                g_scale=0.5, g_terms={"aux": (0.5, aux("fake"))},
+                d_terms={"aux_real": (0.25, aux("real")), "aux_fake": (0.25, aux("fake"))},
+                **kwargs)  # fmt: skip
+
+
+def test_pytorch_gan_acgan_as_written_equals_simultaneous_on_probabilities():
+    """acgan.py as its author wrote it: numpy's draws (z, then labels), a D ending in a
+    Sigmoid (BCELoss) and a Softmax (read by CrossEntropyLoss as logits), Dropout2d and
+    BatchNorm in D. Parameters, BatchNorm statistics and Adam's state all equal."""
+    theirs, ours = build(ACGANG, ACGANDAsWritten)
+    batches = acgan_images(ITERATIONS)
+    rng = np.random.RandomState(8)
+    torch.manual_seed(5)  # Dropout2d's masks
+    expected = reference.pytorch_gan_acgan(*theirs, batches, np.random.RandomState(8), Z_DIM, K)
+    latent = lambda n: torch.from_numpy(rng.normal(0, 1, (n, Z_DIM)))  # noqa: E731
+    labels = lambda n: torch.from_numpy(rng.randint(0, K, n)).long()  # noqa: E731
+    torch.manual_seed(5)
+    got = run_step(acgan_step(ours, latent, labels), batches)
     assert_losses(got, expected)
     assert {"aux", "aux_real", "aux_fake"} <= set(got[0])
-    assert_same(ours[0], theirs[0])
-    assert_same(ours[1], theirs[1])
+    for mine, source in zip(ours, theirs, strict=True):
+        (assert_same if isinstance(mine, nn.Module) else assert_same_optimizer)(mine, source)
+
+
+def test_a_d_ending_in_a_sigmoid_is_refused_where_logits_are_read():
+    _, ours = build(ACGANG, ACGANDAsWritten)
+    latent, labels = (lambda n: torch.randn(n, Z_DIM, dtype=torch.float64),
+                      lambda n: torch.randint(K, (n,)))  # fmt: skip
+    batch = acgan_images(1)[0]
+    for objective in ("ns", "minimax", "rsgan"):
+        step = acgan_step(ours, latent, labels, objective=objective)
+        with pytest.raises(ValueError, match="comes out of a sigmoid") as e:
+            step(batch)
+        fix = f"objectives.{objective}(probabilities=True)" if objective != "rsgan" else "Drop"
+        assert fix in str(e.value)
+    acgan_step(ours, latent, labels, objective="lsgan")(batch)  # an MSE on probabilities: as asked
+    with pytest.raises(ValueError, match="probabilities must be True or False"):
+        ns(probabilities=1)
+    assert "probabilities=True" in repr(ns(probabilities=True))
+
+
+def test_a_sigmoid_behind_reshapes_is_found_and_a_logit_is_not():
+    x = torch.randn(4, 3, requires_grad=True)
+    assert ends_in_sigmoid(torch.sigmoid(x).view(-1, 1).squeeze(1))  # the DCGAN example's D
+    assert ends_in_sigmoid(nn.Sigmoid()(x)[:, :1].flatten())
+    assert not ends_in_sigmoid(torch.sigmoid(x) * 2)
+    assert not ends_in_sigmoid(x * 1.0)
+    with torch.no_grad():
+        assert not ends_in_sigmoid(torch.sigmoid(x))  # no graph: nothing to tell
+
+
+def test_a_d_of_x_alone_in_a_conditional_step_is_named():
+    """Before: ``TypeError: forward() takes 2 positional arguments but 3 were given`` from
+    inside the first step."""
+    _, ours = build(ACGANG, ACGANDAsWritten)
+    latent, labels = (lambda n: torch.randn(n, Z_DIM, dtype=torch.float64),
+                      lambda n: torch.randint(K, (n,)))  # fmt: skip
+    with pytest.raises(ValueError, match="pass d_conditional=False") as e:
+        Step(*ours, objective=ns(probabilities=True), schedule=simultaneous(), latent=latent,
+             condition=labels)  # fmt: skip
+    assert "takes x alone" in str(e.value) and "forward(img)" in str(e.value)
+    cond_sides = build(lambda: CondG(False), lambda: ProjectionD(False))[0]
+    with pytest.raises(ValueError, match="leave d_conditional=True"):
+        Step(*cond_sides, objective="ns", schedule=simultaneous(), latent=latent,
+             condition=labels, d_conditional=False)  # fmt: skip
 
 
 def test_pix2pix_is_already_minimal_and_terms_add_no_d_forward():
@@ -121,8 +214,8 @@ class _TwiceG:
 def test_scales_must_be_positive_numbers(value):
     run = Run("ns", batchnorm=False)
     for name in ("d_scale", "g_scale"):
-        if name == "g_scale" and value == 0:
-            continue  # G may train on its terms alone
+        if value == 0:
+            continue  # a side may train on its terms alone (or wait for taming's disc_start)
         with pytest.raises(ValueError, match=f"{name} must be a (positive number|number >= 0)"):
             Step(*run.models(), objective="ns", schedule="d_first", latent=run.latent,
                  **{name: value})  # fmt: skip

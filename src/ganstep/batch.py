@@ -4,6 +4,11 @@ A real batch is ``Batch(x, c)``: ``c`` is ``None`` (unconditional), a tensor wit
 row per sample (labels, one-hot codes, source images) or a tuple of such. A fake batch
 carries the condition it was made for, so that D judges it against that condition.
 Schedules move batches and never look inside them; the phases call G and D with them.
+
+Both may carry ``extra``, which neither G nor D is called with and loss terms read: a
+real batch the other keys of a dict batch (``{"x": y, "c": mel, "y_mel": y_mel}``:
+HiFi-GAN's target mel), a fake batch G's outputs after the first when G returns a
+tuple (``(reconstruction, codebook_loss)``: VQGAN's).
 """
 
 from __future__ import annotations
@@ -40,16 +45,20 @@ class Batch:
     x: Tensor
     c: Condition = None
     z: Condition = None
+    # A real batch's extra targets {name: tensor with n rows}; a fake batch's extra
+    # outputs of G (a tuple). Read by loss terms only.
+    extra: dict[str, Tensor] | tuple | None = None
 
     @property
     def n(self) -> int:
         return self.x.shape[0]
 
     def with_x(self, x: Tensor) -> Batch:
-        """The same condition (and latent) for other samples (a detached or interpolated x)."""
-        return Batch(x, self.c, self.z)
+        """The same condition, latent and extras for other samples (an interpolated x)."""
+        return Batch(x, self.c, self.z, self.extra)
 
     def rows(self, index: Tensor) -> Batch:
+        """Some rows of the samples, their condition and latent (not the extras)."""
         pick = lambda t: t[index]  # noqa: E731
         return Batch(self.x[index], _map(self.c, pick), _map(self.z, pick))
 
@@ -63,17 +72,31 @@ class Batch:
                     f"{what}: the condition has shape {tuple(t.shape)}, but the batch has "
                     f"{self.n} samples; a condition needs one row per sample"
                 )
+        if isinstance(self.extra, dict):
+            for name, t in self.extra.items():
+                if not isinstance(t, Tensor) or t.dim() == 0 or t.shape[0] != self.n:
+                    shape = tuple(t.shape) if isinstance(t, Tensor) else type(t).__name__
+                    raise ValueError(
+                        f"{what}: {name!r} is {shape}, but the batch has {self.n} samples; "
+                        "an extra target of a batch needs one row per sample"
+                    )
 
 
 def split_rows(batch: Batch, sizes: list[int]) -> list[Batch]:
     """``batch`` as consecutive micro-batches of ``sizes`` rows."""
     xs = torch.split(batch.x, sizes)
+    extras: list = [None] * len(sizes)
+    if isinstance(batch.extra, dict):
+        split_extra = {name: torch.split(t, sizes) for name, t in batch.extra.items()}
+        extras = [{name: parts[i] for name, parts in split_extra.items()} for i in range(len(xs))]
     if batch.c is None:
-        return [Batch(x) for x in xs]
-    if isinstance(batch.c, Tensor):
-        return [Batch(x, c) for x, c in zip(xs, torch.split(batch.c, sizes), strict=True)]
-    parts = [torch.split(t, sizes) for t in batch.c]
-    return [Batch(x, tuple(p[i] for p in parts)) for i, x in enumerate(xs)]
+        cs: list = [None] * len(sizes)
+    elif isinstance(batch.c, Tensor):
+        cs = list(torch.split(batch.c, sizes))
+    else:
+        parts = [torch.split(t, sizes) for t in batch.c]
+        cs = [tuple(p[i] for p in parts) for i in range(len(xs))]
+    return [Batch(x, c, extra=e) for x, c, e in zip(xs, cs, extras, strict=True)]
 
 
 def cat(a: Batch, b: Batch) -> Batch:
@@ -99,15 +122,19 @@ def split(out: object, n: int) -> tuple[object, object]:
 
 def to_batch(item: object, conditional: bool, what: str) -> Batch:
     """One real batch from what a user or a DataLoader gives: ``x``, ``(x, c)``,
-    ``[x, c]`` (a DataLoader's default collation) or ``{"x": x, "y": c}``."""
+    ``[x, c]`` (a DataLoader's default collation) or ``{"x": x, "y": c}`` (or ``"c"``),
+    whose other keys are the batch's extra targets, read by loss terms as
+    ``view.real.extra[key]``."""
+    extra = None
     if isinstance(item, Batch):
-        x, c = item.x, item.c
+        x, c, extra = item.x, item.c, item.extra
     elif isinstance(item, Tensor):
         x, c = item, None
     elif isinstance(item, dict):
         if "x" not in item:
             raise ValueError(f"{what}: a dict batch needs the key 'x' (and 'y' or 'c')")
         x, c = item["x"], item.get("y", item.get("c"))
+        extra = {k: v for k, v in item.items() if k not in ("x", "y", "c")} or None
     elif isinstance(item, tuple | list) and len(item) == 2 and isinstance(item[0], Tensor):
         x, c = item
     else:
@@ -130,6 +157,6 @@ def to_batch(item: object, conditional: bool, what: str) -> Batch:
         )
     if isinstance(c, list):
         c = tuple(c)
-    batch = Batch(x, c)
+    batch = Batch(x, c, extra=extra)
     batch.check(what)
     return batch

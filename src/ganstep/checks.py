@@ -7,6 +7,10 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
+
+# A loss's factor: a number, or a function of the iteration (counting from 0) giving one.
+Weight = float | Callable[[int], float]
 
 
 def positive_int(value: object, what: str, maximum: int | None = None) -> int:
@@ -42,3 +46,26 @@ def scale_factor(value: object, what: str, zero: bool = False) -> float:
         kind = "a number >= 0" if zero else "a positive number"
         raise ValueError(f"{what} must be {kind}, got {value!r}")
     return float(value)
+
+
+def weight(value: object, what: str, zero: bool = True) -> Weight:
+    """A loss's factor as given: a number checked as :func:`scale_factor` checks it, or a
+    callable ``w(iteration)``, whose values :func:`weight_at` checks as they come."""
+    if callable(value) and not isinstance(value, bool | int | float):
+        return value
+    return scale_factor(value, what, zero=zero)
+
+
+def weight_at(value: Weight, iteration: int, what: str) -> float:
+    """The factor at ``iteration``: ``value`` itself, or what ``value(iteration)`` gives,
+    checked (a finite number >= 0), so that a schedule's mistake names the weight."""
+    if not callable(value):
+        return value
+    got = value(iteration)
+    try:
+        return scale_factor(got, f"{what} at iteration {iteration}", zero=True)
+    except TypeError:
+        raise TypeError(
+            f"{what} is a function of the iteration and must return a number; at iteration "
+            f"{iteration} it returned {got!r}"
+        ) from None

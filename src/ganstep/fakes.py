@@ -3,6 +3,7 @@ batches G makes from them, with G's graph only where G's update needs it."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
@@ -30,15 +31,17 @@ class Code:
         return [*z, *([] if self.c is None else [self.c])]
 
 
-def draw(game: Game, real: Micro) -> list[Code]:
-    """z from the user's ``latent`` and the fakes' conditions, for a batch like ``real``:
-    one draw for the whole batch, split as ``real`` is into micro-batches (so that
-    accumulating over them sees exactly the z of one big batch)."""
+def draw(game: Game, real: Micro, latent: Callable[[int], Condition] | None = None) -> list[Code]:
+    """z from the user's ``latent`` (or the ``latent`` given: InfoGAN's info step's own)
+    and the fakes' conditions, for a batch like ``real``: one draw for the whole batch,
+    split as ``real`` is into micro-batches (so that accumulating over them sees exactly
+    the z of one big batch)."""
     sizes = [b.n for b in real]
     n = sum(sizes)
     zs = [None] * len(real)
-    if game.latent is not None:
-        zs = [part.c for part in split_rows(_latent(game, n), sizes)]
+    latent = latent or game.latent
+    if latent is not None:
+        zs = [part.c for part in split_rows(_latent(game, latent, n), sizes)]
     cs = [b.c if game.condition == "real" else None for b in real]
     if callable(game.condition):
         c = game.condition(n)
@@ -50,10 +53,10 @@ def draw(game: Game, real: Micro) -> list[Code]:
     return [Code(zi, ci) for zi, ci in zip(zs, cs, strict=True)]
 
 
-def _latent(game: Game, n: int) -> Batch:
+def _latent(game: Game, latent: Callable[[int], Condition], n: int) -> Batch:
     """One draw of ``latent(n)``: a tensor or a tuple of tensors with n rows each, held
     as the condition of an empty batch so that it splits into micro-batches as one."""
-    z = game.latent(n)
+    z = latent(n)
     if isinstance(z, list):
         z = tuple(z)
     parts = [z] if isinstance(z, Tensor) else list(z) if isinstance(z, tuple) else None
@@ -119,8 +122,14 @@ def _generate(game: Game, code: Code, like: Batch, graph: bool) -> Batch:
         ) from e
     x = like.x
     dtypes = (x.dtype, game.precision.dtype)  # autocast may give G's output its dtype
+    extra = None
+    if isinstance(fake, tuple) and fake and isinstance(fake[0], Tensor):
+        fake, extra = fake[0], fake[1:]  # (samples, *extras): VQGAN's codebook loss
     if not isinstance(fake, Tensor):
-        raise TypeError(f"G must return a tensor of samples, got {type(fake).__name__}")
+        raise TypeError(
+            f"G must return a tensor of samples, or a tuple (samples, *extras) whose extras "
+            f"loss terms read as view.fake.extra; got {type(fake).__name__}"
+        )
     if fake.dim() == 0 or fake.shape[0] != like.n:
         rows = "a scalar" if fake.dim() == 0 else f"{fake.shape[0]} samples"
         raise ValueError(
@@ -133,7 +142,7 @@ def _generate(game: Game, code: Code, like: Batch, graph: bool) -> Batch:
             f"{x.dtype} on {x.device}, G produces {tuple(fake.shape[1:])} {fake.dtype} "
             f"on {fake.device}"
         )
-    return Batch(fake, code.c, code.z)
+    return Batch(fake, code.c, code.z, extra)
 
 
 def wider(real: Micro, times: int) -> Micro:
@@ -143,5 +152,6 @@ def wider(real: Micro, times: int) -> Micro:
 
 
 def cut(fake: Micro) -> Micro:
-    """``fake`` cut from G's graph (its condition is data and carries no graph)."""
-    return [f.with_x(f.x.detach()) for f in fake]
+    """``fake`` cut from G's graph (its condition is data and carries no graph; G's
+    extra outputs, which would carry it, are left behind: only G's terms read them)."""
+    return [Batch(f.x.detach(), f.c, f.z) for f in fake]

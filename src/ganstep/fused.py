@@ -107,25 +107,27 @@ def _fused_micro(game: Game, real: Batch, fake: Batch, k: int) -> Logs:
     fake_in = fake.with_x(fake.x.detach().requires_grad_(True))
     with precision.autocast():
         out_real, out_fake = d_outputs(game, real, fake_in)
-        loss_d, logs, _, s_fake = d_loss(game, View("joint", real, fake_in, out_real, out_fake))
+        view = View("joint", real, fake_in, out_real, out_fake, game.iteration)
+        loss_d, logs, _, s_fake = d_loss(game, view)
     s = _fusable_scores(game, s_fake, n)
     guard(game, loss_d=loss_d)
     game.d.backward(share(loss_d, k), also=[fake_in.x])
     s = s.detach()
     loss_g, g_logs = objective.g_loss(s)
-    loss_g = game.g_scale * loss_g
+    d_scale, g_scale = game.d_weight(), game.g_weight()
+    loss_g = g_scale * loss_g
     guard(game, loss_g=loss_g)
     d_slope, ratio = objective.fake_slopes(s)
     # D's backward carries weight h_D'(s) / (elements * k) (times D's loss scale and
     # d_scale) per score; below sqrt(tiny) of the dtype it runs in, it may underflow.
-    scale_d = game.d.factor(fake.x) * game.d_scale
+    scale_d = game.d.factor(fake.x) * d_scale
     weight = d_slope.abs() * scale_d / (s.numel() * k)
     hard = ~torch.isfinite(ratio) | (weight < torch.finfo(fake_in.x.dtype).tiny ** 0.5)
     hard = hard.reshape(n, -1).any(1)
     ratio = torch.where(hard, torch.zeros_like(hard, dtype=ratio.dtype), ratio.reshape(n, -1)[:, 0])
     # fake_in's gradient carries D's loss scale and d_scale; G's backward must carry G's
-    # (and g_scale).
-    rescale = game.g.factor(fake.x) * game.g_scale / scale_d
+    # (and g_scale). With d_scale 0 at this iteration every sample went the hard way.
+    rescale = game.g.factor(fake.x) * g_scale / scale_d if d_scale else 0.0
     grad_in = fake_in.x.grad if fake_in.x.grad is not None else torch.zeros_like(fake_in.x)
     roots, grads = [fake.x], [(grad_in * _rows(ratio * rescale, grad_in)).to(fake.x.dtype)]
     if hard.any():
@@ -134,7 +136,7 @@ def _fused_micro(game: Game, real: Batch, fake: Batch, k: int) -> Logs:
         with frozen(game.d.module), precision.autocast():
             (s_hard,) = scores(game, d_call(game, rows), rows.x)
         # L_G is a mean over the n fakes: the hard ones carry weight len(idx) / n.
-        loss_hard = game.g_scale * objective.g_loss(s_hard)[0]
+        loss_hard = g_scale * objective.g_loss(s_hard)[0]
         roots.append(precision.scale(loss_hard, game.g.key))
         grads.append(torch.full_like(roots[-1], idx.numel() / (n * k)))
     torch.autograd.backward(roots, grads, inputs=game.g.params())

@@ -3,12 +3,15 @@ of one Step (where z and conditions come from, extra loss terms, how D is forwar
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 
 from torch import Tensor, nn
 
 from .batch import Condition
+from .checks import Weight, weight_at
 from .d_profile import KNOWN_MIXING, DProfile, known_mixing_layers
 from .objectives import Objective
 from .pool import FakePool
@@ -25,9 +28,27 @@ Hook = Callable[[nn.Module], object]
 D_FORWARDS = ("auto", "loop", "merged")
 
 
-def check_hooks(hooks: object, name: str) -> dict[str, Hook]:
+class PhaseHook:
+    """A user's hook, called ``fn(module)``, or ``fn(module, iteration)`` when it takes
+    two arguments (the iteration counting from 0, as loss weights read it)."""
+
+    def __init__(self, fn: Callable) -> None:
+        self.fn = fn
+        try:
+            inspect.signature(fn).bind(None, 0)
+            self.with_iteration = True
+        except TypeError:
+            self.with_iteration = False
+        except ValueError:  # no signature to read (some builtins): the documented form
+            self.with_iteration = False
+
+    def __call__(self, module: nn.Module, iteration: int = 0) -> object:
+        return self.fn(module, iteration) if self.with_iteration else self.fn(module)
+
+
+def check_hooks(hooks: object, name: str) -> dict[str, PhaseHook]:
     """``{"d": fn, ...}``: each key a phase of :data:`PHASES`, each value callable as
-    ``fn(module)``."""
+    ``fn(module)`` or ``fn(module, iteration)``."""
     if hooks is None:
         return {}
     if not isinstance(hooks, dict):
@@ -37,7 +58,7 @@ def check_hooks(hooks: object, name: str) -> dict[str, Hook]:
             raise ValueError(f"{name}: unknown phase {phase!r}; choose from {PHASES}")
         if not callable(fn):
             raise TypeError(f"{name}[{phase!r}] must be callable as fn(module), got {fn!r}")
-    return dict(hooks)
+    return {phase: PhaseHook(fn) for phase, fn in hooks.items()}
 
 
 @dataclass(eq=False)
@@ -52,11 +73,12 @@ class Game:
     # None (unconditional), "real" (a fake is made for its real sample's condition) or
     # a sampler condition(n) of the fakes' conditions.
     condition: str | Callable[[int], Condition] | None = None
-    # Extra weighted terms of L_G and L_D, and the scale of D's adversarial loss.
-    g_terms: dict[str, tuple[float, Term]] = field(default_factory=dict)
-    d_terms: dict[str, tuple[float, Term]] = field(default_factory=dict)
-    d_scale: float = 1.0
-    g_scale: float = 1.0
+    # Extra weighted terms of L_G and L_D, and the factors of the adversarial losses:
+    # numbers, or functions of the iteration (Weight).
+    g_terms: dict[str, tuple[Weight, Term]] = field(default_factory=dict)
+    d_terms: dict[str, tuple[Weight, Term]] = field(default_factory=dict)
+    d_scale: Weight = 1.0
+    g_scale: Weight = 1.0
     # D is called D(x, c) on a conditional batch; False: D(x) (ACGAN, InfoGAN: G alone
     # takes the condition, D predicts it).
     d_conditional: bool = True
@@ -84,16 +106,21 @@ class Game:
     log_scores: bool = False
     # The user's hooks by phase: before its optimizer step (gradients final, unscaled)
     # and after it.
-    before_step: dict[str, Hook] = field(default_factory=dict)
-    after_step: dict[str, Hook] = field(default_factory=dict)
-    # InfoGAN's third side (an optimizer over G and D's Q head) and its loss terms.
+    before_step: dict[str, PhaseHook] = field(default_factory=dict)
+    after_step: dict[str, PhaseHook] = field(default_factory=dict)
+    # InfoGAN's third side (an optimizer over G and D's Q head), its loss terms, and
+    # where its latents come from (None: from latent).
     info: Side | None = None
-    info_terms: dict[str, tuple[float, Term]] = field(default_factory=dict)
+    info_terms: dict[str, tuple[Weight, Term]] = field(default_factory=dict)
+    info_latent: Callable[[int], Tensor] | None = None
     # G's lazy regularizer (path length), or None; D's is the objective's (R1).
     g_regularizer: Regularizer | None = None
     # Steps each side took so far: a lazy regularizer (every = k) runs after every k-th.
     d_updates: int = 0
     g_updates: int = 0
+    # The iteration being run, counting from 0 (the Step's count): what weights that are
+    # functions of the iteration, terms (view.iteration) and hooks read.
+    iteration: int = 0
     _mixing: list[nn.Module] = field(default_factory=list, repr=False)
 
     def __post_init__(self) -> None:
@@ -102,6 +129,20 @@ class Game:
     @property
     def precision(self) -> Precision:
         return self.d.precision
+
+    def d_weight(self) -> float:
+        """``d_scale`` at this iteration."""
+        return weight_at(self.d_scale, self.iteration, "d_scale")
+
+    def g_weight(self) -> float:
+        """``g_scale`` at this iteration."""
+        return weight_at(self.g_scale, self.iteration, "g_scale")
+
+    def hook(self, when: str, phase: str) -> Callable[[nn.Module], object] | None:
+        """The user's hook ``when`` (``"before"``/``"after"``) the phase's step, bound to
+        this iteration; None if there is none."""
+        found = (self.before_step if when == "before" else self.after_step).get(phase)
+        return None if found is None else partial(found, iteration=self.iteration)
 
     def mixes_samples(self) -> bool:
         """Whether D mixes samples: a BatchNorm layer in training mode now (cheap: per

@@ -14,7 +14,7 @@ from torch import Tensor
 from .batch import Batch, cat, split
 from .game import Game
 from .objectives import Logs
-from .views import View, add_terms, adversarial, check_adversarial
+from .views import View, add_terms, adversarial, check_adversarial, check_logits
 
 
 def d_call(game: Game, batch: Batch) -> object:
@@ -48,9 +48,14 @@ def scores(game: Game, out: object, inp: Tensor) -> list[Tensor]:
     Under autocast the scores are cast to float32: the losses are computed in full
     precision whatever D ran in.
     """
-    if game.objective.reads_scores:
+    objective = game.objective
+    if objective.reads_scores:
         check_adversarial(out, inp.shape[0], game.d_map)
-    found = [game.objective.score(o, inp) for o in adversarial(out)]
+    outputs = adversarial(out)
+    if objective.applies_sigmoid:
+        for o in outputs:
+            check_logits(o, objective.name)
+    found = [objective.score(o, inp) for o in outputs]
     return found if game.precision.dtype is None else [s.float() for s in found]
 
 
@@ -85,8 +90,9 @@ def d_loss(game: Game, view: View) -> tuple[Tensor, Logs, list[Tensor], list[Ten
     game.observe_real(s_real)
     objective = game.objective
     loss, logs = summed([objective.d_loss(r, f) for r, f in zip(s_real, s_fake, strict=True)])
-    if game.d_scale != 1.0:
-        loss = game.d_scale * loss
+    d_scale = game.d_weight()
+    if d_scale != 1.0:
+        loss = d_scale * loss
     regularizer = objective.regularizer
     if regularizer is not None and regularizer.in_loss():  # from the D(real) forward above
         penalty = regularizer.penalty(real.x, sum(s.sum() for s in s_real))
@@ -124,8 +130,9 @@ def g_loss(game: Game, view: View, s_real, s_fake) -> tuple[Tensor, Logs]:
     else:
         parts = [objective.g_loss(f) for f in s_fake]
     loss, logs = summed(parts)
-    if game.g_scale != 1.0:
-        loss = game.g_scale * loss
+    g_scale = game.g_weight()
+    if g_scale != 1.0:
+        loss = g_scale * loss
     loss, term_logs = add_terms(loss, game.g_terms, view)
     logs.update(term_logs)
     return loss, logs

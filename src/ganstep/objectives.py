@@ -51,6 +51,10 @@ class Objective:
     constant_ratio = False
     # Why the fused simultaneous step cannot use this objective; None when it can.
     not_fusable: str | None = "its L_G is not a per-sample multiple of L_D at the fake scores"
+    # The losses apply a sigmoid to D's scores (BCE with logits): a D whose output comes
+    # out of a sigmoid is refused (ganstep.views.ends_in_sigmoid), as a probability read
+    # as a logit trains on the sigmoid of a probability.
+    applies_sigmoid = False
 
     def score(self, out: Tensor, inp: Tensor) -> Tensor:
         """The scores of D's adversarial output ``out`` on ``inp``: shape ``(n,)`` for one
@@ -113,6 +117,11 @@ class Objective:
         return f"{type(self).__name__}()"
 
 
+def _bce(p: Tensor, target: float) -> Tensor:
+    """``BCELoss`` of probabilities ``p`` against a constant target (the mean)."""
+    return F.binary_cross_entropy(p, torch.full_like(p, target))
+
+
 class NS(WithR1, Objective):
     """Non-saturating GAN (BCE with logits).
 
@@ -122,15 +131,42 @@ class NS(WithR1, Objective):
     batch that L_D already runs. ``r1_every = k > 1`` is lazy R1 (StyleGAN2): a
     separate step of D on the penalty alone, weighted k, every k-th D step; build D's
     optimizer with :func:`lazy_regularization`.
+
+    ``probabilities=True`` declares a D whose output is a probability (it ends in a
+    ``Sigmoid``, as PyTorch-GAN's and the DCGAN example's Ds do with ``BCELoss``): the
+    same losses on probabilities p, L_D = BCE(p_real, 1) + BCE(p_fake, 0) and L_G =
+    BCE(p_fake, 1), computed as ``BCELoss`` computes them (logs clamped at -100). Without
+    it a D ending in a sigmoid is refused, since a probability read as a logit trains on
+    the sigmoid of a probability.
     """
 
     name = "ns"
     not_fusable = None
+    applies_sigmoid = True
+
+    def __init__(self, r1: float = 0.0, r1_every: int = 1, probabilities: bool = False) -> None:
+        super().__init__(r1, r1_every)
+        if not isinstance(probabilities, bool):
+            raise ValueError(
+                f"{self.name} probabilities must be True or False, got {probabilities!r}"
+            )
+        self.probabilities = probabilities
+        if probabilities:
+            self.applies_sigmoid = False
+            self.not_fusable = "its losses on probabilities have no closed-form slope ratio here"
+
+    def __repr__(self) -> str:
+        shown = super().__repr__()
+        return shown[:-1] + ", probabilities=True)" if self.probabilities else shown
 
     def d_loss(self, real: Tensor, fake: Tensor) -> tuple[Tensor, Logs]:
+        if self.probabilities:
+            return _bce(real, 1.0) + _bce(fake, 0.0), {}
         return F.softplus(-real).mean() + F.softplus(fake).mean(), {}
 
     def g_loss(self, fake: Tensor, real: Tensor | None = None) -> tuple[Tensor, Logs]:
+        if self.probabilities:
+            return _bce(fake, 1.0), {}
         return F.softplus(-fake).mean(), {}
 
     def fake_slopes(self, fake: Tensor) -> tuple[Tensor, Tensor]:
@@ -145,6 +181,8 @@ class Minimax(NS):
     constant_ratio = True
 
     def g_loss(self, fake: Tensor, real: Tensor | None = None) -> tuple[Tensor, Logs]:
+        if self.probabilities:
+            return -_bce(fake, 0.0), {}
         return -F.softplus(fake).mean(), {}
 
     def fake_slopes(self, fake: Tensor) -> tuple[Tensor, Tensor]:
@@ -269,12 +307,20 @@ class Relativistic(Objective):
     (RSGAN: ``a = r_i - f_i``). With averaging,
     L_D = (mean f(r - mean(f), 1) + mean f(f - mean(r), 0)) / 2 and
     L_G = (mean f(f - mean(r), 1) + mean f(r - mean(f), 0)) / 2, as AlexiaJM's and
-    ESRGAN's code write them.
+    BasicSR's ESRGAN code write them.
 
     Args:
         detach_mean: in L_D, read the other batch's mean score as a constant, as
-            ESRGAN (BasicSR) does (``fake_d_pred.detach()``, ``real_d_pred.detach()``);
+            BasicSR's ESRGAN does (``fake_d_pred.detach()``, ``real_d_pred.detach()``);
             D's gradient then omits the path through the means. Averaged losses only.
+        g_real_term: L_G has the real batch's term ``f(r - mean(f), 0)`` too (the
+            default); ``False``: L_G = mean f(f - mean(r), 1) alone, as PyTorch-GAN's
+            ``esrgan.py`` writes it. Averaged losses only.
+        per_location: for a D that returns a map of scores per sample (PatchGAN), the
+            other batch's mean is taken over the batch at each location of the map
+            (``mean(0, keepdim=True)``, PyTorch-GAN's ``esrgan.py``) instead of over
+            every score of the batch. The same for one score per sample. Averaged
+            losses only.
     """
 
     g_needs_real = True
@@ -282,12 +328,24 @@ class Relativistic(Objective):
     not_fusable = "its L_G reads D's real scores and couples the samples through their means"
     batch_coupled = "each sample is compared with the mean score of the other batch"
 
-    def __init__(self, detach_mean: bool = False) -> None:
-        if not isinstance(detach_mean, bool):
-            raise ValueError(f"{self.name} detach_mean must be True or False, got {detach_mean!r}")
-        if detach_mean and not self.average:
-            raise ValueError(f"{self.name} pairs samples: it has no mean to detach")
-        self.detach_mean = detach_mean
+    def __init__(
+        self, detach_mean: bool = False, g_real_term: bool = True, per_location: bool = False
+    ) -> None:
+        options = {"detach_mean": detach_mean, "g_real_term": g_real_term,
+                   "per_location": per_location}  # fmt: skip
+        for option, value in options.items():
+            if not isinstance(value, bool):
+                raise ValueError(f"{self.name} {option} must be True or False, got {value!r}")
+        changed = [o for o, v in options.items() if v != (o == "g_real_term")]
+        if changed and not self.average:
+            raise ValueError(
+                f"{self.name} pairs samples: it has no mean, so {', '.join(changed)} does not apply"
+            )
+        self.detach_mean, self.g_real_term, self.per_location = (
+            detach_mean,
+            g_real_term,
+            per_location,
+        )
 
     def f(self, a: Tensor, target: float) -> Tensor:
         raise NotImplementedError
@@ -299,11 +357,15 @@ class Relativistic(Objective):
                 f"their shapes must match, got {tuple(real.shape)} and {tuple(fake.shape)}"
             )
 
+    def _mean(self, scores: Tensor) -> Tensor:
+        """The batch's mean score that the other batch is compared with."""
+        return scores.mean(0, keepdim=True) if self.per_location else scores.mean()
+
     def d_loss(self, real: Tensor, fake: Tensor) -> tuple[Tensor, Logs]:
         self._pairs(real, fake)
         if not self.average:
             return self.f(real - fake, 1.0).mean(), {}
-        mean_r, mean_f = real.mean(), fake.mean()
+        mean_r, mean_f = self._mean(real), self._mean(fake)
         if self.detach_mean:
             mean_r, mean_f = mean_r.detach(), mean_f.detach()
         return (self.f(real - mean_f, 1.0).mean() + self.f(fake - mean_r, 0.0).mean()) / 2, {}
@@ -314,11 +376,14 @@ class Relativistic(Objective):
         self._pairs(real, fake)
         if not self.average:
             return self.f(fake - real, 1.0).mean(), {}
-        loss = self.f(fake - real.mean(), 1.0).mean() + self.f(real - fake.mean(), 0.0).mean()
-        return loss / 2, {}
+        loss = self.f(fake - self._mean(real), 1.0).mean()
+        if not self.g_real_term:
+            return loss, {}
+        return (loss + self.f(real - self._mean(fake), 0.0).mean()) / 2, {}
 
     def __repr__(self) -> str:
-        return f"{type(self).__name__}(detach_mean={self.detach_mean})"
+        return (f"{type(self).__name__}(detach_mean={self.detach_mean}, g_real_term="
+                f"{self.g_real_term}, per_location={self.per_location})")  # fmt: skip
 
 
 class RSGAN(Relativistic):
@@ -326,6 +391,7 @@ class RSGAN(Relativistic):
     L_G = mean softplus(-(f_i - r_i)) (BCE with logits on the paired differences)."""
 
     name = "rsgan"
+    applies_sigmoid = True
     average = False
     batch_coupled = None  # pairs sample i with sample i: a mean over pairs
 
@@ -334,10 +400,13 @@ class RSGAN(Relativistic):
 
 
 class RaSGAN(Relativistic):
-    """Relativistic average standard GAN (ESRGAN's GAN loss): f(a, 1) = softplus(-a),
+    """Relativistic average standard GAN (ESRGAN's GAN loss; ``RaSGAN(detach_mean=True)``
+    is BasicSR's form, ``RaSGAN(g_real_term=False, per_location=True)`` PyTorch-GAN's
+    ``esrgan.py``): f(a, 1) = softplus(-a),
     f(a, 0) = softplus(a), i.e. BCE with logits against 1 and 0."""
 
     name = "rasgan"
+    applies_sigmoid = True
 
     def f(self, a: Tensor, target: float) -> Tensor:
         return F.softplus(-a) if target else F.softplus(a)

@@ -75,10 +75,10 @@ def run_phase(
                 p.grad = torch.zeros_like(p)
     for side in sides:
         phase = f"{side.key}_reg" if lazy else side.key
-        side.step(game.sync, game.before_step.get(phase))
+        side.step(game.sync, game.hook("before", phase))
         if side is game.d and not lazy:
             game.objective.after_d_step(side.module)  # WGAN's clipping, before any hook
-        after = game.after_step.get(phase)
+        after = game.hook("after", phase)
         if after is not None:
             after(side.module)
     logs = mean_logs(parts)
@@ -107,7 +107,7 @@ def d_phase(game: Game, real: Micro, fake: Micro) -> Logs:
         r = for_d(game, r)
         with game.precision.autocast():
             out_real, out_fake = d_outputs(game, r, f)
-            loss, logs, _, _ = d_loss(game, View("D", r, f, out_real, out_fake))
+            loss, logs, _, _ = d_loss(game, View("D", r, f, out_real, out_fake, game.iteration))
         guard(game, loss_d=loss)
         game.d.backward(share(loss, k))
         return logs
@@ -127,7 +127,9 @@ def g_phase(game: Game, fake: Micro, real: Micro) -> Logs:
                     s_real = scores(game, out_real, r.x)
             out_fake = d_call(game, f)
             s_fake = scores(game, out_fake, f.x)
-            loss, logs = g_loss(game, View("G", r, f, out_real, out_fake), s_real, s_fake)
+            loss, logs = g_loss(
+                game, View("G", r, f, out_real, out_fake, game.iteration), s_real, s_fake
+            )
         guard(game, loss_g=loss)
         game.g.backward(share(loss, k))
         logs["loss_g"] = loss.detach()
@@ -150,7 +152,7 @@ def joint_phase(game: Game, real: Micro, fake: Micro) -> Logs:
         r = for_d(game, r)
         with game.precision.autocast():
             out_real, out_fake = d_outputs(game, r, f)
-            view = View("joint", r, f, out_real, out_fake)
+            view = View("joint", r, f, out_real, out_fake, game.iteration)
             loss_d, logs, s_real, s_fake = d_loss(game, view)
             loss_g, g_logs = g_loss(game, view, s_real, s_fake)
         guard(game, loss_d=loss_d, loss_g=loss_g)
@@ -236,14 +238,17 @@ def _path_length(game: Game, regularizer: PathLength, code: Code) -> Tensor:
             ws = first.detach().requires_grad_(True)
             z = ws if isinstance(head.z, Tensor) else (ws, *head.z[1:])
             img = game.g.module(*Code(z, head.c).args())
+            if isinstance(img, tuple):  # (samples, *extras)
+                img = img[0]
         return regularizer.penalty(img, ws)
 
 
 def info_phase(game: Game, real: Micro) -> Logs:
-    """InfoGAN's third step (PyTorch-GAN's ``optimizer_info``): fresh latents, G's fakes
-    from them, D forwarded on them with a graph into G and D, the info terms (which read
-    ``view.fake.z`` and ``view.d_fake``: the codes and D's Q heads), one step of the
-    info optimizer over the parameters it holds. Logged as ``loss_info`` and by term."""
+    """InfoGAN's third step (PyTorch-GAN's ``optimizer_info``): fresh latents (from
+    ``info_latent``, else ``latent``), G's fakes from them, D forwarded on them with a
+    graph into G and D, the info terms (which read ``view.fake.z`` and ``view.d_fake``:
+    the codes and D's Q heads), one step of the info optimizer over the parameters it
+    holds. Logged as ``loss_info`` and by term."""
     side = game.info
 
     def micro(r: Batch, code: Code, k: int) -> Logs:
@@ -251,10 +256,12 @@ def info_phase(game: Game, real: Micro) -> Logs:
         with game.precision.autocast():
             out = d_call(game, fake)
             zero = torch.zeros((), device=fake.x.device)
-            loss, logs = add_terms(zero, game.info_terms, View("info", r, fake, None, out))
+            loss, logs = add_terms(
+                zero, game.info_terms, View("info", r, fake, None, out, game.iteration)
+            )
         guard(game, loss_info=loss)
         side.backward(share(loss, k))
         logs["loss_info"] = loss.detach()
         return logs
 
-    return run_phase(game, [side], real, draw(game, real), micro)
+    return run_phase(game, [side], real, draw(game, real, game.info_latent), micro)

@@ -581,33 +581,42 @@ def pytorch_gan_cgan(G, D, opt_g, opt_d, batches: Pairs, latent: Latent, labels:
     return history
 
 
-def pytorch_gan_acgan(G, D, opt_g, opt_d, batches: Pairs, latent: Latent, labels: Latent):
-    """eriklindernoren/PyTorch-GAN ``implementations/acgan/acgan.py``: G(z, labels), and
-    D(x) (no label) returns (validity, class logits); both losses add the auxiliary
-    cross-entropy, as acgan writes them: G's ``0.5 * (adv + aux)``, D's
-    ``((adv_real + aux_real) / 2 + (adv_fake + aux_fake) / 2) / 2``. (acgan's D ends in a
-    sigmoid and uses BCELoss; here D returns the logit and the BCE takes logits.)
-    ganstep: ``simultaneous()``, ``condition=labels``, ``d_conditional=False``,
-    ``g_scale=0.5`` with a G term of weight 0.5 on the fakes' class logits,
-    ``d_scale=0.25`` with D terms of weight 0.25 on each batch's.
-    """
+def pytorch_gan_acgan(G, D, opt_g, opt_d, batches: Pairs, rng: np.random.RandomState,
+                      latent_dim: int, n_classes: int):  # fmt: skip
+    """eriklindernoren/PyTorch-GAN ``implementations/acgan/acgan.py`` (commit e0a8f3c) as
+    written: ``rng`` stands for ``np.random``, drawn in the script's order (z by
+    ``normal(0, 1, (n, latent_dim))``, then labels by ``randint(0, n_classes, n)``);
+    ``G(z, labels)``; ``D(x)`` (no label) ends in a ``Sigmoid`` and a ``Softmax`` and
+    returns (validity, class probabilities); ``BCELoss`` on the validity, and
+    ``CrossEntropyLoss`` on the softmax's output, read as logits, as the script does.
+    G's step ``0.5 * (adv + aux)``, then D's on the real batch and ``gen_imgs.detach()``:
+    ``((adv_real + aux_real) / 2 + (adv_fake + aux_fake) / 2) / 2``.
+    ganstep: ``simultaneous()``, ``objective=ns(probabilities=True)``,
+    ``condition=labels``, ``d_conditional=False``, ``g_scale=0.5`` with a G term of
+    weight 0.5, ``d_scale=0.25`` with D terms of weight 0.25 on each batch's class
+    output. (Its D has Dropout2d: ganstep forwards D as the loop does.)"""
+    adversarial_loss, auxiliary_loss = nn.BCELoss(), nn.CrossEntropyLoss()
     history = []
-    for imgs, real_labels in batches:
-        n = imgs.size(0)
+    for imgs, labels in batches:
+        batch_size = imgs.shape[0]
+        valid = torch.ones(batch_size, 1, dtype=imgs.dtype)
+        fake = torch.zeros(batch_size, 1, dtype=imgs.dtype)
+        real_imgs = imgs
         # Train Generator
         opt_g.zero_grad()
-        z, gen_labels = latent(n), labels(n)
+        z = _as_floats(rng.normal(0, 1, (batch_size, latent_dim)), imgs)
+        gen_labels = torch.from_numpy(rng.randint(0, n_classes, batch_size)).long()
         gen_imgs = G(z, gen_labels)
         validity, pred_label = D(gen_imgs)
-        g_loss = 0.5 * (_bce(validity, 1.0) + F.cross_entropy(pred_label, gen_labels))
+        g_loss = 0.5 * (adversarial_loss(validity, valid) + auxiliary_loss(pred_label, gen_labels))
         g_loss.backward()
         opt_g.step()
         # Train Discriminator
         opt_d.zero_grad()
-        real_pred, real_aux = D(imgs)
-        d_real_loss = (_bce(real_pred, 1.0) + F.cross_entropy(real_aux, real_labels)) / 2
+        real_pred, real_aux = D(real_imgs)
+        d_real_loss = (adversarial_loss(real_pred, valid) + auxiliary_loss(real_aux, labels)) / 2
         fake_pred, fake_aux = D(gen_imgs.detach())
-        d_fake_loss = (_bce(fake_pred, 0.0) + F.cross_entropy(fake_aux, gen_labels)) / 2
+        d_fake_loss = (adversarial_loss(fake_pred, fake) + auxiliary_loss(fake_aux, gen_labels)) / 2
         d_loss = (d_real_loss + d_fake_loss) / 2
         d_loss.backward()
         opt_d.step()
@@ -889,8 +898,68 @@ def alexiajm_relativistic(G, D, opt_g, opt_d, batches: Batches, latent: Latent,
     return history
 
 
-def esrgan(G, D, opt_g, opt_d, batches: Pairs, gan_weight: float = 0.005,
-           pixel_weight: float = 0.01):  # fmt: skip
+def pytorch_gan_esrgan(G, D, opt_g, opt_d, batches: Pairs, feature_extractor: nn.Module,
+                       lambda_adv: float = 5e-3, lambda_pixel: float = 1e-2,
+                       warmup_batches: int = 500):  # fmt: skip
+    """eriklindernoren/PyTorch-GAN ``implementations/esrgan/esrgan.py`` (commit fd9f071),
+    one epoch of it (``batches_done`` counts its batches). ``batches`` are (imgs_hr,
+    imgs_lr) pairs; ``G(imgs_lr)`` super-resolves; D returns a map of logits per image.
+    Before ``warmup_batches`` batches, a G step on the pixel L1 alone and no D step.
+    After: G's step on ``loss_content + lambda_adv * loss_GAN + lambda_pixel *
+    loss_pixel``, where the content loss is the L1 between ``feature_extractor``'s
+    features of the fake and of the real batch (VGG19's there) and the relativistic
+    loss is one term, ``BCE(pred_fake - pred_real.mean(0, keepdim=True), valid)``, with
+    ``pred_real = D(imgs_hr).detach()`` forwarded first; then D's step on ``D(imgs_hr)``
+    and ``D(gen_hr.detach())``, ``(BCE(real - fake.mean(0), 1) + BCE(fake -
+    real.mean(0), 0)) / 2``, each mean per location of the map. D is not frozen in G's
+    step (its gradients are cleared before its own).
+    ganstep: ``simultaneous()``, ``latent=None``, ``condition="real"``,
+    ``d_conditional=False``, ``RaSGAN(g_real_term=False, per_location=True)``,
+    ``g_scale=lambda_adv``, content and pixel terms, ``d_forwards="loop"`` (its D has
+    BatchNorm: the loop's forwards give the loop's running statistics too); the
+    warm-up is a plain L1 loop before the Step's iterations."""
+    criterion_gan, criterion_content, criterion_pixel = (
+        nn.BCEWithLogitsLoss(),
+        nn.L1Loss(),
+        nn.L1Loss(),
+    )
+    history = []
+    for batches_done, (imgs_hr, imgs_lr) in enumerate(batches):
+        # Train Generators
+        opt_g.zero_grad()
+        gen_hr = G(imgs_lr)
+        loss_pixel = criterion_pixel(gen_hr, imgs_hr)
+        if batches_done < warmup_batches:
+            loss_pixel.backward()
+            opt_g.step()
+            history.append({"l1": loss_pixel.item()})
+            continue
+        pred_real = D(imgs_hr).detach()
+        pred_fake = D(gen_hr)
+        valid, fake = torch.ones_like(pred_fake), torch.zeros_like(pred_fake)
+        loss_gan = criterion_gan(pred_fake - pred_real.mean(0, keepdim=True), valid)
+        gen_features = feature_extractor(gen_hr)
+        real_features = feature_extractor(imgs_hr).detach()
+        loss_content = criterion_content(gen_features, real_features)
+        loss_G = loss_content + lambda_adv * loss_gan + lambda_pixel * loss_pixel
+        loss_G.backward()
+        opt_g.step()
+        # Train Discriminator
+        opt_d.zero_grad()
+        pred_real = D(imgs_hr)
+        pred_fake = D(gen_hr.detach())
+        loss_real = criterion_gan(pred_real - pred_fake.mean(0, keepdim=True), valid)
+        loss_fake = criterion_gan(pred_fake - pred_real.mean(0, keepdim=True), fake)
+        loss_D = (loss_real + loss_fake) / 2
+        loss_D.backward()
+        opt_d.step()
+        history.append({"loss_d": loss_D.item(), "loss_g": loss_G.item(),
+                        "content": loss_content.item(), "l1": loss_pixel.item()})  # fmt: skip
+    return history
+
+
+def basicsr_esrgan(G, D, opt_g, opt_d, batches: Pairs, gan_weight: float = 0.005,
+                   pixel_weight: float = 0.01):  # fmt: skip
     """xinntao/BasicSR ``ESRGANModel.optimize_parameters`` (ESRGAN, Real-ESRGAN): D
     frozen, G steps on ``pixel_weight`` L1 plus ``gan_weight`` times the relativistic
     average loss, reading ``D(gt).detach()``; then D steps on the same ``output``,
@@ -930,6 +999,9 @@ def esrgan(G, D, opt_g, opt_d, batches: Pairs, gan_weight: float = 0.005,
         history.append({"loss_d": (l_d_real + l_d_fake).item(), "loss_g": l_g_total.item(),
                         "l1": l_g_pix.item()})  # fmt: skip
     return history
+
+
+esrgan = basicsr_esrgan  # its first name here: BasicSR's form, not PyTorch-GAN's esrgan.py
 
 
 def feature_matching(G, D, opt_g, opt_d, batches: Batches, latent: Latent):
@@ -1134,17 +1206,30 @@ class ImagePool:
         return torch.cat(return_images, 0)
 
 
-def pytorch_gan_infogan(G, D, opt_g, opt_d, opt_info, batches: Batches, latent: Latent,
-                        lambda_cat: float = 1.0, lambda_con: float = 0.1):  # fmt: skip
-    """eriklindernoren/PyTorch-GAN ``implementations/infogan/infogan.py``:
-    ``latent(n)`` gives ``(z, label_input, code_input)`` (labels one-hot), G is
-    ``generator(z, label_input, code_input)`` and D returns ``(validity, label, code)``.
-    G's step (MSE against 1) on ``gen_imgs``, D's step on the real batch and
-    ``gen_imgs.detach()`` (``(d_real_loss + d_fake_loss) / 2``), then the information
-    loss on fresh latents, ``lambda_cat * CrossEntropy(pred_label, gt_labels) +
-    lambda_con * MSE(pred_code, code_input)``, stepped by ``optimizer_info`` over G's
-    and D's parameters. ganstep: ``simultaneous()``, ``lsgan`` with ``g_scale=2``,
-    ``info_optimizer`` and ``info_terms``."""
+def _one_hot(y: np.ndarray, num_columns: int, like: Tensor) -> Tensor:
+    """InfoGAN's ``to_categorical``: one-hot rows of ``y``, as floats."""
+    y_cat = np.zeros((y.shape[0], num_columns))
+    y_cat[range(y.shape[0]), y] = 1.0
+    return _as_floats(y_cat, like)
+
+
+def pytorch_gan_infogan(G, D, opt_g, opt_d, opt_info, batches: Batches,
+                        rng: np.random.RandomState, latent_dim: int, n_classes: int,
+                        code_dim: int, lambda_cat: float = 1.0,
+                        lambda_con: float = 0.1):  # fmt: skip
+    """eriklindernoren/PyTorch-GAN ``implementations/infogan/infogan.py`` (commit
+    1e35104) as written; ``rng`` stands for ``np.random``. G is ``generator(z,
+    label_input, code_input)`` (labels one-hot) and D returns ``(validity, label,
+    code)``. G's step draws z (``normal(0, 1)``), then labels (``randint``), then the
+    code (``uniform(-1, 1)``), and steps on ``MSE(validity, 1)``; D's step on the real
+    batch and ``gen_imgs.detach()``, ``(d_real_loss + d_fake_loss) / 2``; then the
+    information loss draws labels first, then z, then the code from ``normal(-1, 1)``
+    (the script's own, not the G step's uniform), ``lambda_cat * CrossEntropy(pred_label,
+    gt_labels) + lambda_con * MSE(pred_code, code_input)``, stepped by
+    ``optimizer_info`` over G's and D's parameters (the script's D ends its label head
+    in a ``Softmax``, which the cross-entropy reads as logits).
+    ganstep: ``simultaneous()``, ``lsgan`` with ``g_scale=2``, ``info_optimizer``,
+    ``info_terms`` and ``info_latent`` drawing in the info step's order."""
     adversarial_loss, categorical_loss, continuous_loss = (
         nn.MSELoss(),
         nn.CrossEntropyLoss(),
@@ -1157,7 +1242,9 @@ def pytorch_gan_infogan(G, D, opt_g, opt_d, opt_info, batches: Batches, latent: 
         fake = torch.zeros(batch_size, 1, dtype=real_imgs.dtype)
         # Train Generator
         opt_g.zero_grad()
-        z, label_input, code_input = latent(batch_size)
+        z = _as_floats(rng.normal(0, 1, (batch_size, latent_dim)), real_imgs)
+        label_input = _one_hot(rng.randint(0, n_classes, batch_size), n_classes, real_imgs)
+        code_input = _as_floats(rng.uniform(-1, 1, (batch_size, code_dim)), real_imgs)
         gen_imgs = G(z, label_input, code_input)
         validity, _, _ = D(gen_imgs)
         g_loss = adversarial_loss(validity, valid)
@@ -1174,8 +1261,11 @@ def pytorch_gan_infogan(G, D, opt_g, opt_d, opt_info, batches: Batches, latent: 
         opt_d.step()
         # Information Loss
         opt_info.zero_grad()
-        z, label_input, code_input = latent(batch_size)
-        gt_labels = label_input.argmax(1)
+        sampled_labels = rng.randint(0, n_classes, batch_size)
+        gt_labels = torch.from_numpy(sampled_labels).long()
+        z = _as_floats(rng.normal(0, 1, (batch_size, latent_dim)), real_imgs)
+        label_input = _one_hot(sampled_labels, n_classes, real_imgs)
+        code_input = _as_floats(rng.normal(-1, 1, (batch_size, code_dim)), real_imgs)
         gen_imgs = G(z, label_input, code_input)
         _, pred_label, pred_code = D(gen_imgs)
         info_loss = lambda_cat * categorical_loss(
@@ -1268,4 +1358,69 @@ def cyclegan(G_A, G_B, D_A, D_B, opt_g, opt_d, batches, gan_mode: str = "lsgan",
         opt_d.step()
         history.append({"loss_g": loss_G.item(), "loss_d": (loss_D_A + loss_D_B).item(),
                         "loss_d_a": loss_D_A.item(), "cycle_a": loss_cycle_A.item()})  # fmt: skip
+    return history
+
+
+def taming_vqgan(G, D, opt_ae, opt_disc, batches: Batches, perceptual: nn.Module,
+                 last_layer: Tensor, disc_start: int, codebook_weight: float = 1.0,
+                 disc_factor: float = 1.0, disc_weight: float = 1.0,
+                 perceptual_weight: float = 1.0):  # fmt: skip
+    """CompVis/taming-transformers: ``VQModel.training_step`` (``taming/models/vqgan.py``,
+    commit 04c8ad6) with ``VQLPIPSWithDiscriminator`` (``taming/modules/losses/
+    vqperceptual.py``, commit 9944179, hinge loss, unconditional D), run by
+    pytorch-lightning 1.0's loop over its two optimizers: per batch (``global_step`` =
+    the batch's index), for each optimizer in turn ``toggle_optimizer`` (every parameter
+    off, then that optimizer's on), ``training_step``, backward, step, zero_grad.
+
+    ``G(x)`` returns ``(xrec, qloss)``; ``perceptual(x, xrec)`` stands in for LPIPS (a
+    fixed network, one value per sample); ``last_layer`` is the decoder's last weight.
+    The autoencoder's step: ``nll = mean(|x - xrec| + perceptual_weight * p_loss)``,
+    ``g_loss = -mean(D(xrec))``, the adaptive weight ``||grad nll|| / (||grad g_loss|| +
+    1e-4)`` at ``last_layer``, clamped to [0, 1e4], detached, times ``disc_weight``;
+    ``nll + d_weight * factor * g_loss + codebook_weight * mean(qloss)`` with ``factor``
+    ``disc_factor`` from ``disc_start`` on and 0 before (``adopt_weight``). The
+    discriminator's step forwards G again (the updated G, without a graph) and steps on
+    ``factor * 0.5 * (mean relu(1 - D(x)) + mean relu(1 + D(xrec)))``.
+    ganstep: ``g_first()``, ``condition="real"`` (G(x)), ``d_conditional=False``,
+    ``hinge`` with ``d_scale=lambda t: 0.5 * factor(t)``, ``g_scale=0`` and G terms:
+    the nll, the adaptively weighted adversarial loss, the codebook loss read from G's
+    extra output."""
+    history = []
+    every = [*G.parameters(), *D.parameters()]
+    for global_step, x in enumerate(batches):
+        factor = disc_factor if global_step >= disc_start else 0.0
+        row = {}
+        for optimizer_idx, optimizer in enumerate((opt_ae, opt_disc)):
+            for p in every:  # toggle_optimizer
+                p.requires_grad = False
+            for group in optimizer.param_groups:
+                for p in group["params"]:
+                    p.requires_grad = True
+            xrec, qloss = G(x)
+            rec_loss = torch.abs(x.contiguous() - xrec.contiguous())
+            p_loss = perceptual(x.contiguous(), xrec.contiguous())
+            rec_loss = rec_loss + perceptual_weight * p_loss
+            nll_loss = torch.mean(rec_loss)
+            if optimizer_idx == 0:
+                logits_fake = D(xrec.contiguous())
+                g_loss = -torch.mean(logits_fake)
+                nll_grads = torch.autograd.grad(nll_loss, last_layer, retain_graph=True)[0]
+                g_grads = torch.autograd.grad(g_loss, last_layer, retain_graph=True)[0]
+                d_weight = torch.norm(nll_grads) / (torch.norm(g_grads) + 1e-4)
+                d_weight = torch.clamp(d_weight, 0.0, 1e4).detach() * disc_weight
+                loss = nll_loss + d_weight * factor * g_loss + codebook_weight * qloss.mean()
+                row["loss_g"] = loss.item()
+            else:
+                logits_real = D(x.contiguous().detach())
+                logits_fake = D(xrec.contiguous().detach())
+                loss_real = torch.mean(F.relu(1.0 - logits_real))
+                loss_fake = torch.mean(F.relu(1.0 + logits_fake))
+                loss = factor * (0.5 * (loss_real + loss_fake))
+                row["loss_d"] = loss.item()
+            loss.backward()
+            optimizer.step()
+            optimizer.zero_grad()
+        for p in every:
+            p.requires_grad = True
+        history.append(row)
     return history

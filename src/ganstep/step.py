@@ -12,7 +12,7 @@ from torch.optim import Optimizer
 from . import distributed as data_parallel
 from .augment import get_augment
 from .batch import Batch, Condition, split_rows, to_batch
-from .checks import flag, positive_int, scale_factor
+from .checks import Weight, flag, positive_int, weight
 from .d_profile import FIELDS, DProfile, check_declaration, profile_d
 from .errors import NonFiniteError
 from .game import D_FORWARDS, D_ORDERS, Game, Hook, check_hooks
@@ -111,6 +111,38 @@ def _check_sources(latent: object, condition: object) -> None:
             "latent=None means G takes no z (image-to-image, G(c)): give it a condition, "
             "e.g. condition='real' for pix2pix's source images"
         )
+
+
+def _check_d_arity(D: nn.Module, condition: object, d_conditional: object) -> None:
+    """A conditional Step calls D(x, c), or D(x) with ``d_conditional=False``: say which
+    D's ``forward`` takes before a raw TypeError from inside the first step does."""
+    try:
+        signature = inspect.signature(D.forward)
+    except (TypeError, ValueError):  # no signature to read: the first call will tell
+        return
+    if condition is None or not isinstance(d_conditional, bool):
+        return
+    takes = lambda *args: _binds(signature, args)  # noqa: E731
+    if d_conditional and not takes(0, 0) and takes(0):
+        given = f"condition={condition!r}" if isinstance(condition, str) else "a condition sampler"
+        raise ValueError(
+            f"this Step is conditional ({given}) and calls D(x, c), but D's "
+            f"forward{signature} takes x alone: pass d_conditional=False when G alone takes "
+            "the condition and D predicts it (ACGAN, InfoGAN), or give D the condition"
+        )
+    if not d_conditional and not takes(0) and takes(0, 0):
+        raise ValueError(
+            f"d_conditional=False calls D(x), but D's forward{signature} needs the condition "
+            "too: leave d_conditional=True to call D(x, c)"
+        )
+
+
+def _binds(signature: inspect.Signature, args: tuple) -> bool:
+    try:
+        signature.bind(*args)
+    except TypeError:
+        return False
+    return True
 
 
 def _takes_one_argument(fn: Callable) -> bool:
@@ -282,6 +314,9 @@ class Step:
             ``view.fake.z`` and ``view.d_fake``, D's Q heads), one step of
             ``info_optimizer``, which may hold any of G's and D's parameters (hook
             ``"info"``). Logged as ``loss_info`` and by term. Give both or neither.
+        info_latent: the info step's own ``latent(n)``, where the loop draws its latents
+            otherwise than G's step does (PyTorch-GAN's ``infogan.py`` draws labels, then
+            z, then the code, from another distribution); ``None``: ``latent``.
         fake_pool: keep this many past fakes and show D's steps a random stored one in
             place of about half of each new fake batch, once the pool is full (CycleGAN's
             ``ImagePool``, 50; Python's ``random`` draws, as theirs). ``None``: off.
@@ -328,7 +363,7 @@ class Step:
         latent: Callable[[int], Tensor] | None,
         condition: str | Callable[[int], Condition] | None = None,
         g_terms: Terms | None = None, d_terms: Terms | None = None,
-        d_scale: float = 1.0, g_scale: float = 1.0, d_conditional: bool = True,
+        d_scale: Weight = 1.0, g_scale: Weight = 1.0, d_conditional: bool = True,
         concat: bool = False, precision: str = "fp32", distributed: bool = False,
         compile: bool | str = False, check_finite: bool = False, accumulate: int = 1,
         d_order: str = "real_first", d_forwards: str = "auto",
@@ -336,6 +371,7 @@ class Step:
         augment: str | Callable[[Tensor], Tensor] | None = None,
         fake_pool: int | None = None, g_regularizer: Regularizer | None = None,
         info_optimizer: Optimizer | None = None, info_terms: Terms | None = None,
+        info_latent: Callable[[int], tuple[Tensor, ...]] | None = None,
         before_step: dict[str, Hook] | None = None, after_step: dict[str, Hook] | None = None,
         log_scores: bool = False,
     ) -> None:
@@ -344,6 +380,7 @@ class Step:
         _check_sources(latent, condition)
         _check_options(concat, distributed, check_finite, d_order, d_forwards, d_map,
                        d_conditional, fake_pool, condition)  # fmt: skip
+        _check_d_arity(D, condition, d_conditional)
         self.accumulate = positive_int(accumulate, "accumulate")
         self.objective = get_objective(objective)
         self.schedule = get_schedule(schedule)
@@ -357,8 +394,8 @@ class Step:
         self.game = Game(Side("G", _compiled(G, compile), opt_g, self.precision),
                          Side("D", _compiled(D, compile), opt_d, self.precision),
                          self.objective, latent, condition=condition, g_terms=g_terms,
-                         d_terms=d_terms, d_scale=scale_factor(d_scale, "d_scale"),
-                         g_scale=scale_factor(g_scale, "g_scale", zero=True),
+                         d_terms=d_terms, d_scale=weight(d_scale, "d_scale"),
+                         g_scale=weight(g_scale, "g_scale"),
                          d_conditional=d_conditional, concat=concat,
                          d_order=d_order, d_forwards=d_forwards, d_map=d_map,
                          augment=get_augment(augment), check_finite=check_finite,
@@ -367,7 +404,7 @@ class Step:
                          before_step=check_hooks(before_step, "before_step"),
                          after_step=check_hooks(after_step, "after_step"),
                          log_scores=flag(log_scores, "log_scores", TypeError))  # fmt: skip
-        self._info_side(G, D, info_optimizer, info_terms)
+        self._info_side(G, D, info_optimizer, info_terms, info_latent)
         self._declare_d(D, d_profile)
         if distributed:
             data_parallel.broadcast_module(G)
@@ -402,10 +439,18 @@ class Step:
                 "began's k_t reads L_G itself: extra G terms or a g_scale would change it"
             )
 
-    def _info_side(self, G: nn.Module, D: nn.Module, opt: object, terms: object) -> None:
+    def _info_side(
+        self, G: nn.Module, D: nn.Module, opt: object, terms: object, latent: object
+    ) -> None:
         """InfoGAN's third side: the info optimizer over (some of) G's and D's parameters."""
         if opt is None and terms is None:
+            if latent is not None:
+                raise ValueError("info_latent draws the info step's latents: it needs "
+                                 "info_optimizer and info_terms")  # fmt: skip
             return
+        if latent is not None:
+            _check_sources(latent, None)
+            self.game.info_latent = latent
         if opt is None or not terms:
             raise ValueError("InfoGAN's info step needs both info_optimizer and info_terms")
         if not isinstance(opt, torch.optim.Optimizer):
@@ -550,6 +595,7 @@ class Step:
                             f"real batch {i} has NaN or infinite values; nothing was updated"
                         )
             micro = [self._micro(b) for b in batches]
+            self.game.iteration = self.iteration
             logs = self.schedule.run(self.game, micro, self.iteration)
             if self.game.info is not None:
                 logs.update(info_phase(self.game, micro[-1]))

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from torch import Tensor
 
 from .batch import Batch
+from .checks import Weight, weight, weight_at
 
 # Keys a phase logs itself: a term may not take them.
 RESERVED = ("loss_d", "loss_g", "gp", "l_real", "k", "m_global")
@@ -69,17 +70,61 @@ def check_adversarial(out: object, n: int, d_map: bool) -> None:
         )
 
 
+# Autograd nodes that only move or reshape values: a sigmoid behind them is still D's
+# last operation (the DCGAN example's ``Sigmoid`` then ``view(-1, 1).squeeze(1)``).
+_RESHAPES = ("View", "Reshape", "Squeeze", "Unsqueeze", "Flatten", "Permute", "Transpose",
+             "Select", "Slice", "Split", "Unbind", "Expand", "Clone", "Alias")  # fmt: skip
+
+
+def ends_in_sigmoid(out: Tensor) -> bool:
+    """Whether ``out`` was computed by a sigmoid (``nn.Sigmoid``, ``torch.sigmoid``),
+    behind reshapes only: D returned probabilities. Read from the autograd graph, so
+    only outputs with one (a forward that records gradients) tell."""
+    node = out.grad_fn
+    while node is not None:
+        name = type(node).__name__
+        if name.startswith("Sigmoid"):
+            return True
+        if not name.startswith(_RESHAPES) or not node.next_functions:
+            return False
+        node = node.next_functions[0][0]
+    return False
+
+
+def check_logits(out: Tensor, objective: str) -> None:
+    """Refuse probabilities where ``objective`` reads logits (it applies a sigmoid)."""
+    if not ends_in_sigmoid(out):
+        return
+    if objective in ("ns", "minimax"):
+        fix = (
+            f"Drop D's final Sigmoid, or declare it: objective=ganstep.objectives.{objective}("
+            "probabilities=True) takes BCELoss on probabilities, as PyTorch-GAN's scripts "
+            "and the DCGAN example write it"
+        )
+    else:
+        fix = "Drop D's final Sigmoid: relative scores are differences of logits"
+    raise ValueError(
+        f"D's adversarial output comes out of a sigmoid (a probability), and objective "
+        f"{objective!r} reads logits (it applies its own sigmoid, as BCEWithLogitsLoss "
+        f"does): it would train on the sigmoid of a probability. {fix}."
+    )
+
+
 @dataclass(frozen=True, eq=False)
 class View:
     """One phase's tensors, for loss terms: ``real`` and ``fake`` (:class:`Batch`, with
-    ``.x`` and ``.c``) and D's outputs ``d_real`` and ``d_fake`` exactly as D returned
-    them. Reading an output the phase did not compute raises, naming the phase."""
+    ``.x``, ``.c``, the fake's latent ``.z`` and ``.extra``: a real batch's extra
+    targets, G's extra outputs), D's outputs ``d_real`` and ``d_fake`` exactly as D
+    returned them, and the ``iteration``. Reading an output the phase did not compute
+    raises, naming the phase."""
 
     phase: str
     real: Batch
     fake: Batch
     d_real_out: object = None
     d_fake_out: object = None
+    # The iteration being run, counting from 0 (taming's global_step, a warm-up's count).
+    iteration: int = 0
 
     @property
     def d_real(self) -> object:
@@ -105,12 +150,16 @@ Term = Callable[[View], Tensor]
 
 def reads_real(fn: Term) -> Term:
     """Mark a G term that reads D's output on the real batch (``view.d_real``): G's
-    phase then forwards D on the real batch, without a graph, for it."""
+    phase then forwards D on the real batch, without a graph into D's weights, for it
+    (D's outputs there are constants for G). Without the mark G's phase forwards D on
+    the fakes only, and reading ``view.d_real`` raises. Use it as a decorator or a call:
+    ``g_terms={"fm": reads_real(lambda v: ...)}`` (HiFi-GAN's feature matching, which
+    compares D's features on the fakes with those on the real batch)."""
     fn.reads_d_real = True
     return fn
 
 
-def any_reads_real(terms: dict[str, tuple[float, Term]]) -> bool:
+def any_reads_real(terms: dict[str, tuple[Weight, Term]]) -> bool:
     """Whether one of ``terms`` was marked with :func:`reads_real`."""
     return any(getattr(fn, "reads_d_real", False) for _, fn in terms.values())
 
@@ -139,8 +188,9 @@ def describe(out: object) -> str:
     return type(out).__name__
 
 
-def normalize_terms(terms: object, owner: str) -> dict[str, tuple[float, Term]]:
-    """``{"name": fn}`` or ``{"name": (weight, fn)}`` as ``{"name": (weight, fn)}``."""
+def normalize_terms(terms: object, owner: str) -> dict[str, tuple[Weight, Term]]:
+    """``{"name": fn}`` or ``{"name": (weight, fn)}`` as ``{"name": (weight, fn)}``; a
+    weight is a number >= 0 or a function of the iteration giving one."""
     if terms is None:
         return {}
     if not isinstance(terms, dict):
@@ -149,19 +199,23 @@ def normalize_terms(terms: object, owner: str) -> dict[str, tuple[float, Term]]:
     for name, spec in terms.items():
         if not isinstance(name, str) or name in RESERVED:
             raise ValueError(f"{owner}: the name {name!r} is taken; choose another")
-        weight, fn = spec if isinstance(spec, tuple) else (1.0, spec)
-        if isinstance(weight, bool) or not isinstance(weight, int | float) or not callable(fn):
+        w, fn = spec if isinstance(spec, tuple) and len(spec) == 2 else (1.0, spec)
+        if isinstance(w, bool) or not (isinstance(w, int | float) or callable(w)):
             raise TypeError(f"{owner}[{name!r}] must be fn or (weight, fn), got {spec!r}")
-        out[name] = (float(weight), fn)
+        if not callable(fn):
+            raise TypeError(f"{owner}[{name!r}] must be fn or (weight, fn), got {spec!r}")
+        out[name] = (weight(w, f"{owner}[{name!r}]'s weight"), fn)
     return out
 
 
 def add_terms(
-    loss: Tensor, terms: dict[str, tuple[float, Term]], view: View
+    loss: Tensor, terms: dict[str, tuple[Weight, Term]], view: View
 ) -> tuple[Tensor, dict[str, Tensor]]:
-    """``loss`` plus each weighted term; the logs hold each weighted term by its name."""
+    """``loss`` plus each weighted term (a weight that is a function of the iteration is
+    read at ``view.iteration``); the logs hold each weighted term by its name."""
     logs = {}
-    for name, (weight, fn) in terms.items():
+    for name, (w, fn) in terms.items():
+        w = weight_at(w, view.iteration, f"the weight of term {name!r}")
         try:
             value = fn(view)
         except (IndexError, KeyError, TypeError, AttributeError) as e:
@@ -172,7 +226,7 @@ def add_terms(
             ) from e
         if not isinstance(value, Tensor) or value.numel() != 1:
             raise ValueError(f"loss term {name!r} must return a scalar tensor, got {value!r}")
-        term = weight * value.reshape(())
+        term = w * value.reshape(())
         logs[name] = term.detach()
         loss = loss + term
     return loss, logs
