@@ -1,7 +1,8 @@
 """The relativistic family (rsgan, rasgan, ralsgan, rahinge) against the loops that made
-it known: AlexiaJM's (G's step on a fresh real batch) and ESRGAN's (BasicSR: D's cross
-means read as constants, a weighted GAN loss beside L1). The objectives under every
-schedule are in test_equivalence (the reference's generic loops)."""
+it known: AlexiaJM's (G's step on a fresh real batch), BasicSR's ESRGAN (D's cross means
+read as constants, a weighted GAN loss beside L1) and PyTorch-GAN's esrgan.py (one G
+term, means per location of a PatchGAN map, content and pixel terms, a warm-up). The
+objectives under every schedule are in test_equivalence (the reference's generic loops)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 from helpers import Run, flops, real_batches
-from helpers.wild import assert_losses, assert_same, build, run_step
+from helpers.wild import assert_losses, assert_same, assert_same_optimizer, build, run_step
 from torch import nn
 
 from ganstep import Step, d_first, reference, simultaneous
@@ -85,7 +86,7 @@ def sr_d():
 def test_esrgan_equals_simultaneous_rasgan_with_detached_means():
     theirs, ours = build(SRG, sr_d)
     pairs = sr_pairs(4)
-    expected = reference.esrgan(*theirs, pairs)
+    expected = reference.basicsr_esrgan(*theirs, pairs)
     got = run_step(esrgan_step(ours), pairs)
     assert_losses(got, expected, ("loss_d", "loss_g", "l1"))
     assert_same(ours[0], theirs[0])
@@ -96,7 +97,7 @@ def test_esrgan_detached_means_change_d_gradient():
     """Without detach_mean D's gradient runs through the means too: other numbers."""
     theirs, ours = build(SRG, sr_d)
     pairs = sr_pairs(2)
-    reference.esrgan(*theirs, pairs)
+    reference.basicsr_esrgan(*theirs, pairs)
     step = esrgan_step(ours)
     step.objective.detach_mean = False
     run_step(step, pairs)
@@ -106,7 +107,7 @@ def test_esrgan_detached_means_change_d_gradient():
 def test_esrgan_in_ganstep_forwards_d_twice_where_basicsr_forwards_it_five_times():
     theirs, ours = build(SRG, sr_d)
     pairs = sr_pairs(1)
-    ref = flops(lambda: reference.esrgan(*theirs, pairs))
+    ref = flops(lambda: reference.basicsr_esrgan(*theirs, pairs))
     step = esrgan_step(ours)
     step.observe_d(pairs[0])
     got = flops(lambda: step(pairs[0]))
@@ -137,3 +138,105 @@ def test_relativistic_refusals():
     with pytest.raises(ValueError, match="cannot use objective 'rasgan'"):
         Step(*run.models(), objective="rasgan", latent=run.latent,
              schedule=simultaneous(fused=True))  # fmt: skip
+
+
+# -- ESRGAN as PyTorch-GAN's esrgan.py writes it --------------------------------------------
+
+
+class UpG(nn.Module):
+    """G(imgs_lr): a 1x4x4 image to 1x8x8 (ESRGAN's GeneratorRRDB in small)."""
+
+    def __init__(self):
+        super().__init__()
+        self.net = nn.Sequential(nn.Upsample(scale_factor=2), nn.Conv2d(1, 4, 3, 1, 1),
+                                 nn.LeakyReLU(0.2), nn.Conv2d(4, 1, 3, 1, 1))  # fmt: skip
+
+    def forward(self, lr):
+        return self.net(lr)
+
+
+def patch_d():
+    """esrgan.py's Discriminator in small: conv blocks with BatchNorm, a 1x4x4 map of
+    logits per image."""
+    return nn.Sequential(nn.Conv2d(1, 4, 3, 1, 1), nn.LeakyReLU(0.2),
+                         nn.Conv2d(4, 4, 3, 2, 1), nn.BatchNorm2d(4), nn.LeakyReLU(0.2),
+                         nn.Conv2d(4, 1, 3, 1, 1))  # fmt: skip
+
+
+def features() -> nn.Module:
+    """A fixed network in place of esrgan.py's VGG19 feature extractor (eval mode)."""
+    torch.manual_seed(9)
+    net = nn.Sequential(nn.Conv2d(1, 3, 3, 1, 1), nn.ReLU()).double().eval()
+    return net.requires_grad_(False)
+
+
+def hr_lr_pairs(count: int):
+    gen = torch.Generator().manual_seed(6)
+    out = []
+    for _ in range(count):
+        hr = torch.rand(6, 1, 8, 8, generator=gen, dtype=torch.float64) * 2 - 1
+        out.append((hr, F.avg_pool2d(hr, 2)))  # (imgs_hr, imgs_lr)
+    return out
+
+
+def pytorch_gan_esrgan_step(side, fe, lambda_adv=5e-3, lambda_pixel=1e-2, **kwargs) -> Step:
+    """What equals esrgan.py: its relativistic loss (one G term, means per location), its
+    content and pixel terms, D forwarded as the loop does (its BatchNorm statistics)."""
+    content = lambda v: F.l1_loss(fe(v.fake.x), fe(v.real.x).detach())  # noqa: E731
+    pixel = lambda v: F.l1_loss(v.fake.x, v.real.x)  # noqa: E731
+    return Step(*side, objective=RaSGAN(g_real_term=False, per_location=True),
+                schedule=simultaneous(), latent=None, condition="real", d_conditional=False,
+                g_scale=lambda_adv, g_terms={"content": content, "l1": (lambda_pixel, pixel)},
+                d_forwards="loop", **kwargs)  # fmt: skip
+
+
+@pytest.mark.parametrize("warmup", [0, 2])
+def test_pytorch_gan_esrgan_as_written_equals_simultaneous_after_its_warm_up(warmup):
+    """esrgan.py (one G term, the other batch's mean per location of D's map, content and
+    pixel terms, pixel-only warm-up batches without D) against a plain L1 loop for the
+    warm-up and the Step after it: parameters, D's BatchNorm statistics and both Adams'
+    states equal."""
+    theirs, ours = build(UpG, patch_d)
+    pairs = hr_lr_pairs(5)
+    fe = features()
+    expected = reference.pytorch_gan_esrgan(*theirs, pairs, fe, warmup_batches=warmup)
+    G, D, opt_g, opt_d = ours
+    for hr, lr in pairs[:warmup]:  # the warm-up: G on the pixel loss alone, no D
+        opt_g.zero_grad()
+        F.l1_loss(G(lr), hr).backward()
+        opt_g.step()
+    got = run_step(pytorch_gan_esrgan_step(ours, fe), pairs[warmup:])
+    assert_losses(got, expected[warmup:], ("loss_d", "loss_g", "content"))
+    for mine, source in zip(got, expected[warmup:], strict=True):  # ganstep logs it weighted
+        assert mine["l1"] == pytest.approx(1e-2 * source["l1"], rel=1e-10)
+    for mine, source in zip(ours, theirs, strict=True):
+        (assert_same if isinstance(mine, nn.Module) else assert_same_optimizer)(mine, source)
+
+
+def test_esrgan_forms_differ_where_the_issue_measured_them():
+    """The two-term L_G and the mean over the whole map are other losses: each moves G
+    off esrgan.py's parameters."""
+    pairs = hr_lr_pairs(3)
+    fe = features()
+    theirs = build(UpG, patch_d)[0]
+    reference.pytorch_gan_esrgan(*theirs, pairs, fe, warmup_batches=0)
+    for objective in (RaSGAN(per_location=True), RaSGAN(g_real_term=False)):
+        ours = build(UpG, patch_d)[1]
+        step = pytorch_gan_esrgan_step(ours, fe)
+        step.objective = step.game.objective = objective
+        run_step(step, pairs)
+        assert not torch.allclose(ours[0].net[1].weight, theirs[0].net[1].weight, atol=1e-9)
+
+
+def test_per_location_means_by_hand():
+    r = torch.tensor([[1.0, 2.0], [3.0, -1.0]], dtype=torch.float64)  # 2 samples, 2 places
+    f = torch.tensor([[0.0, 1.0], [-2.0, 0.5]], dtype=torch.float64)
+    sp = F.softplus
+    loss_d = (sp(-(r - f.mean(0))).mean() + sp(f - r.mean(0)).mean()) / 2
+    per = RaSGAN(per_location=True)
+    assert per.d_loss(r, f)[0].item() == pytest.approx(loss_d.item(), rel=1e-15)
+    single = RaSGAN(g_real_term=False, per_location=True)
+    assert single.g_loss(f, r)[0].item() == pytest.approx(sp(-(f - r.mean(0))).mean().item())
+    with pytest.raises(ValueError, match="no mean, so g_real_term, per_location"):
+        RSGAN(g_real_term=False, per_location=True)
+    assert "g_real_term=False" in repr(single)

@@ -1,0 +1,200 @@
+"""Loss weights that change with the iteration or are 0, the iteration in terms and
+hooks, and the extras terms read (a batch's extra targets, G's extra outputs): exact
+against taming-transformers' VQGAN loop, whose D waits for ``disc_start`` and whose G
+weighs its adversarial loss adaptively (float64)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.nn.functional as F
+from helpers import Run, real_batches
+from helpers.wild import assert_losses, assert_same, assert_same_optimizer, build, run_step
+from hypothesis import given
+from hypothesis import strategies as st
+from torch import nn
+
+from ganstep import Step, d_first, g_first, reference, simultaneous
+
+N = 4  # batch
+
+
+class TinyVQ(nn.Module):
+    """A VQ autoencoder in small (taming's VQModel): G(x) = (xrec, qloss)."""
+
+    def __init__(self):
+        super().__init__()
+        self.encoder = nn.Conv2d(1, 2, 3, 1, 1)
+        self.codebook = nn.Embedding(4, 2)
+        self.conv_out = nn.Conv2d(2, 1, 3, 1, 1)
+
+    def forward(self, x):
+        h = self.encoder(x)
+        flat = h.permute(0, 2, 3, 1).reshape(-1, 2)
+        index = torch.cdist(flat, self.codebook.weight).argmin(1)
+        zq = self.codebook(index).view(h.shape[0], 8, 8, 2).permute(0, 3, 1, 2)
+        qloss = 0.25 * F.mse_loss(zq.detach(), h) + F.mse_loss(zq, h.detach())
+        zq = h + (zq - h).detach()  # straight through
+        return self.conv_out(torch.relu(zq)), qloss
+
+
+def patch_d():
+    """taming's NLayerDiscriminator in small: a BatchNorm, a 4x4 map of logits."""
+    return nn.Sequential(nn.Conv2d(1, 4, 4, 2, 1), nn.BatchNorm2d(4), nn.LeakyReLU(0.2),
+                         nn.Conv2d(4, 1, 3, 1, 1))  # fmt: skip
+
+
+class Perceptual(nn.Module):
+    """A fixed network in place of LPIPS: one value per sample, shaped (n, 1, 1, 1)."""
+
+    def __init__(self):
+        super().__init__()
+        torch.manual_seed(11)
+        self.net = nn.Sequential(nn.Conv2d(1, 3, 3, 1, 1), nn.Tanh()).double()
+        self.requires_grad_(False).eval()
+
+    def forward(self, x, y):
+        return (self.net(x) - self.net(y)).square().mean((1, 2, 3), keepdim=True)
+
+
+def images(count: int):
+    gen = torch.Generator().manual_seed(4)
+    return [torch.rand(N, 1, 8, 8, generator=gen, dtype=torch.float64) * 2 - 1
+            for _ in range(count)]  # fmt: skip
+
+
+def taming_step(side, perceptual, disc_start, codebook_weight=1.0) -> Step:
+    """taming's VQGAN as a Step: its hinge D waiting for disc_start through d_scale, its
+    G loss as terms (the adaptive weight reads the adversarial loss's own gradient, so
+    the adversarial part is a term and g_scale is 0), the codebook loss read from G's
+    extra output."""
+    G = side[0]
+    factor = lambda t: 1.0 if t >= disc_start else 0.0  # noqa: E731 (adopt_weight)
+
+    def nll(v):
+        x, xrec = v.real.x, v.fake.x
+        return (torch.abs(x - xrec) + perceptual(x, xrec)).mean()
+
+    def adaptive_gan(v):
+        g_loss = -torch.mean(v.d_fake)
+        last = G.conv_out.weight
+        nll_grads = torch.autograd.grad(nll(v), last, retain_graph=True)[0]
+        g_grads = torch.autograd.grad(g_loss, last, retain_graph=True)[0]
+        d_weight = torch.clamp(nll_grads.norm() / (g_grads.norm() + 1e-4), 0.0, 1e4).detach()
+        return d_weight * factor(v.iteration) * g_loss
+
+    codebook = lambda v: v.fake.extra[0].mean()  # noqa: E731 (G's qloss)
+    return Step(*side, objective="hinge", schedule=g_first(), latent=None, condition="real",
+                d_conditional=False, d_scale=lambda t: 0.5 * factor(t), g_scale=0,
+                g_terms={"nll": nll, "gan": adaptive_gan,
+                         "codebook": (codebook_weight, codebook)})  # fmt: skip
+
+
+@pytest.mark.parametrize("disc_start", [0, 2])
+def test_taming_vqgan_equals_g_first_with_a_weight_that_waits(disc_start):
+    """VQModel.training_step under Lightning 1.0's two-optimizer loop: before disc_start
+    D's loss is 0 times the hinge and D's Adam still steps (its step count moves), as
+    d_scale 0 does; G's adaptive weight and codebook loss as terms. Parameters, D's
+    BatchNorm statistics and both Adams' states equal."""
+    theirs, ours = build(TinyVQ, patch_d)
+    batches = images(5)
+    perceptual = Perceptual()
+    expected = reference.taming_vqgan(*theirs, batches, perceptual, theirs[0].conv_out.weight,
+                                      disc_start=disc_start, codebook_weight=0.5)  # fmt: skip
+    step = taming_step(ours, perceptual, disc_start, codebook_weight=0.5)
+    got = run_step(step, [(x, x) for x in batches])
+    assert_losses(got, expected)
+    assert [row["gan"] == 0 for row in got] == [t < disc_start for t in range(5)]
+    for mine, source in zip(ours, theirs, strict=True):
+        (assert_same if isinstance(mine, nn.Module) else assert_same_optimizer)(mine, source)
+    assert ours[3].state_dict()["state"][0]["step"].item() == 5  # D's Adam stepped from 0 on
+
+
+def test_weights_read_the_iteration_and_hooks_may_too():
+    run = Run("ns", batchnorm=False)
+    seen, hooked = [], []
+
+    def term(v):
+        seen.append((v.phase, v.iteration))
+        return v.fake.x.square().mean()
+
+    step = Step(*run.models(), objective="ns", schedule=d_first(), latent=run.latent,
+                g_scale=lambda t: [1.0, 0.0, 2.0][t], g_terms={"sq": (lambda t: t / 2, term)},
+                after_step={"g": lambda G, t: hooked.append(t), "d": lambda D: None})  # fmt: skip
+    logs = [step(b) for b in real_batches(3)]
+    assert seen == [("G", 0), ("G", 1), ("G", 2)] and hooked == [0, 1, 2]
+    assert logs[0]["sq"].item() == 0 and logs[2]["sq"].item() > 0
+
+
+def test_a_zero_g_scale_is_a_g_trained_on_its_terms_alone():
+    """g_scale = lambda t: 0 equals a loop whose G loss is its terms: the adversarial
+    loss adds nothing, and D still steps on its own."""
+    runs = [Run("ns", batchnorm=False) for _ in range(2)]
+    term = {"sq": lambda v: (v.fake.x - 1).square().mean()}
+    a = Step(*runs[0].models(), objective="ns", schedule=simultaneous(), latent=runs[0].latent,
+             g_scale=lambda t: 0.0, g_terms=term)  # fmt: skip
+    b = Step(*runs[1].models(), objective="ns", schedule=simultaneous(), latent=runs[1].latent,
+             g_scale=0, g_terms=term)  # fmt: skip
+    batches = real_batches(3)
+    assert_losses(run_step(a, batches), run_step(b, batches))
+    assert_same(runs[0].G, runs[1].G)
+    assert_same(runs[0].D, runs[1].D)
+
+
+@pytest.mark.parametrize("bad, error, message", [
+    (lambda t: -1.0, ValueError, "d_scale at iteration 0 must be a number >= 0, got -1.0"),
+    (lambda t: float("nan"), ValueError, "d_scale at iteration 0 must be a number >= 0"),
+    (lambda t: "0.5", TypeError, "d_scale is a function of the iteration and must return a number"),
+])  # fmt: skip
+def test_a_weight_schedule_that_goes_wrong_is_named(bad, error, message):
+    run = Run("ns", batchnorm=False)
+    step = Step(*run.models(), objective="ns", schedule=d_first(), latent=run.latent,
+                d_scale=bad)  # fmt: skip
+    with pytest.raises(error, match=message):
+        step(real_batches(1)[0])
+
+
+@given(st.one_of(st.floats(max_value=-1e-9), st.just(float("inf")), st.text(max_size=3)))
+def test_term_weights_are_numbers_or_functions(value):
+    run = Run("ns", batchnorm=False)
+    with pytest.raises((ValueError, TypeError), match="weight|fn or"):
+        Step(*run.models(), objective="ns", schedule=d_first(), latent=run.latent,
+             g_terms={"t": (value, lambda v: v.fake.x.mean())})  # fmt: skip
+
+
+# -- extras ------------------------------------------------------------------------------
+
+
+class MelG(nn.Module):
+    """G(mel) -> (audio, an extra per-sample output): HiFi-GAN's shape of things."""
+
+    def __init__(self):
+        super().__init__()
+        self.net = nn.Linear(3, 4)
+
+    def forward(self, mel):
+        audio = self.net(mel)
+        return audio, audio.abs().sum(1)
+
+
+def test_terms_read_a_batchs_extra_targets_and_gs_extra_outputs_per_micro_batch():
+    """HiFi-GAN's y_mel rides in the batch (a dict's other keys) and is split with it
+    into micro-batches; G's extra output rides with its fakes; neither reaches G or D."""
+    seen = []
+
+    def mel_loss(v):
+        seen.append((v.real.extra["y_mel"].shape[0], v.fake.extra[0].shape))
+        assert torch.equal(v.real.extra["y_mel"], v.real.x[:, :2] * 3)  # rows stay paired
+        return F.l1_loss(v.fake.x[:, :2] * 3, v.real.extra["y_mel"]) + v.fake.extra[0].mean()
+
+    (G, D, opt_g, opt_d), _ = build(MelG, lambda: nn.Linear(4, 1))
+    step = Step(G, D, opt_g, opt_d, objective="lsgan", schedule=d_first(), latent=None,
+                condition="real", d_conditional=False, accumulate=2,
+                g_terms={"mel": (45.0, mel_loss)})  # fmt: skip
+    gen = torch.Generator().manual_seed(0)
+    y = torch.randn(6, 4, generator=gen, dtype=torch.float64)
+    logs = step({"x": y, "c": torch.randn(6, 3, generator=gen, dtype=torch.float64),
+                 "y_mel": y[:, :2] * 3})  # fmt: skip
+    assert seen == [(3, (3,)), (3, (3,))] and logs["mel"] > 0
+    with pytest.raises(ValueError, match="'y_mel' is \\(5, 2\\), but the batch has 6 samples"):
+        step({"x": y, "c": y[:, :3], "y_mel": torch.zeros(5, 2, dtype=torch.float64)})
