@@ -162,3 +162,36 @@ def test_scripts_that_cannot_be_audited(tmp_path, source, message):
     proc = ganstep("audit", script, cache=tmp_path, cwd=tmp_path, check=False)
     assert proc.returncode == 1 and proc.stderr.startswith("ganstep: error: ")
     assert message in proc.stderr
+
+
+def test_biggan_with_its_distribution_tensors_and_g_d_wrapper(tmp_path):
+    """BigGAN-PyTorch's step as written: z_ and y_ are a tensor subclass (they broke the
+    FLOP counter when it ran around the whole script), G and D are called inside one
+    G_D module (its calls are G's and D's, not G.shared's beside them), and each D step
+    runs D once on torch.cat([G_z, x]) with G under no_grad (those G forwards fed D's
+    step: not logging)."""
+    proc, r = audited(tmp_path, "biggan", "--batch_size", N, "--num_D_steps", 2)
+    assert r["error"] is None and r["iterations"] == 2
+    assert r["order"] == "d_first" and r["schedule"] == "d_first(d_steps=2)"
+    assert r["d_concat"] is True and r["d_order"] == "fake_first"
+    assert r["forwards"] == {"G": 3, "D": 3} and r["backwards"] == {"G": 1, "D": 3}
+    assert r["other_forwards"] == {"G": 0, "D": 0}
+    assert r["wasted_flops"] == 0 and r["hazards"] == []
+    assert 'concat=True, d_order="fake_first"' in proc.stdout
+
+
+def test_stylegan2_ada_with_modules_frozen_between_phases(tmp_path):
+    """StyleGAN2-ADA's loop as written: G and D built with requires_grad_(False) (the
+    audit's gradient hooks failed on them), phases Gboth, Dmain (fakes from a z of its
+    own, then real) and a lazy Dreg every 4th iteration with its own optimizer, over
+    batch_gpu rounds. The Dreg steps are regularization, not part of the order."""
+    proc, r = audited(tmp_path, "stylegan2_ada", "--batch", N, "--batch_gpu", N // 2,
+                      iterations=4)  # fmt: skip
+    assert r["error"] is None and r["iterations"] == 4
+    assert r["order"] == "g_first" and r["schedule"] == "g_first()" and r["pattern"] is None
+    assert r["regularization"] == {"G": 0, "D": 0.25}
+    assert r["d_order"] == "fake_first" and r["d_concat"] is False
+    assert r["forwards"]["G"] == 4  # two rounds in Gboth, two in Dmain
+    assert r["double_backwards"]["D"] == 2 / 4  # R1's gradient, in Dreg's two rounds
+    assert r["wasted_flops"] == 0 and r["hazards"] == []
+    assert "regularization steps of their own" in proc.stdout

@@ -60,6 +60,10 @@ class _Forward:
     recomputed: bool = False
     used: bool = False  # a step's gradient went through it or through what it fed
     args: tuple | None = None  # the first forward of each module keeps its arguments
+    output: Tensor | None = None  # its (first) output, detached
+    # Its input held its producer's output and more rows: "fake_first" when the
+    # producer's rows came first (BigGAN's D(cat([G_z, x]))), else "real_first".
+    concat: str | None = None
 
 
 @dataclass(eq=False)
@@ -107,6 +111,11 @@ class Report:
     location: str | None = None  # where the loop crashed: "file:line: source"
     d_profile: DProfile | None = None  # what D was observed to be (None: not observable)
     d_order: str | None = None  # "real_first" / "fake_first" in D's first step, if seen
+    # D's step forwarded it once on the fake and the real batch concatenated (BigGAN)
+    d_concat: bool = False
+    # optimizer steps on a regularizer alone (lazy R1, path length), per iteration: left
+    # out of the update order and the step counts
+    regularization: dict[str, float] = field(default_factory=lambda: dict.fromkeys(MODULES, 0.0))
 
     def as_dict(self) -> dict:
         """A JSON-ready dict (the error as its message)."""
@@ -127,6 +136,8 @@ class Report:
             "pattern": self.pattern,
             "d_profile": None if self.d_profile is None else self.d_profile.describe(),
             "d_order": self.d_order,
+            "d_concat": self.d_concat,
+            "regularization": self.regularization,
         }
 
     def __str__(self) -> str:
@@ -146,6 +157,12 @@ class Report:
         ]
         if self.pattern:
             lines.append(f"  pattern: {self.pattern}")
+        if any(self.regularization.values()):
+            counts = ", ".join(f"{m} {v:g}" for m, v in self.regularization.items() if v)
+            lines.append(
+                f"  regularization steps of their own (lazy R1, path length), not counted in "
+                f"the order: {counts} per iteration"
+            )
         if any(self.other_forwards.values()):
             counts = ", ".join(f"{m} {self.other_forwards[m]:g}" for m in MODULES)
             lines.append(
@@ -175,8 +192,12 @@ class Report:
         if profile is None:
             return []
         seen = f"; D's step forwards it {ORDER_WORDS[self.d_order]}" if self.d_order else ""
+        if self.d_concat:
+            seen += " in one call on both batches concatenated"
         lines = [f"  D: {profile.describe()}{seen}"]
         fake_first = ', d_order="fake_first"' if self.d_order == "fake_first" else ""
+        if self.d_concat and not profile.mixing:
+            fake_first = f", concat=True{fake_first}"
         if not profile.mergeable:
             lines.append(
                 "  exactness: D's forward draws random numbers or advances state, so every "
@@ -185,7 +206,7 @@ class Report:
                 "would differ from this loop."
             )
         elif fake_first:
-            lines.append(f"  exactness: Step(...{fake_first}) forwards D in this loop's order.")
+            lines.append(f"  exactness: Step(...{fake_first}) forwards D as this loop does.")
         if profile.mixing:
             lines.append("  D mixes samples: ganstep refuses concat=True and fused=True for it.")
         return lines
@@ -238,6 +259,12 @@ class Recorder:
         self.made_by: dict[int, _Forward] = {}  # output storage address -> its forward
         self.alive: list[Tensor] = []  # inputs and outputs kept so addresses are not reused
         self.counter = TotalFlops()
+        # Count FLOPs only inside module calls and backward calls (a script's recorder):
+        # a dispatch mode active around the whole script gives every tensor a Python
+        # object, and a tensor subclass made from one then fails (BigGAN's Distribution).
+        self.scoped_flops = False
+        self._counted = 0  # FLOPs of the counting spans already closed
+        self._counting = 0  # nesting depth of the open counting span
         self.handles: list = []
         self.failed: _Backward | None = None
         self._saved: tuple | None = None
@@ -247,7 +274,25 @@ class Recorder:
         return self.seq
 
     def flops(self) -> int:
-        return self.counter.get_total_flops()
+        """FLOPs run so far under the recorder."""
+        if self.scoped_flops and not self._counting:
+            return self._counted
+        return self._counted + self.counter.get_total_flops()
+
+    def count_on(self) -> None:
+        """Open a counting span (scoped counting; nested spans count once)."""
+        if self.scoped_flops:
+            self._counting += 1
+            if self._counting == 1:
+                self.counter.__enter__()
+
+    def count_off(self) -> None:
+        """Close the span :meth:`count_on` opened."""
+        if self.scoped_flops:
+            self._counting -= 1
+            if self._counting == 0:
+                self._counted += self.counter.get_total_flops()
+                self.counter.__exit__(None, None, None)
 
     @staticmethod
     def key(t: Tensor) -> tuple:
@@ -263,6 +308,9 @@ class Recorder:
             if id(p) in self.owner:
                 continue
             self.owner[id(p)] = label
+            # a hook needs requires_grad when it is registered, and outlives its switching
+            # off: StyleGAN2-ADA keeps G and D frozen between phases
+            frozen = not p.requires_grad
 
             def on_param_grad(grad, p=p, label=label):
                 b = self.current
@@ -274,7 +322,9 @@ class Recorder:
                 b.produced.add(label)
                 return grad
 
+            p.requires_grad_(True)
             self.handles.append(p.register_hook(on_param_grad))
+            p.requires_grad_(not frozen)
 
     def hook_module(self, label: str, module: nn.Module) -> None:
         """Record every call of ``module`` under ``label`` (function mode)."""
@@ -301,6 +351,10 @@ class Recorder:
         x = tensors[0] if tensors else None
         random = any(not torch.equal(a, b) for a, b in zip(states, _rng_states(), strict=False))
         producer = self.made_by.get(x.untyped_storage().data_ptr()) if x is not None else None
+        concat = None
+        if producer is None and x is not None:
+            producer, concat = self._inside(x)
+        outputs = list(_tensors(out))
         fwd = _Forward(
             label=label,
             seq=self._next(),
@@ -312,6 +366,8 @@ class Recorder:
             random=random,
             key=self.key(x) if x is not None else None,
             iteration=self.iteration,
+            output=outputs[0].detach() if outputs else None,
+            concat=concat,
         )
         if label not in self._kept_args:  # for observing what D is, after the run
             self._kept_args.add(label)
@@ -329,6 +385,23 @@ class Recorder:
             self.alive.append(t.detach())
             if t.requires_grad:
                 t.register_hook(on_grad)
+
+    def _inside(self, x: Tensor) -> tuple[_Forward | None, str | None]:
+        """The recent forward whose output is the first or last rows of ``x``: an input
+        concatenated from another module's output and more (G's fakes beside the real
+        batch), which a tensor's storage cannot tell."""
+        for f in reversed(self.forwards[-8:]):
+            out = f.output
+            if out is None or out.dim() == 0 or out.shape[0] >= x.shape[0]:
+                continue
+            if out.shape[1:] != x.shape[1:] or out.dtype != x.dtype or out.device != x.device:
+                continue
+            n = out.shape[0]
+            if torch.equal(x[:n], out):
+                return f, "fake_first"
+            if torch.equal(x[-n:], out):
+                return f, "real_first"
+        return None, None
 
     # -- optimizers and autograd -------------------------------------------------------
 
@@ -378,12 +451,14 @@ class Recorder:
             self.backwards.append(b)
             self.events.append(("backward", b))
             outer, self.current = self.current, b
+            self.count_on()
             try:
                 result = original(*args, **kwargs)
             except RuntimeError:
                 self.failed = b
                 raise
             finally:
+                self.count_off()
                 self.current = outer
             b.roots = [self.key(t) for t in roots]  # keys only: keep no graph alive
             if create and result is not None:
@@ -435,11 +510,16 @@ class Recorder:
         self._saved = torch.autograd.backward, torch.autograd.grad
         torch.autograd.backward = self._wrap(self._saved[0])
         torch.autograd.grad = self._wrap(self._saved[1])
-        self.counter.__enter__()
+        if not self.scoped_flops:
+            self.counter.__enter__()
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self.counter.__exit__(None, None, None)
+        if not self.scoped_flops:
+            self.counter.__exit__(None, None, None)
+        elif self._counting:  # the script was stopped inside a module or backward call
+            self._counting = 1
+            self.count_off()
         torch.autograd.backward, torch.autograd.grad = self._saved
         for h in self.handles:
             h.remove()
@@ -649,9 +729,27 @@ class _Analysis:
                                   f.versions.get("D", 0) - base[1]))  # fmt: skip
         return seen.pop() if len(seen) == 1 else None
 
+    def regularizing(self, step: _Step) -> bool:
+        """Whether ``step`` stepped a regularizer alone: its gradients went through no D
+        forward on G's output (a lazy R1 step on the real batch, a path length step
+        through G alone), and not through a fused step's fake batch either."""
+        through = self._through(step)
+        if any(f.label == "D" and f.producer is not None and f.producer.label == "G"
+               for f in through):  # fmt: skip
+            return False
+        if step.label == "G" and any(f.label == "D" for f in through):
+            return False
+        return self.fake_versions(step, (0, 0)) is None
+
+    def adversarial_steps(self) -> list[_Step]:
+        """The steps of G and D on their adversarial losses (not a regularizer alone)."""
+        return [s for s in self.steps if not self.regularizing(s)]
+
     def shape(self, iteration: int) -> tuple[str, int, int] | None:
-        """(order, D steps, G steps) of one iteration, None when it has not both."""
-        steps = [s for s in self.steps if s.iteration == iteration]
+        """(order, D steps, G steps) of one iteration, None when it has not both; steps on
+        a regularizer alone are left out, but count in the parameters' versions."""
+        adversarial = {id(s) for s in self.adversarial_steps()}
+        steps = [s for s in self.steps if s.iteration == iteration and id(s) in adversarial]
         labels = [s.label for s in steps]
         if "G" not in labels or "D" not in labels:
             return None
@@ -674,17 +772,20 @@ class _Analysis:
             return ("simultaneous", 1, 1)
         return ("other", n_d, n_g)
 
-    def d_order(self) -> str | None:
-        """Whether D's first step went through D on the fake batch (a G output) first."""
-        step = next((s for s in self.steps if s.label == "D"), None)
+    def d_order(self) -> tuple[str | None, bool]:
+        """Whether D's first step went through D on the fake batch (a G output) first, and
+        whether it did so in one call on both batches concatenated."""
+        step = next((s for s in self.adversarial_steps() if s.label == "D"), None)
         if step is None:
-            return None
-        through = [f for b in self.backwards if b.index in step.backwards for f in b.through]
-        ds = sorted((f for f in through if f.label == "D"), key=lambda f: f.seq)
+            return None, False
+        ds = sorted((f for f in self._through(step) if f.label == "D"), key=lambda f: f.seq)
+        joined = next((f.concat for f in ds if f.concat is not None), None)
+        if joined is not None:
+            return joined, True
         fake = [f.producer is not None and f.producer.label == "G" for f in ds]
         if len(ds) < 2 or all(fake) or not any(fake):
-            return None  # one D call on both (concat), or not a real/fake pair
-        return "fake_first" if fake[0] else "real_first"
+            return None, False  # not a real/fake pair
+        return ("fake_first" if fake[0] else "real_first"), False
 
     def order(self) -> tuple[str, str | None, str | None]:
         """(order, ganstep schedule, pattern description) over the analysed iterations."""
@@ -715,7 +816,24 @@ class _Analysis:
         n_d, n_g = _most_common(d_counts), _most_common(g_counts)
         if pattern is None and (n_d, n_g) != (1, 1):
             pattern = f"{n_d} D step(s) and {n_g} G step(s) per iteration"
-        return order, _schedule(order, n_d, n_g), pattern
+        return order, _schedule(order, n_d, n_g, self.reuses_z()), pattern
+
+    def reuses_z(self) -> bool:
+        """Whether the first D step after G's regenerates its fakes from the z of G's
+        step (Lightning's example) rather than a z of its own (StyleGAN2-ADA's Dmain)."""
+        steps = self.adversarial_steps()
+        for g_step, d_step in zip(steps, steps[1:], strict=False):
+            if g_step.label != "G" or d_step.label != "D":
+                continue
+            g_inputs = {f.key for f in self._through(g_step) if f.label == "G"}
+            fakes_from = {f.producer.key for f in self._through(d_step) if f.label == "D"
+                          and f.producer is not None and f.producer.label == "G"}  # fmt: skip
+            return bool(fakes_from & g_inputs)
+        return False
+
+    def _through(self, step: _Step) -> list[_Forward]:
+        """The forwards the gradients ``step`` used went back through."""
+        return [f for b in self.rec.backwards if b.index in step.backwards for f in b.through]
 
 
 def _most_common(counts: list[int]) -> int:
@@ -725,11 +843,11 @@ def _most_common(counts: list[int]) -> int:
     return next(c for c in reversed(counts) if frequency[c] == max(frequency.values()))
 
 
-def _schedule(order: str, d_steps: int, g_steps: int) -> str:
+def _schedule(order: str, d_steps: int, g_steps: int, reuse_z: bool = False) -> str:
     options = []
     if order == "g_first":
         options = [f"g_steps={g_steps}"] * (g_steps != 1) + [f"d_steps={d_steps}"] * (d_steps != 1)
-        return f"g_first({', '.join(options or ['reuse_z=True'])})"
+        return f"g_first({', '.join(options + ['reuse_z=True'] * reuse_z)})"
     if order == "d_first":
         options = [f"d_steps={d_steps}"] * (d_steps != 1) + [f"g_steps={g_steps}"] * (g_steps != 1)
     return f"{order}({', '.join(options)})"
@@ -749,13 +867,16 @@ def analyse(
         hazards.insert(0, _explain_inplace(rec))
         order, schedule = "simultaneous", "simultaneous()"
     other_flops = sum(f.flops for f in a.forwards if not f.used)
-    d_profile, d_order = observe_d(rec), a.d_order()
+    d_profile, (d_order, d_concat) = observe_d(rec), a.d_order()
+    regular = {id(s) for s in a.adversarial_steps()}
+    regularization = {m: a.per(sum(s.label == m and id(s) not in regular for s in a.steps))
+                      for m in MODULES}  # fmt: skip
     # up to the last analysed step: a script's next iteration, begun when it was
     # stopped, is not part of the ones analysed
     total = a.steps[-1].flops if a.steps and error is None else rec.flops()
     return Report(order, forwards, backwards, total, wasted, list(dict.fromkeys(hazards)), error,
                   iterations, schedule, double, others, other_flops, pattern, location,
-                  d_profile, d_order)  # fmt: skip
+                  d_profile, d_order, d_concat, regularization)  # fmt: skip
 
 
 def observe_d(rec: Recorder) -> DProfile | None:

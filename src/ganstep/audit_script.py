@@ -52,9 +52,11 @@ class ScriptRecorder(Recorder):
 
     def __init__(self, iterations: int) -> None:
         super().__init__()
+        self.scoped_flops = True
         self.limit = iterations
         self.depth = 0
         self.calls: list[tuple[str, tuple] | None] = []
+        self.scopes: list[set[int] | None] = []  # per open call: a container's parts
         self.optimizers: list[torch.optim.Optimizer] = []
         self.leader: str | None = None
         self.followed = False
@@ -94,20 +96,52 @@ class ScriptRecorder(Recorder):
             self.modules[label] = module
         return label
 
+    def _container(self, module: nn.Module) -> bool:
+        """Whether ``module`` holds the parameters of more than one optimizer (BigGAN's
+        G_D around G and D): its calls are not one module's; its children's are."""
+        holders = {id(p): i for i, opt in enumerate(self.optimizers)
+                   for g in opt.param_groups for p in g["params"]}  # fmt: skip
+        return len({holders[id(p)] for p in module.parameters() if id(p) in holders}) > 1
+
+    def _units(self, container: nn.Module) -> set[int]:
+        """The modules a container's calls are recorded as: its children, and the
+        children of any child that is a container itself."""
+        found: set[int] = set()
+        for child in container.children():
+            found |= self._units(child) if self._container(child) else {id(child)}
+        return found
+
     def pre(self, module: nn.Module, args: tuple) -> None:
         if self.stop_seq is not None and self.depth == 0:
             self._after_stop()
         if self.namespace is None and "__main__" in sys.modules:
             self.namespace = vars(sys.modules["__main__"])
-        label = self._label(module) if self.depth == 0 else None
+        if self.depth == 0:
+            self.count_on()
+        # A call is recorded unless one around it is. Inside a call of a module that
+        # wraps G and D together (BigGAN's G_D), the calls of its parts are: G and D,
+        # not G.shared called beside G.
+        inside = any(call is not None for call in self.calls)
+        scope = next((s for s in reversed(self.scopes) if s is not None), None)
+        units = None
+        if inside or (scope is not None and id(module) not in scope):
+            label = None
+        elif self._container(module):
+            label, units = None, self._units(module)
+        else:
+            label = self._label(module)
         self.depth += 1
+        self.scopes.append(units)
         self.calls.append((label, self.forward_start()) if label is not None else None)
 
     def post(self, module: nn.Module, args: tuple, out: object) -> None:
         self.depth -= 1
+        self.scopes.pop()
         call = self.calls.pop()
         if call is not None:
             self.forward_end(call[0], args, out, call[1])
+        if self.depth == 0:
+            self.count_off()
 
     def before_step(self, step) -> None:
         if self.stop_seq is not None:

@@ -1,0 +1,119 @@
+# ruff: noqa: B905  (written as stylegan2-ada-pytorch writes it)
+"""NVlabs/stylegan2-ada-pytorch's training loop as it is written (training/training_loop.py
+and training/loss.py's StyleGAN2Loss), on linear layers and random data: G and D are
+built with requires_grad_(False) and each phase switches its module on and off around
+its backward; phases Gboth, Dmain and Dreg (lazy R1, every 4th iteration) over
+batch_gpu rounds; D forwards the fakes first; G_ema follows G. Module-level loop, no
+main guard."""
+
+import argparse
+import copy
+
+import torch
+import torch.nn as nn
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--batch", type=int, default=32)
+parser.add_argument("--batch_gpu", type=int, default=16)
+parser.add_argument("--r1_gamma", type=float, default=1.0)
+parser.add_argument("--D_reg_interval", type=int, default=4)
+args = parser.parse_args()
+
+z_dim, nx, nh = 8, 16, 32
+
+
+class Generator(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.model = nn.Sequential(nn.Linear(z_dim, nh), nn.LeakyReLU(0.2), nn.Linear(nh, nx))
+
+    def forward(self, z, c):
+        return self.model(z)
+
+
+class Discriminator(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.model = nn.Sequential(nn.Linear(nx, nh), nn.LeakyReLU(0.2), nn.Linear(nh, 1))
+
+    def forward(self, img, c):
+        return self.model(img)
+
+
+class StyleGAN2Loss:
+    def __init__(self, G, D, r1_gamma):
+        self.G, self.D, self.r1_gamma = G, D, r1_gamma
+
+    def accumulate_gradients(self, phase, real_img, real_c, gen_z, gen_c, gain):
+        do_Gmain = phase in ["Gmain", "Gboth"]
+        do_Dmain = phase in ["Dmain", "Dboth"]
+        do_Dr1 = phase in ["Dreg", "Dboth"] and (self.r1_gamma != 0)
+        if do_Gmain:
+            gen_img = self.G(gen_z, gen_c)
+            gen_logits = self.D(gen_img, gen_c)
+            loss_Gmain = torch.nn.functional.softplus(-gen_logits)
+            loss_Gmain.mean().mul(gain).backward()
+        loss_Dgen = 0
+        if do_Dmain:
+            gen_img = self.G(gen_z, gen_c)
+            gen_logits = self.D(gen_img, gen_c)
+            loss_Dgen = torch.nn.functional.softplus(gen_logits)
+            loss_Dgen.mean().mul(gain).backward()
+        if do_Dmain or do_Dr1:
+            real_img_tmp = real_img.detach().requires_grad_(do_Dr1)
+            real_logits = self.D(real_img_tmp, real_c)
+            loss_Dreal = 0
+            if do_Dmain:
+                loss_Dreal = torch.nn.functional.softplus(-real_logits)
+            loss_Dr1 = 0
+            if do_Dr1:
+                (r1_grads,) = torch.autograd.grad(outputs=[real_logits.sum()],
+                                                  inputs=[real_img_tmp], create_graph=True,
+                                                  only_inputs=True)  # fmt: skip
+                r1_penalty = r1_grads.square().sum(1)
+                loss_Dr1 = r1_penalty * (self.r1_gamma / 2)
+            (real_logits * 0 + loss_Dreal + loss_Dr1).mean().mul(gain).backward()
+
+
+G = Generator().train().requires_grad_(False)
+D = Discriminator().train().requires_grad_(False)
+G_ema = copy.deepcopy(G).eval()
+loss = StyleGAN2Loss(G, D, args.r1_gamma)
+mb_ratio = args.D_reg_interval / (args.D_reg_interval + 1)
+phases = [
+    dict(name="Gboth", module=G, interval=1,
+         opt=torch.optim.Adam(G.parameters(), lr=0.0025, betas=(0.0, 0.99))),
+    dict(name="Dmain", module=D, interval=1,
+         opt=torch.optim.Adam(D.parameters(), lr=0.0025 * mb_ratio,
+                              betas=(0.0, 0.99**mb_ratio))),
+    dict(name="Dreg", module=D, interval=args.D_reg_interval,
+         opt=torch.optim.Adam(D.parameters(), lr=0.0025 * mb_ratio,
+                              betas=(0.0, 0.99**mb_ratio))),
+]  # fmt: skip
+data = torch.rand(args.batch * 40, nx)
+batch_idx = 0
+while True:
+    phase_real_img = data[torch.randint(len(data), (args.batch,))].split(args.batch_gpu)
+    phase_real_c = [None] * len(phase_real_img)
+    all_gen_z = torch.randn([len(phases) * args.batch, z_dim])
+    all_gen_z = [phase_gen_z.split(args.batch_gpu) for phase_gen_z in all_gen_z.split(args.batch)]
+    all_gen_c = [[None] * len(phase_real_img) for _ in phases]
+    for phase, phase_gen_z, phase_gen_c in zip(phases, all_gen_z, all_gen_c):
+        if batch_idx % phase["interval"] != 0:
+            continue
+        phase["opt"].zero_grad(set_to_none=True)
+        phase["module"].requires_grad_(True)
+        for real_img, real_c, gen_z, gen_c in zip(phase_real_img, phase_real_c, phase_gen_z,
+                                                  phase_gen_c):  # fmt: skip
+            loss.accumulate_gradients(phase=phase["name"], real_img=real_img, real_c=real_c,
+                                      gen_z=gen_z, gen_c=gen_c, gain=phase["interval"])  # fmt: skip
+        phase["module"].requires_grad_(False)
+        for param in phase["module"].parameters():
+            if param.grad is not None:
+                torch.nan_to_num(param.grad, nan=0, posinf=1e5, neginf=-1e5, out=param.grad)
+        phase["opt"].step()
+    with torch.no_grad():
+        for p_ema, p in zip(G_ema.parameters(), G.parameters()):
+            p_ema.copy_(p.lerp(p_ema, 0.999))
+    batch_idx += 1
+    print("batch", batch_idx)
