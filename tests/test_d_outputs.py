@@ -115,11 +115,30 @@ def test_shape_refusals_name_the_fix():
     real = one_real_batch()
     with pytest.raises(ValueError, match="G returned 12 samples for 6 z"):
         tiny_step(nn.Linear(X, 1).double(), G=TwoRowsG().double())(real)
-    with pytest.raises(ValueError, match=r"shape \(6, 2\) holds 2 numbers per sample.*d_map"):
+    with pytest.raises(ValueError, match=r"shape \(6, 2\): 2 numbers per sample.*d_map=True"):
         tiny_step(nn.Linear(X, 2).double())(real)
     assert "loss_d" in tiny_step(nn.Linear(X, 2).double(), d_map=True)(real)
-    with pytest.raises(ValueError, match="first element of D's tuple is read as the adversarial"):
+    with pytest.raises(ValueError, match="first element of D's tuple has shape") as e:
         tiny_step(FeaturesFirst().double())(real)
+    assert "return (score, *extras), the score first" in str(e.value)
+
+
+def test_the_missing_d_map_message_puts_the_fix_before_what_d_returned():
+    """Before: about 1,000 characters describing every output of a many-headed D before
+    the one-line fix; now the fix comes first and what D returned is cut short."""
+
+    class ManyHeads(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.net = nn.Linear(X, 3)
+
+        def forward(self, x):
+            return self.net(x), *[self.net(x) for _ in range(40)]
+
+    with pytest.raises(ValueError) as e:
+        tiny_step(ManyHeads().double())(one_real_batch())
+    message = str(e.value)
+    assert len(message) < 400 and message.index("d_map=True") < 150
 
 
 def test_the_view_keeps_what_d_returned_for_terms():

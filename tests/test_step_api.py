@@ -467,3 +467,33 @@ def test_check_finite_is_refused_where_it_cannot_work():
     _, step = make_step(schedule=simultaneous(), check_finite=True)
     with pytest.raises(ValueError, match="CUDA graph capture: check_finite reads each loss"):
         check_capturable(step)
+
+
+def test_a_side_wrapping_the_other_is_named_before_its_optimizer_is_blamed():
+    """Before: 'opt_g does not hold G's trainable parameters d.weight ...; build it from
+    G.parameters()', which would put D's parameters in G's optimizer."""
+    G, D = torch.nn.Linear(2, 4), torch.nn.Linear(4, 1)
+
+    class GD(torch.nn.Module):  # BigGAN's G_D
+        def __init__(self):
+            super().__init__()
+            self.G, self.D = G, D
+
+        def forward(self, z):
+            return self.G(z)
+
+    opts = torch.optim.SGD(G.parameters(), 0.1), torch.optim.SGD(D.parameters(), 0.1)
+    with pytest.raises(ValueError, match=r"G contains D's parameters \(G.D is D\)") as e:
+        Step(GD(), D, *opts, objective="ns", schedule="d_first", latent=lambda n: torch.randn(n, 2))
+    assert "Pass the G inside it" in str(e.value) and "build it from" not in str(e.value)
+
+
+def test_fresh_real_says_what_each_real_batch_is_for():
+    """Before: 'takes 2 real batch(es) per step, one per D step', though the second is
+    G's."""
+    G, D = torch.nn.Linear(2, 4), torch.nn.Linear(4, 1)
+    step = Step(G, D, torch.optim.SGD(G.parameters(), 0.1), torch.optim.SGD(D.parameters(), 0.1),
+                objective="rasgan", schedule=d_first(reuse_fake=False, fresh_real=True),
+                latent=lambda n: torch.randn(n, 2))  # fmt: skip
+    with pytest.raises(ValueError, match=r"one per D step \(1\) then one per G step \(1"):
+        step(torch.randn(5, 4))

@@ -89,8 +89,26 @@ def _check_models(G: object, D: object, opt_g: object, opt_d: object) -> None:
             raise ValueError(f"{arg} has no trainable parameters")
     if G is D:
         raise ValueError("G and D must be two different modules")
+    _check_apart(G, D, "G", "D")
+    _check_apart(D, G, "D", "G")
     _check_optimizer(opt_g, G, "G", D)
     _check_optimizer(opt_d, D, "D", G)
+
+
+def _check_apart(outer: nn.Module, inner: nn.Module, name: str, other: str) -> None:
+    """Refuse a side that holds the other's parameters (a module wrapping G and D): its
+    optimizer check would ask for the other's parameters in its optimizer."""
+    mine = {id(p) for p in outer.parameters()}
+    shared = [n for n, p in inner.named_parameters() if id(p) in mine]
+    if not shared:
+        return
+    path = next((n for n, m in outer.named_modules() if m is inner), None)
+    held = f"{name}.{path} is {other}" if path else f"{name} holds {other}'s {shared[0]}"
+    raise ValueError(
+        f"{name} contains {other}'s parameters ({held}): a module wrapping both, such as "
+        f"BigGAN's G_D, cannot be one side. Pass the {name} inside it, whose parameters "
+        f"opt_{name.lower()} holds, and {other} apart"
+    )
 
 
 def _check_sources(latent: object, condition: object) -> None:
@@ -486,8 +504,9 @@ class Step:
             items = [real]
         if len(items) != want:
             raise ValueError(
-                f"schedule {self.schedule!r} takes {want} real batch(es) per step, one per "
-                f"D step, as a list; got {len(items)}. step.feed(loader) yields them."
+                f"schedule {self.schedule!r} takes {want} real batch(es) per step, "
+                f"{_batches_for(self.schedule)}, as a list; got {len(items)}. "
+                "step.feed(loader) yields them."
             )
         batches = [to_batch(item, conditional, f"real batch {i}") for i, item in enumerate(items)]
         if want > 1 and not conditional:
@@ -684,6 +703,16 @@ class Step:
             f"concat={game.concat}, d_order={game.d_order!r}{more}, "
             f"D: {found}; D forwards {forwards})"
         )
+
+
+def _batches_for(schedule: Schedule) -> str:
+    """What each real batch of one call is for, in words."""
+    d_steps = getattr(schedule, "d_steps", 1)
+    if getattr(schedule, "fresh_real", False):
+        g_steps = schedule.g_steps
+        return (f"one per D step ({d_steps}) then one per G step ({g_steps}, fresh_real: G's "
+                "loss reads a real batch of its own)")  # fmt: skip
+    return "one per D step"
 
 
 def d_call_of(D: nn.Module, batch: Batch) -> object:

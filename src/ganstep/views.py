@@ -51,22 +51,12 @@ def check_adversarial(out: object, n: int, d_map: bool) -> None:
     for o in adversarial(out):
         if o.dim() != 2 or o.shape[0] != n or o.shape[1] == 1 or d_map:
             continue
-        if isinstance(out, tuple):
-            where = "the first element of D's tuple is read as the adversarial output"
-            fix = (
-                "put the score first, (score, *extras), or if it is a map of scores per "
-                "sample declare it with Step(..., d_map=True)"
-            )
-        else:
-            where = "it is read as the adversarial output"
-            fix = (
-                "return one score per sample, shape (n,) or (n, 1), a tuple (score, "
-                "*extras) for extra heads, or declare a map of scores per sample with "
-                "Step(..., d_map=True)"
-            )
+        where = "the first element of D's tuple" if isinstance(out, tuple) else "D's output"
         raise ValueError(
-            f"D returned {describe(out)}: {where}, and its shape {tuple(o.shape)} holds "
-            f"{o.shape[1]} numbers per sample. {fix[0].upper()}{fix[1:]}."
+            f"{where} has shape {tuple(o.shape)}: {o.shape[1]} numbers per sample where one "
+            "score is read. A map of scores per sample: Step(..., d_map=True). Class logits "
+            "or features: return (score, *extras), the score first, shape (n,) or (n, 1). "
+            f"(D returned {_short(describe(out))}.)"
         )
 
 
@@ -176,6 +166,10 @@ def feature_matching(features: Callable[[object], Tensor] = lambda out: out[1]) 
         return (fake.flatten(1).mean(0) - real.flatten(1).mean(0)).square().mean()
 
     return reads_real(term)
+
+
+def _short(text: str, most: int = 120) -> str:
+    return text if len(text) <= most else text[: most - 5] + " ...)"
 
 
 def describe(out: object) -> str:
