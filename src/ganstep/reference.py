@@ -1424,3 +1424,67 @@ def taming_vqgan(G, D, opt_ae, opt_disc, batches: Batches, perceptual: nn.Module
             p.requires_grad = True
         history.append(row)
     return history
+
+
+def _hifigan_discriminator_loss(real_outputs, fake_outputs):
+    loss = 0
+    for dr, dg in zip(real_outputs, fake_outputs, strict=True):
+        loss += torch.mean((1 - dr) ** 2) + torch.mean(dg**2)
+    return loss
+
+
+def _hifigan_generator_loss(fake_outputs):
+    loss = 0
+    for dg in fake_outputs:
+        loss += torch.mean((1 - dg) ** 2)
+    return loss
+
+
+def _hifigan_feature_loss(fmap_r, fmap_g):
+    loss = 0
+    for dr, dg in zip(fmap_r, fmap_g, strict=True):
+        for rl, gl in zip(dr, dg, strict=True):
+            loss += torch.mean(torch.abs(rl - gl))
+    return loss * 2
+
+
+def hifigan(G, mpd, msd, opt_g, opt_d, batches, mel_spectrogram: Callable[[Tensor], Tensor]):
+    """jik876/hifi-gan ``train.py`` (commit 3484fe6) with ``models.py``'s losses: per
+    batch ``(x, y, y_mel)`` (the input mel, the audio, the audio's mel), ``y_g_hat =
+    generator(x)`` once; D's step on ``mpd(y, y_g_hat.detach())`` and ``msd(...)`` (each
+    sub-discriminator on the real, then the fake batch), the least-squares
+    ``discriminator_loss`` summed over sub-discriminators; then G's step on the same
+    ``y_g_hat``: ``45 * L1(y_mel, mel(y_g_hat))``, ``feature_loss`` (2 * the mean L1
+    between D's feature maps on real and fake) and ``generator_loss`` summed. ``mpd`` and
+    ``msd`` are called ``d(y, y_hat)`` and return ``(y_d_rs, y_d_gs, fmap_rs, fmap_gs)``;
+    D is not frozen in G's step (the feature maps on the real batch carry a graph into
+    D's weights, unused). ganstep: ``d_first()``, ``condition="real"``, a D returning
+    ``(scores, feature maps)`` of every sub-discriminator, ``lsgan`` with ``d_scale=2``,
+    ``g_scale=2``, ``d_map=True``, a feature-matching term marked ``reads_real`` and a
+    mel term reading the batch's extra target ``y_mel``."""
+    history = []
+    for x, y, y_mel in batches:
+        y_g_hat = G(x)
+        y_g_hat_mel = mel_spectrogram(y_g_hat)
+        opt_d.zero_grad()
+        y_df_hat_r, y_df_hat_g, _, _ = mpd(y, y_g_hat.detach())
+        loss_disc_f = _hifigan_discriminator_loss(y_df_hat_r, y_df_hat_g)
+        y_ds_hat_r, y_ds_hat_g, _, _ = msd(y, y_g_hat.detach())
+        loss_disc_s = _hifigan_discriminator_loss(y_ds_hat_r, y_ds_hat_g)
+        loss_disc_all = loss_disc_s + loss_disc_f
+        loss_disc_all.backward()
+        opt_d.step()
+        opt_g.zero_grad()
+        loss_mel = F.l1_loss(y_mel, y_g_hat_mel) * 45
+        y_df_hat_r, y_df_hat_g, fmap_f_r, fmap_f_g = mpd(y, y_g_hat)
+        y_ds_hat_r, y_ds_hat_g, fmap_s_r, fmap_s_g = msd(y, y_g_hat)
+        loss_fm_f = _hifigan_feature_loss(fmap_f_r, fmap_f_g)
+        loss_fm_s = _hifigan_feature_loss(fmap_s_r, fmap_s_g)
+        loss_gen_f = _hifigan_generator_loss(y_df_hat_g)
+        loss_gen_s = _hifigan_generator_loss(y_ds_hat_g)
+        loss_gen_all = loss_gen_s + loss_gen_f + loss_fm_s + loss_fm_f + loss_mel
+        loss_gen_all.backward()
+        opt_g.step()
+        history.append({"loss_d": loss_disc_all.item(), "loss_g": loss_gen_all.item(),
+                        "mel": loss_mel.item()})  # fmt: skip
+    return history

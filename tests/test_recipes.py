@@ -1,7 +1,9 @@
-"""Loss weights that change with the iteration or are 0, the iteration in terms and
-hooks, and the extras terms read (a batch's extra targets, G's extra outputs): exact
-against taming-transformers' VQGAN loop, whose D waits for ``disc_start`` and whose G
-weighs its adversarial loss adaptively (float64)."""
+"""Modern recipes as their authors wrote them: taming-transformers' VQGAN (a D that
+waits for ``disc_start``: a weight that is a function of the iteration and 0 before;
+G's adaptive weight; G's extra output, the codebook loss) and HiFi-GAN (a batch's extra
+target, y_mel; feature matching that reads D on the real batch; sub-discriminators with
+spectral norm). Also the iteration in terms and hooks, and checks of weights and
+extras (float64)."""
 
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ from hypothesis import strategies as st
 from torch import nn
 
 from ganstep import Step, d_first, g_first, reference, simultaneous
+from ganstep.views import reads_real
 
 N = 4  # batch
 
@@ -198,3 +201,153 @@ def test_terms_read_a_batchs_extra_targets_and_gs_extra_outputs_per_micro_batch(
     assert seen == [(3, (3,)), (3, (3,))] and logs["mel"] > 0
     with pytest.raises(ValueError, match="'y_mel' is \\(5, 2\\), but the batch has 6 samples"):
         step({"x": y, "c": y[:, :3], "y_mel": torch.zeros(5, 2, dtype=torch.float64)})
+
+
+# -- HiFi-GAN ----------------------------------------------------------------------------
+
+
+class SubD(nn.Module):
+    """DiscriminatorS in small: conv1d layers whose outputs are the feature maps, the
+    last one's flattened output the scores (a map per sample)."""
+
+    def __init__(self, spectral: bool = False):
+        super().__init__()
+        norm = nn.utils.spectral_norm if spectral else (lambda m: m)
+        self.convs = nn.ModuleList([norm(nn.Conv1d(1, 4, 5, 1, 2)), norm(nn.Conv1d(4, 4, 5, 2, 2))])
+        self.conv_post = norm(nn.Conv1d(4, 1, 3, 1, 1))
+
+    def forward(self, x):
+        fmap = []
+        for layer in self.convs:
+            x = F.leaky_relu(layer(x), 0.1)
+            fmap.append(x)
+        x = self.conv_post(x)
+        fmap.append(x)
+        return torch.flatten(x, 1, -1), fmap
+
+
+class SubP(nn.Module):
+    """DiscriminatorP in small: the audio folded by a period into 2-D, conv2d layers."""
+
+    def __init__(self, period: int):
+        super().__init__()
+        self.period = period
+        self.convs = nn.ModuleList([nn.Conv2d(1, 4, (3, 1), (2, 1), (1, 0))])
+        self.conv_post = nn.Conv2d(4, 1, (3, 1), 1, (1, 0))
+
+    def forward(self, x):
+        b, c, t = x.shape
+        x = x.view(b, c, t // self.period, self.period)
+        fmap = []
+        for layer in self.convs:
+            x = F.leaky_relu(layer(x), 0.1)
+            fmap.append(x)
+        x = self.conv_post(x)
+        fmap.append(x)
+        return torch.flatten(x, 1, -1), fmap
+
+
+class Multi(nn.Module):
+    """MultiPeriod/MultiScaleDiscriminator as HiFi-GAN calls them: d(y, y_hat), each
+    sub-discriminator on the real batch then the fake one; the scale discriminator
+    pools between its scales."""
+
+    def __init__(self, discriminators, pools=()):
+        super().__init__()
+        self.discriminators = nn.ModuleList(discriminators)
+        self.meanpools = nn.ModuleList(pools)
+
+    def forward(self, y, y_hat):
+        y_d_rs, y_d_gs, fmap_rs, fmap_gs = [], [], [], []
+        for i, d in enumerate(self.discriminators):
+            if i != 0 and self.meanpools:
+                y, y_hat = self.meanpools[i - 1](y), self.meanpools[i - 1](y_hat)
+            y_d_r, fmap_r = d(y)
+            y_d_g, fmap_g = d(y_hat)
+            y_d_rs.append(y_d_r)
+            fmap_rs.append(fmap_r)
+            y_d_gs.append(y_d_g)
+            fmap_gs.append(fmap_g)
+        return y_d_rs, y_d_gs, fmap_rs, fmap_gs
+
+
+class HiFiD(nn.Module):
+    """What a ganstep user writes for HiFi-GAN's two discriminators: D(y) returns
+    (the scores of every sub-discriminator, their feature maps)."""
+
+    def __init__(self):
+        super().__init__()
+        self.mpd = Multi([SubP(2), SubP(4)])
+        self.msd = Multi([SubD(spectral=True), SubD()], [nn.AvgPool1d(4, 2, padding=2)])
+
+    def forward(self, y):
+        scores, fmaps = [], []
+        for d in self.mpd.discriminators:
+            s, f = d(y)
+            scores.append(s)
+            fmaps.append(f)
+        for i, d in enumerate(self.msd.discriminators):
+            if i != 0:
+                y = self.msd.meanpools[i - 1](y)
+            s, f = d(y)
+            scores.append(s)
+            fmaps.append(f)
+        return scores, fmaps
+
+
+class Vocoder(nn.Module):
+    """G(mel) -> audio (n, 1, 16)."""
+
+    def __init__(self):
+        super().__init__()
+        self.net = nn.Sequential(nn.Linear(6, 16), nn.Tanh(), nn.Unflatten(1, (1, 16)))
+
+    def forward(self, mel):
+        return self.net(mel)
+
+
+def mel_spectrogram(audio):
+    """A fixed stand-in for the mel transform: |frames| projected."""
+    return audio.squeeze(1).unfold(1, 4, 4).abs().sum(2)
+
+
+def speech(count: int):
+    gen = torch.Generator().manual_seed(3)
+    out = []
+    for _ in range(count):
+        y = torch.rand(N, 1, 16, generator=gen, dtype=torch.float64) * 2 - 1
+        x = torch.randn(N, 6, generator=gen, dtype=torch.float64)
+        out.append((x, y, mel_spectrogram(y)))
+    return out
+
+
+@reads_real
+def hifigan_feature_loss(v):
+    """HiFi-GAN's feature_loss on the view: D's feature maps on real (constants) and fake."""
+    loss = 0
+    for dr, dg in zip(v.d_real[1], v.d_fake[1], strict=True):
+        for rl, gl in zip(dr, dg, strict=True):
+            loss += torch.mean(torch.abs(rl - gl))
+    return loss * 2
+
+
+def test_hifigan_equals_d_first_with_an_extra_target_and_feature_matching():
+    """train.py as written: y_mel rides in the batch, feature matching reads D on the
+    real batch (reads_real), the least-squares losses summed over five
+    sub-discriminators (one with spectral norm, whose power iterations run in HiFi-GAN's
+    order per sub-discriminator: real, then fake). Parameters, buffers and AdamW's
+    state equal."""
+    adamw = lambda m: torch.optim.AdamW(m.parameters(), 0.01, betas=(0.8, 0.99))  # noqa: E731
+    theirs, ours = ([G, D, adamw(G), adamw(D)] for G, D, _, _ in build(Vocoder, HiFiD))
+    G, D = theirs[:2]
+    batches = speech(4)
+    expected = reference.hifigan(G, D.mpd, D.msd, *theirs[2:], batches, mel_spectrogram)
+    step = Step(*ours, objective="lsgan", schedule=d_first(), latent=None, condition="real",
+                d_conditional=False, d_map=True, d_scale=2, g_scale=2,
+                g_terms={"fm": hifigan_feature_loss,
+                         "mel": (45, lambda v: F.l1_loss(v.real.extra["y_mel"],
+                                                         mel_spectrogram(v.fake.x)))})  # fmt: skip
+    got = run_step(step, [{"x": y, "c": x, "y_mel": y_mel} for x, y, y_mel in batches])
+    assert_losses(got, expected, ("loss_d", "loss_g", "mel"))
+    for mine, source in zip(ours, theirs, strict=True):
+        (assert_same if isinstance(mine, nn.Module) else assert_same_optimizer)(mine, source)
