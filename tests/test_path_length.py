@@ -32,11 +32,11 @@ class StyleG(nn.Module):
         return self.synthesis(self.mapping(z))
 
 
-def sides():
+def sides(make_g=None):
     out = []
     for _ in range(2):
         torch.manual_seed(0)
-        G = StyleG().double()
+        G = (make_g or StyleG)().double()
         D = nn.Sequential(nn.Conv2d(1, 4, 3, 1, 1), nn.LeakyReLU(0.2), nn.Flatten(),
                           nn.Linear(64, 1), nn.Flatten(0)).double()  # fmt: skip
         out.append((G, D, torch.optim.Adam(G.parameters(), 0.01, betas=(0.0, 0.9)),
@@ -79,6 +79,44 @@ def test_path_length_equals_stylegan2_ada(r1_every, ada):
     assert regs == [G] * 3  # the "g_reg" hook sees each path length step
     state = step.state_dict()
     assert state["g_updates"] == 5 and state["g_regularizer"]["mean"] > 0
+
+
+class MixingG(StyleG):
+    """StyleG with SG2-ADA's style mixing in training (StyleGAN2Loss.run_G): what a user
+    puts in G's forward, and gives PathLength as its mapping."""
+
+    def mixed(self, z):
+        ws = self.mapping(z)
+        if self.training:
+            cutoff = torch.empty([], dtype=torch.int64).random_(1, ws.shape[1])
+            cutoff = torch.where(torch.rand([]) < 0.9, cutoff, torch.full_like(cutoff, ws.shape[1]))
+            ws[:, cutoff:] = self.mapping(torch.randn_like(z))[:, cutoff:]
+        return ws
+
+    def forward(self, z):
+        return self.synthesis(self.mixed(z))
+
+
+def test_path_length_with_style_mixing_equals_stylegan2_ada():
+    """run_G's style mixing in Gmain, Greg and Dmain (its draws among the path length
+    noise's): equal when G's forward mixes and PathLength's mapping is the mixing one.
+    Before: the README's mapping=G.mapping was 2.3e-2 off SG2-ADA."""
+    theirs, ours = sides(MixingG)
+    reals = images(5)
+    torch.manual_seed(9)
+    expected = reference.stylegan2_r1(*theirs, reals, latent_stream(Z), r1=2.0, r1_every=3,
+                                      pl_weight=2.0, G_reg_interval=2,
+                                      style_mixing_prob=0.9)  # fmt: skip
+    G = ours[0]
+    step = Step(*ours, objective=NS(r1=2.0, r1_every=3), schedule=g_first(),
+                latent=latent_stream(Z), d_order="fake_first",
+                g_regularizer=PathLength(2.0, every=2, mapping=G.mixed,
+                                         synthesis=G.synthesis))  # fmt: skip
+    torch.manual_seed(9)
+    got = run_step(step, reals)
+    assert_losses(got, expected)
+    assert_same(ours[0], theirs[0])
+    assert_same(ours[1], theirs[1])
 
 
 def test_path_length_without_mapping_takes_the_gradient_at_z():

@@ -719,7 +719,7 @@ def stylegan2_r1(G, D, opt_g, opt_d, batches: Batches, latent: Latent, r1: float
                  r1_every: int = 1, augment_pipe=None, ada_target: float | None = None,
                  ada_interval: int = 4, ada_kimg: float = 500, pl_weight: float = 0.0,
                  G_reg_interval: int = 4, pl_batch_shrink: int = 2,
-                 pl_decay: float = 0.01):  # fmt: skip
+                 pl_decay: float = 0.01, style_mixing_prob: float = 0.0):  # fmt: skip
     """NVlabs/stylegan2-ada-pytorch's training loop and ``StyleGAN2Loss``, non-saturating,
     with R1 on the real batch, in its order: phase Gmain (fresh z), then Dmain, which
     forwards D on a fresh fake batch first and backpropagates its loss, then forwards D
@@ -746,7 +746,28 @@ def stylegan2_r1(G, D, opt_g, opt_d, batches: Batches, latent: Latent, r1: float
     ``(gen_img[:, 0, 0, 0] * 0 + pl_penalty * pl_weight).mean() * G_reg_interval``
     backward, G's own optimizer step. ganstep: ``g_regularizer=PathLength(pl_weight,
     G_reg_interval, mapping=G.mapping, synthesis=G.synthesis)``.
+
+    ``style_mixing_prob > 0`` is ``StyleGAN2Loss.run_G``'s style mixing (training/loss.py,
+    commit 375a436), in every phase that runs G: ``ws = G.mapping(z)``, a cutoff drawn by
+    ``random_(1, num_ws)``, kept with probability ``style_mixing_prob`` (``torch.rand``)
+    else ``num_ws``, and ``ws[:, cutoff:]`` replaced in place by the mapping of
+    ``randn_like(z)``; Greg takes the gradient at the mixed ``ws``. ganstep: the same in
+    G's forward and in the ``mapping`` PathLength is given.
     """
+
+    def run_G(z):
+        if style_mixing_prob == 0:
+            return G(z)
+        return G.synthesis(mixed_ws(z))
+
+    def mixed_ws(z):
+        ws = G.mapping(z)
+        if style_mixing_prob > 0:
+            cutoff = torch.empty([], dtype=torch.int64, device=ws.device).random_(1, ws.shape[1])
+            cutoff = torch.where(torch.rand([], device=ws.device) < style_mixing_prob, cutoff,
+                                 torch.full_like(cutoff, ws.shape[1]))  # fmt: skip
+            ws[:, cutoff:] = G.mapping(torch.randn_like(z))[:, cutoff:]
+        return ws
 
     def run_D(img):
         if augment_pipe is not None:
@@ -762,7 +783,7 @@ def stylegan2_r1(G, D, opt_g, opt_d, batches: Batches, latent: Latent, r1: float
         # Gmain
         _set_requires_grad(D, False)
         opt_g.zero_grad(set_to_none=True)
-        loss_Gmain = F.softplus(-run_D(G(latent(n)))).mean()
+        loss_Gmain = F.softplus(-run_D(run_G(latent(n)))).mean()
         loss_Gmain.backward()
         opt_g.step()
         # Greg
@@ -770,7 +791,7 @@ def stylegan2_r1(G, D, opt_g, opt_d, batches: Batches, latent: Latent, r1: float
             opt_g.zero_grad(set_to_none=True)
             gen_z = latent(n)
             batch_size = gen_z.shape[0] // pl_batch_shrink
-            gen_ws = G.mapping(gen_z[:batch_size])
+            gen_ws = mixed_ws(gen_z[:batch_size])
             gen_img = G.synthesis(gen_ws)
             pl_noise = torch.randn_like(gen_img) / math.sqrt(gen_img.shape[2] * gen_img.shape[3])
             pl_grads = torch.autograd.grad(outputs=[(gen_img * pl_noise).sum()], inputs=[gen_ws],
@@ -786,7 +807,7 @@ def stylegan2_r1(G, D, opt_g, opt_d, batches: Batches, latent: Latent, r1: float
         # Dmain / Dboth: generated images first
         _set_requires_grad(G, False)
         opt_d.zero_grad(set_to_none=True)
-        gen_logits = run_D(G(latent(n)))
+        gen_logits = run_D(run_G(latent(n)))
         loss_Dgen = F.softplus(gen_logits)
         loss_Dgen.mean().backward()
         # then real images, with R1 from the same forward when it is due
