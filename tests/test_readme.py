@@ -6,6 +6,7 @@ import re
 from pathlib import Path
 
 README = Path(__file__).resolve().parents[1] / "README.md"
+LOOPS = README.parent / "docs" / "loops.md"
 
 
 def test_readme_python_blocks_run():
@@ -25,3 +26,23 @@ def test_readme_python_blocks_run():
     # inside Lightning and Accelerate
     assert names["gan"].trainer.global_step == names["gan"].iterations == 8
     assert names["accelerated"].iteration == 8
+
+
+def test_docs_public_loops_run_and_equal_their_sources():
+    """docs/loops.md: each public loop and its Step, equal to 1e-12 (the page's own
+    assertions), and one section per row of its table (which the README repeats)."""
+    text = LOOPS.read_text()
+    blocks = re.findall(r"```python\n(.*?)```", text, flags=re.S)
+    names: dict = {}
+    for block in blocks:
+        exec(compile(block, str(LOOPS), "exec"), names)  # noqa: S102 - the page's own code
+    rows = re.findall(r"^\| \[([^\]]+)\]\(#([a-z0-9-]+)\)", text, flags=re.M)
+    headings = {
+        h.lower().replace(" ", "-").replace(",", "")
+        for h in re.findall(r"^## (.+)$", text, flags=re.M)
+    }
+    assert len(rows) == 13 and {anchor for _, anchor in rows} <= headings
+    assert len(blocks) == len(rows) + 1  # the shared helpers, then one block per row
+    readme = README.read_text()
+    for name, anchor in rows:  # the README's table links every row here
+        assert f"docs/loops.md#{anchor}" in readme, name

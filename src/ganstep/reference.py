@@ -41,7 +41,7 @@ and commit named in each docstring: the source's random draws (PyTorch-GAN's
 ``np.random``, passed in as ``rng``), its order of forwards, its loss reductions and
 its modules' outputs (a D ending in a sigmoid stays so). Their tests compare ganstep
 with these, never with a re-writing of them: ``pytorch_gan_wgan``,
-``pytorch_gan_acgan``, ``pytorch_gan_infogan``, ``pytorch_gan_esrgan`` (and BasicSR's
+``pytorch_gan_acgan``, ``pytorch_gan_infogan``, ``pytorch_examples_dcgan``, ``pytorch_gan_esrgan`` (and BasicSR's
 ``basicsr_esrgan``), ``diffaugment`` with ``diff_augment``, ``taming_vqgan``,
 ``hifigan``, and the conditional, image-to-image and StyleGAN2-ADA loops.
 
@@ -211,6 +211,49 @@ def dcgan_example(G, D, opt_g, opt_d, batches: Batches, latent: Latent, objectiv
         opt_g.step()
         loss.end_iteration()
     return loss.history
+
+
+def pytorch_examples_dcgan(G, D, opt_g, opt_d, batches: Batches, nz: int,
+                           sample_every: int = 100):  # fmt: skip
+    """pytorch/examples ``dcgan/main.py`` (commit 13caa07) as written, one epoch: netD
+    ends in a ``Sigmoid`` (``output.view(-1, 1).squeeze(1)``) and ``nn.BCELoss`` reads
+    it; ``fixed_noise = torch.randn(batch, nz, 1, 1)`` before the loop; per batch
+    ``errD_real.backward()`` on the real batch, noise from ``torch.randn`` (the global
+    generator), ``errD_fake.backward()`` on ``fake.detach()``, D's step; G's step on the
+    same ``fake`` (D not frozen); and every ``sample_every``-th batch a sample grid from
+    ``netG(fixed_noise)`` (G in training mode: its BatchNorm statistics move).
+    ganstep: ``d_first()`` with ``ns(probabilities=True)`` and
+    ``latent=lambda n: torch.randn(n, nz, 1, 1)``, the sample forward in the user's loop.
+    """
+    criterion = nn.BCELoss()
+    real_label, fake_label = 1, 0
+    history = []
+    fixed_noise = torch.randn(batches[0].size(0), nz, 1, 1, dtype=batches[0].dtype)
+    for i, real_cpu in enumerate(batches):
+        D.zero_grad()
+        batch_size = real_cpu.size(0)
+        label = torch.full((batch_size,), real_label, dtype=real_cpu.dtype)
+        output = D(real_cpu)
+        errD_real = criterion(output, label)
+        errD_real.backward()
+        noise = torch.randn(batch_size, nz, 1, 1, dtype=real_cpu.dtype)
+        fake = G(noise)
+        label.fill_(fake_label)
+        output = D(fake.detach())
+        errD_fake = criterion(output, label)
+        errD_fake.backward()
+        errD = errD_real + errD_fake
+        opt_d.step()
+        G.zero_grad()
+        label.fill_(real_label)
+        output = D(fake)
+        errG = criterion(output, label)
+        errG.backward()
+        opt_g.step()
+        history.append({"loss_d": errD.item(), "loss_g": errG.item()})
+        if i % sample_every == 0:
+            G(fixed_noise)
+    return history
 
 
 def dcgan_r1(G, D, opt_g, opt_d, batches: Batches, latent: Latent, objective="ns",

@@ -259,13 +259,19 @@ class Step:
             multi-scale list).
         g_terms, d_terms: extra terms of L_G and L_D, ``{"name": fn}`` or
             ``{"name": (weight, fn)}``; ``fn(view)`` returns a scalar from the phase's
-            :class:`~ganstep.views.View` (real and fake batches, D's outputs on them)
-            and never runs a forward of its own. Each is logged, weighted, by its name.
+            :class:`~ganstep.views.View` (real and fake batches with their extras, D's
+            outputs on them, the iteration) and never runs a forward of D of its own.
+            Each is logged, weighted, by its name. A G term that reads D on the real
+            batch is marked :func:`~ganstep.views.reads_real`.
         d_scale: the factor of D's adversarial loss (pix2pix halves it: 0.5); the
-            penalty and D's terms are added unscaled.
+            penalty and D's terms are added unscaled. 0 trains D on its terms alone.
         g_scale: the factor of G's adversarial loss, likewise (PyTorch-GAN's acgan
             writes ``0.5 * (adv + aux)``: ``g_scale=0.5`` and a term of weight 0.5);
             0 trains G on its terms alone (feature matching as Salimans et al. do).
+            Every weight, these two and the terms', is a number >= 0 or a function of
+            the iteration (counting from 0) returning one: taming's ``disc_start`` is
+            ``d_scale=lambda t: 0.5 if t >= disc_start else 0.0``. A weight of 0 still
+            steps its optimizer, on zero gradients.
         d_conditional: ``False`` calls D as ``D(x)`` even on a conditional batch: G
             alone takes the condition and D predicts it (ACGAN, InfoGAN). Terms still
             read each batch's condition from the view.
@@ -313,7 +319,8 @@ class Step:
             features read as scores by mistake.
         augment: augmentation of every batch D sees, in every phase (real and fake, G's
             fake with G's gradient through it, R1's real batch, WGAN-GP's interpolates):
-            ``"diffaugment"`` (color, translation, cutout), ``"ada"`` (those with
+            ``"diffaugment"`` (color, translation, cutout), a DiffAugment policy
+            such as ``"translation,cutout"``, ``"ada"`` (those with
             StyleGAN2-ADA's adaptive probability, logged as ``augment_p``), a
             :class:`~ganstep.augment.Adaptive` or any callable ``x -> x``. It draws
             from torch's global generator, so D is forwarded as the loop does (no
@@ -342,7 +349,8 @@ class Step:
             :mod:`ganstep.pool`.
         before_step, after_step: the user's hooks around optimizer steps, by phase:
             ``{"d": fn, "g": fn, "d_reg": fn, "g_reg": fn, "info": fn}``, each called as
-            ``fn(module)`` with the module that phase steps. ``"d"`` and ``"g"`` are the
+            ``fn(module)`` with the module that phase steps (``fn(module, iteration)``
+            when it takes two arguments). ``"d"`` and ``"g"`` are the
             adversarial steps (in ``simultaneous`` both run after one shared backward),
             ``"d_reg"`` and ``"g_reg"`` the lazy regularization steps, ``"info"``
             InfoGAN's (its module: G and D in an ``nn.ModuleList``). ``before_step``
