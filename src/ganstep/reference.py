@@ -40,10 +40,11 @@ The loops of public codebases below are written as their source files are, the f
 and commit named in each docstring: the source's random draws (PyTorch-GAN's
 ``np.random``, passed in as ``rng``), its order of forwards, its loss reductions and
 its modules' outputs (a D ending in a sigmoid stays so). Their tests compare ganstep
-with these, never with a re-writing of them: ``pytorch_gan_wgan``,
-``pytorch_gan_acgan``, ``pytorch_gan_infogan``, ``pytorch_examples_dcgan``, ``pytorch_gan_esrgan`` (and BasicSR's
-``basicsr_esrgan``), ``diffaugment`` with ``diff_augment``, ``taming_vqgan``,
-``hifigan``, and the conditional, image-to-image and StyleGAN2-ADA loops.
+with these, never with a re-writing of them: ``pytorch_examples_dcgan``,
+``pytorch_gan_wgan``, ``pytorch_gan_acgan``, ``pytorch_gan_infogan``,
+``pytorch_gan_esrgan`` (and BasicSR's ``basicsr_esrgan``), ``diffaugment`` with
+``diff_augment``, ``taming_vqgan``, ``hifigan``, and the conditional,
+image-to-image and StyleGAN2-ADA loops. docs/loops.md shows each beside its Step.
 
 Why the retain_graph loops raise: ``backward(retain_graph=True)`` keeps D's graph,
 which saved D's weights for the input gradient; ``optimizer_D.step()`` then changes
