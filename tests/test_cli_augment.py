@@ -32,6 +32,14 @@ def test_ada_on_a_limited_dataset_resumes_exactly(tmp_path, cache):
     assert records(tmp_path / "full")[-1]["fid_floor"] == records(tmp_path / "b")[0]["fid_floor"]
 
 
+def test_a_diffaugment_policy_trains_and_is_kept(tmp_path, cache):
+    """``--augment translation,cutout``: DiffAugment's policy string, as the library's."""
+    ganstep("train", "--steps", 2, "--eval-every", 2, "--out", tmp_path / "p", *SMALL,
+            "--augment", "translation,cutout", cache=cache)  # fmt: skip
+    saved = tomllib.loads((tmp_path / "p" / "config.toml").read_text())
+    assert saved["augment"] == "translation,cutout" and records(tmp_path / "p")[-1]["step"] == 2
+
+
 def test_limit_trains_on_a_fixed_subset():
     data = load_dataset("digits")
     a, b = data.subset(100), data.subset(100)

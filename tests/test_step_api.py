@@ -497,3 +497,16 @@ def test_fresh_real_says_what_each_real_batch_is_for():
                 latent=lambda n: torch.randn(n, 2))  # fmt: skip
     with pytest.raises(ValueError, match=r"one per D step \(1\) then one per G step \(1"):
         step(torch.randn(5, 4))
+
+
+@pytest.mark.parametrize(
+    "options",
+    [{"d_scale": lambda t: 0.5}, {"g_scale": lambda t: 1.0},
+     {"after_step": {"g": lambda G, t: None}}],
+)  # fmt: skip
+def test_a_graph_refuses_what_reads_the_iteration(options):
+    """A captured graph replays one iteration's kernels: a weight or hook that changes
+    with the iteration would be frozen at its first value."""
+    _, step = make_step(schedule=simultaneous(), **options)
+    with pytest.raises(ValueError, match="function of the iteration, or a hook"):
+        check_capturable(step)

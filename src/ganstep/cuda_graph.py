@@ -12,6 +12,8 @@ no host synchronisation and the same work every time, so capture refuses:
 - ``check_finite=True`` (each check reads a value on the host);
 - conditional steps and loss terms (not captured yet), lazy R1 (``r1_every`` > 1),
   ``accumulate`` > 1;
+- weights that are functions of the iteration and hooks that read it (a replay would
+  repeat the captured iteration's value);
 - optimizers that are not capturable (build Adam/AdamW with ``capturable=True``).
 
 z must come from a generator the graph can advance: the default CUDA generator, or
@@ -65,6 +67,14 @@ def check_capturable(step: Step) -> None:
         )
     if step.game.condition is not None or step.game.g_terms or step.game.d_terms:
         raise ValueError("CUDA graph capture: conditional steps and loss terms are not captured")
+    game = step.game
+    hooks = [*game.before_step.values(), *game.after_step.values()]
+    if callable(game.d_scale) or callable(game.g_scale) or any(h.with_iteration for h in hooks):
+        raise ValueError(
+            "CUDA graph capture: a weight that is a function of the iteration, or a hook "
+            "that reads it, is read on the host each iteration; a graph would replay the "
+            "first iteration's value"
+        )
     if step.game.check_finite:
         raise ValueError(
             "CUDA graph capture: check_finite reads each loss on the host; check the "
