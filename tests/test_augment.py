@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 import torch
 from helpers import latent_stream
-from helpers.wild import assert_losses, assert_same, run_step
+from helpers.wild import assert_losses, assert_same, assert_same_sides, run_step
 from hypothesis import given
 from hypothesis import strategies as st
 from torch import nn
@@ -199,8 +199,7 @@ def test_diffaugment_equals_its_readme_loop(objective, policy):
                 latent=latent_stream(Z), augment=policy)  # fmt: skip
     torch.manual_seed(11)
     assert_losses(run_step(step, reals), expected)
-    assert_same(ours[0], theirs[0])
-    assert_same(ours[1], theirs[1])
+    assert_same_sides(ours, theirs)
 
 
 @pytest.mark.parametrize("every", [1, 3])
