@@ -232,25 +232,19 @@ class SubD(nn.Module):
         return torch.flatten(x, 1, -1), fmap
 
 
-class SubP(nn.Module):
-    """DiscriminatorP in small: the audio folded by a period into 2-D, conv2d layers."""
+class SubP(SubD):
+    """DiscriminatorP in small: the audio folded by a period into 2-D, conv2d layers,
+    the same feature maps and scores."""
 
     def __init__(self, period: int):
-        super().__init__()
+        nn.Module.__init__(self)
         self.period = period
         self.convs = nn.ModuleList([nn.Conv2d(1, 4, (3, 1), (2, 1), (1, 0))])
         self.conv_post = nn.Conv2d(4, 1, (3, 1), 1, (1, 0))
 
     def forward(self, x):
         b, c, t = x.shape
-        x = x.view(b, c, t // self.period, self.period)
-        fmap = []
-        for layer in self.convs:
-            x = F.leaky_relu(layer(x), 0.1)
-            fmap.append(x)
-        x = self.conv_post(x)
-        fmap.append(x)
-        return torch.flatten(x, 1, -1), fmap
+        return super().forward(x.view(b, c, t // self.period, self.period))
 
 
 class Multi(nn.Module):
