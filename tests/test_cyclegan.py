@@ -108,3 +108,12 @@ def test_cycle_step_arguments_are_checked():
             torch.zeros(2, 1, 8, 8, dtype=torch.float64),
             torch.zeros(3, 1, 8, 8, dtype=torch.float64),
         )
+
+
+def test_cycle_step_hooks_may_read_the_iteration():
+    _, ours = models(1, 1)
+    seen = []
+    step = CycleStep(*ours, after_step={"d": lambda D, t: seen.append(t)})
+    for a, b in domains(3, 1, 1):
+        step(a, b)
+    assert seen == [0, 1, 2]

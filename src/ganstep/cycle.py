@@ -126,6 +126,7 @@ class CycleStep:
                 "takes one batch of each domain, of the same size, as CycleGAN's loop does"
             )
         game = self.game
+        game.iteration = self.iteration  # what hooks taking the iteration read
         G_A, G_B = game.g.module
         with self.precision.autocast():
             fake_B = G_A(real_A)
