@@ -4,6 +4,8 @@ start refuses a used folder, and every input is checked before step 1."""
 from __future__ import annotations
 
 import json
+import os
+import stat
 import tomllib
 from pathlib import Path
 
@@ -11,6 +13,7 @@ import numpy as np
 import pytest
 from helpers import TINY, ganstep
 
+from ganstep import checkpoint
 from ganstep.cli import main
 from ganstep.config import RESUMABLE, Config
 
@@ -127,14 +130,29 @@ def test_resume_refuses_data_whose_contents_changed(cli, tmp_path):
     assert code == 1 and "is not what the run in" in err and "checksum was" in err
 
 
-def test_fresh_start_refuses_a_folder_with_metrics_but_no_checkpoint(cli, run):
+def test_a_run_that_stopped_before_its_first_checkpoint_starts_afresh(cli, run):
+    """Before: the same command said "not empty" and --resume "no checkpoint": a folder
+    only deleting by hand could free. Now it is recognised as ganstep's own (its
+    config.toml, nothing foreign) and started afresh, saying so."""
+    for resume in ([], ["--resume"]):
+        for p in (run / "checkpoints").iterdir():
+            p.unlink()  # as a run killed before its first checkpoint leaves it
+        (run / "checkpoints" / ".tmp-ganstep-abcd1234.pt").write_bytes(b"half")
+        code, _, err = cli("train", *resume, "--steps", 2, "--out", run, *TINY_FLAGS)
+        assert code == 0, err
+        assert "stopped before its first checkpoint" in err and "starts afresh" in err
+        assert [r["step"] for r in map(json.loads, (run / "metrics.jsonl").open())] == [2]
+        assert [p.name for p in (run / "checkpoints").iterdir()] == ["step_00000002.pt"]
+
+
+def test_a_stopped_run_beside_a_file_of_the_users_is_refused_untouched(cli, run):
     for p in (run / "checkpoints").iterdir():
-        p.unlink()  # as a run that died after its first evaluation leaves it
-    metrics = (run / "metrics.jsonl").read_text()
+        p.unlink()
+    (run / "notes.txt").write_text("mine")
+    before = files(run)
     code, _, err = cli("train", "--steps", 2, "--out", run, *TINY_FLAGS)
-    assert code == 1 and "is not empty (config.toml, metrics.jsonl, report.png" in err
-    assert "a new run would write over those files" in err
-    assert (run / "metrics.jsonl").read_text() == metrics
+    assert code == 1 and "is not empty (config.toml, metrics.jsonl, notes.txt" in err
+    assert files(run) == before
 
 
 @pytest.mark.parametrize(
@@ -273,3 +291,77 @@ def test_an_interrupted_rewrite_leaves_the_old_file(tmp_path):
         atomic_write(path, dies)
     assert path.read_text() == "steps = 4\n"
     assert [p.name for p in tmp_path.iterdir()] == ["config.toml"]
+
+
+def test_a_symlink_inside_a_run_folder_is_refused_before_anything_is_written(cli, tmp_path):
+    """Before: the emptiness check did not follow a symlinked samples/ and a user's
+    step_00000002.png behind it was overwritten."""
+    mine = tmp_path / "my_pictures"
+    mine.mkdir()
+    (mine / "step_00000002.png").write_bytes(b"my picture")
+    out = tmp_path / "run"
+    out.mkdir()
+    (out / "samples").symlink_to(mine, target_is_directory=True)
+    code, _, err = cli("train", "--steps", 2, "--out", out, *TINY_FLAGS)
+    assert code == 1 and "samples is a symbolic link" in err
+    assert (mine / "step_00000002.png").read_bytes() == b"my picture"
+    assert sorted(p.name for p in out.iterdir()) == ["samples"]
+
+
+def test_a_users_temporary_looking_file_is_neither_exempt_nor_deleted(cli, run, tmp_path):
+    """Before: any .tmp-* name was skipped by the emptiness check, then deleted by the
+    cleanup of partial writes. Only ganstep's own temporary names are cleaned up."""
+    fresh = tmp_path / "fresh"
+    (fresh / "checkpoints").mkdir(parents=True)
+    (fresh / "checkpoints" / ".tmp-thesis.tex").write_text("chapter 1")
+    code, _, err = cli("train", "--steps", 2, "--out", fresh, *TINY_FLAGS)
+    assert code == 1 and "checkpoints/.tmp-thesis.tex" in err
+    assert (fresh / "checkpoints" / ".tmp-thesis.tex").read_text() == "chapter 1"
+    (run / "checkpoints" / ".tmp-thesis.tex").write_text("chapter 2")
+    (run / ".tmp-ganstep-zz99aa11.jsonl").write_text("half a rewrite")  # a killed rewrite
+    code, _, err = cli("train", "--resume", "--steps", 6, "--out", run, "--no-progress")
+    assert code == 0, err
+    assert (run / "checkpoints" / ".tmp-thesis.tex").read_text() == "chapter 2"
+    assert not (run / ".tmp-ganstep-zz99aa11.jsonl").exists()
+
+
+@pytest.mark.parametrize("kind", ["file", "link"])
+def test_a_run_lock_that_is_not_gansteps_is_refused_untouched(cli, tmp_path, kind):
+    """Before: a user's run.lock beside another file was truncated and rewritten before
+    the run was refused, and a run.lock symlink truncated the file it points to."""
+    out, target = tmp_path / "run", tmp_path / "precious.txt"
+    out.mkdir()
+    target.write_text("keep me")
+    if kind == "file":
+        (out / "run.lock").write_text("my lock notes")
+        (out / "other.txt").write_text("x")
+    else:
+        (out / "run.lock").symlink_to(target)
+    code, _, err = cli("train", "--steps", 2, "--out", out, *TINY_FLAGS)
+    assert code == 1, err
+    assert target.read_text() == "keep me"
+    if kind == "file":
+        assert (out / "run.lock").read_text() == "my lock notes" and "run.lock" in err
+    else:
+        assert "run.lock is a symbolic link" in err
+
+
+def test_files_follow_the_umask(cli, tmp_path):
+    """Before: atomic rewrites kept mkstemp's 0600 through the rename."""
+    old = os.umask(0o022)
+    try:
+        code, _, err = cli("train", "--steps", 2, "--out", tmp_path / "run", *TINY_FLAGS)
+    finally:
+        os.umask(old)
+    assert code == 0, err
+    for name in ("config.toml", "metrics.jsonl", "checkpoints/step_00000002.pt"):
+        assert stat.S_IMODE((tmp_path / "run" / name).stat().st_mode) == 0o644, name
+
+
+def test_checkpoint_names_sort_and_match_past_eight_digits(tmp_path):
+    """Before: step_100000000.pt missed the 8-digit pattern and resume silently took an
+    older checkpoint."""
+    for step in (99_999_999, 100_000_000, 5):
+        checkpoint.path_for(tmp_path, step).write_bytes(b"")
+    found = [p.name for p in checkpoint.list_checkpoints(tmp_path)]
+    assert found == ["step_00000005.pt", "step_99999999.pt", "step_100000000.pt"]

@@ -29,8 +29,14 @@ import torch
 
 from .errors import GanstepWarning
 
-PATTERN = re.compile(r"^step_(\d{8})\.pt$")
-TEMPORARY = ".tmp-"
+# step_00001234.pt: eight digits at least, more past step 99,999,999 (steps may reach
+# 10**12), so that every allowed step count is found and sorted by its number.
+PATTERN = re.compile(r"^step_(\d{8,})\.pt$")
+# The temporary files of ganstep's atomic writes: this prefix, mkstemp's eight random
+# characters and the written file's suffix. A file of the user's beside them is never
+# taken for one (a ".tmp-thesis.tex" is not).
+TEMPORARY = ".tmp-ganstep-"
+_TEMPORARY_NAME = re.compile(r"^\.tmp-ganstep-[a-z0-9_]{8}(\.[a-z]+)?$")
 # Everything a checkpoint may hold besides tensors and containers. torch's weights-only
 # unpickler allows these (and tensors) without any global added by us.
 PLAIN = (bool, int, float, str, type(None))
@@ -70,6 +76,7 @@ def atomic_write(path: Path, write: Callable[[BinaryIO], object]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=TEMPORARY, suffix=path.suffix)
     try:
+        os.fchmod(fd, 0o666 & ~_umask())  # as open() would: mkstemp's 0600 survives the rename
         with os.fdopen(fd, "wb") as f:
             write(f)
             f.flush()
@@ -86,6 +93,17 @@ def atomic_write(path: Path, write: Callable[[BinaryIO], object]) -> None:
         os.fsync(dir_fd)  # make the rename itself durable
     finally:
         os.close(dir_fd)
+
+
+def _umask() -> int:
+    mask = os.umask(0o22)
+    os.umask(mask)
+    return mask
+
+
+def is_temporary(name: str) -> bool:
+    """Whether ``name`` is one of ganstep's temporary files (see :data:`TEMPORARY`)."""
+    return bool(_TEMPORARY_NAME.match(name))
 
 
 def _write_failure(path: Path, error: BaseException) -> OSError:
@@ -157,19 +175,21 @@ def remove_partial(folder: Path) -> list[Path]:
 
     Call it only while holding the run folder's lock: no write can be in progress then.
     """
-    if not folder.is_dir():
+    if not folder.is_dir() or folder.is_symlink():
         return []
-    leftovers = [p for p in folder.iterdir() if p.name.startswith(TEMPORARY)]
+    leftovers = [p for p in folder.iterdir() if is_temporary(p.name) and p.is_file()
+                 and not p.is_symlink()]  # fmt: skip
     for p in leftovers:
         p.unlink(missing_ok=True)
     return leftovers
 
 
 def list_checkpoints(folder: Path) -> list[Path]:
-    """Complete checkpoints in ``folder``, oldest first."""
+    """Complete checkpoints in ``folder``, oldest first (by step, whatever its digits)."""
     if not folder.is_dir():
         return []
-    return sorted(p for p in folder.iterdir() if PATTERN.match(p.name))
+    found = [(int(m.group(1)), p) for p in folder.iterdir() if (m := PATTERN.match(p.name))]
+    return [p for _, p in sorted(found)]
 
 
 def load(path: Path, map_location="cpu") -> dict:

@@ -9,14 +9,23 @@ resume), ``metrics.jsonl`` (one JSON object per evaluation, with ``step``),
 kernel drops it when its process ends, however it ends (``kill -9`` too), so a lock
 file naming a process that is gone is simply taken over. The file names its holder
 (PID, host, start time) for the message a second process gets.
+
+A run folder holds ganstep's files only, and ganstep touches only files it made: a
+fresh run refuses a folder holding any other file, a symbolic link anywhere in a run
+folder is refused (ganstep would write through it), ``run.lock`` is created
+exclusively and a ``run.lock`` that is not ganstep's is refused untouched, and the
+only files ever deleted are ganstep's temporary files and, when a run stopped before
+its first checkpoint, that attempt's own files (:func:`stale_attempt`).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import errno
 import fcntl
 import json
 import os
+import re
 import socket
 import tempfile
 import time
@@ -31,18 +40,76 @@ from .errors import GanstepWarning
 LOCK_NAME = "run.lock"
 FOLDERS = ("checkpoints", "samples", tensorboard.FOLDER)
 FILES = ("config.toml", "metrics.jsonl", "report.png")
+SAMPLE = re.compile(r"^step_\d{8,}\.png$")
+EVENTS = "events.out.tfevents."
 
 
 class RunFolderLocked(RuntimeError):
     """Another process is training in this run folder."""
 
 
-def _describe(text: str) -> str:
+def _holder(text: str) -> dict | None:
+    """The holder a ganstep lock file names, or None if ``text`` is not one."""
     try:
         holder = json.loads(text)
-        return f"pid {holder['pid']} on host {holder['host']} (since {holder['since']})"
-    except (ValueError, KeyError, TypeError):
+    except ValueError:
+        return None
+    if isinstance(holder, dict) and {"pid", "host", "since"} <= set(holder):
+        return holder
+    return None
+
+
+def _describe(text: str) -> str:
+    holder = _holder(text)
+    if holder is None:
         return "another process"
+    return f"pid {holder['pid']} on host {holder['host']} (since {holder['since']})"
+
+
+def _open_lock(path: Path) -> int:
+    """``run.lock``'s descriptor: created exclusively, or an existing file of ganstep's
+    opened without following a link. Nothing is written to a file of the user's."""
+    try:
+        return os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+    except FileExistsError:
+        pass
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_NOFOLLOW)
+    except OSError as e:
+        if e.errno == errno.ELOOP:
+            raise ValueError(
+                f"{path} is a symbolic link: ganstep's lock is a file it makes itself; remove "
+                "the link or choose another --out"
+            ) from None
+        if e.errno == errno.EISDIR:
+            raise ValueError(f"{path} is a folder; a run writes its lock file there") from None
+        raise
+    text = os.pread(fd, 4096, 0).decode(errors="replace")
+    if text.strip() and _holder(text) is None:
+        os.close(fd)
+        raise ValueError(
+            f"{path} is not ganstep's lock file (it holds {text.strip()[:40]!r}): move it "
+            "away or choose another --out"
+        )
+    return fd
+
+
+def lock_holder(folder: Path) -> str | None:
+    """Who holds ``folder``'s lock now, described, or None (no lock, or nobody)."""
+    path = Path(folder) / LOCK_NAME
+    if path.is_symlink() or not path.is_file():
+        return None
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    except OSError:
+        return None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return _describe(os.pread(fd, 4096, 0).decode(errors="replace"))
+    finally:
+        os.close(fd)  # closing drops a lock we took
+    return None
 
 
 class RunLock:
@@ -57,7 +124,7 @@ class RunLock:
         self.created = not self.folder.exists()
         check_folder(self.folder)
         try:
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+            fd = _open_lock(self.path)
         except OSError as e:
             raise ValueError(f"run folder {self.folder} is not writable ({e.strerror})") from e
         try:
@@ -115,6 +182,14 @@ def check_folder(folder: Path) -> None:
                     pass
     except OSError as e:
         raise ValueError(f"run folder {folder} is not writable ({e.strerror}: {e.filename})") from e
+    links = symlinks(folder)
+    if links:
+        link = links[0]
+        raise ValueError(
+            f"{link} is a symbolic link (to {os.readlink(link)}): a run folder holds ganstep's "
+            "own files and folders, and ganstep would write through the link; remove it or "
+            "choose another --out"
+        )
     for name in FILES:
         path = folder / name
         if path.is_dir():
@@ -181,17 +256,78 @@ def resume_state(cfg: Config, data_checksum: str) -> dict:
     return state
 
 
+def symlinks(folder: Path) -> list[Path]:
+    """The symbolic links inside ``folder`` (files or folders; none followed)."""
+    found = []
+    for root, dirs, files in os.walk(folder):
+        found += [Path(root, name) for name in (*dirs, *files) if Path(root, name).is_symlink()]
+    return sorted(found)
+
+
+def _is_ganstep_file(out: Path, path: Path) -> bool:
+    """Whether ``path`` (a file in the run folder ``out``) is one ganstep writes there."""
+    parts = path.relative_to(out).parts
+    name = parts[-1]
+    if len(parts) == 1:
+        if name == LOCK_NAME:
+            text = path.read_text(errors="replace")
+            return not text.strip() or _holder(text) is not None
+        return name in FILES or checkpoint.is_temporary(name)
+    if len(parts) != 2:
+        return False
+    if parts[0] == "checkpoints":
+        return bool(checkpoint.PATTERN.match(name)) or checkpoint.is_temporary(name)
+    if parts[0] == "samples":
+        return bool(SAMPLE.match(name)) or checkpoint.is_temporary(name)
+    return parts[0] == tensorboard.FOLDER and name.startswith(EVENTS)
+
+
+def stale_attempt(out: Path) -> list[Path] | None:
+    """The files of a run that stopped before its first checkpoint (killed, or failed
+    after writing its config), or None if ``out`` is not such a folder: a ganstep
+    config.toml, no checkpoint, no link, and nothing but files ganstep writes there."""
+    out = Path(out)
+    if not out.is_dir() or checkpoint.list_checkpoints(out / "checkpoints") or symlinks(out):
+        return None
+    try:
+        if "steps" not in read_toml(out / "config.toml"):
+            return None
+    except (ValueError, OSError):
+        return None
+    files = [p for p in out.rglob("*") if not p.is_dir()]
+    if not all(_is_ganstep_file(out, p) for p in files):
+        return None
+    return files
+
+
+def clear_stale_attempt(out: Path, files: list[Path], resume: bool) -> None:
+    """Delete what :func:`stale_attempt` found (the lock stays: it is ours now), saying so."""
+    kept = out / LOCK_NAME
+    gone = [p for p in files if p != kept]
+    for p in gone:
+        p.unlink(missing_ok=True)
+    asked = "--resume found no checkpoint" if resume else "the folder is not empty"
+    warnings.warn(
+        f"{out} holds a run that stopped before its first checkpoint ({len(gone)} file(s) of "
+        f"ganstep's: its config.toml and what it wrote); {asked}, so it starts afresh",
+        GanstepWarning,
+        stacklevel=2,
+    )
+
+
 def refuse_existing_run(out: Path) -> None:
     """A fresh start writes only into an empty folder: never over an earlier run's files
-    nor over files of the user's (a config.toml, a report.png of their own)."""
+    nor over files of the user's (a config.toml, a report.png of their own). Only an
+    empty lock file of ganstep's, or one naming its holder, is no obstacle."""
     if checkpoint.list_checkpoints(out / "checkpoints"):
         raise FileExistsError(
             f"{out} already holds checkpoints: pass --resume to continue it, or choose "
             "another --out"
         )
+    lock = out / LOCK_NAME
     found = sorted(
         str(p.relative_to(out)) for p in out.rglob("*")
-        if not p.is_dir() and p.name != LOCK_NAME and not p.name.startswith(checkpoint.TEMPORARY)
+        if not p.is_dir() and not (p == lock and _is_ganstep_file(out, p))
     )  # fmt: skip
     if found:
         shown = ", ".join(found[:5]) + (f" and {len(found) - 5} more" if len(found) > 5 else "")

@@ -86,14 +86,10 @@ def _train(cfg: Config, device: torch.device, resume: bool, progress: bool) -> d
     out = Path(cfg.out)
     writer = data_parallel.rank() == 0
     with contextlib.ExitStack() as held:
-        refused = None
+        refused, afresh = None, False
         if writer:
             try:
-                if not resume and out.is_dir() and not (out / folder.LOCK_NAME).exists():
-                    # not a run's folder: refuse before writing a lock file into it
-                    folder.check_folder(out)
-                    folder.refuse_existing_run(out)
-                held.enter_context(RunLock(out))
+                afresh = _take_folder(out, resume, held)
             except (ValueError, RuntimeError, FileExistsError) as e:
                 refused = e
         # every process leaves together if rank 0 could not take the folder
@@ -102,7 +98,26 @@ def _train(cfg: Config, device: torch.device, resume: bool, progress: bool) -> d
             raise RuntimeError(f"rank 0 could not take the run folder {out}; see its error")
         if refused is not None:
             raise refused
-        return _run(cfg, device, resume, progress, writer)
+        if data_parallel.world_size() > 1:  # rank 0's finding, for every process
+            afresh = _any_process(afresh, device)
+        return _run(cfg, device, resume and not afresh, progress, writer)
+
+
+def _take_folder(out: Path, resume: bool, held: contextlib.ExitStack) -> bool:
+    """Rank 0: refuse a folder that is not ganstep's before writing anything into it,
+    take its lock, and clear an attempt that stopped before its first checkpoint.
+    Return whether the run starts afresh because of that."""
+    stale = None
+    if out.is_dir() and folder.lock_holder(out) is None:  # a held lock: RunLock says whose
+        folder.check_folder(out)
+        stale = folder.stale_attempt(out)
+        if not resume and stale is None:
+            folder.refuse_existing_run(out)
+    held.enter_context(RunLock(out))
+    if stale is None:
+        return False
+    folder.clear_stale_attempt(out, stale, resume)
+    return True
 
 
 class LossTally:
@@ -202,7 +217,8 @@ def _setup(cfg: Config, device: torch.device, resume: bool, writer: bool) -> _Ru
     In a data parallel run every process trains; only rank 0 evaluates and writes."""
     out = Path(cfg.out)
     if writer:  # the lock is ours: a temporary file there is a killed write's leftover
-        checkpoint.remove_partial(out / "checkpoints")
+        for place in (out, out / "checkpoints", out / "samples"):
+            checkpoint.remove_partial(place)
     data = load_dataset(cfg.data, cfg.data_dir)
     cfg = cfg.resolved(data)
     cfg.validate()
