@@ -46,20 +46,22 @@ class Outcome:
 @dataclass
 class Case:
     name: str
-    kind: str  # what the review found: silent, traceback, hang, vague, lost
+    kind: str  # what the review found: silent, traceback, hang, vague, lost, stuck
     run: Callable[[Path, float], Outcome]
     # False: a case that trains a run first (10-20 s); the suite tests it elsewhere
     # (tests/test_checkpoint.py, test_run_folder.py), this script runs it too
     in_suite: bool = True
 
 
-def ganstep(tmp: Path, *args: object, timeout: float = 60, env=None) -> subprocess.CompletedProcess:
+def ganstep(tmp: Path, *args: object, timeout: float = 60, env=None,
+            preexec=None) -> subprocess.CompletedProcess:  # fmt: skip
     """``ganstep ARGS`` in ``tmp`` with its own cache; a hang comes back as returncode None."""
     full_env = {**os.environ, "GANSTEP_CACHE": str(tmp / "cache"), **(env or {})}
     cmd = [sys.executable, "-m", "ganstep", *map(str, args)]
     try:
         return subprocess.run(cmd, cwd=tmp, env=full_env, capture_output=True, text=True,
-                              timeout=timeout, stdin=subprocess.DEVNULL)  # fmt: skip
+                              timeout=timeout, stdin=subprocess.DEVNULL,
+                              preexec_fn=preexec)  # fmt: skip
     except subprocess.TimeoutExpired as e:
         out = e.stdout.decode() if isinstance(e.stdout, bytes) else e.stdout or ""
         return subprocess.CompletedProcess(cmd, None, out, f"timed out after {timeout} s")
@@ -272,6 +274,96 @@ def user_files_kept(tmp: Path, timeout: float) -> Outcome:
     return result
 
 
+def kept(result: Outcome, files: dict[Path, str]) -> Outcome:
+    """``result``, unless a file of the user's changed or went: then that, a failure."""
+    changed = [str(p.name) for p, text in files.items() if not p.exists() or p.read_text() != text]
+    return Outcome(False, f"touched the user's {changed}") if changed else result
+
+
+def symlinked_samples(tmp: Path, timeout: float) -> Outcome:
+    """samples/ a link to a folder of the user's holding a step_00000002.png."""
+    mine, out = tmp / "pictures", tmp / "run"
+    mine.mkdir()
+    out.mkdir()
+    (out / "samples").symlink_to(mine, target_is_directory=True)
+    files = {mine / "step_00000002.png": "my picture"}
+    for path, text in files.items():
+        path.write_text(text)
+    proc = ganstep(tmp, "train", "--out", out, *TINY, timeout=timeout)
+    return kept(clear_error(proc, "symbolic link"), files)
+
+
+def users_tmp_file(tmp: Path, timeout: float) -> Outcome:
+    """checkpoints/.tmp-thesis.tex of the user's in a fresh --out."""
+    out = tmp / "run"
+    (out / "checkpoints").mkdir(parents=True)
+    files = {out / "checkpoints" / ".tmp-thesis.tex": "chapter 1"}
+    for path, text in files.items():
+        path.write_text(text)
+    proc = ganstep(tmp, "train", "--out", out, *TINY, timeout=timeout)
+    return kept(clear_error(proc, ".tmp-thesis.tex"), files)
+
+
+def users_run_lock(tmp: Path, timeout: float) -> Outcome:
+    """A run.lock of the user's beside another file of theirs."""
+    out = tmp / "run"
+    out.mkdir()
+    files = {out / "run.lock": "my lock notes", out / "notes.txt": "mine"}
+    for path, text in files.items():
+        path.write_text(text)
+    proc = ganstep(tmp, "train", "--out", out, *TINY, timeout=timeout)
+    return kept(clear_error(proc, "run.lock"), files)
+
+
+def run_lock_symlink(tmp: Path, timeout: float) -> Outcome:
+    """run.lock a link to a file of the user's."""
+    out, target = tmp / "run", tmp / "precious.txt"
+    out.mkdir()
+    target.write_text("keep me")
+    (out / "run.lock").symlink_to(target)
+    proc = ganstep(tmp, "train", "--out", out, *TINY, timeout=timeout)
+    return kept(clear_error(proc, "symbolic link"), {target: "keep me"})
+
+
+def stopped_before_first_checkpoint(tmp: Path, timeout: float) -> Outcome:
+    """A run killed before its first checkpoint (its checkpoints gone, a temporary file
+    left), then the same command, then --resume: both must start it afresh."""
+    run = trained_run(tmp)
+    for resume in ([], ["--resume"]):
+        for p in (run / "checkpoints").iterdir():
+            p.unlink()
+        proc = ganstep(tmp, "train", "--out", run, *resume, *TINY, timeout=timeout)
+        if proc.returncode != 0:
+            return Outcome(False, f"{' '.join(resume) or 'rerun'}: {proc.stderr.strip()[-200:]}")
+        if "starts afresh" not in proc.stderr:
+            return Outcome(False, "started afresh without saying so")
+    return Outcome(True, "rerun and --resume start it afresh, saying so")
+
+
+def nine_digit_checkpoints(tmp: Path, timeout: float) -> Outcome:
+    """Checkpoints of steps 99,999,999 and 100,000,000: the newer must be found last."""
+    from ganstep import checkpoint
+
+    for step in (99_999_999, 100_000_000):
+        checkpoint.path_for(tmp, step).write_bytes(b"")
+    found = [p.name for p in checkpoint.list_checkpoints(tmp)]
+    if found != ["step_99999999.pt", "step_100000000.pt"]:
+        return Outcome(False, f"found {found}")
+    return Outcome(True, "both found, in step order")
+
+
+def umask_modes(tmp: Path, timeout: float) -> Outcome:
+    """Under umask 022 every file a run writes is -rw-r--r--."""
+    proc = ganstep(tmp, "train", "--out", tmp / "run", *TINY, timeout=timeout,
+                   preexec=lambda: os.umask(0o022))  # fmt: skip
+    if proc.returncode != 0:
+        return Outcome(False, proc.stderr.strip()[-200:])
+    modes = {str(p.relative_to(tmp / "run")): oct(p.stat().st_mode & 0o777)
+             for p in (tmp / "run").rglob("*") if p.is_file()}  # fmt: skip
+    wrong = {k: v for k, v in modes.items() if v != "0o644"}
+    return Outcome(not wrong, f"modes {wrong}" if wrong else "every file 0o644")
+
+
 def bit_flip(tmp: Path, timeout: float) -> Outcome:
     """One bit of a weight in the newest checkpoint flipped, as a disk or copy would."""
     import torch
@@ -470,6 +562,14 @@ CASES = [
     Case("bench --models dcgan --variants fused", "silent", bench_fused_on_batchnorm),
     Case("Ctrl-C while torch loads", "silent", ctrl_c_at_start),
     Case("fresh run into a folder of the user's files", "lost", user_files_kept),
+    Case("samples/ a symlink to the user's folder", "lost", symlinked_samples),
+    Case("a user's .tmp-thesis.tex in checkpoints/", "lost", users_tmp_file),
+    Case("a user's run.lock beside another file", "lost", users_run_lock),
+    Case("run.lock a symlink to a user's file", "lost", run_lock_symlink),
+    Case("killed before the first checkpoint, rerun", "stuck", stopped_before_first_checkpoint,
+         in_suite=False),
+    Case("checkpoint of step 100,000,000", "silent", nine_digit_checkpoints),
+    Case("files written under umask 022", "silent", umask_modes),
     # tracebacks
     Case("--batch-size 10**20", "traceback", flag_case("--batch-size", 10**20,
                                                        words=("batch_size",))),
