@@ -364,6 +364,44 @@ def umask_modes(tmp: Path, timeout: float) -> Outcome:
     return Outcome(not wrong, f"modes {wrong}" if wrong else "every file 0o644")
 
 
+def existing_json(command: str) -> Callable[[Path, float], Outcome]:
+    """``bench`` or ``audit`` told to write --json over a file of the user's."""
+
+    def case(tmp: Path, timeout: float) -> Outcome:
+        mine = tmp / "results.json"
+        files = {mine: "my results"}
+        mine.write_text("my results")
+        args = ["bench", "--quick"] if command == "bench" else ["audit", AUDIT_SCRIPT]
+        proc = ganstep(tmp, *args, "--json", mine, timeout=timeout)
+        return kept(clear_error(proc, "--force"), files)
+
+    return case
+
+
+def audit_json_is_the_script(tmp: Path, timeout: float) -> Outcome:
+    """``audit x.py --json x.py --force``: the script itself, even with --force."""
+    script = tmp / "x.py"
+    script.write_text(AUDIT_SCRIPT.read_text())
+    proc = ganstep(tmp, "audit", script, "--json", script, "--force", timeout=timeout)
+    return kept(clear_error(proc, "script being audited"), {script: AUDIT_SCRIPT.read_text()})
+
+
+def sample_over_a_file(tmp: Path, timeout: float) -> Outcome:
+    """``sample --out`` naming a file of the user's; then --force replaces it whole."""
+    run = trained_run(tmp)
+    mine = tmp / "picture.png"
+    mine.write_text("my picture")
+    proc = ganstep(tmp, "sample", "--run", run, "--n", "4", "--out", mine, timeout=timeout)
+    refused = kept(clear_error(proc, "--force"), {mine: "my picture"})
+    if not refused.ok:
+        return refused
+    proc = ganstep(tmp, "sample", "--run", run, "--n", "4", "--out", mine, "--force",
+                   timeout=timeout)  # fmt: skip
+    if proc.returncode != 0 or not mine.read_bytes().startswith(b"\x89PNG"):
+        return Outcome(False, f"--force: {proc.stderr.strip()[-200:]}")
+    return Outcome(True, "refused, then replaced whole with --force", "clear")
+
+
 def bit_flip(tmp: Path, timeout: float) -> Outcome:
     """One bit of a weight in the newest checkpoint flipped, as a disk or copy would."""
     import torch
@@ -570,6 +608,10 @@ CASES = [
          in_suite=False),
     Case("checkpoint of step 100,000,000", "silent", nine_digit_checkpoints),
     Case("files written under umask 022", "silent", umask_modes),
+    Case("bench --json over a file of the user's", "vague", existing_json("bench")),
+    Case("audit --json over a file of the user's", "vague", existing_json("audit")),
+    Case("audit x.py --json x.py", "lost", audit_json_is_the_script),
+    Case("sample --out over a file of the user's", "vague", sample_over_a_file, in_suite=False),
     # tracebacks
     Case("--batch-size 10**20", "traceback", flag_case("--batch-size", 10**20,
                                                        words=("batch_size",))),

@@ -114,12 +114,12 @@ def test_sigkill_then_resume_from_last_complete_checkpoint(tmp_path, cache):
     proc.send_signal(signal.SIGKILL)
     proc.wait()
     assert proc.returncode == -signal.SIGKILL
-    (ckpts / ".tmp-halfwritten.pt").write_bytes(b"\x80\x02garbage")  # as a kill mid-write leaves
+    (ckpts / ".tmp-ganstep-half1234.pt").write_bytes(b"\x80\x02garbage")  # a kill mid-write
     last = int(sorted(ckpts.glob("step_*.pt"))[-1].stem.split("_")[1])
     target = last + 5
     resumed = ganstep("train", "--resume", "--steps", target, "--out", run, cache=cache)
     assert f"took over the lock left by pid {proc.pid} on host" in resumed.stderr
-    assert not list(ckpts.glob(".tmp-*"))  # the killed write's leftover is gone
+    assert not list(ckpts.glob(".tmp-ganstep-*"))  # the killed write's leftover is gone
     straight = tmp_path / "straight"
     ganstep("train", "--steps", target, "--ckpt-every", 7, "--eval-every", 1000000,
             "--sample-every", 1000000, "--lr-decay", "none", "--out", straight, *TINY,
@@ -273,8 +273,8 @@ def test_conditional_digits_reports_class_accuracy_and_samples_each_class(tmp_pa
     out = tmp_path / "three.npy"
     ganstep("sample", "--run", run, "--n", 5, "--class", 3, "--out", out, cache=cache)
     assert np.load(out).shape == (5, 1, 8, 8)
-    proc = ganstep("sample", "--run", run, "--n", 5, "--class", 10, "--out", out, cache=cache,
-                   check=False)  # fmt: skip
+    proc = ganstep("sample", "--run", run, "--n", 5, "--class", 10, "--out", tmp_path / "ten.npy",
+                   cache=cache, check=False)  # fmt: skip
     assert proc.returncode == 1 and "--class must be from 0 to 9, got 10" in proc.stderr
     proc = ganstep("train", "--conditional", "--out", tmp_path / "grid", *TINY, cache=cache,
                    check=False)  # fmt: skip

@@ -29,6 +29,7 @@ from torch.nn.utils import parametrizations
 from torch.utils.flop_counter import FlopCounterMode
 
 from . import reference
+from .checkpoint import atomic_write, atomic_write_text
 from .data.toy import grid_modes, sample_mixture
 from .distributed import exit_now
 from .models import MLP, BEGANDecoder, BEGANDiscriminator, DCGANDiscriminator, DCGANGenerator
@@ -552,9 +553,10 @@ def plot(rows: list[Row], path: Path) -> None:
         ax.set_xlabel("iterations/s over the reference loop's (log)")
         ax.tick_params(axis="y", labelsize=7)
     fig.tight_layout()
-    fig.savefig(path)
+    atomic_write(Path(path), lambda f: fig.savefig(f, format="png"))
     plt.close(fig)
 
 
 def write_json(rows: list[Row], path: Path) -> None:
-    path.write_text(json.dumps([asdict(r) for r in rows], indent=1) + "\n")
+    """The rows as JSON, written atomically."""
+    atomic_write_text(Path(path), json.dumps([asdict(r) for r in rows], indent=1) + "\n")

@@ -115,6 +115,22 @@ def _add_train(sub) -> None:
     train.add_argument("--no-progress", action="store_true", help="no progress bar")
 
 
+_FORCE = "replace an existing --out, --json or --plot file (refused otherwise)"
+
+
+def _writable_output(path: Path | None, flag: str, force: bool, *, script: Path | None = None):
+    """Refuse to write ``path`` over a file the user has, unless ``force``; never over the
+    script being audited, nor where a folder is. Outputs are then written atomically."""
+    if path is None:
+        return
+    if script is not None and path.resolve() == script.resolve():
+        raise ValueError(f"{flag} {path} is the script being audited; name another file")
+    if path.is_dir():
+        raise ValueError(f"{flag} {path} is a folder; name a file")
+    if path.exists() and not force:
+        raise ValueError(f"{flag} {path} exists; pass --force to replace it, or name another file")
+
+
 def _add_sample(sub) -> None:
     sample = sub.add_parser("sample", help="write samples of a trained run")
     sample.add_argument("--run", required=True, type=Path, help="a run folder")
@@ -124,6 +140,7 @@ def _add_sample(sub) -> None:
         help=".npy (raw values, as the data was given) or .png (a grid, or a 2D scatter plot)",
     )  # fmt: skip
     sample.add_argument("--seed", type=int, default=0, help="seed of z")
+    sample.add_argument("--force", action="store_true", help=_FORCE)
     sample.add_argument(
         "--class",
         dest="label",
@@ -158,6 +175,7 @@ def _add_bench(sub) -> None:
     bench.add_argument("--quick", action="store_true", help=quick)
     bench.add_argument("--json", type=Path, help="write the rows as JSON")
     bench.add_argument("--plot", type=Path, help="write a PNG bar chart")
+    bench.add_argument("--force", action="store_true", help=_FORCE)
 
 
 def _add_audit(sub) -> None:
@@ -181,6 +199,7 @@ def _add_audit(sub) -> None:
     audit.add_argument("--G", dest="g_name", metavar="NAME", help=g_help)
     audit.add_argument("--D", dest="d_name", metavar="NAME", help="D's name, likewise")
     audit.add_argument("--json", type=Path, help="write the report as JSON")
+    audit.add_argument("--force", action="store_true", help=_FORCE)
     audit.add_argument("--function", metavar="NAME",
                        help="audit this function of SCRIPT instead of running SCRIPT")  # fmt: skip
 
@@ -228,6 +247,7 @@ def _sample(args: argparse.Namespace) -> int:
     import torch
 
     from . import plots
+    from .checkpoint import atomic_write
     from .config import MAX_SEED
     from .models import build_models
     from .run_folder import dataset_from_meta, load_run
@@ -241,6 +261,7 @@ def _sample(args: argparse.Namespace) -> int:
         raise ValueError(f"--out must end in .npy or .png, got {args.out}")
     if args.out.is_dir():
         raise ValueError(f"--out {args.out} is a folder; name a .npy or .png file")
+    _writable_output(args.out, "--out", args.force)
     cfg, state = load_run(args.run)
     data = dataset_from_meta(state["data"])
     shape = tuple(state["data"]["sample_shape"])
@@ -268,7 +289,7 @@ def _sample(args: argparse.Namespace) -> int:
     raw = data.to_raw(x)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     if args.out.suffix == ".npy":
-        np.save(args.out, raw)
+        atomic_write(args.out, lambda f: np.save(f, raw))
     elif data.kind == "images":
         plots.image_grid(raw, data.raw_range, args.out)
     else:
@@ -308,6 +329,8 @@ def _bench(args: argparse.Namespace) -> int:
         check_name("objective", objective, OBJECTIVES)
     if args.reps < 1 or args.warmup < 0:
         raise ValueError("--reps must be at least 1 and --warmup at least 0")
+    _writable_output(args.json, "--json", args.force)
+    _writable_output(args.plot, "--plot", args.force)
     if args.quick:
         args.models, args.objectives, args.reps, args.warmup = ["mlp", "dcgan"], ["ns"], 5, 2
         args.width, args.batch_size = 32, 32
@@ -342,14 +365,16 @@ def _bench_variants_run(args: argparse.Namespace, pairs, refusal) -> None:
 def _audit(args: argparse.Namespace) -> int:
     from .audit import report_json
     from .audit_script import audit_script
+    from .checkpoint import atomic_write_text
 
     if args.iterations < 1:
         raise ValueError(f"--iterations must be at least 1, got {args.iterations}")
+    _writable_output(args.json, "--json", args.force, script=args.script)
 
     def show(report) -> int:
         print(report)
         if args.json:
-            args.json.write_text(report_json(report) + "\n")
+            atomic_write_text(args.json, report_json(report) + "\n")
         return AUDITED_LOOP_CRASHED if report.error is not None else 0
 
     def leave(report) -> None:  # the script swallowed the stop: it may swallow any other

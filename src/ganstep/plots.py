@@ -17,7 +17,8 @@ def image_grid(
     images a row (default: as square as it gets)."""
     from PIL import Image
 
-    Image.fromarray(grid_pixels(images, raw_range, cols)).save(path)
+    picture = Image.fromarray(grid_pixels(images, raw_range, cols))
+    checkpoint.atomic_write(Path(path), lambda f: picture.save(f, format="PNG"))
 
 
 def grid_pixels(
@@ -54,7 +55,7 @@ def scatter(points: np.ndarray, modes: np.ndarray | None, path: Path, title: str
     ax.set_aspect("equal")
     ax.set_title(title)
     ax.legend(loc="upper right", fontsize=7)
-    fig.savefig(path)
+    checkpoint.atomic_write(Path(path), lambda f: fig.savefig(f, format="png"))
     plt.close(fig)
 
 
