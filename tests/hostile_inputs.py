@@ -402,6 +402,76 @@ def sample_over_a_file(tmp: Path, timeout: float) -> Outcome:
     return Outcome(True, "refused, then replaced whole with --force", "clear")
 
 
+def strays_beside_classes(tmp: Path) -> Path:
+    """Class subfolders of images, and two stray pictures at the top."""
+    folder = image_folder(tmp, "strays", ["RGB"] * 2)
+    for name in ("cats", "dogs"):
+        sub = image_folder(folder, name, ["RGB"] * 3)
+        assert sub.is_dir()
+    return folder
+
+
+def fifo_png(tmp: Path) -> Path:
+    """A folder whose picture.png is a named pipe nobody writes to."""
+    folder = image_folder(tmp, "pipe", ["RGB"] * 3)
+    os.mkfifo(folder / "picture.png")
+    return folder
+
+
+def huge_npy_header(tmp: Path) -> Path:
+    """192 bytes whose .npy header claims (100,000,000,000, 1) float64 (745 GiB)."""
+    header = "{'descr': '<f8', 'fortran_order': False, 'shape': (100000000000, 1), }"
+    header = header.ljust(117) + "\n"
+    path = tmp / "huge.npy"
+    path.write_bytes(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(header)) + header.encode()
+                     + b"\0" * 64)  # fmt: skip
+    return path
+
+
+def bench_flag(*args: object, words: tuple[str, ...]):
+    def run(tmp: Path, timeout: float) -> Outcome:
+        return clear_error(ganstep(tmp, "bench", "--quick", *args, timeout=timeout), *words)
+
+    return run
+
+
+def nul_in_out(tmp: Path, timeout: float) -> Outcome:
+    """out = "a<NUL>b" in a --config file (argv cannot hold one)."""
+    config = tmp / "c.toml"
+    config.write_text('out = "a\\u0000b"\n')
+    return clear_error(ganstep(tmp, "train", "--config", config, *TINY, timeout=timeout), "NUL")
+
+
+def never_backward(tmp: Path, timeout: float) -> Outcome:
+    """A loop that steps both optimizers and never calls backward."""
+    script = tmp / "loop.py"
+    script.write_text(
+        textwrap.dedent("""
+        import torch
+        G, D = torch.nn.Linear(2, 2), torch.nn.Linear(2, 1)
+        og, od = torch.optim.SGD(G.parameters(), 0.1), torch.optim.SGD(D.parameters(), 0.1)
+        for _ in range(10):
+            od.zero_grad(); loss_d = D(G(torch.randn(4, 2))).mean(); od.step()
+            og.zero_grad(); loss_g = -D(G(torch.randn(4, 2))).mean(); og.step()
+    """)
+    )
+    proc = ganstep(tmp, "audit", script, timeout=timeout)
+    if "no backward call ran" not in proc.stdout:
+        return Outcome(False, f"exit {proc.returncode}: {proc.stdout[-200:]}")
+    return Outcome(True, "the report says no backward call ran")
+
+
+def lr_jump_on_resume(tmp: Path, timeout: float) -> Outcome:
+    """--resume with more --steps under linear decay: the jump is said."""
+    run = trained_run(tmp, "run", "--lr-decay", "linear")
+    proc = ganstep(tmp, "train", "--resume", "--out", run, "--steps", "4", "--no-progress",
+                   timeout=timeout)  # fmt: skip
+    if proc.returncode != 0 or "jump" not in proc.stderr:
+        return Outcome(False, f"exit {proc.returncode}: {proc.stderr.strip()[-200:]}")
+    line = next(x for x in proc.stderr.splitlines() if "jump" in x)
+    return Outcome(True, line.split("warning: ")[-1][:120])
+
+
 def bit_flip(tmp: Path, timeout: float) -> Outcome:
     """One bit of a weight in the newest checkpoint flipped, as a disk or copy would."""
     import torch
@@ -609,6 +679,23 @@ CASES = [
     Case("checkpoint of step 100,000,000", "silent", nine_digit_checkpoints),
     Case("files written under umask 022", "silent", umask_modes),
     Case("bench --json over a file of the user's", "vague", existing_json("bench")),
+    Case("class subfolders and two stray images", "silent",
+         data_case(strays_beside_classes, "stray", "000.png")),
+    Case("a FIFO named picture.png in --data", "hang", data_case(fifo_png, "not a regular file")),
+    Case(".npy header claiming 745 GiB", "traceback",
+         data_case(huge_npy_header, "header says", "truncated")),
+    Case("bench --batch-size 10**20", "traceback",
+         bench_flag("--batch-size", 10**20, words=("--batch-size",))),
+    Case("bench --width 10**20", "traceback", bench_flag("--width", 10**20, words=("--width",))),
+    Case("bench --reps 10**12", "hang", bench_flag("--reps", 10**12, words=("--reps",))),
+    Case("NUL in out", "vague", nul_in_out),
+    Case("audit: a loop that never calls backward", "silent", never_backward),
+    Case("resume with more --steps under linear decay", "silent", lr_jump_on_resume,
+         in_suite=False),
+    Case("library: G's layer replaced after the Step", "silent",
+         library_case("s = step(lambda n: torch.randn(n, 2)); s(torch.randn(4, 2)); "
+                      "G.weight = nn.Parameter(torch.ones(2, 2)); s(torch.randn(4, 2))",
+                      "changed after the Step was built", "weight")),
     Case("audit --json over a file of the user's", "vague", existing_json("audit")),
     Case("audit x.py --json x.py", "lost", audit_json_is_the_script),
     Case("sample --out over a file of the user's", "vague", sample_over_a_file, in_suite=False),

@@ -7,6 +7,7 @@ import json
 import os
 import stat
 import tomllib
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -365,3 +366,18 @@ def test_checkpoint_names_sort_and_match_past_eight_digits(tmp_path):
         checkpoint.path_for(tmp_path, step).write_bytes(b"")
     found = [p.name for p in checkpoint.list_checkpoints(tmp_path)]
     assert found == ["step_00000005.pt", "step_99999999.pt", "step_100000000.pt"]
+
+
+def test_a_resume_that_moves_the_linear_decay_says_so():
+    """Before: --steps 2000 on a run set for 1000 made lr jump from 0 to half, with only
+    a comment line in config.toml."""
+    from ganstep.train import _warn_lr_jump
+
+    cfg = Config(steps=2000, lr_decay="linear")
+    state = {"config": {"steps": 1000}, "step": 1000}
+    with pytest.warns(UserWarning, match="at step 1000 they jump from 0 to 0.5"):
+        _warn_lr_jump(cfg, state)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        _warn_lr_jump(Config(steps=2000, lr_decay="none"), state)  # nothing moves
+        _warn_lr_jump(Config(steps=1000, lr_decay="linear"), state)

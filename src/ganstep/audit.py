@@ -861,6 +861,10 @@ def analyse(
     forwards, backwards, double, others = a.passes()
     wasted, hazards = a.waste()
     hazards += a.leaks() + a.stale_steps()
+    if a.steps and not a.backwards:
+        hazards.insert(0, "no backward call ran in the audited iterations: every optimizer "
+                          "step found no gradients and changed nothing (is loss.backward() "
+                          "missing?)")  # fmt: skip
     order, schedule, pattern = a.order()
     if error is not None and INPLACE in str(error):
         # both gradients were meant at the same parameters: that is `simultaneous`

@@ -116,6 +116,7 @@ def _add_train(sub) -> None:
 
 
 _FORCE = "replace an existing --out, --json or --plot file (refused otherwise)"
+MAX_REPS = 100_000  # bench repetitions: hours on a CPU already
 
 
 def _writable_output(path: Path | None, flag: str, force: bool, *, script: Path | None = None):
@@ -315,6 +316,14 @@ def _bench(args: argparse.Namespace) -> int:
         raise ValueError(
             f"--width and --batch-size must be at least 1, got {args.width} and {args.batch_size}"
         )
+    from .config import LIMITS
+
+    bounds = {"--width": (args.width, LIMITS["width"]),
+              "--batch-size": (args.batch_size, LIMITS["batch_size"]),
+              "--reps": (args.reps, MAX_REPS), "--warmup": (args.warmup, MAX_REPS)}  # fmt: skip
+    for flag, (value, most) in bounds.items():
+        if value > most:  # a typo (10**20) fails here, not in torch or after days
+            raise ValueError(f"{flag} must be at most {most:,}, got {value:,}")
     for model in args.models:
         check_name("model", model, MODELS)
     for variant in args.variants:

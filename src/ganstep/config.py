@@ -178,6 +178,10 @@ class Config:
 
         if not self.out.strip():
             raise ValueError("out must name the run folder, got an empty string")
+        for key in ("out", "data", "data_dir"):
+            value = getattr(self, key)
+            if value is not None and "\0" in value:  # no path can hold one
+                raise ValueError(f"{key} holds a NUL character, which no file name can: {value!r}")
         if not self.data.strip():
             raise ValueError(
                 "data must name a dataset, a folder or a .npy file, got an empty string"

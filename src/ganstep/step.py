@@ -437,6 +437,28 @@ class Step:
             data_parallel.broadcast_module(D)
             self.game.sync = data_parallel.GradientAverager()
         self.iteration = 0
+        self._models = (G, D, opt_g, opt_d)
+        self._param_ids = self._parameter_ids()
+
+    def _parameter_ids(self) -> tuple:
+        G, D = self._models[:2]
+        return tuple(id(p) for p in G.parameters()), tuple(id(p) for p in D.parameters())
+
+    def _check_same_parameters(self) -> None:
+        """A parameter replaced after the Step was built (``G.fc = nn.Linear(...)``) is in
+        no optimizer and would never train: say so at the next call."""
+        if self._parameter_ids() == self._param_ids:
+            return
+        G, D, opt_g, opt_d = self._models
+        try:
+            _check_optimizer(opt_g, G, "G", D)
+            _check_optimizer(opt_d, D, "D", G)
+        except ValueError as e:
+            raise ValueError(
+                f"G's or D's parameters changed after the Step was built, and {e} (a layer "
+                "replaced later is in no optimizer and would never train)"
+            ) from None
+        self._param_ids = self._parameter_ids()
 
     def _declare_d(self, D: nn.Module, d_profile: object) -> None:
         """What the user declared D to be: a whole profile skips the observation; then the
@@ -613,6 +635,7 @@ class Step:
     def __call__(self, real: Tensor | Sequence[Tensor]) -> dict[str, Tensor]:
         """Run one training iteration on ``real``; return the iteration's losses."""
         batches = self._batches(real)
+        self._check_same_parameters()
         self._know_d(batches[0])
         try:
             if self.game.check_finite:

@@ -212,6 +212,24 @@ def _run(cfg: Config, device: torch.device, resume: bool, progress: bool, writer
     return record
 
 
+def _warn_lr_jump(cfg: Config, state: dict) -> None:
+    """A resume that changes --steps under linear decay moves the whole decay: the
+    learning rate jumps at the resumed step. Allowed (a longer run is a new schedule),
+    but said, not only written in config.toml."""
+    before, step = state["config"].get("steps"), state["step"]
+    if cfg.lr_decay != "linear" or before in (None, cfg.steps) or step >= cfg.steps:
+        return
+    was, now = 1 - step / before, 1 - step / cfg.steps
+    warnings.warn(
+        f"--steps {cfg.steps} (the run was set for {before}) with lr_decay linear: the "
+        f"learning rates decay to 0 at step {cfg.steps} now, so at step {step} they jump "
+        f"from {was:.3g} to {now:.3g} times --lr-g/--lr-d (--lr-decay none keeps them "
+        "constant)",
+        GanstepWarning,
+        stacklevel=3,
+    )
+
+
 def _setup(cfg: Config, device: torch.device, resume: bool, writer: bool) -> _Run:
     """Data, the resolved config, models and optimizers, and the state to resume from.
     In a data parallel run every process trains; only rank 0 evaluates and writes."""
@@ -237,6 +255,8 @@ def _setup(cfg: Config, device: torch.device, resume: bool, writer: bool) -> _Ru
     state = folder.resume_state(cfg, data.checksum) if resume else None
     if not resume:
         folder.refuse_existing_run(out)
+    if writer and state is not None:
+        _warn_lr_jump(cfg, state)
     if writer and train.train is not None and cfg.batch_size > len(train.train):
         warnings.warn(
             f"batch_size {cfg.batch_size} is larger than the {len(train.train)} training "

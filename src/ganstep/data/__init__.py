@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import math
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -226,21 +227,35 @@ def load_stacked_mnist(
 
 
 def _image_files(path: Path) -> list[Path]:
-    return sorted(p for p in path.iterdir() if p.suffix.lower() in IMAGE_SUFFIXES)
+    """The images of ``path`` (by suffix); a name with an image suffix that is not a
+    regular file (a FIFO, a device, a folder) is refused: reading it could block."""
+    found = sorted(p for p in path.iterdir() if p.suffix.lower() in IMAGE_SUFFIXES)
+    odd = [p for p in found if not p.is_file() and not p.is_dir()]
+    if odd:
+        raise DataError(f"{odd[0]}: not a regular file (a pipe or a device); not an image")
+    return [p for p in found if p.is_file()]
 
 
 def _folder_files(path: Path) -> tuple[list[Path], dict[Path, int], list[str]]:
-    """The images of a folder, or else of its class subfolders with each one's label."""
+    """The images of a folder, or else of its class subfolders with each one's label. A
+    folder with both is refused, naming the stray top-level images."""
     files = _image_files(path)
     label_of: dict[Path, int] = {}
     classes: list[str] = []
+    subfolders = {p: _image_files(p) for p in sorted(path.iterdir()) if p.is_dir()}
+    labelled = {p: found for p, found in subfolders.items() if found}
+    if files and labelled:
+        strays = ", ".join(f.name for f in files[:3]) + (" ..." if len(files) > 3 else "")
+        raise DataError(
+            f"{path}: {len(files)} image(s) beside {len(labelled)} class subfolder(s) of "
+            f"images ({strays}): either every image sits in its class's subfolder, or the "
+            "folder holds images only; move the stray ones"
+        )
     if not files:
-        for sub in sorted(p for p in path.iterdir() if p.is_dir()):
-            found = _image_files(sub)
-            if found:
-                classes.append(sub.name)
-                label_of.update({f: len(classes) - 1 for f in found})
-                files += found
+        for sub, found in labelled.items():
+            classes.append(sub.name)
+            label_of.update({f: len(classes) - 1 for f in found})
+            files += found
     if not files:
         raise DataError(f"{path}: no PNG or JPG images in this folder")
     return files, label_of, classes
@@ -356,10 +371,36 @@ def _pixels(images: list, deep: bool) -> np.ndarray:
     return array[:, None] if gray else array.transpose(0, 3, 1, 2)
 
 
+def _check_npy_header(path: Path) -> None:
+    """Refuse a ``.npy`` whose header promises more data than the file holds (a header
+    claiming hundreds of GiB would make numpy try to allocate them)."""
+    try:
+        with open(path, "rb") as f:
+            version = np.lib.format.read_magic(f)
+            read = (np.lib.format.read_array_header_1_0 if version == (1, 0)
+                    else np.lib.format.read_array_header_2_0)  # fmt: skip
+            shape, _, dtype = read(f)
+            start = f.tell()
+    except (OSError, ValueError, EOFError) as e:
+        raise DataError(f"{path}: not a readable .npy array ({e})") from e
+    if dtype.hasobject:
+        raise DataError(f"{path}: an array of Python objects; ganstep reads numbers only")
+    needed = math.prod(shape) * dtype.itemsize
+    held = path.stat().st_size - start
+    if needed > held:
+        raise DataError(
+            f"{path}: its header says {shape} {dtype} ({needed:,} bytes) but the file holds "
+            f"{held:,} bytes of data: truncated or damaged"
+        )
+
+
 def load_array(path: Path) -> Dataset:
     """A ``.npy`` array: (N, d) points, or images (N, H, W), (N, C, H, W) or (N, H, W, C)."""
+    if not path.is_file():
+        raise DataError(f"{path}: not a regular file (a pipe or a device); not a .npy array")
     if path.stat().st_size == 0:
         raise DataError(f"{path}: an empty file (0 bytes), not a .npy array")
+    _check_npy_header(path)
     try:
         array = np.load(path, allow_pickle=False)
     except (OSError, ValueError, EOFError) as e:
