@@ -121,8 +121,8 @@ def png(path: Path, width: int, height: int, depth: int, colour: int, pixels: by
                      + chunk(b"IDAT", zlib.compress(pixels)) + chunk(b"IEND", b""))  # fmt: skip
 
 
-def image_folder(tmp: Path, name: str, modes: list[str], alpha: int = 128) -> Path:
-    """A folder of 8x8 images in ``modes`` (random colour; alpha ``alpha`` where any)."""
+def image_folder(tmp: Path, name: str, modes: list[str], alpha: int = 128, size: int = 8) -> Path:
+    """A folder of 8x8 images (``size``) in ``modes`` (random colour; alpha ``alpha``)."""
     from PIL import Image
 
     folder = tmp / name
@@ -130,7 +130,7 @@ def image_folder(tmp: Path, name: str, modes: list[str], alpha: int = 128) -> Pa
     rng = np.random.default_rng(0)
     for i, mode in enumerate(modes):
         bands = len(mode)
-        pixels = rng.integers(0, 256, (8, 8, bands), dtype=np.uint8)
+        pixels = rng.integers(0, 256, (size, size, bands), dtype=np.uint8)
         if "A" in mode:
             pixels[..., -1] = alpha
         Image.fromarray(pixels.squeeze(-1) if bands == 1 else pixels, mode).save(
@@ -461,6 +461,23 @@ def never_backward(tmp: Path, timeout: float) -> Outcome:
     return Outcome(True, "the report says no backward call ran")
 
 
+def latin1_folder(tmp: Path, timeout: float) -> Outcome:
+    """A --data folder whose name is not UTF-8 (b"caf\\xe9")."""
+    name = os.fsdecode(b"caf\xe9")
+    image_folder(tmp, name, ["L"] * 4)
+    return clear_error(ganstep(tmp, "train", "--data", tmp / name, "--out", tmp / "r", *TINY,
+                               timeout=timeout), "UTF-8")  # fmt: skip
+
+
+def function_with_argument(tmp: Path, timeout: float) -> Outcome:
+    """``audit --function train_step`` where train_step(x) takes a batch."""
+    script = tmp / "fn.py"
+    script.write_text("import torch\nG, D = torch.nn.Linear(2, 2), torch.nn.Linear(2, 1)\n"
+                      "def train_step(x):\n    pass\n")  # fmt: skip
+    proc = ganstep(tmp, "audit", script, "--function", "train_step", timeout=timeout)
+    return clear_error(proc, "takes arguments", "wrap it")
+
+
 def lr_jump_on_resume(tmp: Path, timeout: float) -> Outcome:
     """--resume with more --steps under linear decay: the jump is said."""
     run = trained_run(tmp, "run", "--lr-decay", "linear")
@@ -625,11 +642,21 @@ def ctrl_c_at_start(tmp: Path, timeout: float) -> Outcome:
 LIBRARY = """
 import torch
 from torch import nn
-from ganstep import Step
+from ganstep import Step, simultaneous
+from ganstep.objectives import NS
 G, D = nn.Linear(2, 2), nn.Sequential(nn.Linear(2, 1))
-def step(latent, D=D):
+class IntD(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.l = nn.Linear(2, 1)
+    def forward(self, x):
+        return self.l(x).long()
+class PerSample(NS):
+    def d_loss(self, real, fake):
+        return real + fake, {{}}
+def step(latent, D=D, objective="ns", schedule="d_first"):
     return Step(G, D, torch.optim.Adam(G.parameters()), torch.optim.Adam(D.parameters()),
-                objective="ns", schedule="d_first", latent=latent)
+                objective=objective, schedule=schedule, latent=latent)
 try:
     {call}
     print("no error")
@@ -692,6 +719,23 @@ CASES = [
     Case("audit: a loop that never calls backward", "silent", never_backward),
     Case("resume with more --steps under linear decay", "silent", lr_jump_on_resume,
          in_suite=False),
+    Case("1x1 images", "vague", data_case(lambda t: image_folder(t, "one", ["L"] * 4, size=1),
+                                          "1x1", "4x4")),
+    Case("(N, 1) points", "vague",
+         data_case(npy("points1.npy", np.random.default_rng(0).normal(size=(50, 1))),
+                   "1 coordinate")),
+    Case("a --data folder named in Latin-1", "vague", latin1_folder),
+    Case("audit --function that takes an argument", "vague", function_with_argument),
+    Case("library: an objective of per-sample losses", "vague",
+         library_case("step(lambda n: torch.randn(n, 2), objective=PerSample())(torch.randn(4, 2))",
+                      "not a scalar")),
+    Case("library: D returns integers", "vague",
+         library_case("step(lambda n: torch.randn(n, 2), D=IntD())(torch.randn(4, 2))",
+                      "int64", "floating point")),
+    Case("library: an inf in the first batch, fused", "vague",
+         library_case("seen = step(lambda n: torch.randn(n, 2), schedule=simultaneous(fused=True))"
+                      ".observe_d(torch.full((4, 2), float('inf'))).describe(); "
+                      "assert seen == 'pure', seen", "no error")),
     Case("library: G's layer replaced after the Step", "silent",
          library_case("s = step(lambda n: torch.randn(n, 2)); s(torch.randn(4, 2)); "
                       "G.weight = nn.Parameter(torch.ones(2, 2)); s(torch.randn(4, 2))",

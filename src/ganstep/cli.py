@@ -439,6 +439,18 @@ def _audit_function(args: argparse.Namespace):
     fn = names[args.function]
     if not callable(fn):
         raise ValueError(f"{args.script}: {args.function} is not a function")
+    import inspect
+
+    try:
+        inspect.signature(fn).bind()
+    except TypeError:
+        raise ValueError(
+            f"{args.script}: {args.function}{inspect.signature(fn)} takes arguments; --function "
+            "calls one training iteration with none: wrap it, e.g. def one_step(): "
+            f"{args.function}(next(batches))"
+        ) from None
+    except ValueError:  # no signature to read: the call will tell
+        pass
     return audit(fn, G=names[g_name], D=names[d_name], opt_g=names.get("opt_g"),
                  opt_d=names.get("opt_d"), iterations=args.iterations)  # fmt: skip
 

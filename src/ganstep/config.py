@@ -182,6 +182,14 @@ class Config:
             value = getattr(self, key)
             if value is not None and "\0" in value:  # no path can hold one
                 raise ValueError(f"{key} holds a NUL character, which no file name can: {value!r}")
+            try:
+                (value or "").encode("utf-8")
+            except UnicodeEncodeError:  # bytes the file system gave that are not UTF-8
+                shown = value.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+                raise ValueError(
+                    f"{key} {shown!r} is not valid UTF-8 (as the file system names it); "
+                    "config.toml and the metrics record paths as UTF-8: rename it"
+                ) from None
         if not self.data.strip():
             raise ValueError(
                 "data must name a dataset, a folder or a .npy file, got an empty string"

@@ -139,17 +139,26 @@ def _tensors(out: object) -> list[Tensor]:
     return []
 
 
+def _equal(x: Tensor, y: Tensor) -> bool:
+    """Equal, NaN where NaN: a batch with an infinite value gives NaN scores, and two
+    forwards that give the same NaNs are not a random D."""
+    if not x.is_floating_point():
+        return torch.equal(x, y)
+    same_nans = torch.equal(torch.isnan(x), torch.isnan(y))
+    return same_nans and torch.equal(x.nan_to_num(), y.nan_to_num())
+
+
 def _same(a: object, b: object) -> bool:
     ta, tb = _tensors(a), _tensors(b)
     return len(ta) == len(tb) and all(
-        x.shape == y.shape and torch.equal(x, y) for x, y in zip(ta, tb, strict=True)
+        x.shape == y.shape and _equal(x, y) for x, y in zip(ta, tb, strict=True)
     )
 
 
 def _others_moved(a: object, b: object, n: int) -> bool:
     """Whether rows 1.. of D's outputs ``a`` and ``b`` differ (row 0 was perturbed)."""
     return any(
-        x.dim() > 0 and x.shape[0] == n and not torch.equal(x[1:], y[1:])
+        x.dim() > 0 and x.shape[0] == n and not _equal(x[1:], y[1:])
         for x, y in zip(_tensors(a), _tensors(b), strict=True)
     )
 

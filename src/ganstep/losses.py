@@ -52,6 +52,12 @@ def scores(game: Game, out: object, inp: Tensor) -> list[Tensor]:
     if objective.reads_scores:
         check_adversarial(out, inp.shape[0], game.d_map)
     outputs = adversarial(out)
+    for o in outputs:
+        if not o.is_floating_point():
+            raise TypeError(
+                f"D returned {o.dtype} scores; its adversarial output must be floating point "
+                "(logits, or a map of them): drop the cast to an integer type"
+            )
     if objective.applies_sigmoid:
         for o in outputs:
             check_logits(o, objective.name)
@@ -60,7 +66,14 @@ def scores(game: Game, out: object, inp: Tensor) -> list[Tensor]:
 
 
 def summed(parts: list[tuple[Tensor, Logs]]) -> tuple[Tensor, Logs]:
-    """A multi-scale D's losses: summed, and so are their logs."""
+    """A multi-scale D's losses: summed, and so are their logs. Each must be a scalar."""
+    for part, _ in parts:
+        if not isinstance(part, Tensor) or part.numel() != 1:
+            shape = tuple(part.shape) if isinstance(part, Tensor) else type(part).__name__
+            raise ValueError(
+                f"the objective returned a loss of shape {shape}, not a scalar: its losses "
+                "are means over samples (a per-sample loss needs .mean())"
+            )
     loss, logs = parts[0]
     for more, more_logs in parts[1:]:
         loss = loss + more

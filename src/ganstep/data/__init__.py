@@ -35,6 +35,7 @@ IDX_CLASSES = {
                       "sneaker", "bag", "ankle boot"],
 }  # fmt: skip
 MIN_IMAGES = 2  # FID/KID compare the spread of the real features: one image has none
+MIN_SIDE = 4  # the smallest image side the metric networks' two poolings take
 
 
 @dataclass
@@ -160,6 +161,12 @@ def _images(
     """Images (N, C, H, W) in ``raw_range`` -> a dataset in [-1, 1]. ``labels``:
     ``(train labels, test labels or None, class names)``, or None."""
     lo, hi = raw_range
+    if min(array.shape[-2:]) < MIN_SIDE:
+        h, w = array.shape[-2:]
+        raise DataError(
+            f"{name}: images of {h}x{w} pixels; ganstep needs at least {MIN_SIDE}x{MIN_SIDE} "
+            "(its metric networks pool twice)"
+        )
     if not hi > lo:
         raise DataError(f"{name}: all pixel values are equal ({lo}); nothing to learn")
     if np.ptp(array, axis=0).max() == 0:
@@ -412,6 +419,12 @@ def load_array(path: Path) -> Dataset:
         )
     if not np.isfinite(array).all():
         raise DataError(f"{path}: the array has NaN or infinite values")
+    if array.ndim == 2 and array.shape[1] < 2:
+        raise DataError(
+            f"{path}: points of {array.shape[1]} coordinate; ganstep's points need at least 2 "
+            "per sample, shape (N, d >= 2) (its metrics compare covariances, its report plots "
+            "the first two)"
+        )
     if array.ndim == 2:
         data = torch.from_numpy(array.astype(np.float64))
         shift, scale = data.mean(0), data.std(0).clamp_min(1e-12)
