@@ -478,6 +478,38 @@ def function_with_argument(tmp: Path, timeout: float) -> Outcome:
     return clear_error(proc, "takes arguments", "wrap it")
 
 
+def loop_in_a_thread(tmp: Path, timeout: float) -> Outcome:
+    """The training loop in a threading.Thread the main thread joins."""
+    script = tmp / "threaded.py"
+    script.write_text(
+        textwrap.dedent("""
+        import threading
+        import torch
+        G, D = torch.nn.Linear(8, 16), torch.nn.Linear(16, 1)
+        og, od = torch.optim.SGD(G.parameters(), 0.1), torch.optim.SGD(D.parameters(), 0.1)
+        sp = torch.nn.functional.softplus
+        def train():
+            for _ in range(100):
+                od.zero_grad()
+                fake = G(torch.randn(32, 8))
+                (sp(D(fake.detach())).mean() + sp(-D(torch.randn(32, 16))).mean()).backward()
+                od.step()
+                og.zero_grad()
+                sp(-D(fake)).mean().backward()
+                og.step()
+        t = threading.Thread(target=train)
+        t.start()
+        t.join()
+    """)
+    )
+    proc = ganstep(tmp, "audit", script, timeout=timeout)
+    if proc.returncode != 0 or "Traceback" in proc.stderr or "caught the audit" in proc.stderr:
+        return Outcome(False, f"exit {proc.returncode}: {proc.stderr.strip()[-200:]}")
+    if "update order: d_first" not in proc.stdout or "FLOPs per iteration: 0 GFLOP" in proc.stdout:
+        return Outcome(False, proc.stdout.strip()[-200:])
+    return Outcome(True, "reported as d_first, its FLOPs counted, no thread traceback")
+
+
 def lr_jump_on_resume(tmp: Path, timeout: float) -> Outcome:
     """--resume with more --steps under linear decay: the jump is said."""
     run = trained_run(tmp, "run", "--lr-decay", "linear")
@@ -717,6 +749,7 @@ CASES = [
     Case("bench --reps 10**12", "hang", bench_flag("--reps", 10**12, words=("--reps",))),
     Case("NUL in out", "vague", nul_in_out),
     Case("audit: a loop that never calls backward", "silent", never_backward),
+    Case("audit: the loop in a thread", "traceback", loop_in_a_thread),
     Case("resume with more --steps under linear decay", "silent", lr_jump_on_resume,
          in_suite=False),
     Case("1x1 images", "vague", data_case(lambda t: image_folder(t, "one", ["L"] * 4, size=1),

@@ -18,6 +18,7 @@ from __future__ import annotations
 import os
 import runpy
 import sys
+import threading
 from collections.abc import Callable
 from pathlib import Path
 
@@ -63,6 +64,7 @@ class ScriptRecorder(Recorder):
         self.completed = 0
         self.namespace: dict | None = None  # the script's globals, seen while it runs
         self.stop_seq: int | None = None  # where the audit stopped the script
+        self.stop_thread: int | None = None  # the thread it stopped there
         self.exit_code: int | None = None  # how it ended, when it ended by itself
         self.exit_how = ""  # said of that end: "ran to its end", "called os._exit(0)"
         self.undo: Callable[[], None] = lambda: None  # remove the audit's hooks
@@ -71,8 +73,10 @@ class ScriptRecorder(Recorder):
         self.on_swallowed: Callable[[], object] | None = None
 
     def _after_stop(self) -> None:
-        """The script ran on after being stopped: stop it again, or leave."""
-        if self.on_swallowed is not None:
+        """The script ran on after being stopped: stop it again, or leave. Another thread
+        than the stopped one (a loop run in a thread beside the main one) is stopped
+        too, and has swallowed nothing."""
+        if self.on_swallowed is not None and threading.get_ident() == self.stop_thread:
             self.on_swallowed()
         raise _Stop
 
@@ -155,6 +159,7 @@ class ScriptRecorder(Recorder):
             self.completed += 1
             if self.completed >= self.limit:
                 self.stop_seq = self.seq
+                self.stop_thread = threading.get_ident()
                 raise _Stop
 
 
@@ -351,10 +356,17 @@ def _run_recorded(rec: ScriptRecorder, path: Path, script, args) -> BaseExceptio
     def exit_now(code: int = 0) -> None:  # os._exit would leave without a report
         raise _Exit(code)
 
+    original_excepthook = threading.excepthook
+
+    def quiet_stop(hook_args) -> None:  # a training thread ended by the audit's stop
+        if not issubclass(hook_args.exc_type, _Stop):
+            original_excepthook(hook_args)
+
     sys.argv = [str(script), *args]
     sys.path.insert(0, str(path.parent))  # its own imports, as python would
     torch.optim.Optimizer.__init__ = noting_init
     os._exit = exit_now
+    threading.excepthook = quiet_stop
     pre = nn.modules.module.register_module_forward_pre_hook(rec.pre)
     post = nn.modules.module.register_module_forward_hook(rec.post, always_call=True)
     undone = []
@@ -367,6 +379,7 @@ def _run_recorded(rec: ScriptRecorder, path: Path, script, args) -> BaseExceptio
         post.remove()
         rec.__exit__(None, None, None)
         torch.optim.Optimizer.__init__ = original_init
+        threading.excepthook = original_excepthook
         sys.argv, sys.path[:], os._exit = saved[0], saved[1], saved[3]
         os.chdir(saved[2])
 
