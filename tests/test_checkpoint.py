@@ -182,3 +182,12 @@ def test_sample_refuses_a_checkpoint_copied_from_another_run(run, tmp_path, cach
                    check=False)  # fmt: skip
     assert proc.returncode == 1 and "seed: 5 -> 0" in proc.stderr, proc.stderr
     assert "copied from another run" in proc.stderr and not (tmp_path / "s.npy").exists()
+
+
+def test_a_metrics_line_that_cannot_be_written_names_the_file():
+    """Before: ENOSPC on metrics.jsonl said "[Errno 28] No space left on device" and
+    nothing more. /dev/full answers every write with ENOSPC."""
+    from ganstep.checkpoint import append_text
+
+    with pytest.raises(OSError, match="/dev/full: could not be written .*earlier lines are intact"):
+        append_text(Path("/dev/full"), '{"step": 1}\n')

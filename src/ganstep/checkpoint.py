@@ -106,7 +106,17 @@ def is_temporary(name: str) -> bool:
     return bool(_TEMPORARY_NAME.match(name))
 
 
-def _write_failure(path: Path, error: BaseException) -> OSError:
+def append_text(path: Path, text: str) -> None:
+    """``text`` appended to ``path`` (metrics.jsonl's records); a failed write names the
+    file and why (a line cut short is dropped by the next resume)."""
+    try:
+        with path.open("a") as f:
+            f.write(text)
+    except OSError as e:
+        raise _write_failure(path, e, "its earlier lines are intact") from e
+
+
+def _write_failure(path: Path, error: BaseException, kept: str = "") -> OSError:
     """Why a write failed, in terms a user can act on: a file size limit, a full disk."""
     import resource
 
@@ -118,7 +128,8 @@ def _write_failure(path: Path, error: BaseException) -> OSError:
     if free < 64 * 2**20:
         hints.append(f"{free:,} bytes are free on that disk")
     reason = "; ".join(hints) or str(error).splitlines()[0]
-    return OSError(f"{path}: could not be written ({reason}); the file it replaces is intact")
+    kept = kept or "the file it replaces is intact"
+    return OSError(f"{path}: could not be written ({reason}); {kept}")
 
 
 def atomic_save(obj: object, path: Path) -> None:

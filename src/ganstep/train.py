@@ -337,8 +337,7 @@ def _report(run: _Run, done: int, device: torch.device, elapsed: float) -> dict 
     if done % cfg.eval_every == 0 or last:
         with _own_rng(device):
             record = _evaluate(run, done, device, elapsed)
-        with (run.out / "metrics.jsonl").open("a") as f:
-            f.write(json.dumps(record) + "\n")
+        checkpoint.append_text(run.out / "metrics.jsonl", json.dumps(record) + "\n")
         if run.board is not None:
             run.board.scalars("Metrics", {k: v for k, v in record.items() if k != "step"}, done)
     if done % cfg.sample_every == 0 or last:
