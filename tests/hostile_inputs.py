@@ -598,6 +598,24 @@ def file_size_limit(tmp: Path, timeout: float) -> Outcome:
     return clear_error(proc, "ulimit")
 
 
+def sample_past_file_size_limit(tmp: Path, timeout: float) -> Outcome:
+    """``sample --out s.npy`` of 20,000 points under a 16 KB ``ulimit -f``: a clear error
+    naming the limit, and no truncated file left."""
+    import resource
+
+    run = trained_run(tmp)
+    out = tmp / "s.npy"
+
+    def limit() -> None:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (16 * 1024, resource.RLIM_INFINITY))
+
+    proc = ganstep(tmp, "sample", "--run", run, "--n", "20000", "--out", out, timeout=timeout,
+                   preexec=limit)  # fmt: skip
+    if out.exists() or list(tmp.glob(".tmp-ganstep-*")):
+        return Outcome(False, "a truncated file was left")
+    return clear_error(proc, "ulimit")
+
+
 def poisoned_cache(tmp: Path, timeout: float) -> Outcome:
     base = ["train", "--data", "digits", "--model", "dcgan", "--steps", "1", "--batch-size",
             "8", "--width", "4", "--eval-samples", "20", "--feature-steps", "5",
@@ -822,6 +840,7 @@ CASES = [
                      words=("--lr-g",))),
     Case("--r1 1e38 (NaN)", "vague", nan_message("--r1", "1e38", words=("--r1",))),
     Case("checkpoint write past ulimit -f", "vague", file_size_limit),
+    Case("sample --out past ulimit -f", "vague", sample_past_file_size_limit, in_suite=False),
     Case("deeply nested TOML", "vague",
          lambda t, s: clear_error(ganstep(t, "train", "--config", _nested_toml(t), timeout=s),
                                   "nested")),
