@@ -770,6 +770,8 @@ CASES = [
     Case("audit: the loop in a thread", "traceback", loop_in_a_thread),
     Case("resume with more --steps under linear decay", "silent", lr_jump_on_resume,
          in_suite=False),
+    Case("two 2000x2000 PNGs", "vague",
+         data_case(lambda t: image_folder(t, "big", ["L"] * 2, size=2000), "Resize them")),
     Case("1x1 images", "vague", data_case(lambda t: image_folder(t, "one", ["L"] * 4, size=1),
                                           "1x1", "4x4")),
     Case("(N, 1) points", "vague",

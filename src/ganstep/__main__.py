@@ -1,7 +1,5 @@
 """``python -m ganstep`` works like the ``ganstep`` command."""
 
-import sys
+from .cli import run
 
-from .cli import main
-
-sys.exit(main())
+run()

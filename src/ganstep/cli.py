@@ -495,5 +495,16 @@ def _one_line(e: BaseException) -> str:
     return "; ".join(lines) or type(e).__name__
 
 
+def run(argv: list[str] | None = None) -> None:
+    """The ``ganstep`` command: :func:`main`, then exit with its status. Once the command
+    is done, Ctrl-C is ignored: a second one pressed while the process exits would
+    otherwise interrupt the exit handlers (``Exception ignored in atexit callback``)."""
+    code = main(argv)
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    sys.exit(code)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    run()

@@ -5,6 +5,7 @@ once and cached."""
 from __future__ import annotations
 
 import json
+import os
 import sys
 from collections.abc import Callable
 
@@ -14,11 +15,28 @@ from torch import Tensor, nn
 from . import checkpoint
 from .config import Config
 from .data import Dataset, load_dataset
-from .data.idx import cache_dir
+from .data.idx import DataError, cache_dir
 from .metrics import FeatureExtractor, class_accuracy, fid, kid, toy_metrics, train_classifier
 from .metrics import classes as classes_metric
 from .metrics import stacked as stacked_metric
 from .metrics.stacked import stacked_metrics
+
+
+def check_metric_memory(data: Dataset) -> None:
+    """Refuse images too large for the metric network to train on in this machine's
+    memory (it trains at the images' size, 128 at a time), before it tries: two
+    10000x10000 pictures asked torch for 25.6 GB and failed with that number alone."""
+    _, channels, h, w = data.train.shape
+    need = 128 * 32 * h * w * 4 * 3  # its first layer's activations, kept and their grads
+    memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    if need > memory // 2:
+        side = int((memory // 2 / (128 * 32 * 4 * 3)) ** 0.5)
+        raise DataError(
+            f"{data.name}: images of {h}x{w} pixels; ganstep's metric network trains at the "
+            f"images' size and would need about {need / 2**30:,.0f} GiB there (this machine "
+            f"has {memory / 2**30:.0f} GiB). Resize them to at most about {side}x{side} "
+            "first (the models train at 64x64 at most)"
+        )
 
 
 class Evaluator:
@@ -32,6 +50,7 @@ class Evaluator:
         if data.modes is not None:
             return
         if data.kind == "images":
+            check_metric_memory(data)
             self.extractor = cached_extractor(data, cfg.feature_steps)
             self.embed = self.extractor.features
         else:
