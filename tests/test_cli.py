@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 import signal
 import subprocess
@@ -114,7 +115,8 @@ def test_sigkill_then_resume_from_last_complete_checkpoint(tmp_path, cache):
     proc.send_signal(signal.SIGKILL)
     proc.wait()
     assert proc.returncode == -signal.SIGKILL
-    (ckpts / ".tmp-ganstep-half1234.pt").write_bytes(b"\x80\x02garbage")  # a kill mid-write
+    tag = json.loads((run / "run.lock").read_text())["writes"]  # the killed run's record
+    (ckpts / f".tmp-ganstep-{tag}-half1234.pt").write_bytes(b"\x80\x02garbage")  # mid-write
     last = int(sorted(ckpts.glob("step_*.pt"))[-1].stem.split("_")[1])
     target = last + 5
     resumed = ganstep("train", "--resume", "--steps", target, "--out", run, cache=cache)

@@ -311,7 +311,8 @@ def test_a_symlink_inside_a_run_folder_is_refused_before_anything_is_written(cli
 
 def test_a_users_temporary_looking_file_is_neither_exempt_nor_deleted(cli, run, tmp_path):
     """Before: any .tmp-* name was skipped by the emptiness check, then deleted by the
-    cleanup of partial writes. Only ganstep's own temporary names are cleaned up."""
+    cleanup of partial writes. Now only the temporary files of the run whose writer tag
+    the lock file recorded are cleaned up."""
     fresh = tmp_path / "fresh"
     (fresh / "checkpoints").mkdir(parents=True)
     (fresh / "checkpoints" / ".tmp-thesis.tex").write_text("chapter 1")
@@ -319,11 +320,16 @@ def test_a_users_temporary_looking_file_is_neither_exempt_nor_deleted(cli, run, 
     assert code == 1 and "checkpoints/.tmp-thesis.tex" in err
     assert (fresh / "checkpoints" / ".tmp-thesis.tex").read_text() == "chapter 1"
     (run / "checkpoints" / ".tmp-thesis.tex").write_text("chapter 2")
-    (run / ".tmp-ganstep-zz99aa11.jsonl").write_text("half a rewrite")  # a killed rewrite
+    # a run killed mid-rewrite: its lock still names it and the tag of its writes
+    holder = {"pid": 1, "host": "gone", "since": "then", "writes": "0123abcd"}
+    (run / "run.lock").write_text(json.dumps(holder))
+    (run / ".tmp-ganstep-0123abcd-zz99aa11.jsonl").write_text("half a rewrite")
+    (run / ".tmp-ganstep-zz99aa11.jsonl").write_text("a name like ganstep's, not its record")
     code, _, err = cli("train", "--resume", "--steps", 6, "--out", run, "--no-progress")
     assert code == 0, err
     assert (run / "checkpoints" / ".tmp-thesis.tex").read_text() == "chapter 2"
-    assert not (run / ".tmp-ganstep-zz99aa11.jsonl").exists()
+    assert not (run / ".tmp-ganstep-0123abcd-zz99aa11.jsonl").exists()
+    assert (run / ".tmp-ganstep-zz99aa11.jsonl").exists()  # not recorded: not removed
 
 
 @pytest.mark.parametrize("kind", ["file", "link"])

@@ -32,11 +32,14 @@ from .errors import GanstepWarning
 # step_00001234.pt: eight digits at least, more past step 99,999,999 (steps may reach
 # 10**12), so that every allowed step count is found and sorted by its number.
 PATTERN = re.compile(r"^step_(\d{8,})\.pt$")
-# The temporary files of ganstep's atomic writes: this prefix, mkstemp's eight random
-# characters and the written file's suffix. A file of the user's beside them is never
-# taken for one (a ".tmp-thesis.tex" is not).
+# The temporary files of ganstep's atomic writes: this prefix, the writing run's tag
+# (recorded in its run.lock; see set_writer_tag), mkstemp's eight random characters
+# and the written file's suffix. A file of the user's is never taken for one (a
+# ".tmp-thesis.tex" is not), and a run's cleanup removes only the temporary files of
+# the run whose tag it found recorded.
 TEMPORARY = ".tmp-ganstep-"
-_TEMPORARY_NAME = re.compile(r"^\.tmp-ganstep-[a-z0-9_]{8}(\.[a-z]+)?$")
+_TEMPORARY_NAME = re.compile(r"^\.tmp-ganstep-(?:([0-9a-f]{8})-)?[a-z0-9_]{8}(\.[a-z]+)?$")
+_writer_tag = ""
 # Everything a checkpoint may hold besides tensors and containers. torch's weights-only
 # unpickler allows these (and tensors) without any global added by us.
 PLAIN = (bool, int, float, str, type(None))
@@ -74,7 +77,8 @@ def atomic_write(path: Path, write: Callable[[BinaryIO], object]) -> None:
     """``write(file)`` to a temporary file beside ``path``, fsync, then rename over it:
     a reader (or a crash) sees the old file or the whole new one, never a part."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=TEMPORARY, suffix=path.suffix)
+    prefix = TEMPORARY + (f"{_writer_tag}-" if _writer_tag else "")
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=prefix, suffix=path.suffix)
     try:
         os.fchmod(fd, 0o666 & ~_umask())  # as open() would: mkstemp's 0600 survives the rename
         with os.fdopen(fd, "wb") as f:
@@ -101,9 +105,21 @@ def _umask() -> int:
     return mask
 
 
-def is_temporary(name: str) -> bool:
-    """Whether ``name`` is one of ganstep's temporary files (see :data:`TEMPORARY`)."""
-    return bool(_TEMPORARY_NAME.match(name))
+def set_writer_tag(tag: str) -> None:
+    """Name this process's temporary files with ``tag`` (8 hex digits; "" for none): a
+    run records its tag in its lock file, so that the next run in the folder knows which
+    leftovers were written by it."""
+    global _writer_tag
+    if tag and not re.fullmatch(r"[0-9a-f]{8}", tag):
+        raise ValueError(f"a writer tag is 8 hex digits, got {tag!r}")
+    _writer_tag = tag
+
+
+def is_temporary(name: str, tag: str | None = None) -> bool:
+    """Whether ``name`` is one of ganstep's temporary files (see :data:`TEMPORARY`), and
+    with ``tag``, one written under that tag."""
+    found = _TEMPORARY_NAME.match(name)
+    return bool(found) and (tag is None or found.group(1) == tag)
 
 
 def append_text(path: Path, text: str) -> None:
@@ -181,14 +197,15 @@ def save(folder: Path, step: int, state: dict, keep: int) -> Path:
     return final
 
 
-def remove_partial(folder: Path) -> list[Path]:
-    """Delete the temporary files of writes that were killed; return them.
+def remove_partial(folder: Path, tag: str) -> list[Path]:
+    """Delete the temporary files of killed writes of the run whose writer tag is ``tag``
+    (the one its lock file recorded); return them.
 
     Call it only while holding the run folder's lock: no write can be in progress then.
     """
-    if not folder.is_dir() or folder.is_symlink():
+    if not tag or not folder.is_dir() or folder.is_symlink():
         return []
-    leftovers = [p for p in folder.iterdir() if is_temporary(p.name) and p.is_file()
+    leftovers = [p for p in folder.iterdir() if is_temporary(p.name, tag) and p.is_file()
                  and not p.is_symlink()]  # fmt: skip
     for p in leftovers:
         p.unlink(missing_ok=True)

@@ -14,8 +14,9 @@ A run folder holds ganstep's files only, and ganstep touches only files it made:
 fresh run refuses a folder holding any other file, a symbolic link anywhere in a run
 folder is refused (ganstep would write through it), ``run.lock`` is created
 exclusively and a ``run.lock`` that is not ganstep's is refused untouched, and the
-only files ever deleted are ganstep's temporary files and, when a run stopped before
-its first checkpoint, that attempt's own files (:func:`stale_attempt`).
+only files ever deleted are the temporary files of the run whose writer tag the lock
+file recorded (its killed writes) and, when a run stopped before its first
+checkpoint, that attempt's own files (:func:`stale_attempt`).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ import fcntl
 import json
 import os
 import re
+import secrets
 import socket
 import tempfile
 import time
@@ -137,6 +139,9 @@ class RunLock:
                 "at a time; wait for it to end or stop it, or choose another --out"
             ) from None
         previous = os.pread(fd, 4096, 0).decode(errors="replace")
+        # the writer tag of the run that left the folder: its temporary files are ours
+        # to remove (see checkpoint.remove_partial)
+        self.previous_tag = (_holder(previous) or {}).get("writes", "")
         if previous.strip():
             warnings.warn(
                 f"{self.path}: took over the lock left by {_describe(previous)}, which has ended",
@@ -144,7 +149,10 @@ class RunLock:
                 stacklevel=2,
             )
         since = time.strftime("%Y-%m-%d %H:%M:%S")
-        holder = json.dumps({"pid": os.getpid(), "host": socket.gethostname(), "since": since})
+        tag = secrets.token_hex(4)
+        checkpoint.set_writer_tag(tag)
+        holder = json.dumps({"pid": os.getpid(), "host": socket.gethostname(), "since": since,
+                             "writes": tag})  # fmt: skip
         os.ftruncate(fd, 0)
         os.pwrite(fd, holder.encode() + b"\n", 0)
         self.fd = fd
@@ -153,6 +161,7 @@ class RunLock:
     def __exit__(self, *exc) -> None:
         if self.fd is None:
             return
+        checkpoint.set_writer_tag("")
         try:
             os.ftruncate(self.fd, 0)  # an empty lock file: nobody to take over from
             if self.created and [p.name for p in self.folder.iterdir()] == [LOCK_NAME]:

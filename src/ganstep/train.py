@@ -86,10 +86,10 @@ def _train(cfg: Config, device: torch.device, resume: bool, progress: bool) -> d
     out = Path(cfg.out)
     writer = data_parallel.rank() == 0
     with contextlib.ExitStack() as held:
-        refused, afresh = None, False
+        refused, afresh, leftovers = None, False, ""
         if writer:
             try:
-                afresh = _take_folder(out, resume, held)
+                afresh, leftovers = _take_folder(out, resume, held)
             except (ValueError, RuntimeError, FileExistsError) as e:
                 refused = e
         # every process leaves together if rank 0 could not take the folder
@@ -100,24 +100,25 @@ def _train(cfg: Config, device: torch.device, resume: bool, progress: bool) -> d
             raise refused
         if data_parallel.world_size() > 1:  # rank 0's finding, for every process
             afresh = _any_process(afresh, device)
-        return _run(cfg, device, resume and not afresh, progress, writer)
+        return _run(cfg, device, resume and not afresh, progress, writer, leftovers)
 
 
-def _take_folder(out: Path, resume: bool, held: contextlib.ExitStack) -> bool:
+def _take_folder(out: Path, resume: bool, held: contextlib.ExitStack) -> tuple[bool, str]:
     """Rank 0: refuse a folder that is not ganstep's before writing anything into it,
     take its lock, and clear an attempt that stopped before its first checkpoint.
-    Return whether the run starts afresh because of that."""
+    Return whether the run starts afresh because of that, and the writer tag of the run
+    that left the folder (whose temporary files are leftovers)."""
     stale = None
     if out.is_dir() and folder.lock_holder(out) is None:  # a held lock: RunLock says whose
         folder.check_folder(out)
         stale = folder.stale_attempt(out)
         if not resume and stale is None:
             folder.refuse_existing_run(out)
-    held.enter_context(RunLock(out))
+    lock = held.enter_context(RunLock(out))
     if stale is None:
-        return False
+        return False, lock.previous_tag
     folder.clear_stale_attempt(out, stale, resume)
-    return True
+    return True, lock.previous_tag
 
 
 class LossTally:
@@ -200,8 +201,9 @@ class _Run:
         self.board.scalars("Progress", progress, done)
 
 
-def _run(cfg: Config, device: torch.device, resume: bool, progress: bool, writer: bool) -> dict:
-    run = _setup(cfg, device, resume, writer)
+def _run(cfg: Config, device: torch.device, resume: bool, progress: bool, writer: bool,
+         leftovers: str = "") -> dict:  # fmt: skip
+    run = _setup(cfg, device, resume, writer, leftovers)
     try:
         record = _loop(run, device, progress)
     finally:
@@ -230,13 +232,13 @@ def _warn_lr_jump(cfg: Config, state: dict) -> None:
     )
 
 
-def _setup(cfg: Config, device: torch.device, resume: bool, writer: bool) -> _Run:
+def _setup(cfg: Config, device: torch.device, resume: bool, writer: bool, leftovers: str) -> _Run:
     """Data, the resolved config, models and optimizers, and the state to resume from.
     In a data parallel run every process trains; only rank 0 evaluates and writes."""
     out = Path(cfg.out)
-    if writer:  # the lock is ours: a temporary file there is a killed write's leftover
+    if writer:  # the lock is ours: the last holder's temporary files are killed writes'
         for place in (out, out / "checkpoints", out / "samples"):
-            checkpoint.remove_partial(place)
+            checkpoint.remove_partial(place, leftovers)
     data = load_dataset(cfg.data, cfg.data_dir)
     cfg = cfg.resolved(data)
     cfg.validate()
