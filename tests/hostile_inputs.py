@@ -325,6 +325,14 @@ def run_lock_symlink(tmp: Path, timeout: float) -> Outcome:
     return kept(clear_error(proc, "symbolic link"), {target: "keep me"})
 
 
+def run_lock_folder(tmp: Path, timeout: float) -> Outcome:
+    """run.lock a folder (empty)."""
+    out = tmp / "run"
+    (out / "run.lock").mkdir(parents=True)
+    return clear_error(ganstep(tmp, "train", "--out", out, *TINY, timeout=timeout),
+                       "run.lock is a folder")  # fmt: skip
+
+
 def stopped_before_first_checkpoint(tmp: Path, timeout: float) -> Outcome:
     """A run killed before its first checkpoint (its checkpoints gone, a temporary file
     left), then the same command, then --resume: both must start it afresh."""
@@ -751,6 +759,7 @@ CASES = [
     Case("a user's .tmp-thesis.tex in checkpoints/", "lost", users_tmp_file),
     Case("a user's run.lock beside another file", "lost", users_run_lock),
     Case("run.lock a symlink to a user's file", "lost", run_lock_symlink),
+    Case("run.lock a folder", "vague", run_lock_folder),
     Case("killed before the first checkpoint, rerun", "stuck", stopped_before_first_checkpoint,
          in_suite=False),
     Case("checkpoint of step 100,000,000", "silent", nine_digit_checkpoints),
