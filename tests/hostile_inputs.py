@@ -286,33 +286,32 @@ def symlinked_samples(tmp: Path, timeout: float) -> Outcome:
     mine.mkdir()
     out.mkdir()
     (out / "samples").symlink_to(mine, target_is_directory=True)
-    files = {mine / "step_00000002.png": "my picture"}
+    return train_beside(tmp, out, {mine / "step_00000002.png": "my picture"}, "symbolic link",
+                        timeout=timeout)  # fmt: skip
+
+
+def train_beside(tmp: Path, out: Path, files: dict[Path, str], *words: str, timeout: float):
+    """Write the user's ``files``, train into ``out``: a clear error naming ``words``, and
+    every one of those files as it was."""
     for path, text in files.items():
+        path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text)
     proc = ganstep(tmp, "train", "--out", out, *TINY, timeout=timeout)
-    return kept(clear_error(proc, "symbolic link"), files)
+    return kept(clear_error(proc, *words), files)
 
 
 def users_tmp_file(tmp: Path, timeout: float) -> Outcome:
     """checkpoints/.tmp-thesis.tex of the user's in a fresh --out."""
     out = tmp / "run"
-    (out / "checkpoints").mkdir(parents=True)
-    files = {out / "checkpoints" / ".tmp-thesis.tex": "chapter 1"}
-    for path, text in files.items():
-        path.write_text(text)
-    proc = ganstep(tmp, "train", "--out", out, *TINY, timeout=timeout)
-    return kept(clear_error(proc, ".tmp-thesis.tex"), files)
+    return train_beside(tmp, out, {out / "checkpoints" / ".tmp-thesis.tex": "chapter 1"},
+                        ".tmp-thesis.tex", timeout=timeout)  # fmt: skip
 
 
 def users_run_lock(tmp: Path, timeout: float) -> Outcome:
     """A run.lock of the user's beside another file of theirs."""
     out = tmp / "run"
-    out.mkdir()
     files = {out / "run.lock": "my lock notes", out / "notes.txt": "mine"}
-    for path, text in files.items():
-        path.write_text(text)
-    proc = ganstep(tmp, "train", "--out", out, *TINY, timeout=timeout)
-    return kept(clear_error(proc, "run.lock"), files)
+    return train_beside(tmp, out, files, "run.lock", timeout=timeout)
 
 
 def run_lock_symlink(tmp: Path, timeout: float) -> Outcome:
@@ -450,20 +449,27 @@ def nul_in_out(tmp: Path, timeout: float) -> Outcome:
     return clear_error(ganstep(tmp, "train", "--config", config, *TINY, timeout=timeout), "NUL")
 
 
+def audit_source(tmp: Path, source: str, timeout: float) -> subprocess.CompletedProcess:
+    """``ganstep audit`` of a script whose ``source`` is given here."""
+    script = tmp / "loop.py"
+    script.write_text(textwrap.dedent(source))
+    return ganstep(tmp, "audit", script, timeout=timeout)
+
+
 def never_backward(tmp: Path, timeout: float) -> Outcome:
     """A loop that steps both optimizers and never calls backward."""
-    script = tmp / "loop.py"
-    script.write_text(
-        textwrap.dedent("""
+    proc = audit_source(
+        tmp,
+        """
         import torch
         G, D = torch.nn.Linear(2, 2), torch.nn.Linear(2, 1)
         og, od = torch.optim.SGD(G.parameters(), 0.1), torch.optim.SGD(D.parameters(), 0.1)
         for _ in range(10):
             od.zero_grad(); loss_d = D(G(torch.randn(4, 2))).mean(); od.step()
             og.zero_grad(); loss_g = -D(G(torch.randn(4, 2))).mean(); og.step()
-    """)
+    """,
+        timeout,
     )
-    proc = ganstep(tmp, "audit", script, timeout=timeout)
     if "no backward call ran" not in proc.stdout:
         return Outcome(False, f"exit {proc.returncode}: {proc.stdout[-200:]}")
     return Outcome(True, "the report says no backward call ran")
@@ -488,9 +494,9 @@ def function_with_argument(tmp: Path, timeout: float) -> Outcome:
 
 def loop_in_a_thread(tmp: Path, timeout: float) -> Outcome:
     """The training loop in a threading.Thread the main thread joins."""
-    script = tmp / "threaded.py"
-    script.write_text(
-        textwrap.dedent("""
+    proc = audit_source(
+        tmp,
+        """
         import threading
         import torch
         G, D = torch.nn.Linear(8, 16), torch.nn.Linear(16, 1)
@@ -508,9 +514,9 @@ def loop_in_a_thread(tmp: Path, timeout: float) -> Outcome:
         t = threading.Thread(target=train)
         t.start()
         t.join()
-    """)
+    """,
+        timeout,
     )
-    proc = ganstep(tmp, "audit", script, timeout=timeout)
     if proc.returncode != 0 or "Traceback" in proc.stderr or "caught the audit" in proc.stderr:
         return Outcome(False, f"exit {proc.returncode}: {proc.stderr.strip()[-200:]}")
     if "update order: d_first" not in proc.stdout or "FLOPs per iteration: 0 GFLOP" in proc.stdout:
