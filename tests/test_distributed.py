@@ -72,6 +72,27 @@ def test_distributed_without_a_process_group_is_refused():
              distributed=True)  # fmt: skip
 
 
+def test_a_step_not_told_distributed_refuses_a_process_group_of_several(monkeypatch):
+    """As a plain Step in a LightningModule under Lightning's DDP strategy finds itself:
+    each process would train alone. Said either way, it trains."""
+    from ganstep import distributed as data_parallel
+
+    monkeypatch.setattr(data_parallel, "active", lambda: True)
+    monkeypatch.setattr(data_parallel, "world_size", lambda: 2)
+
+    def step(**said):
+        G, D = MLP(2, 2, (4,)), MLP(2, 1, (4,))
+        opts = torch.optim.SGD(G.parameters(), 0.1), torch.optim.SGD(D.parameters(), 0.1)
+        return Step(G, D, *opts, objective="ns", schedule="d_first",
+                    latent=lambda n: torch.randn(n, 2), **said)  # fmt: skip
+
+    unsaid = step()
+    with pytest.raises(ValueError, match=r"2 processes.*distributed=True.*GANModule"):
+        unsaid(torch.randn(4, 2))
+    assert all(p.grad is None for p in unsaid._models[0].parameters())  # nothing trained
+    assert set(step(distributed=False)(torch.randn(4, 2))) >= {"loss_d", "loss_g"}
+
+
 @pytest.mark.parametrize(
     ("schedule", "want"),
     [

@@ -9,13 +9,15 @@ from __future__ import annotations
 import pytest
 import torch
 
-pytest.importorskip("lightning")
-from helpers.integration import BATCH, N, plain_step  # noqa: E402
+L = pytest.importorskip("lightning")
+from helpers import ddp_reference  # noqa: E402
+from helpers.integration import BATCH, N, Z, data, models, optimizers, plain_step  # noqa: E402
 from helpers.lightning_gan import TinyGAN, loader, trainer  # noqa: E402
 from lightning.pytorch.callbacks import ModelCheckpoint  # noqa: E402
+from torch.utils.data import TensorDataset  # noqa: E402
 
-from ganstep import d_first  # noqa: E402
-from ganstep.lightning import GANStrategy  # noqa: E402
+from ganstep import Step, d_first  # noqa: E402
+from ganstep.lightning import GANStrategy, ResumableLoader  # noqa: E402
 
 CASES = [("d_first", 0.0), ("simultaneous", 0.0), ("d_first", 1.0)]  # 1.0: with R1
 
@@ -104,7 +106,219 @@ def test_losses_at_gan_iterations_and_a_fixed_z_grid_each_epoch_reach_tensorboar
     acc = EventAccumulator(str(tmp_path / "tb" / "version_0"))
     acc.Reload()
     per_epoch = N // BATCH // 2
-    assert [e.step for e in acc.Scalars("loss_d")] == list(range(2 * per_epoch))
+    # iteration t (after t updates), as `ganstep train` and the sample grids count
+    assert [e.step for e in acc.Scalars("loss_d")] == list(range(1, 2 * per_epoch + 1))
     grids = acc.Images("samples")
     assert [g.step for g in grids] == [per_epoch, 2 * per_epoch]
     assert grids[0].width == grids[0].height == 2 + 8 * 6  # 64 samples, 8 x 8, 2-pixel gaps
+
+
+def test_lazy_r1s_penalty_reaches_the_logger_at_log_steps_it_did_not_run_at(tmp_path):
+    from lightning.pytorch.loggers import CSVLogger
+
+    from ganstep.objectives import NS
+
+    model = TinyGAN("d_first")
+    model.extra = {"objective": NS(r1=1.0, r1_every=3)}  # gp at iterations 1, 4, 7, ...
+    logger = CSVLogger(tmp_path, name="csv", version=0)
+    trainer(tmp_path, max_epochs=3, logger=logger, log_every_n_steps=5).fit(model, loader())
+    logger.finalize("success")
+    rows = (tmp_path / "csv" / "version_0" / "metrics.csv").read_text().splitlines()
+    header = rows[0].split(",")
+    logged = [dict(zip(header, r.split(","), strict=True)) for r in rows[1:]]
+    assert [int(r["step"]) for r in logged] == [5, 10, 12]  # 12: the last iteration
+    assert all(r["gp"] for r in logged)  # its latest value, at every log step
+
+
+def resumable_loader(batch: int = BATCH, seed: int = 5) -> ResumableLoader:
+    return ResumableLoader(TensorDataset(data()), batch_size=batch, shuffle=True, seed=seed)
+
+
+def as_lightnings_sampler() -> ResumableLoader:
+    """Seed 0: the order of the DistributedSampler Lightning (and the DDP loop) use."""
+    return resumable_loader(seed=0)
+
+
+def gan(k: int, out=None) -> TinyGAN:
+    model = TinyGAN("d_first", r1=1.0, dropout=True, out=out)  # Dropout: the global stream
+    model.extra = {"schedule": d_first(d_steps=k)}
+    return model
+
+
+def assert_same_checkpoints(a: dict, b: dict) -> None:
+    """Every tensor and number of the two checkpoints' models, optimizers, Steps, random
+    streams and loader positions."""
+
+    def same(x, y, where):
+        assert type(x) is type(y), where
+        if isinstance(x, torch.Tensor):
+            assert torch.equal(x, y), where
+        elif isinstance(x, dict):
+            assert x.keys() == y.keys(), where
+            for key in x:
+                same(x[key], y[key], f"{where}.{key}")
+        elif isinstance(x, list | tuple):
+            assert len(x) == len(y), where
+            for i, (u, v) in enumerate(zip(x, y, strict=True)):
+                same(u, v, f"{where}[{i}]")
+        else:
+            assert x == y, where
+
+    # not "epoch": Lightning counts an epoch that max_steps cut short as done when the fit
+    # stops, which a resumed fit with nothing left to do does not (either continues it)
+    for key in ("state_dict", "optimizer_states", "ganstep", "global_step"):
+        same(a[key], b[key], key)
+    same(a["loops"]["fit_loop"]["state_dict"], b["loops"]["fit_loop"]["state_dict"], "loader")
+
+
+@pytest.mark.parametrize("k, batch", [(1, BATCH), (2, 5)])  # 5: an epoch of 5 batches
+def test_resume_from_any_checkpoint_mid_epoch_or_not_equals_the_uninterrupted_fit(
+    tmp_path, k, batch
+):
+    limits = {"max_steps": 7, "max_epochs": -1}
+    every_step = ModelCheckpoint(dirpath=tmp_path / "step", every_n_train_steps=1,
+                                 save_top_k=-1, filename="{step}")  # fmt: skip
+    every_epoch = ModelCheckpoint(dirpath=tmp_path / "epoch", save_top_k=-1,
+                                  filename="{epoch}-{step}")  # fmt: skip
+    straight = trainer(tmp_path / "a", callbacks=[every_step, every_epoch],
+                       enable_checkpointing=True, **limits)  # fmt: skip
+    straight.fit(gan(k), resumable_loader(batch))
+    straight.save_checkpoint(tmp_path / "straight.ckpt")
+    expected = torch.load(tmp_path / "straight.ckpt", weights_only=False)
+    paths = sorted((tmp_path / "step").iterdir()) + sorted((tmp_path / "epoch").iterdir())
+    assert len(paths) > 7  # every iteration's, and every epoch's end
+    for path in paths:
+        resumed = trainer(tmp_path / "b", **limits)
+        resumed.fit(gan(k), resumable_loader(batch), ckpt_path=path)
+        resumed.save_checkpoint(tmp_path / "resumed.ckpt")
+        assert_same_checkpoints(torch.load(tmp_path / "resumed.ckpt", weights_only=False),
+                                expected)  # fmt: skip
+
+
+@pytest.mark.parametrize("stop", [1, 2, 3, 4])  # 4 batches an epoch: 4 ends one
+def test_save_checkpoint_after_fit_then_resume_equals_the_uninterrupted_fit(tmp_path, stop):
+    straight = trainer(tmp_path / "a", max_steps=6, max_epochs=-1)
+    straight.fit(gan(1), resumable_loader())
+    straight.save_checkpoint(tmp_path / "straight.ckpt")
+    first = trainer(tmp_path / "b", max_steps=stop, max_epochs=-1)
+    first.fit(gan(1), resumable_loader())
+    first.save_checkpoint(tmp_path / "first.ckpt")
+    resumed = trainer(tmp_path / "c", max_steps=6, max_epochs=-1)
+    resumed.fit(gan(1), resumable_loader(), ckpt_path=tmp_path / "first.ckpt")
+    resumed.save_checkpoint(tmp_path / "resumed.ckpt")
+    assert_same_checkpoints(torch.load(tmp_path / "resumed.ckpt", weights_only=False),
+                            torch.load(tmp_path / "straight.ckpt", weights_only=False))  # fmt: skip
+
+
+def test_a_mid_epoch_resume_with_a_loader_that_cannot_continue_warns(tmp_path):
+    first = trainer(tmp_path / "a", max_steps=2, max_epochs=-1)
+    first.fit(TinyGAN("d_first"), loader())
+    first.save_checkpoint(tmp_path / "mid.ckpt")
+    with pytest.warns(UserWarning, match="after 2 of the epoch's 4 batches.*ResumableLoader"):
+        trainer(tmp_path / "b", max_steps=3, max_epochs=-1).fit(
+            TinyGAN("d_first"), loader(), ckpt_path=tmp_path / "mid.ckpt"
+        )
+
+
+def test_a_loader_position_saved_with_other_settings_is_refused():
+    state = resumable_loader().state_dict()
+    with pytest.raises(ValueError, match="batch_size 6 -> 5"):
+        resumable_loader(5).load_state_dict(state)
+
+
+def test_save_checkpoint_before_fit_says_there_is_nothing_to_save(tmp_path):
+    model = TinyGAN("d_first")
+    fit = trainer(tmp_path)
+    fit.strategy.connect(model)
+    with pytest.raises(ValueError, match="nothing to save yet"):
+        fit.save_checkpoint(tmp_path / "x.ckpt")
+
+
+def spawned(tmp_path, name: str, **kwargs):
+    return trainer(tmp_path / name, devices=2, strategy=GANStrategy(start_method="spawn"),
+                   **kwargs)  # fmt: skip
+
+
+def test_resume_after_a_spawned_fit_equals_the_uninterrupted_spawned_fit(tmp_path, monkeypatch):
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    (tmp_path / "straight").mkdir()
+    (tmp_path / "resumed").mkdir()
+    limits = {"max_steps": 5, "max_epochs": -1}
+    spawned(tmp_path, "a", **limits).fit(gan(1, tmp_path / "straight"), resumable_loader())
+    first = spawned(tmp_path, "b", max_steps=3, max_epochs=-1)  # 2 batches an epoch a rank
+    first.fit(gan(1), resumable_loader())
+    first.save_checkpoint(tmp_path / "first.ckpt")  # in the main process, which took no step
+    saved = torch.load(tmp_path / "first.ckpt", weights_only=False)
+    assert saved["global_step"] == 3 and len(saved["ganstep"]["rng_ranks"]) == 2
+    spawned(tmp_path, "c", **limits).fit(gan(1, tmp_path / "resumed"), resumable_loader(),
+                                         ckpt_path=tmp_path / "first.ckpt")  # fmt: skip
+    for rank in range(2):
+        ours = torch.load(tmp_path / "resumed" / f"rank{rank}.pt")
+        theirs = torch.load(tmp_path / "straight" / f"rank{rank}.pt")
+        for p, q in zip(ours, theirs, strict=True):
+            assert torch.equal(p, q)
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+# hinge, not ns: the DDP loop's BCEWithLogitsLoss and ganstep's softplus differ in the
+# last bit (1e-17 here) in one process too; hinge's and WGAN-GP's formulas are the same
+@pytest.mark.parametrize("objective, make_loader", [("hinge", as_lightnings_sampler),
+                                                    ("wgan_gp", loader)])  # fmt: skip
+def test_two_processes_with_dropout_in_d_equal_the_ddp_loop(
+    tmp_path, monkeypatch, objective, make_loader
+):
+    """Dropout masks and WGAN-GP's interpolation come from each process's own global
+    stream: the per-rank streams make them the DDP loop's, drawn the same way."""
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    (tmp_path / "ours").mkdir()
+    model = TinyGAN("d_first", batchnorm=False, dropout=True, out=str(tmp_path / "ours"))
+    model.extra = {"objective": objective}
+    spawned(tmp_path, "fit", max_epochs=2).fit(model, make_loader())
+    ranks = [torch.load(tmp_path / "ours" / f"rank{r}.pt") for r in range(2)]
+    expected = ddp_reference.run(tmp_path, objective, epochs=2, port=free_port())
+    for p, q, e in zip(*ranks, expected, strict=True):
+        assert torch.equal(p, q) and torch.equal(p, e)
+
+
+class NaiveGAN(L.LightningModule):
+    """A plain Step in the user's own LightningModule, under Lightning's DDP strategy."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.automatic_optimization = False
+        self.G, self.D = models(batchnorm=False)
+
+    def configure_optimizers(self):
+        return optimizers(self.G, self.D)
+
+    def on_fit_start(self) -> None:
+        opt_g, opt_d = self.optimizers(use_pl_optimizer=False)
+        self.plain = Step(self.G, self.D, opt_g, opt_d, objective="ns", schedule="d_first",
+                          latent=lambda n: torch.randn(n, Z, dtype=torch.float64))  # fmt: skip
+
+    def training_step(self, batch, batch_idx):
+        self.plain(batch[0])
+
+
+def test_a_plain_step_under_lightnings_ddp_strategy_is_refused_naming_the_way(
+    tmp_path, monkeypatch
+):
+    from torch.multiprocessing import ProcessRaisedException
+
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    naive = trainer(tmp_path, devices=2, strategy="ddp_spawn", max_steps=4)
+    with pytest.raises(ProcessRaisedException, match=r"distributed=True.*GANModule"):
+        naive.fit(NaiveGAN(), loader())
+
+
+def test_a_spawned_fit_refuses_the_trainers_settings_before_it_starts_a_process(tmp_path):
+    fit = spawned(tmp_path, "x", precision="bf16-true")
+    with pytest.raises(ValueError, match="16-bit numbers, with no float32 copy"):
+        fit.fit(TinyGAN("d_first"), loader())

@@ -99,16 +99,39 @@ class GradientAverager:
                 f"data parallel step: {missing} parameter(s) got no gradient in this phase; "
                 "every trainable parameter must take part in the loss on every process"
             )
-        by_dtype: dict[torch.dtype, list[Tensor]] = {}
-        for g in grads:
-            by_dtype.setdefault(g.dtype, []).append(g)
         world = dist.get_world_size()
-        for group in by_dtype.values():
+        for group in _by_dtype(grads).values():
             flat = _flatten_dense_tensors(group)
             dist.all_reduce(flat)
             flat.div_(world)
             for g, averaged in zip(group, _unflatten_dense_tensors(flat, group), strict=True):
                 g.copy_(averaged)
+
+
+def average_batchnorm_stats(*modules: nn.Module) -> None:
+    """Average BatchNorm's running means and variances across processes, in one
+    all-reduce. Each process's statistics follow its own batches; their average is the
+    running average of the global batch's means (and of the processes' variances), and
+    stays so however often it is taken, since the update is linear in them."""
+    stats = [t for m in modules for bn in m.modules()
+             if isinstance(bn, nn.modules.batchnorm._BatchNorm) and bn.track_running_stats
+             for t in (bn.running_mean, bn.running_var) if t is not None]  # fmt: skip
+    if not stats:
+        return
+    with torch.no_grad():
+        for group in _by_dtype(stats).values():
+            flat = _flatten_dense_tensors(group)
+            all_reduce_sum(flat)
+            flat.div_(dist.get_world_size())
+            for t, averaged in zip(group, _unflatten_dense_tensors(flat, group), strict=True):
+                t.copy_(averaged)
+
+
+def _by_dtype(tensors: list[Tensor]) -> dict[torch.dtype, list[Tensor]]:
+    groups: dict[torch.dtype, list[Tensor]] = {}
+    for t in tensors:
+        groups.setdefault(t.dtype, []).append(t)
+    return groups
 
 
 def all_reduce_sum(t: Tensor) -> None:

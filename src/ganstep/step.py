@@ -209,7 +209,8 @@ def _check_options(
             "fake_pool keeps fake samples without their conditions: it works with "
             "unconditional batches (condition=None)"
         )
-    flags = {"concat": concat, "distributed": distributed, "d_map": d_map,
+    said = False if distributed is None else distributed  # None: not said (see Step)
+    flags = {"concat": concat, "distributed": said, "d_map": d_map,
              "check_finite": check_finite, "d_conditional": d_conditional}  # fmt: skip
     for name, value in flags.items():
         flag(value, name, TypeError)
@@ -292,6 +293,11 @@ class Step:
             (initialised by the caller, e.g. under torchrun): G and D are broadcast from
             rank 0 now, and each phase averages the gradients of the module it steps
             across processes before stepping it. See :mod:`ganstep.distributed`.
+            ``False``: every process trains its own G and D. Left unsaid (``None``), a
+            Step that finds itself in a process group of more than one process at its
+            first call refuses to train (each process would train alone, unknowingly,
+            as under Lightning's DDP strategy, whose reducer does not see the Step's
+            backward passes).
         compile: ``True`` (or a backend name such as ``"inductor"``, ``"aot_eager"``)
             runs G's and D's forwards through ``torch.compile``; their parameters stay
             the user's. ``False`` (default) runs them eagerly.
@@ -390,7 +396,7 @@ class Step:
         condition: str | Callable[[int], Condition] | None = None,
         g_terms: Terms | None = None, d_terms: Terms | None = None,
         d_scale: Weight = 1.0, g_scale: Weight = 1.0, d_conditional: bool = True,
-        concat: bool = False, precision: str = "fp32", distributed: bool = False,
+        concat: bool = False, precision: str = "fp32", distributed: bool | None = None,
         compile: bool | str = False, check_finite: bool = False, accumulate: int = 1,
         d_order: str = "real_first", d_forwards: str = "auto",
         d_profile: DProfile | dict[str, bool] | None = None, d_map: bool = False,
@@ -416,7 +422,8 @@ class Step:
         _check_compile_fits(compile, self.objective, g_regularizer)
         device = next(G.parameters()).device
         self.precision = Precision(precision, device.type)
-        self.distributed = distributed
+        self.distributed = bool(distributed)
+        self._group_checked = distributed is not None
         self.game = Game(Side("G", _compiled(G, compile), opt_g, self.precision),
                          Side("D", _compiled(D, compile), opt_d, self.precision),
                          self.objective, latent, condition=condition, g_terms=g_terms,
@@ -443,6 +450,25 @@ class Step:
     def _parameter_ids(self) -> tuple:
         G, D = self._models[:2]
         return tuple(id(p) for p in G.parameters()), tuple(id(p) for p in D.parameters())
+
+    def _check_process_group(self) -> None:
+        """A Step not told ``distributed`` that runs in a process group of several
+        processes: each would train its own G and D while the caller believes they
+        train one (a plain Step in a LightningModule under Lightning's DDP strategy)."""
+        if self._group_checked:
+            return
+        self._group_checked = True
+        wrapped = any(isinstance(m, nn.parallel.DistributedDataParallel)
+                      for m in self._models[:2])  # fmt: skip
+        if data_parallel.active() and not wrapped:
+            raise ValueError(
+                f"this Step runs in a process group of {data_parallel.world_size()} "
+                "processes but was not told distributed=...: each process would train its "
+                "own G and D on its own batches. Give Step(distributed=True) to average "
+                "each phase's gradients across them (under Lightning: subclass "
+                "ganstep.lightning.GANModule, with strategy=GANStrategy()), or "
+                "distributed=False if every process is meant to train alone"
+            )
 
     def _check_same_parameters(self) -> None:
         """A parameter replaced after the Step was built (``G.fc = nn.Linear(...)``) is in
@@ -636,6 +662,7 @@ class Step:
         """Run one training iteration on ``real``; return the iteration's losses."""
         batches = self._batches(real)
         self._check_same_parameters()
+        self._check_process_group()
         self._know_d(batches[0])
         try:
             if self.game.check_finite:

@@ -14,11 +14,12 @@ from ganstep.objectives import NS
 Z, X, N, BATCH = 3, 2, 24, 6
 
 
-def models(batchnorm: bool):
+def models(batchnorm: bool, dropout: bool = False):
     torch.manual_seed(0)
     norm = nn.BatchNorm1d(8) if batchnorm else nn.Identity()
     G = nn.Sequential(nn.Linear(Z, 8), norm, nn.ReLU(), nn.Linear(8, X)).double()
-    D = nn.Sequential(nn.Linear(X, 8), nn.LeakyReLU(0.2), nn.Linear(8, 1)).double()
+    drop = nn.Dropout(0.3) if dropout else nn.Identity()
+    D = nn.Sequential(nn.Linear(X, 8), nn.LeakyReLU(0.2), drop, nn.Linear(8, 1)).double()
     return G, D
 
 

@@ -16,10 +16,13 @@ from .integration import BATCH, N, Z, data, models, optimizers, options
 
 
 class TinyGAN(GANModule):
+    """``dropout``: D with a Dropout(0.3), whose masks come from the global stream."""
+
     def __init__(self, schedule: str = "d_first", r1: float = 0.0, batchnorm: bool = True,
-                 out: str | None = None, **step_extra) -> None:  # fmt: skip
+                 out: str | None = None, dropout: bool = False,
+                 **step_extra) -> None:  # fmt: skip
         super().__init__(z_dim=Z, seed=0)
-        self.G, self.D = models(batchnorm)
+        self.G, self.D = models(batchnorm, dropout)
         self.schedule, self.r1, self.out, self.extra = schedule, r1, out, step_extra
 
     def configure_optimizers(self):
@@ -29,6 +32,7 @@ class TinyGAN(GANModule):
         return {**options(self.schedule, self.r1), **self.extra}
 
     def on_train_end(self) -> None:  # every process's parameters, for the test to compare
+        super().on_train_end()
         if self.out is not None:
             rank = self.trainer.global_rank
             torch.save([p.detach().clone() for p in self.parameters()],
