@@ -3,7 +3,11 @@ Hugging Face Accelerate, exact under data parallelism through ganstep.accelerate
 
     python examples/accelerate_dcgan.py --data-dir ../shared/data             # 1 process
     torchrun --nproc_per_node 2 examples/accelerate_dcgan.py --data-dir ../shared/data
-    accelerate launch --cpu --num_processes 2 examples/accelerate_dcgan.py --data-dir ../shared/data
+    accelerate launch --multi_gpu --num_processes 2 examples/accelerate_dcgan.py \
+        --data-dir ../shared/data
+
+(`--multi_gpu` is Accelerate's multi-process launcher, on CPU too; `--cpu` would start one
+process.)
 
 Each process draws its own z; the Step all-reduces each phase; rank 0 logs the losses
 to TensorBoard (accelerate_logs/) and saves the state at the end (accelerate_state/).

@@ -4,8 +4,11 @@ lightning.Trainer, exact under data parallelism through ganstep.lightning.
     python examples/lightning_dcgan.py --data-dir ../shared/data               # 1 process
     python examples/lightning_dcgan.py --data-dir ../shared/data --devices 2   # 2 CPU processes
 
-Losses and a fixed-z sample grid each epoch go to TensorBoard (lightning_logs/);
-checkpoints carry the Step's state (`--resume PATH` continues one exactly).
+Losses and a fixed-z sample grid each epoch go to TensorBoard (lightning_logs/). A
+checkpoint is written when the run ends (lightning_logs/version_N/checkpoints/); it
+carries the Step's state, every process's random streams and the loader's place in the
+epoch, so `--resume PATH --steps M` continues it exactly: 20 steps, then resumed to 40,
+end with the checkpoint of a straight 40 (tests/test_examples.py).
 """
 
 from __future__ import annotations
@@ -14,11 +17,11 @@ import argparse
 
 import lightning as L
 import torch
-from torch.utils.data import DataLoader, TensorDataset
+from torch.utils.data import TensorDataset
 
 from ganstep import d_first
 from ganstep.data import load_dataset
-from ganstep.lightning import GANModule, GANStrategy
+from ganstep.lightning import GANModule, GANStrategy, ResumableLoader
 from ganstep.models import build_models, image_size
 
 
@@ -48,8 +51,9 @@ def main() -> None:
     args = parser.parse_args()
     data = load_dataset(args.data, args.data_dir)
     data.fit(image_size(data.sample_shape))
-    loader = DataLoader(TensorDataset(data.train), batch_size=args.batch_size, shuffle=True,
-                        drop_last=True)  # fmt: skip
+    # each epoch's order from seed + epoch, and its place saved with the checkpoint
+    loader = ResumableLoader(TensorDataset(data.train), batch_size=args.batch_size,
+                             shuffle=True, drop_last=True, seed=0)  # fmt: skip
     strategy = GANStrategy(start_method="spawn") if args.devices > 1 else "auto"
     trainer = L.Trainer(accelerator="cpu", devices=args.devices, strategy=strategy,
                         max_steps=args.steps, log_every_n_steps=50)  # fmt: skip

@@ -28,3 +28,38 @@ def test_example_trains_and_writes_its_logs(tmp_path, name, needs):
         assert list(logs.rglob("*.ckpt")), "no checkpoint written"
     else:
         assert (tmp_path / "accelerate_state").is_dir()
+
+
+def test_lightning_example_resumed_from_20_to_40_equals_a_straight_40(tmp_path):
+    """Every tensor of the checkpoints' models, optimizers, Steps and random streams,
+    and the loader's place (digits at batch 16: mid-epoch at 20 and 40)."""
+    pytest.importorskip("lightning")
+    import torch
+
+    def run(folder: Path, steps: int, *resume: str) -> Path:
+        folder.mkdir(exist_ok=True)
+        cmd = [sys.executable, str(EXAMPLES / "lightning_dcgan.py"), "--data", "digits",
+               "--steps", str(steps), "--batch-size", "16", *resume]  # fmt: skip
+        done = subprocess.run(cmd, cwd=folder, capture_output=True, text=True, timeout=300,
+                              env=environment(folder))  # fmt: skip
+        assert done.returncode == 0, done.stderr[-2000:]
+        return max(folder.rglob(f"*step={steps}.ckpt"), key=lambda p: p.stat().st_mtime)
+
+    first = run(tmp_path / "resumed", 20)
+    resumed = torch.load(run(tmp_path / "resumed", 40, "--resume", str(first)),
+                         weights_only=False)  # fmt: skip
+    straight = torch.load(run(tmp_path / "straight", 40), weights_only=False)
+
+    def tensors(checkpoint: dict) -> dict:
+        out = {f"model.{k}": v for k, v in checkpoint["state_dict"].items()}
+        for i, opt in enumerate(checkpoint["optimizer_states"]):
+            for p, state in opt["state"].items():
+                out |= {f"opt{i}.{p}.{k}": torch.as_tensor(v) for k, v in state.items()}
+        rng = checkpoint["ganstep"]["rng_ranks"][0]
+        return out | {"rng.torch": rng["torch"], "rng.latent": rng["latent"]}
+
+    ours, theirs = tensors(resumed), tensors(straight)
+    assert ours.keys() == theirs.keys() and len(ours) > 30
+    assert [k for k in ours if not torch.equal(ours[k], theirs[k])] == []
+    assert resumed["ganstep"]["step"] == straight["ganstep"]["step"]
+    assert resumed["loops"]["fit_loop"]["state_dict"] == straight["loops"]["fit_loop"]["state_dict"]

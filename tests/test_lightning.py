@@ -247,6 +247,7 @@ def test_resume_after_a_spawned_fit_equals_the_uninterrupted_spawned_fit(tmp_pat
     spawned(tmp_path, "a", **limits).fit(gan(1, tmp_path / "straight"), resumable_loader())
     first = spawned(tmp_path, "b", max_steps=3, max_epochs=-1)  # 2 batches an epoch a rank
     first.fit(gan(1), resumable_loader())
+    assert first.global_step == 3  # in the main process too, as after a fit in it
     first.save_checkpoint(tmp_path / "first.ckpt")  # in the main process, which took no step
     saved = torch.load(tmp_path / "first.ckpt", weights_only=False)
     assert saved["global_step"] == 3 and len(saved["ganstep"]["rng_ranks"]) == 2

@@ -24,7 +24,7 @@ def test_readme_python_blocks_run():
     assert set(names["sg2_losses"]) == {"augment_p", "gp", "loss_d", "loss_g", "pl"}
     assert {"loss_g", "loss_d", "cycle_a", "idt_b"} <= set(names["cycle_losses"])
     # inside Lightning and Accelerate
-    assert names["gan"].trainer.global_step == names["gan"].iterations == 8
+    assert names["trainer"].global_step == names["trainer"].lightning_module.iterations == 8
     assert names["accelerated"].iteration == 8
 
 

@@ -112,11 +112,17 @@ class _GANLauncher(_MultiProcessingLauncher):
     def update_main_process_results(self, trainer: L.Trainer, extra: dict[str, Any]) -> None:
         super().update_main_process_results(trainer, extra)
         path = extra.get("ganstep_checkpoint")
-        if path is not None:
-            try:
-                trainer.lightning_module._final_checkpoint = torch.load(path, weights_only=False)
-            finally:
-                shutil.rmtree(os.path.dirname(path), ignore_errors=True)
+        if path is None:
+            return
+        try:
+            checkpoint = torch.load(path, weights_only=False)
+        finally:
+            shutil.rmtree(os.path.dirname(path), ignore_errors=True)
+        module = trainer.lightning_module
+        module._final_checkpoint = checkpoint
+        module.iterations = checkpoint["ganstep"]["iterations"]
+        # trainer.global_step and current_epoch in the main process, as after a fit in it
+        trainer.fit_loop.load_state_dict(checkpoint["loops"]["fit_loop"])
 
 
 def _refuse_what_the_step_does(trainer: L.Trainer) -> None:
