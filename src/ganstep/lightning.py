@@ -15,7 +15,10 @@ decides exactness:
   use instead, as are ``gradient_clip_val`` and any strategy that wraps G and D.
 - One ``training_step`` runs one GAN iteration on as many batches as it takes
   (``d_steps=k``: k): ``trainer.global_step`` and the step the loggers see count GAN
-  iterations.
+  iterations, and Lightning's place in the epoch counts batches.
+- Resume is exact from any checkpoint: the Step's state, every process's random
+  streams and, with a :class:`ResumableLoader`, the loader's place in the epoch travel
+  with it.
 
 Subclass :class:`GANModule`::
 
@@ -30,6 +33,7 @@ Subclass :class:`GANModule`::
         def step_options(self):
             return {"objective": "ns", "schedule": d_first()}
 
+    loader = ResumableLoader(dataset, batch_size=64, shuffle=True, drop_last=True)
     lightning.Trainer(strategy=GANStrategy(), devices=2, accelerator="cpu").fit(DCGAN(), loader)
 """
 

@@ -37,6 +37,8 @@ class TinyGAN(GANModule):
             rank = self.trainer.global_rank
             torch.save([p.detach().clone() for p in self.parameters()],
                        Path(self.out) / f"rank{rank}.pt")  # fmt: skip
+            torch.save({k: b.clone() for k, b in self.named_buffers()},
+                       Path(self.out) / f"buffers{rank}.pt")  # fmt: skip
 
 
 def loader() -> DataLoader:
