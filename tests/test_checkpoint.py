@@ -40,6 +40,15 @@ def run(tmp_path, cache) -> Path:
     return folder
 
 
+@pytest.fixture(scope="module")
+def straight(tmp_path_factory) -> Path:
+    """A run trained to 6 steps without a stop: what every resumed run must equal (one
+    for the module, the runs being alike)."""
+    folder = tmp_path_factory.mktemp("straight") / "run"
+    ganstep("train", "--steps", 6, "--out", folder, *COMMON, cache=folder.parent / "cache")
+    return folder
+
+
 def test_hostile_checkpoint_is_refused_and_its_code_never_runs(run, tmp_path, cache):
     marker = tmp_path / "code-ran"
     for old in ckpt.list_checkpoints(run / "checkpoints"):
@@ -75,15 +84,13 @@ def test_hostile_newest_checkpoint_falls_back_to_the_older_one(run, tmp_path, ca
     ids=["truncated", "empty", "random"],
 )
 def test_damaged_newest_checkpoint_is_named_and_resume_continues_exactly(
-    run, tmp_path, cache, damage
+    run, straight, tmp_path, cache, damage
 ):
     newest = run / "checkpoints" / "step_00000004.pt"
     damage(newest)
     proc = ganstep("train", "--resume", "--steps", 6, "--out", run, cache=cache)
     assert f"ganstep: warning: {newest}: damaged" in proc.stderr
     assert "using the older step_00000002.pt" in proc.stderr
-    straight = tmp_path / "straight"
-    ganstep("train", "--steps", 6, "--out", straight, *COMMON, cache=cache)
     assert_same_state(checkpoint(run), checkpoint(straight))  # resumed from step 2, exactly
 
 
@@ -155,7 +162,7 @@ def flip_a_bit(state):
     ids=["bit-flip", "nan-ema", "no-opt_g", "step-str", "config-str"],
 )  # fmt: skip
 def test_a_checkpoint_that_unpickles_but_cannot_be_trusted_falls_back(
-    run, tmp_path, cache, change, why
+    run, straight, tmp_path, cache, change, why
 ):
     newest = run / "checkpoints" / "step_00000004.pt"
     _rewrite(newest, change)
@@ -167,8 +174,6 @@ def test_a_checkpoint_that_unpickles_but_cannot_be_trusted_falls_back(
         and "using the older step_00000002" in proc.stderr
     )
     proc = ganstep("train", "--resume", "--steps", 6, "--out", run, cache=cache)
-    straight = tmp_path / "straight"
-    ganstep("train", "--steps", 6, "--out", straight, *COMMON, cache=cache)
     assert_same_state(checkpoint(run), checkpoint(straight))  # resumed from step 2, exactly
 
 

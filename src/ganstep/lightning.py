@@ -217,6 +217,7 @@ class GANModule(L.LightningModule):
         self._pending: dict[str, Tensor] = {}  # ... since the last log step
         self._saved: dict | None = None  # a checkpoint's part, until the Step is built
         self._final_checkpoint: dict | None = None  # rank 0's, after a spawned fit
+        self._resumed = False  # restored from a checkpoint, not yet checked (on_train_start)
 
     # -- what a subclass provides ----------------------------------------------------
 
@@ -397,7 +398,7 @@ class GANModule(L.LightningModule):
         """A fit resumed from a checkpoint written mid-epoch is exact only if the loader
         continues from there (Lightning's own warning counts optimizer steps, not
         batches, and misses d_steps=k)."""
-        if not getattr(self, "_resumed", False):
+        if not self._resumed:
             return
         self._resumed = False
         fit_loop = self.trainer.fit_loop
