@@ -10,7 +10,7 @@ import torch
 from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
 
-from ganstep.lightning import GANModule
+from ganstep.lightning import GANModule, ResumableLoader
 
 from .integration import BATCH, N, Z, data, models, optimizers, options
 
@@ -66,3 +66,12 @@ def image_loader() -> DataLoader:
     gen = torch.Generator().manual_seed(3)
     images = torch.rand(N, 1, 4, 4, generator=gen, dtype=torch.float64) * 2 - 1
     return DataLoader(TensorDataset(images), batch_size=BATCH, shuffle=False)
+
+
+def resumable_loader(batch: int = BATCH, seed: int = 5) -> ResumableLoader:
+    return ResumableLoader(TensorDataset(data()), batch_size=batch, shuffle=True, seed=seed)
+
+
+def as_lightnings_sampler() -> ResumableLoader:
+    """Seed 0: the order of the DistributedSampler Lightning (and the DDP loop) use."""
+    return resumable_loader(seed=0)
