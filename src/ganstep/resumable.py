@@ -131,12 +131,12 @@ class ResumableLoader(DataLoader):
             batches = super().__iter__()
         finally:
             self.generator = generator
-        try:
-            for batch in batches:
-                self._taken += 1
-                yield batch
-        finally:
+        for batch in batches:
+            # the sampler has been iterated by now: the next pass over it starts at 0
             sampler.start = 0
+            self._taken += 1
+            yield batch
+        sampler.start = 0
 
     def set_epoch(self, epoch: int) -> None:
         """Set the epoch whose order the next iteration follows."""
