@@ -99,13 +99,7 @@ class GradientAverager:
                 f"data parallel step: {missing} parameter(s) got no gradient in this phase; "
                 "every trainable parameter must take part in the loss on every process"
             )
-        world = dist.get_world_size()
-        for group in _by_dtype(grads).values():
-            flat = _flatten_dense_tensors(group)
-            dist.all_reduce(flat)
-            flat.div_(world)
-            for g, averaged in zip(group, _unflatten_dense_tensors(flat, group), strict=True):
-                g.copy_(averaged)
+        _average(grads)
 
 
 def average_batchnorm_stats(*modules: nn.Module) -> None:
@@ -116,22 +110,23 @@ def average_batchnorm_stats(*modules: nn.Module) -> None:
     stats = [t for m in modules for bn in m.modules()
              if isinstance(bn, nn.modules.batchnorm._BatchNorm) and bn.track_running_stats
              for t in (bn.running_mean, bn.running_var) if t is not None]  # fmt: skip
-    if not stats:
-        return
     with torch.no_grad():
-        for group in _by_dtype(stats).values():
-            flat = _flatten_dense_tensors(group)
-            all_reduce_sum(flat)
-            flat.div_(dist.get_world_size())
-            for t, averaged in zip(group, _unflatten_dense_tensors(flat, group), strict=True):
-                t.copy_(averaged)
+        _average(stats)
 
 
-def _by_dtype(tensors: list[Tensor]) -> dict[torch.dtype, list[Tensor]]:
+def _average(tensors: list[Tensor]) -> None:
+    """Replace each tensor by its mean across processes: one all-reduce per dtype, over
+    a flat buffer."""
     groups: dict[torch.dtype, list[Tensor]] = {}
     for t in tensors:
         groups.setdefault(t.dtype, []).append(t)
-    return groups
+    world = dist.get_world_size()
+    for group in groups.values():
+        flat = _flatten_dense_tensors(group)
+        all_reduce_sum(flat)
+        flat.div_(world)
+        for t, averaged in zip(group, _unflatten_dense_tensors(flat, group), strict=True):
+            t.copy_(averaged)
 
 
 def all_reduce_sum(t: Tensor) -> None:

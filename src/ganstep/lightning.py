@@ -119,7 +119,7 @@ class _GANLauncher(_MultiProcessingLauncher):
         if path is None:
             return
         try:
-            checkpoint = torch.load(path, weights_only=False)
+            checkpoint = torch.load(path, weights_only=True)
         finally:
             shutil.rmtree(os.path.dirname(path), ignore_errors=True)
         module = trainer.lightning_module
