@@ -20,9 +20,9 @@ import time
 import torch
 
 from ganstep import Step
-from ganstep.data import load_dataset
-from ganstep.models import MLP
-from ganstep.objectives import NS
+from ganstep.engine.objectives import NS
+from ganstep.trainer.data import load_dataset
+from ganstep.trainer.models import MLP
 
 
 class TwoForwardR1(NS):

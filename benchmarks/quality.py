@@ -16,7 +16,7 @@ import tempfile
 import time
 import tomllib
 
-from ganstep.train import Config, train
+from ganstep.trainer.train import Config, train
 
 
 def parse_overrides(items: list[str]) -> dict:

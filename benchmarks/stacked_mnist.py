@@ -24,10 +24,10 @@ import argparse
 
 from quality import parse_overrides, print_stats, run_seeds
 
-from ganstep.data import load_stacked_mnist
-from ganstep.metrics.stacked import SAMPLES
-from ganstep.models import build_models, image_size
-from ganstep.train import Config
+from ganstep.trainer.data import load_stacked_mnist
+from ganstep.trainer.metrics.stacked import SAMPLES
+from ganstep.trainer.models import build_models, image_size
+from ganstep.trainer.train import Config
 
 COMMON = {"data": "stacked-mnist", "model": "dcgan", "batch_size": 64, "steps": 20000,
           "eval_samples": SAMPLES, "ckpt_every": 10**9}  # fmt: skip

@@ -23,9 +23,9 @@ from torch.utils.data import DataLoader, TensorDataset
 
 from ganstep import d_first
 from ganstep.accelerate import log, prepare
-from ganstep.data import load_dataset
-from ganstep.distributed import SEED_STRIDE
-from ganstep.models import build_models, image_size
+from ganstep.engine.distributed import SEED_STRIDE
+from ganstep.trainer.data import load_dataset
+from ganstep.trainer.models import build_models, image_size
 
 
 def main() -> None:

@@ -20,9 +20,9 @@ import torch
 from torch.utils.data import TensorDataset
 
 from ganstep import d_first
-from ganstep.data import load_dataset
 from ganstep.lightning import GANModule, GANStrategy, ResumableLoader
-from ganstep.models import build_models, image_size
+from ganstep.trainer.data import load_dataset
+from ganstep.trainer.models import build_models, image_size
 
 
 class DCGAN(GANModule):

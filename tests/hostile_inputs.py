@@ -223,7 +223,7 @@ def opaque_alpha_loads(tmp: Path, timeout: float) -> Outcome:
         f"""
         from PIL import Image
         import numpy as np
-        from ganstep.data import load_dataset
+        from ganstep.trainer.data import load_dataset
         d = load_dataset({str(folder)!r})
         rgb = np.asarray(Image.open({str(folder / "000.png")!r}).convert("RGB"))
         got = ((d.train[0].numpy() + 1) / 2 * 255).round().transpose(1, 2, 0)
@@ -241,7 +241,7 @@ def huge_values_load(tmp: Path, timeout: float) -> Outcome:
     proc = python(
         tmp,
         f"""
-        from ganstep.data import load_dataset
+        from ganstep.trainer.data import load_dataset
         d = load_dataset({str(path)!r})
         x = d.train
         print("finite, in [-1, 1]" if x.isfinite().all() and x.abs().max() <= 1 + 1e-6
@@ -349,7 +349,7 @@ def stopped_before_first_checkpoint(tmp: Path, timeout: float) -> Outcome:
 
 def nine_digit_checkpoints(tmp: Path, timeout: float) -> Outcome:
     """Checkpoints of steps 99,999,999 and 100,000,000: the newer must be found last."""
-    from ganstep import checkpoint
+    from ganstep.trainer import checkpoint
 
     for step in (99_999_999, 100_000_000):
         checkpoint.path_for(tmp, step).write_bytes(b"")
@@ -561,7 +561,7 @@ def nan_ema_sample(tmp: Path, timeout: float) -> Outcome:
         tmp,
         f"""
         import torch
-        from ganstep import checkpoint
+        from ganstep.trainer import checkpoint
         path = {str(newest)!r}
         state = torch.load(path, weights_only=False)
         state.pop("checksum", None)
@@ -707,7 +707,7 @@ LIBRARY = """
 import torch
 from torch import nn
 from ganstep import Step, simultaneous
-from ganstep.objectives import NS
+from ganstep.engine.objectives import NS
 G, D = nn.Linear(2, 2), nn.Sequential(nn.Linear(2, 1))
 class IntD(nn.Module):
     def __init__(self):

@@ -13,8 +13,8 @@ from torch import nn
 from torch.testing import assert_close
 
 from ganstep import Step, d_first, g_first, simultaneous
-from ganstep.cuda_graph import check_capturable
-from ganstep.objectives import NS
+from ganstep.engine.cuda_graph import check_capturable
+from ganstep.engine.objectives import NS
 
 Z, X, N = 3, 4, 6
 SCHEDULES = {

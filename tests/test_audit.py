@@ -1,4 +1,4 @@
-"""ganstep.audit on the loops of the wild, on ganstep itself, and from the command line."""
+"""ganstep.tools.audit on the loops of the wild, on ganstep itself, and from the command line."""
 
 from __future__ import annotations
 
@@ -100,7 +100,7 @@ def test_retain_graph_loops_are_explained(loop, objective):
 
 
 def test_began_fast_loop_is_simultaneous():
-    from ganstep.models import BEGANDecoder, BEGANDiscriminator
+    from ganstep.trainer.models import BEGANDecoder, BEGANDiscriminator
 
     torch.manual_seed(0)
     G, D = BEGANDecoder(16, 8, 3, 32), BEGANDiscriminator(16, 8, 3, 32)

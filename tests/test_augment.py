@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from torch import nn
 
 from ganstep import Step, d_first, g_first, reference, simultaneous
-from ganstep.augment import (
+from ganstep.engine.augment import (
     Adaptive,
     DiffAugment,
     brightness,
@@ -22,7 +22,7 @@ from ganstep.augment import (
     saturation,
     translation,
 )
-from ganstep.objectives import NS
+from ganstep.engine.objectives import NS
 
 Z, N, SIDE = 3, 6, 8
 

@@ -102,7 +102,7 @@ def test_bench_refuses_bad_sizes_and_devices_in_one_line(args, message, capsys):
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
 def test_bench_cuda_graph_row():
-    from ganstep.bench import bench
+    from ganstep.tools.bench import bench
 
     rows = bench(("mlp",), ("ns",), reps=2, warmup=1, device="cuda", variants=("graph",))
     graph = next(r for r in rows if r.impl == "ganstep+graph")

@@ -11,8 +11,8 @@ import pytest
 import torch
 from helpers import TINY, assert_same_state, checkpoint, ganstep
 
-from ganstep import checkpoint as ckpt
-from ganstep.errors import GanstepWarning
+from ganstep.engine.errors import GanstepWarning
+from ganstep.trainer import checkpoint as ckpt
 
 
 class RunsAShellCommand:
@@ -192,7 +192,7 @@ def test_sample_refuses_a_checkpoint_copied_from_another_run(run, tmp_path, cach
 def test_a_metrics_line_that_cannot_be_written_names_the_file():
     """Before: ENOSPC on metrics.jsonl said "[Errno 28] No space left on device" and
     nothing more. /dev/full answers every write with ENOSPC."""
-    from ganstep.checkpoint import append_text
+    from ganstep.trainer.checkpoint import append_text
 
     with pytest.raises(OSError, match="/dev/full: could not be written .*earlier lines are intact"):
         append_text(Path("/dev/full"), '{"step": 1}\n')

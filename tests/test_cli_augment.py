@@ -8,7 +8,7 @@ import pytest
 import torch
 from helpers import TINY, assert_same_state, checkpoint, ganstep, records
 
-from ganstep.data import load_dataset
+from ganstep.trainer.data import load_dataset
 
 SMALL = ["--data", "digits", "--model", "dcgan", "--width", "8", "--batch-size", "16",
          "--eval-samples", "100", "--feature-steps", "5", "--no-progress"]  # fmt: skip

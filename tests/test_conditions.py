@@ -28,7 +28,7 @@ from helpers.wild import (
 from torch import nn
 
 from ganstep import Step, d_first, g_first, reference, simultaneous
-from ganstep.sides import frozen
+from ganstep.engine.sides import frozen
 
 
 @pytest.mark.parametrize("batchnorm", [True, False], ids=["batchnormD", "plainD"])

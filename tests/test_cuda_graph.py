@@ -8,8 +8,8 @@ from helpers import Run, real_batches
 from torch.testing import assert_close
 
 from ganstep import Step, d_first, g_first, simultaneous
-from ganstep.cuda_graph import GraphedStep
-from ganstep.regularizers import PathLength
+from ganstep.engine.cuda_graph import GraphedStep
+from ganstep.engine.regularizers import PathLength
 
 
 def make(schedule, precision="fp32", capturable=True, objective="ns", device="cpu", **options):

@@ -12,7 +12,7 @@ from helpers.wild import assert_losses, assert_same
 from torch import nn
 
 from ganstep import reference
-from ganstep.cycle import CycleStep
+from ganstep.engine.cycle import CycleStep
 
 N = 2  # CycleGAN trains with batch 1; 2 rows exercise the pool's per-image draws
 

@@ -10,8 +10,8 @@ from hypothesis import strategies as st
 from torch import nn
 
 from ganstep import Step, simultaneous
-from ganstep.batch import Batch
-from ganstep.d_profile import DProfile, profile_d
+from ganstep.engine.batch import Batch
+from ganstep.engine.d_profile import DProfile, profile_d
 
 EXPECTED = {
     "plain": set(),

@@ -15,10 +15,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from PIL import Image
 
-from ganstep.data import DataError, load_dataset
-from ganstep.data import idx as idx_module
-from ganstep.data.idx import IMAGE_MAGIC, LABEL_MAGIC, locate, read_idx
-from ganstep.metrics import fid, kid, toy_metrics
+from ganstep.trainer.data import DataError, load_dataset
+from ganstep.trainer.data import idx as idx_module
+from ganstep.trainer.data.idx import IMAGE_MAGIC, LABEL_MAGIC, locate, read_idx
+from ganstep.trainer.metrics import fid, kid, toy_metrics
 
 SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 needs_shared = pytest.mark.skipif(not SHARED_DATA.exists(), reason="needs ../shared/data")

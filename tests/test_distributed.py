@@ -17,7 +17,7 @@ import torch
 from torch.testing import assert_close
 
 from ganstep import Step, d_first, simultaneous
-from ganstep.models import MLP
+from ganstep.trainer.models import MLP
 
 HELPERS = Path(__file__).parent / "helpers"
 sys.path.insert(0, str(HELPERS))
@@ -75,7 +75,7 @@ def test_distributed_without_a_process_group_is_refused():
 def test_a_step_not_told_distributed_refuses_a_process_group_of_several(monkeypatch):
     """As a plain Step in a LightningModule under Lightning's DDP strategy finds itself:
     each process would train alone. Said either way, it trains."""
-    from ganstep import distributed as data_parallel
+    from ganstep.engine import distributed as data_parallel
 
     monkeypatch.setattr(data_parallel, "active", lambda: True)
     monkeypatch.setattr(data_parallel, "world_size", lambda: 2)

@@ -8,7 +8,7 @@ from helpers import flops
 from helpers.dcgan import N, d_costs, dcgan_pair, latent
 
 from ganstep import Step, d_first, reference, simultaneous
-from ganstep.sides import frozen
+from ganstep.engine.sides import frozen
 
 
 @pytest.fixture

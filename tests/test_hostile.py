@@ -25,7 +25,7 @@ def test_a_poisoned_metric_network_cache_is_rebuilt_without_running_it(tmp_path,
     import torch
     from torch import nn
 
-    from ganstep import evaluation
+    from ganstep.trainer import evaluation
 
     monkeypatch.setenv("GANSTEP_CACHE", str(tmp_path))
     path = tmp_path / "features" / "net.pt"

@@ -25,7 +25,7 @@ from torch import nn
 from torch.nn.utils import parametrizations
 
 from ganstep import Step, d_first, g_first, reference, simultaneous
-from ganstep.objectives import NS
+from ganstep.engine.objectives import NS
 
 Z, N, ITERATIONS = 3, 6, 4
 IMPURE = [k for k in KINDS if k != "batchnorm"]  # draw random numbers or advance state

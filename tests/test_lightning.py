@@ -98,7 +98,7 @@ def test_losses_at_gan_iterations_and_a_fixed_z_grid_each_epoch_reach_tensorboar
 def test_lazy_r1s_penalty_reaches_the_logger_at_log_steps_it_did_not_run_at(tmp_path):
     from lightning.pytorch.loggers import CSVLogger
 
-    from ganstep.objectives import NS
+    from ganstep.engine.objectives import NS
 
     model = TinyGAN("d_first")
     model.extra = {"objective": NS(r1=1.0, r1_every=3)}  # gp at iterations 1, 4, 7, ...

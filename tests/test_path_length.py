@@ -12,8 +12,8 @@ from helpers.wild import assert_losses, assert_same, assert_same_sides, run_step
 from torch import nn
 
 from ganstep import Adaptive, Step, g_first, reference
-from ganstep.objectives import NS
-from ganstep.regularizers import PathLength
+from ganstep.engine.objectives import NS
+from ganstep.engine.regularizers import PathLength
 
 Z, N, W = 3, 6, 4
 

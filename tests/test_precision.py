@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from torch.testing import assert_close
 
 from ganstep import Step, d_first, simultaneous
-from ganstep.precision import Precision
+from ganstep.engine.precision import Precision
 
 
 def make(objective="ns", schedule="d_first", precision="fp32", dtype=torch.float32, **kw):

@@ -10,8 +10,8 @@ from torch.nn.utils.parametrizations import spectral_norm
 from torch.testing import assert_close
 
 from ganstep import Step, g_first, reference
-from ganstep.models import DCGANDiscriminator, DCGANGenerator
-from ganstep.objectives import NS, lazy_regularization
+from ganstep.engine.objectives import NS, lazy_regularization
+from ganstep.trainer.models import DCGANDiscriminator, DCGANGenerator
 
 N, Z, X = 6, 3, 4
 
@@ -129,8 +129,8 @@ def test_lazy_regularization_scales_lr_and_betas_as_stylegan2():
 
 
 def test_lazy_r1_is_refused_by_cuda_graphs_and_needs_r1_in_the_trainer():
-    from ganstep.config import Config
-    from ganstep.cuda_graph import check_capturable
+    from ganstep.engine.cuda_graph import check_capturable
+    from ganstep.trainer.config import Config
 
     step = Step(*sides("plain", 2)[0], objective=NS(r1=1.0, r1_every=2), schedule="d_first",
                 latent=latent_stream(Z))  # fmt: skip

@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 from torch import nn
 
 from ganstep import Step, d_first, g_first, reference, simultaneous
-from ganstep.views import reads_real
+from ganstep.engine.views import reads_real
 
 N = 4  # batch
 

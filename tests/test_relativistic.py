@@ -20,7 +20,7 @@ from helpers.wild import (
 from torch import nn
 
 from ganstep import Step, d_first, reference, simultaneous
-from ganstep.objectives import RSGAN, RaSGAN, get_objective
+from ganstep.engine.objectives import RSGAN, RaSGAN, get_objective
 
 RELATIVISTIC = ["rsgan", "rasgan", "ralsgan", "rahinge"]
 

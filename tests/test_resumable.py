@@ -1,7 +1,7 @@
-"""ganstep.resumable: ResumableLoader takes each epoch's order as torch's DistributedSampler
-does (the source it stands in for), hands out the batches a plain DataLoader over that
-sampler would, continues an epoch from its state, and draws from the global stream
-exactly where a plain DataLoader does."""
+"""ganstep.adapters.resumable: ResumableLoader takes each epoch's order as torch's
+DistributedSampler does (the source it stands in for), hands out the batches a plain
+DataLoader over that sampler would, continues an epoch from its state, and draws from the
+global stream exactly where a plain DataLoader does."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from torch.utils.data import DataLoader, DistributedSampler, TensorDataset
 
-from ganstep import distributed as data_parallel
-from ganstep.resumable import ResumableLoader, ResumableSampler
+from ganstep.adapters.resumable import ResumableLoader, ResumableSampler
+from ganstep.engine import distributed as data_parallel
 
 
 def dataset(n: int) -> TensorDataset:

@@ -10,8 +10,8 @@ import pytest
 import torch
 from helpers import assert_same_state, checkpoint
 
-from ganstep.objectives import OBJECTIVES, R1_OBJECTIVES
-from ganstep.train import Config, train
+from ganstep.engine.objectives import OBJECTIVES, R1_OBJECTIVES
+from ganstep.trainer.train import Config, train
 
 POINTS = {"data": "grid", "model": "mlp", "width": 16, "batch_size": 16, "r1": 0.0}
 IMAGES = {"data": "digits", "model": "dcgan", "width": 8, "batch_size": 8,

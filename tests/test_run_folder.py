@@ -14,9 +14,9 @@ import numpy as np
 import pytest
 from helpers import TINY, ganstep
 
-from ganstep import checkpoint
 from ganstep.cli import main
-from ganstep.config import RESUMABLE, Config
+from ganstep.trainer import checkpoint
+from ganstep.trainer.config import RESUMABLE, Config
 
 TINY_FLAGS = [str(a) for a in TINY]
 
@@ -85,7 +85,7 @@ def test_resume_lists_every_differing_key_at_once(run, cache):
 
 
 def test_resume_through_the_api_checks_against_the_checkpoint(run):
-    from ganstep.train import train
+    from ganstep.trainer.train import train
 
     # config.toml edited by hand is not the truth: the checkpoint's config is
     saved = tomllib.loads((run / "config.toml").read_text())
@@ -279,7 +279,7 @@ def test_resume_takes_the_config_from_the_checkpoint_when_config_toml_is_lost(cl
 
 
 def test_an_interrupted_rewrite_leaves_the_old_file(tmp_path):
-    from ganstep.checkpoint import atomic_write, atomic_write_text
+    from ganstep.trainer.checkpoint import atomic_write, atomic_write_text
 
     path = tmp_path / "config.toml"
     atomic_write_text(path, "steps = 4\n")
@@ -377,7 +377,7 @@ def test_checkpoint_names_sort_and_match_past_eight_digits(tmp_path):
 def test_a_resume_that_moves_the_linear_decay_says_so():
     """Before: --steps 2000 on a run set for 1000 made lr jump from 0 to half, with only
     a comment line in config.toml."""
-    from ganstep.train import _warn_lr_jump
+    from ganstep.trainer.train import _warn_lr_jump
 
     cfg = Config(steps=2000, lr_decay="linear")
     state = {"config": {"steps": 1000}, "step": 1000}

@@ -13,8 +13,8 @@ from torch import nn
 from torch.nn.utils.parametrizations import spectral_norm
 
 from ganstep import Step, d_first, reference, simultaneous
-from ganstep.pool import FakePool
-from ganstep.views import feature_matching
+from ganstep.engine.pool import FakePool
+from ganstep.engine.views import feature_matching
 
 
 def sngan_sides():

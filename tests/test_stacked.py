@@ -10,9 +10,9 @@ import pytest
 import torch
 from helpers import SHARED_DATA
 
-from ganstep.data import load_dataset, load_stacked_mnist
-from ganstep.data.stacked import stack
-from ganstep.metrics.stacked import digits_of, mode_metrics, stacked_metrics
+from ganstep.trainer.data import load_dataset, load_stacked_mnist
+from ganstep.trainer.data.stacked import stack
+from ganstep.trainer.metrics.stacked import digits_of, mode_metrics, stacked_metrics
 
 needs_mnist = pytest.mark.skipif(not (SHARED_DATA / "mnist").is_dir(), reason="no ../shared/data")
 
@@ -84,8 +84,8 @@ def test_each_channel_is_classified_on_its_own():
 
 @needs_mnist
 def test_training_metrics_count_modes_with_a_cached_digit_classifier(cache, monkeypatch):
-    from ganstep.config import Config
-    from ganstep.evaluation import Evaluator, cached_digit_classifier
+    from ganstep.trainer.config import Config
+    from ganstep.trainer.evaluation import Evaluator, cached_digit_classifier
 
     monkeypatch.setenv("GANSTEP_CACHE", str(cache))
     data = load_stacked_mnist(SHARED_DATA, train_size=400, test_size=50)

@@ -12,10 +12,10 @@ from hypothesis import strategies as st
 from torch.testing import assert_close
 
 from ganstep import Step, d_first, g_first, get_objective, get_schedule, simultaneous
-from ganstep.cuda_graph import check_capturable
-from ganstep.errors import NonFiniteError
-from ganstep.objectives import BEGAN, OBJECTIVES, WGANGP
-from ganstep.schedules import SCHEDULES
+from ganstep.engine.cuda_graph import check_capturable
+from ganstep.engine.errors import NonFiniteError
+from ganstep.engine.objectives import BEGAN, OBJECTIVES, WGANGP
+from ganstep.engine.schedules import SCHEDULES
 
 
 def make_step(objective="ns", schedule="d_first", batchnorm=False, **kwargs):

@@ -34,9 +34,9 @@ from hypothesis import strategies as st
 from torch import nn
 
 from ganstep import Step, d_first, reference, simultaneous
-from ganstep.models import MLP
-from ganstep.objectives import ns
-from ganstep.views import ends_in_sigmoid, feature_matching
+from ganstep.engine.objectives import ns
+from ganstep.engine.views import ends_in_sigmoid, feature_matching
+from ganstep.trainer.models import MLP
 
 
 @pytest.mark.parametrize("batchnorm", [True, False], ids=["batchnormD", "plainD"])
@@ -197,7 +197,7 @@ class _TwiceG:
     """An objective whose L_G is twice the named one's, written by hand."""
 
     def __new__(cls, name):
-        from ganstep.objectives import OBJECTIVES
+        from ganstep.engine.objectives import OBJECTIVES
 
         base = OBJECTIVES[name]
 

@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 from torch import nn
 
 from ganstep import Step, d_first, reference, simultaneous
-from ganstep.models import MLP
-from ganstep.objectives import WGAN, ns
+from ganstep.engine.objectives import WGAN, ns
+from ganstep.trainer.models import MLP
 
 
 def wgan_sides():

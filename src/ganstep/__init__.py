@@ -1,19 +1,50 @@
-"""ganstep: GAN update steps with an explicit update order and the fewest passes it allows."""
+"""ganstep: GAN update steps with an explicit update order and the fewest passes it allows.
 
-from .interrupt import deferred as _deferred
+``import ganstep`` loads the update engine only (torch is its one dependency). The tools
+(``audit``, ``audit_script``, ``reference``) load on first use; the trainer and the adapters
+are imported by their own paths (``ganstep.trainer``, ``ganstep.lightning``,
+``ganstep.accelerate``).
+"""
+
+import importlib
+
+from .engine.interrupt import deferred as _deferred
 
 with _deferred():  # these imports load torch (a second or more): Ctrl-C there is held
-    from . import augment, objectives, reference, schedules
-    from .audit import Report, audit
-    from .audit_script import AuditError, audit_script
-    from .augment import Adaptive, DiffAugment
-    from .cuda_graph import GraphedStep
-    from .d_profile import DProfile
-    from .objectives import Objective, get_objective
-    from .schedules import Schedule, d_first, g_first, get_schedule, simultaneous
-    from .step import Step
+    from .engine import augment, objectives, schedules
+    from .engine.augment import Adaptive, DiffAugment
+    from .engine.cuda_graph import GraphedStep
+    from .engine.d_profile import DProfile
+    from .engine.objectives import Objective, get_objective
+    from .engine.schedules import Schedule, d_first, g_first, get_schedule, simultaneous
+    from .engine.step import Step
 
 __version__ = "0.1.0"
+
+# public names from the tools wing, imported when first asked for: name -> (module, attribute)
+_LAZY = {
+    "Report": ("ganstep.tools.audit", "Report"),
+    "audit": ("ganstep.tools.audit", "audit"),
+    "AuditError": ("ganstep.tools.audit_script", "AuditError"),
+    "audit_script": ("ganstep.tools.audit_script", "audit_script"),
+    "reference": ("ganstep.tools.reference", None),
+}
+
+
+def __getattr__(name: str):
+    if name not in _LAZY:
+        raise AttributeError(f"module 'ganstep' has no attribute {name!r}")
+    module, attribute = _LAZY[name]
+    value = importlib.import_module(module)
+    if attribute is not None:
+        value = getattr(value, attribute)
+    globals()[name] = value  # later lookups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
+
 
 __all__ = [
     "Adaptive",

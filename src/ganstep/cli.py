@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .interrupt import INTERRUPTED, deferred
+from .engine.interrupt import INTERRUPTED, deferred
 
 with deferred():  # the command's start-up, until main() handles Ctrl-C itself
     import argparse
@@ -12,11 +12,11 @@ with deferred():  # the command's start-up, until main() handles Ctrl-C itself
     import warnings
     from pathlib import Path
 
-    from .data import NAMES, DataError
-    from .errors import GanstepWarning
-    from .models import MODELS
-    from .objectives import OBJECTIVES, R1_OBJECTIVES
-    from .schedules import SCHEDULES
+    from .engine.errors import GanstepWarning
+    from .engine.objectives import OBJECTIVES, R1_OBJECTIVES
+    from .engine.schedules import SCHEDULES
+    from .trainer.data import NAMES, DataError
+    from .trainer.models import MODELS
 
 _CONDITIONAL = (
     "class-conditional (dcgan on labelled data: digits, mnist, fashion-mnist, a folder of "
@@ -206,10 +206,10 @@ def _add_audit(sub) -> None:
 
 
 def _train(args: argparse.Namespace) -> int:
-    from .config import Config, check_same_run, read_toml
-    from .distributed import exit_now, launched
-    from .run_folder import saved_config
-    from .train import train
+    from .engine.distributed import exit_now, launched
+    from .trainer.config import Config, check_same_run, read_toml
+    from .trainer.run_folder import saved_config
+    from .trainer.train import train
 
     values: dict = {}
     flags = {k: getattr(args, k) for k in TRAIN_FLAGS if getattr(args, k) is not None}
@@ -247,12 +247,12 @@ def _sample(args: argparse.Namespace) -> int:
     import numpy as np
     import torch
 
-    from . import plots
-    from .checkpoint import atomic_write
-    from .config import MAX_SEED
-    from .models import build_models
-    from .run_folder import dataset_from_meta, load_run
-    from .sampling import class_labels, generate
+    from .trainer import plots
+    from .trainer.checkpoint import atomic_write
+    from .trainer.config import MAX_SEED
+    from .trainer.models import build_models
+    from .trainer.run_folder import dataset_from_meta, load_run
+    from .trainer.sampling import class_labels, generate
 
     if not 1 <= args.n <= MAX_SAMPLES:
         raise ValueError(f"--n must be from 1 to {MAX_SAMPLES:,}, got {args.n:,}")
@@ -303,9 +303,18 @@ def _sample(args: argparse.Namespace) -> int:
 def _bench(args: argparse.Namespace) -> int:
     import torch
 
-    from .bench import MODELS, VARIANTS, bench, pairs, plot, table, variant_refusal, write_json
-    from .registry import check_name
-    from .train import resolve_device
+    from .engine.registry import check_name
+    from .tools.bench import (
+        MODELS,
+        VARIANTS,
+        bench,
+        pairs,
+        plot,
+        table,
+        variant_refusal,
+        write_json,
+    )
+    from .trainer.train import resolve_device
 
     if args.device != "cpu" and not args.device.startswith("cuda"):
         raise ValueError(f"--device must be cpu or cuda[:N], got {args.device!r}")
@@ -316,7 +325,7 @@ def _bench(args: argparse.Namespace) -> int:
         raise ValueError(
             f"--width and --batch-size must be at least 1, got {args.width} and {args.batch_size}"
         )
-    from .config import LIMITS
+    from .trainer.config import LIMITS
 
     bounds = {"--width": (args.width, LIMITS["width"]),
               "--batch-size": (args.batch_size, LIMITS["batch_size"]),
@@ -372,9 +381,9 @@ def _bench_variants_run(args: argparse.Namespace, pairs, refusal) -> None:
 
 
 def _audit(args: argparse.Namespace) -> int:
-    from .audit import report_json
-    from .audit_script import audit_script
-    from .checkpoint import atomic_write_text
+    from .tools.audit import report_json
+    from .tools.audit_script import audit_script
+    from .trainer.checkpoint import atomic_write_text
 
     if args.iterations < 1:
         raise ValueError(f"--iterations must be at least 1, got {args.iterations}")
@@ -406,7 +415,7 @@ AUDITED_LOOP_CRASHED = 3
 def _audit_function(args: argparse.Namespace):
     import runpy
 
-    from .audit import audit, crash_location
+    from .tools.audit import audit, crash_location
 
     if args.script_args:
         raise ValueError("--function runs no script: it takes no script arguments after --")

@@ -17,7 +17,7 @@ from pathlib import Path
 import torch
 from torch.utils.flop_counter import FlopCounterMode
 
-from ganstep.models import MLP
+from ganstep.trainer.models import MLP
 
 Z_DIM, X_DIM, BATCH = 3, 2, 6
 
@@ -67,7 +67,7 @@ def flops(fn) -> int:
 
 def pass_costs(D, x: torch.Tensor) -> tuple[int, int]:
     """(one forward of ``D`` on ``x``, D's weight gradients in one backward through it)."""
-    from ganstep.sides import frozen
+    from ganstep.engine.sides import frozen
 
     fake = x.detach().clone().requires_grad_(True)
     forward = flops(lambda: D(fake))
@@ -82,7 +82,7 @@ def pass_costs(D, x: torch.Tensor) -> tuple[int, int]:
 def lazy_r1_sides(make_g, make_d, every: int) -> list[tuple]:
     """Two identical float64 (G, D, Adam, Adam) sides; D's Adam as StyleGAN2-ADA sets it
     for R1 every ``every`` D steps (``objectives.lazy_regularization``)."""
-    from ganstep.objectives import lazy_regularization
+    from ganstep.engine.objectives import lazy_regularization
 
     out = []
     for _ in range(2):

@@ -12,7 +12,7 @@ from torch.utils.data import DataLoader, TensorDataset
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from ganstep.accelerate import log, prepare  # noqa: E402
-from ganstep.distributed import SEED_STRIDE  # noqa: E402
+from ganstep.engine.distributed import SEED_STRIDE  # noqa: E402
 from helpers.integration import (  # noqa: E402
     BATCH,
     Z,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 
 from ganstep import Adaptive, Step, d_first, g_first, objectives, simultaneous
-from ganstep.models import MLP
+from ganstep.trainer.models import MLP
 
 Z_DIM, X_DIM, GLOBAL_BATCH, ITERATIONS = 3, 2, 8, 4
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import torch
 
-from ganstep.models import DCGANDiscriminator, DCGANGenerator
+from ganstep.trainer.models import DCGANDiscriminator, DCGANGenerator
 
 from . import pass_costs
 

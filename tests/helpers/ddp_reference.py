@@ -21,7 +21,7 @@ from torch.nn.parallel import DistributedDataParallel as DDP
 from torch.utils.data import DataLoader, DistributedSampler, TensorDataset
 
 from ganstep import reference
-from ganstep.distributed import SEED_STRIDE
+from ganstep.engine.distributed import SEED_STRIDE
 
 from .integration import BATCH, Z, data, models, optimizers
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import torch
 import torch.distributed as dist
 
-from ganstep.distributed import exit_now
+from ganstep.engine.distributed import exit_now
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from cases import CASES, run_case  # noqa: E402

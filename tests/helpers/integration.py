@@ -8,8 +8,8 @@ from torch import nn
 from torch.utils.data import DistributedSampler
 
 from ganstep import Step, get_schedule
-from ganstep.distributed import SEED_STRIDE
-from ganstep.objectives import NS
+from ganstep.engine.distributed import SEED_STRIDE
+from ganstep.engine.objectives import NS
 
 Z, X, N, BATCH = 3, 2, 24, 6
 

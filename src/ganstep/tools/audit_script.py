@@ -25,8 +25,8 @@ from pathlib import Path
 import torch
 from torch import nn
 
+from ..engine.checks import positive_int
 from .audit import MODULES, Recorder, Report, analyse, crash_location
-from .checks import positive_int
 
 
 class AuditError(ValueError):

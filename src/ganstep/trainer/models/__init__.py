@@ -6,7 +6,7 @@ import math
 
 from torch import Tensor, nn
 
-from ..registry import check_name
+from ...engine.registry import check_name
 from .began import BEGANDecoder, BEGANDiscriminator, BEGANEncoder
 from .conditional import ConditionalGenerator, ProjectionDiscriminator
 from .dcgan import DCGANDiscriminator, DCGANGenerator

@@ -34,10 +34,10 @@ import time
 import warnings
 from pathlib import Path
 
+from ..engine.errors import GanstepWarning
 from . import checkpoint, tensorboard
 from .config import RESUMABLE, Config, check_same_run, read_toml, run_changes
 from .data import Dataset
-from .errors import GanstepWarning
 
 LOCK_NAME = "run.lock"
 FOLDERS = ("checkpoints", "samples", tensorboard.FOLDER)

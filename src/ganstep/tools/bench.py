@@ -28,15 +28,21 @@ from torch import Tensor, nn
 from torch.nn.utils import parametrizations
 from torch.utils.flop_counter import FlopCounterMode
 
+from ..engine.distributed import exit_now
+from ..engine.objectives import NS
+from ..engine.schedules import d_first, g_first, simultaneous
+from ..engine.sides import frozen
+from ..engine.step import Step
+from ..trainer.checkpoint import atomic_write, atomic_write_text
+from ..trainer.data.toy import grid_modes, sample_mixture
+from ..trainer.models import (
+    MLP,
+    BEGANDecoder,
+    BEGANDiscriminator,
+    DCGANDiscriminator,
+    DCGANGenerator,
+)
 from . import reference
-from .checkpoint import atomic_write, atomic_write_text
-from .data.toy import grid_modes, sample_mixture
-from .distributed import exit_now
-from .models import MLP, BEGANDecoder, BEGANDiscriminator, DCGANDiscriminator, DCGANGenerator
-from .objectives import NS
-from .schedules import d_first, g_first, simultaneous
-from .sides import frozen
-from .step import Step
 
 # schedule -> (ganstep schedule, reference loop computing the same update)
 PAIRS = {
@@ -199,7 +205,7 @@ def _graphed(pair: Callable[[], tuple], objective: str) -> Factory:
     """A factory of ``d_first`` Steps replayed from a CUDA graph (capturable Adam)."""
 
     def build():
-        from .cuda_graph import GraphedStep
+        from ..engine.cuda_graph import GraphedStep
 
         G, D, _, _, latent, real = pair()
         opt_g = torch.optim.Adam(G.parameters(), 2e-4, betas=(0.5, 0.999), capturable=True)
@@ -216,7 +222,7 @@ def variant_refusal(variant: str, model: str, objective: str, device) -> str | N
     """Why ``variant`` cannot run for ``model`` and ``objective`` here, or None if it
     can (the fused step needs a D without BatchNorm and an objective it is exact for;
     autocast needs support on the device; CUDA graphs need CUDA)."""
-    from .objectives import get_objective
+    from ..engine.objectives import get_objective
 
     if variant == "fused":
         if model == "dcgan" and objective != "wgan_gp":

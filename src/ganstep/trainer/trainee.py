@@ -8,14 +8,14 @@ import copy
 import torch
 from torch import Tensor, nn
 
-from . import distributed as data_parallel
+from ..engine import distributed as data_parallel
+from ..engine.objectives import OBJECTIVES
+from ..engine.regularizers import lazy_regularization
+from ..engine.schedules import simultaneous
+from ..engine.step import Step
 from .config import Config
 from .data import Dataset
 from .models import build_models
-from .objectives import OBJECTIVES
-from .regularizers import lazy_regularization
-from .schedules import simultaneous
-from .step import Step
 
 
 class Trainee:

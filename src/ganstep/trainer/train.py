@@ -24,12 +24,12 @@ from pathlib import Path
 import torch
 from torch import Tensor
 
+from ..engine import distributed as data_parallel
+from ..engine.errors import GanstepWarning
 from . import checkpoint, nonfinite, plots
-from . import distributed as data_parallel
 from . import run_folder as folder
 from .config import Config
 from .data import Dataset, load_dataset
-from .errors import GanstepWarning
 from .evaluation import Evaluator
 from .models import image_size
 from .run_folder import RunLock

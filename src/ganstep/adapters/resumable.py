@@ -30,7 +30,7 @@ from typing import Any
 import torch
 from torch.utils.data import DataLoader, Dataset, DistributedSampler
 
-from . import distributed as data_parallel
+from ..engine import distributed as data_parallel
 
 __all__ = ["ResumableLoader", "ResumableSampler"]
 

@@ -36,9 +36,9 @@ from pathlib import Path
 import torch
 from torch import Tensor, nn
 
-from .batch import Batch
-from .checks import positive_int
-from .d_profile import DProfile, observing, profile_d
+from ..engine.batch import Batch
+from ..engine.checks import positive_int
+from ..engine.d_profile import DProfile, observing, profile_d
 from .flops import TotalFlops
 
 INPLACE = "modified by an inplace operation"
@@ -928,7 +928,7 @@ def crash_location(error: BaseException, filename: str | None = None) -> str | N
     if filename is not None:
         frames = [f for f in frames if f.filename == filename]
     else:
-        libraries = tuple(str(Path(m.__file__).parent) for m in (torch, sys.modules[__package__]))
+        libraries = tuple(str(Path(m.__file__).parent) for m in (torch, sys.modules["ganstep"]))
         frames = [f for f in frames if not f.filename.startswith(libraries)] or frames
     if not frames:
         return None

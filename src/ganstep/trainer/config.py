@@ -13,13 +13,13 @@ from pathlib import Path
 
 import torch
 
-from .augment import is_policy
-from .checks import positive_int
+from ..engine.augment import is_policy
+from ..engine.checks import positive_int
+from ..engine.objectives import OBJECTIVES, R1_OBJECTIVES
+from ..engine.precision import DTYPES
+from ..engine.registry import check_name
+from ..engine.schedules import SCHEDULES
 from .data import Dataset
-from .objectives import OBJECTIVES, R1_OBJECTIVES
-from .precision import DTYPES
-from .registry import check_name
-from .schedules import SCHEDULES
 
 # Defaults that depend on the data; a value given by the user always wins. The points
 # defaults are tuned on the 2D grid (benchmarks/quality.py); z has the data's dimension.

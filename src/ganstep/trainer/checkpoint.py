@@ -27,7 +27,7 @@ from typing import BinaryIO
 
 import torch
 
-from .errors import GanstepWarning
+from ..engine.errors import GanstepWarning
 
 # step_00001234.pt: eight digits at least, more past step 99,999,999 (steps may reach
 # 10**12), so that every allowed step count is found and sorted by its number.
