@@ -2,7 +2,7 @@
 
 A phase is one optimizer step of D (``d_phase``), of G (``g_phase``), of both at the
 same parameters from one shared forward (``joint_phase``; the fused variant is in
-:mod:`ganstep.fused`), or of one side on its lazy regularizer (``lazy_phase``). Every
+:mod:`ganstep.engine.fused`), or of one side on its lazy regularizer (``lazy_phase``). Every
 phase follows one outline (:func:`run_phase`) and computes the gradients of the sides
 it steps and nothing else:
 
@@ -102,41 +102,44 @@ def d_phase(game: Game, real: Micro, fake: Micro) -> Logs:
     pool, D sees what the pool gives in place of ``fake``)."""
     if game.fake_pool is not None:
         fake = [f.with_x(game.fake_pool.query(f.x)) for f in fake]
+    return run_phase(game, [game.d], real, fake, partial(d_micro_batch, game))
 
-    def micro(r: Batch, f: Batch, k: int) -> Logs:
-        r = for_d(game, r)
-        with game.precision.autocast():
-            out_real, out_fake = d_outputs(game, r, f)
-            loss, logs, _, _ = d_loss(game, View("D", r, f, out_real, out_fake, game.iteration))
-        guard(game, loss_d=loss)
-        game.d.backward(share(loss, k))
-        return logs
 
-    return run_phase(game, [game.d], real, fake, micro)
+def d_micro_batch(game: Game, real: Batch, fake: Batch, k: int) -> Logs:
+    """One micro-batch of D's step: D on real and fake, L_D, its share of D's gradients."""
+    real = for_d(game, real)
+    with game.precision.autocast():
+        out_real, out_fake = d_outputs(game, real, fake)
+        view = View("D", real, fake, out_real, out_fake, game.iteration)
+        loss, logs, _, _ = d_loss(game, view)
+    guard(game, loss_d=loss)
+    game.d.backward(share(loss, k))
+    return logs
 
 
 def g_phase(game: Game, fake: Micro, real: Micro) -> Logs:
     """One step of G on ``fake`` (which carries G's graph); D only passes gradients through."""
-
-    def micro(r: Batch, f: Batch, k: int) -> Logs:
-        with game.precision.autocast():
-            out_real = s_real = None
-            if game.objective.g_needs_real or any_reads_real(game.g_terms):
-                with torch.no_grad():  # D(x) is a constant for G
-                    out_real = d_call(game, r)
-                    s_real = scores(game, out_real, r.x)
-            out_fake = d_call(game, f)
-            s_fake = scores(game, out_fake, f.x)
-            loss, logs = g_loss(
-                game, View("G", r, f, out_real, out_fake, game.iteration), s_real, s_fake
-            )
-        guard(game, loss_g=loss)
-        game.g.backward(share(loss, k))
-        logs["loss_g"] = loss.detach()
-        return logs
-
     with frozen(game.d.module):
-        return run_phase(game, [game.g], real, fake, micro)
+        return run_phase(game, [game.g], real, fake, partial(g_micro_batch, game))
+
+
+def g_micro_batch(game: Game, real: Batch, fake: Batch, k: int) -> Logs:
+    """One micro-batch of G's step: D on the fakes (on real without a graph, when L_G
+    reads it), L_G, its share of G's gradients."""
+    with game.precision.autocast():
+        out_real = s_real = None
+        if game.objective.g_needs_real or any_reads_real(game.g_terms):
+            with torch.no_grad():  # D(x) is a constant for G
+                out_real = d_call(game, real)
+                s_real = scores(game, out_real, real.x)
+        out_fake = d_call(game, fake)
+        s_fake = scores(game, out_fake, fake.x)
+        view = View("G", real, fake, out_real, out_fake, game.iteration)
+        loss, logs = g_loss(game, view, s_real, s_fake)
+    guard(game, loss_g=loss)
+    game.g.backward(share(loss, k))
+    logs["loss_g"] = loss.detach()
+    return logs
 
 
 def joint_phase(game: Game, real: Micro, fake: Micro) -> Logs:
@@ -147,22 +150,24 @@ def joint_phase(game: Game, real: Micro, fake: Micro) -> Logs:
     names its inputs, so neither loss reaches the other side. The graph is kept
     between the two backward calls only, because both read it.
     """
+    return run_phase(game, [game.d, game.g], real, fake, partial(joint_micro_batch, game))
 
-    def micro(r: Batch, f: Batch, k: int) -> Logs:
-        r = for_d(game, r)
-        with game.precision.autocast():
-            out_real, out_fake = d_outputs(game, r, f)
-            view = View("joint", r, f, out_real, out_fake, game.iteration)
-            loss_d, logs, s_real, s_fake = d_loss(game, view)
-            loss_g, g_logs = g_loss(game, view, s_real, s_fake)
-        guard(game, loss_d=loss_d, loss_g=loss_g)
-        game.d.backward(share(loss_d, k), retain_graph=True)
-        game.g.backward(share(loss_g, k))
-        logs.update(g_logs)
-        logs["loss_g"] = loss_g.detach()
-        return logs
 
-    return run_phase(game, [game.d, game.g], real, fake, micro)
+def joint_micro_batch(game: Game, real: Batch, fake: Batch, k: int) -> Logs:
+    """One micro-batch of the joint step: D's forwards once, L_D and L_G from them, a
+    backward for each into its own side."""
+    real = for_d(game, real)
+    with game.precision.autocast():
+        out_real, out_fake = d_outputs(game, real, fake)
+        view = View("joint", real, fake, out_real, out_fake, game.iteration)
+        loss_d, logs, s_real, s_fake = d_loss(game, view)
+        loss_g, g_logs = g_loss(game, view, s_real, s_fake)
+    guard(game, loss_d=loss_d, loss_g=loss_g)
+    game.d.backward(share(loss_d, k), retain_graph=True)
+    game.g.backward(share(loss_g, k))
+    logs.update(g_logs)
+    logs["loss_g"] = loss_g.detach()
+    return logs
 
 
 def separate_phases(game: Game, real: Micro, fake: Micro) -> Logs:
@@ -204,15 +209,24 @@ def lazy_phase(
     (``penalty_of`` its input: a real batch, or G's z), weighted by the regularizer's
     interval, then one optimizer step in which every weight of the side takes part.
     Logged under the regularizer's ``log_key`` (``gp`` for R1, ``pl`` for path length)."""
-    key = regularizer.log_key
-
-    def micro(item: object, _: None, k: int) -> Logs:
-        penalty = penalty_of(item)
-        guard(game, **{key: penalty})
-        side.backward(share(penalty * regularizer.every, k))
-        return {key: penalty.detach()}
-
+    micro = partial(lazy_micro_batch, game, side, regularizer, penalty_of)
     return run_phase(game, [side], inputs, [None] * len(inputs), micro, lazy=True)
+
+
+def lazy_micro_batch(
+    game: Game,
+    side: Side,
+    regularizer: Regularizer,
+    penalty_of: Callable[[object], Tensor],
+    item: object,
+    _: None,
+    k: int,
+) -> Logs:
+    """One micro-batch of a lazy step: the penalty, weighted by the interval, backward."""
+    penalty = penalty_of(item)
+    guard(game, **{regularizer.log_key: penalty})
+    side.backward(share(penalty * regularizer.every, k))
+    return {regularizer.log_key: penalty.detach()}
 
 
 def _r1_loss(game: Game, regularizer: Regularizer, real: Batch) -> Tensor:
@@ -249,19 +263,20 @@ def info_phase(game: Game, real: Micro) -> Logs:
     graph into G and D, the info terms (which read ``view.fake.z`` and ``view.d_fake``:
     the codes and D's Q heads), one step of the info optimizer over the parameters it
     holds. Logged as ``loss_info`` and by term."""
-    side = game.info
+    codes = draw(game, real, game.info_latent)
+    return run_phase(game, [game.info], real, codes, partial(info_micro_batch, game))
 
-    def micro(r: Batch, code: Code, k: int) -> Logs:
-        (fake,) = generate(game, [code], [r], graph=True)
-        with game.precision.autocast():
-            out = d_call(game, fake)
-            zero = torch.zeros((), device=fake.x.device)
-            loss, logs = add_terms(
-                zero, game.info_terms, View("info", r, fake, None, out, game.iteration)
-            )
-        guard(game, loss_info=loss)
-        side.backward(share(loss, k))
-        logs["loss_info"] = loss.detach()
-        return logs
 
-    return run_phase(game, [side], real, draw(game, real, game.info_latent), micro)
+def info_micro_batch(game: Game, real: Batch, code: Code, k: int) -> Logs:
+    """One micro-batch of the info step: G's fakes from ``code`` with a graph, D's Q
+    heads on them, the info terms, their share of the info optimizer's gradients."""
+    (fake,) = generate(game, [code], [real], graph=True)
+    with game.precision.autocast():
+        out = d_call(game, fake)
+        zero = torch.zeros((), device=fake.x.device)
+        view = View("info", real, fake, None, out, game.iteration)
+        loss, logs = add_terms(zero, game.info_terms, view)
+    guard(game, loss_info=loss)
+    game.info.backward(share(loss, k))
+    logs["loss_info"] = loss.detach()
+    return logs
