@@ -115,7 +115,7 @@ class GraphedStep:
         check_capturable(step)
         positive_int(warmup, "warmup")
         self.step = step
-        self.static = [b.x.clone() for b in step._batches(real)]
+        self.static = [b.x.clone() for b in step.batches_of(real)]
         side = torch.cuda.Stream()
         side.wait_stream(torch.cuda.current_stream())
         with torch.cuda.stream(side):
@@ -134,7 +134,7 @@ class GraphedStep:
 
     def __call__(self, real: Tensor | Sequence[Tensor]) -> dict[str, Tensor]:
         """Copy ``real`` into the graph's input and replay one iteration."""
-        batches = [b.x for b in self.step._batches(real)]
+        batches = [b.x for b in self.step.batches_of(real)]
         for target, batch in zip(self.static, batches, strict=True):
             if batch.shape != target.shape or batch.dtype != target.dtype:
                 raise ValueError(

@@ -44,22 +44,24 @@ class CycleStep:
     """One CycleGAN iteration per call: ``step(real_A, real_B)``.
 
     Args:
-        G_A, G_B: the generators A -> B and B -> A.
-        D_A, D_B: the discriminators of domain B (real B vs ``G_A``'s fakes) and of
-            domain A, as CycleGAN names them.
+        G_A: the generator A -> B.
+        G_B: the generator B -> A.
+        D_A: the discriminator of domain B (real B vs ``G_A``'s fakes), as CycleGAN names it.
+        D_B: the discriminator of domain A (real A vs ``G_B``'s fakes).
         opt_g: one optimizer over G_A's and G_B's parameters; opt_d: over D_A's and D_B's.
         objective: the adversarial objective (default ``lsgan``); it must not need the
             real batch in G's loss (not relativistic, not softmax or began).
-        g_scale, d_scale: factors of the adversarial losses (CycleGAN's lsgan:
-            ``g_scale=2``, ``d_scale=1``, the defaults).
+        g_scale: the factor of G's adversarial loss (CycleGAN's lsgan: 2, the default).
+        d_scale: the factor of D's (CycleGAN's: 1, the default).
         cycle: the weight of each cycle term (CycleGAN's ``lambda_A = lambda_B``, 10).
         identity: the identity terms' weight relative to ``cycle`` (``lambda_identity``,
             0.5); 0 skips them (and their G forwards).
         fake_pool: each domain's pool of past fakes for D's phase (CycleGAN's 50;
             ``None`` or 0: off). Drawn with Python's ``random`` as CycleGAN's are.
         precision: ``fp32``, ``bf16`` or ``fp16`` (a loss scaler per optimizer).
-        before_step, after_step: hooks by phase (``"g"``, ``"d"``), called with the
-            ``nn.ModuleList`` of the two modules that phase steps.
+        before_step: hooks by phase (``"g"``, ``"d"``) before its optimizer step, called
+            with the ``nn.ModuleList`` of the two modules that phase steps.
+        after_step: the same, after the step.
 
     Returns a dict of detached tensors: ``loss_g``, ``loss_d`` and their parts
     (``loss_g_a``, ``loss_g_b``, ``cycle_a``, ``cycle_b``, ``idt_a``, ``idt_b``,

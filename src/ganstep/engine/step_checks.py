@@ -1,0 +1,232 @@
+"""The checks of Step's arguments, each raising an error that names the argument and
+what to give instead; run once, when the Step is built."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+
+import torch
+from torch import nn
+
+from . import distributed as data_parallel
+from .checks import flag
+from .game import D_FORWARDS, D_ORDERS
+from .objectives import Objective
+from .regularizers import Regularizer
+from .sides import trainable
+
+
+def check_optimizer(opt: object, module: nn.Module, own: str, other: nn.Module) -> None:
+    other_name = "D" if own == "G" else "G"
+    arg = f"opt_{own.lower()}"
+    if not isinstance(opt, torch.optim.Optimizer):
+        raise TypeError(f"{arg} must be a torch.optim.Optimizer, got {type(opt).__name__}")
+    held = {id(p) for group in opt.param_groups for p in group["params"]}
+    stolen = [name for name, p in other.named_parameters() if id(p) in held]
+    if stolen:
+        raise ValueError(
+            f"{arg} holds {other_name}'s parameters ({', '.join(stolen[:3])}): "
+            "were opt_g and opt_d swapped?"
+        )
+    missing = [
+        name for name, p in module.named_parameters() if p.requires_grad and id(p) not in held
+    ]
+    if missing:
+        more = f" and {len(missing) - 3} more" if len(missing) > 3 else ""
+        raise ValueError(
+            f"{arg} does not hold {own}'s trainable parameters {', '.join(missing[:3])}{more}; "
+            f"build it from {own}.parameters()"
+        )
+
+
+def compiled(module: nn.Module, compile: bool | str) -> nn.Module:
+    if compile is False:
+        return module
+    if compile is True:
+        return torch.compile(module)
+    if not isinstance(compile, str):
+        raise TypeError(f"compile must be True, False or a backend name, got {compile!r}")
+    backends = torch.compiler.list_backends(exclude_tags=())
+    if compile not in backends:
+        raise ValueError(f"compile: unknown backend {compile!r}; choose one of {backends}")
+    return torch.compile(module, backend=compile)
+
+
+def check_compile_fits(compile: object, objective: Objective, g_regularizer: object) -> None:
+    """torch.compile's autograd (AOTAutograd) has no double backward, which gradient
+    penalties take: refuse now rather than at the first penalty, after compiling."""
+    if compile is False or compile == "eager":
+        return
+    takes = []
+    if objective.r1 > 0:
+        takes.append(f"{objective.name}'s R1 penalty")
+    if type(objective).penalty is not Objective.penalty:
+        takes.append(f"{objective.name}'s gradient penalty")
+    if g_regularizer is not None:
+        takes.append("G's path length regularizer")
+    if takes:
+        raise ValueError(
+            f"compile={compile!r}: torch.compile does not support the double backward that "
+            f"{' and '.join(takes)} takes; use compile=False (or the 'eager' backend)"
+        )
+
+
+def check_models(G: object, D: object, opt_g: object, opt_d: object) -> None:
+    for arg, module in (("G", G), ("D", D)):
+        if not isinstance(module, nn.Module):
+            raise TypeError(f"{arg} must be a torch.nn.Module, got {type(module).__name__}")
+        if not trainable(module):
+            raise ValueError(f"{arg} has no trainable parameters")
+    if G is D:
+        raise ValueError("G and D must be two different modules")
+    check_apart(G, D, "G", "D")
+    check_apart(D, G, "D", "G")
+    check_optimizer(opt_g, G, "G", D)
+    check_optimizer(opt_d, D, "D", G)
+
+
+def check_apart(outer: nn.Module, inner: nn.Module, name: str, other: str) -> None:
+    """Refuse a side that holds the other's parameters (a module wrapping G and D): its
+    optimizer check would ask for the other's parameters in its optimizer."""
+    mine = {id(p) for p in outer.parameters()}
+    shared = [n for n, p in inner.named_parameters() if id(p) in mine]
+    if not shared:
+        return
+    path = next((n for n, m in outer.named_modules() if m is inner), None)
+    held = f"{name}.{path} is {other}" if path else f"{name} holds {other}'s {shared[0]}"
+    raise ValueError(
+        f"{name} contains {other}'s parameters ({held}): a module wrapping both, such as "
+        f"BigGAN's G_D, cannot be one side. Pass the {name} inside it, whose parameters "
+        f"opt_{name.lower()} holds, and {other} apart"
+    )
+
+
+def check_sources(latent: object, condition: object) -> None:
+    """Where z and the fakes' conditions come from."""
+    if latent is not None and not callable(latent):
+        raise TypeError(f"latent must be callable as latent(n), got {type(latent).__name__}")
+    if latent is not None and not _takes_one_argument(latent):
+        raise TypeError(
+            "latent must take the batch size: latent(n) returns n z, e.g. "
+            "lambda n: torch.randn(n, dim)"
+        )
+    if condition is not None and condition != "real" and not callable(condition):
+        raise ValueError(
+            f"condition must be None, 'real' or a sampler condition(n), got {condition!r}"
+        )
+    if latent is None and condition is None:
+        raise ValueError(
+            "latent=None means G takes no z (image-to-image, G(c)): give it a condition, "
+            "e.g. condition='real' for pix2pix's source images"
+        )
+
+
+def check_d_arity(D: nn.Module, condition: object, d_conditional: object) -> None:
+    """A conditional Step calls D(x, c), or D(x) with ``d_conditional=False``: say which
+    D's ``forward`` takes before a raw TypeError from inside the first step does."""
+    try:
+        signature = inspect.signature(D.forward)
+    except (TypeError, ValueError):  # no signature to read: the first call will tell
+        return
+    if condition is None or not isinstance(d_conditional, bool):
+        return
+    takes = lambda *args: _binds(signature, args)  # noqa: E731
+    if d_conditional and not takes(0, 0) and takes(0):
+        given = f"condition={condition!r}" if isinstance(condition, str) else "a condition sampler"
+        raise ValueError(
+            f"this Step is conditional ({given}) and calls D(x, c), but D's "
+            f"forward{signature} takes x alone: pass d_conditional=False when G alone takes "
+            "the condition and D predicts it (ACGAN, InfoGAN), or give D the condition"
+        )
+    if not d_conditional and not takes(0) and takes(0, 0):
+        raise ValueError(
+            f"d_conditional=False calls D(x), but D's forward{signature} needs the condition "
+            "too: leave d_conditional=True to call D(x, c)"
+        )
+
+
+def _binds(signature: inspect.Signature, args: tuple) -> bool:
+    try:
+        signature.bind(*args)
+    except TypeError:
+        return False
+    return True
+
+
+def _takes_one_argument(fn: Callable) -> bool:
+    """Whether ``fn(n)`` binds (True where Python cannot tell, e.g. some builtins)."""
+    try:
+        inspect.signature(fn).bind(1)
+    except TypeError:
+        return False
+    except ValueError:  # no signature to read
+        return True
+    return True
+
+
+def check_g_regularizer(regularizer: object, latent: object) -> Regularizer | None:
+    if regularizer is None:
+        return None
+    if not isinstance(regularizer, Regularizer) or regularizer.side != "G":
+        raise TypeError(
+            f"g_regularizer must be a G-side regularizer such as ganstep.engine.regularizers."
+            f"PathLength(), got {regularizer!r}"
+        )
+    if latent is None:
+        raise ValueError("g_regularizer draws z for its phase: it needs a latent")
+    return regularizer
+
+
+def check_options(
+    concat,
+    distributed,
+    check_finite,
+    d_order,
+    d_forwards,
+    d_map,
+    d_conditional,
+    fake_pool,
+    condition,
+):
+    if fake_pool is not None and condition is not None:
+        raise ValueError(
+            "fake_pool keeps fake samples without their conditions: it works with "
+            "unconditional batches (condition=None)"
+        )
+    said = False if distributed is None else distributed  # None: not said (see Step)
+    flags = {"concat": concat, "distributed": said, "d_map": d_map,
+             "check_finite": check_finite, "d_conditional": d_conditional}  # fmt: skip
+    for name, value in flags.items():
+        flag(value, name, TypeError)
+    if d_order not in D_ORDERS:
+        raise ValueError(f"d_order must be one of {D_ORDERS}, got {d_order!r}")
+    if d_forwards not in D_FORWARDS:
+        raise ValueError(f"d_forwards must be one of {D_FORWARDS}, got {d_forwards!r}")
+    if check_finite and distributed:
+        raise ValueError(
+            "check_finite=True with distributed=True would stop one process and leave "
+            "the others waiting in a collective; check the losses Step returns instead"
+        )
+    if distributed and not data_parallel.active():
+        raise ValueError(
+            "distributed=True needs torch.distributed's default process group with more "
+            "than one process: call torch.distributed.init_process_group first (torchrun "
+            "sets up its environment)"
+        )
+
+
+def check_objective_fits(
+    objective: Objective, accumulate: int, g_terms: dict, g_scale: object
+) -> None:
+    """What the objective rules out: accumulation of batch-coupled losses, and G terms
+    or a G scale for BEGAN (whose k_t reads L_G itself)."""
+    if accumulate > 1 and objective.batch_coupled is not None:
+        raise ValueError(
+            f"accumulate={accumulate} sums micro-batches' gradients, which equals the "
+            f"whole batch's only for losses that are means over samples; objective "
+            f"{objective.name!r} is not ({objective.batch_coupled}): use "
+            "accumulate=1"
+        )
+    if (g_terms or g_scale != 1) and objective.name == "began":
+        raise ValueError("began's k_t reads L_G itself: extra G terms or a g_scale would change it")
