@@ -15,8 +15,19 @@ with deferred():  # the command's start-up, until main() handles Ctrl-C itself
     from .engine.errors import GanstepWarning
     from .engine.objectives import OBJECTIVES, R1_OBJECTIVES
     from .engine.schedules import SCHEDULES
-    from .trainer.data import NAMES, DataError
-    from .trainer.models import MODELS
+
+    # what the train extra installs (pip install 'ganstep[train]'), by import name
+    TRAIN_EXTRA = ("numpy", "scipy", "sklearn", "PIL", "matplotlib", "tqdm")
+    try:
+        from .trainer.data import NAMES, DataError
+        from .trainer.models import MODELS
+    except ModuleNotFoundError as missing:
+        if (missing.name or "").split(".")[0] not in TRAIN_EXTRA:
+            raise
+        WITHOUT_EXTRA: ModuleNotFoundError | None = missing  # main() says what to install
+        NAMES, MODELS, DataError = (), {}, OSError  # for the help texts below; never used
+    else:
+        WITHOUT_EXTRA = None
 
 _CONDITIONAL = (
     "class-conditional (dcgan on labelled data: digits, mnist, fashion-mnist, a folder of "
@@ -304,16 +315,7 @@ def _bench(args: argparse.Namespace) -> int:
     import torch
 
     from .engine.registry import check_name
-    from .tools.bench import (
-        MODELS,
-        VARIANTS,
-        bench,
-        pairs,
-        plot,
-        table,
-        variant_refusal,
-        write_json,
-    )
+    from .tools.bench import MODELS, VARIANTS, bench, plot, table, write_json
     from .trainer.train import resolve_device
 
     if args.device != "cpu" and not args.device.startswith("cuda"):
@@ -352,7 +354,7 @@ def _bench(args: argparse.Namespace) -> int:
     if args.quick:
         args.models, args.objectives, args.reps, args.warmup = ["mlp", "dcgan"], ["ns"], 5, 2
         args.width, args.batch_size = 32, 32
-    _bench_variants_run(args, pairs, variant_refusal)
+    _bench_variants_run(args)
     rows = bench(args.models, args.objectives, reps=args.reps, warmup=args.warmup,
                  dcgan_width=args.width, batch=args.batch_size, device=args.device,
                  variants=args.variants, processes=args.processes)  # fmt: skip
@@ -366,9 +368,12 @@ def _bench(args: argparse.Namespace) -> int:
     return 0
 
 
-def _bench_variants_run(args: argparse.Namespace, pairs, refusal) -> None:
+def _bench_variants_run(args: argparse.Namespace) -> None:
     """Each variant asked for runs somewhere, or the command says why not; where it
     does not run, a note says why (no row is dropped without a word)."""
+    from .tools.bench import pairs
+    from .tools.bench import variant_refusal as refusal
+
     measured = pairs(args.models, args.objectives)
     for variant in args.variants:
         why = {(m, o): refusal(variant, m, o, args.device) for m, o in measured}
@@ -478,6 +483,9 @@ _python_show_warning = warnings.showwarning
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``ganstep`` console script."""
     argv = sys.argv[1:] if argv is None else list(argv)
+    if WITHOUT_EXTRA is not None:
+        print(_extra_missing(WITHOUT_EXTRA), file=sys.stderr)
+        return 1
     script_args: list[str] = []
     if argv[:1] == ["audit"] and "--" in argv:  # what follows -- is the script's own
         at = argv.index("--")
@@ -491,11 +499,23 @@ def main(argv: list[str] | None = None) -> int:
         return commands[args.command](args)
     except KeyboardInterrupt:
         return INTERRUPTED
+    except ModuleNotFoundError as e:
+        if (e.name or "").split(".")[0] not in TRAIN_EXTRA:
+            raise
+        print(_extra_missing(e), file=sys.stderr)
+        return 1
     except (ValueError, DataError, OSError, RuntimeError) as e:
         print(f"ganstep: error: {_one_line(e)}", file=sys.stderr)
         return 1
     finally:
         warnings.showwarning = previous
+
+
+def _extra_missing(e: ModuleNotFoundError) -> str:
+    return (
+        f"ganstep: error: the ganstep command needs the train extra ({e.name} is not "
+        "installed): pip install 'ganstep[train]' (from a checkout: pip install -e '.[train]')"
+    )
 
 
 def _one_line(e: BaseException) -> str:

@@ -241,7 +241,7 @@ def get_augment(spec: object):
         raise ValueError(
             f"unknown augment {spec!r}; choose diffaugment, ada, none, or a DiffAugment "
             f"policy naming some of {', '.join(TRANSFORMS)} separated by commas (e.g. "
-            "'translation,cutout'; ganstep.augment.Adaptive(policy) for ADA over a policy)"
+            "'translation,cutout'; ganstep.engine.augment.Adaptive(policy) for ADA over a policy)"
         )
     if not callable(spec):
         raise TypeError(f"augment must be callable as augment(x), or a name; got {spec!r}")

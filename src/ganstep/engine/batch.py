@@ -117,7 +117,9 @@ def split(out: object, n: int) -> tuple[object, object]:
         halves = [split(o, n) for o in out]
         kind = type(out)
         return kind(h[0] for h in halves), kind(h[1] for h in halves)
-    raise TypeError(f"D returned a {type(out).__name__}; see ganstep.views for what D may return")
+    raise TypeError(
+        f"D returned a {type(out).__name__}; see ganstep.engine.views for what D may return"
+    )
 
 
 def to_batch(item: object, conditional: bool, what: str) -> Batch:

@@ -1,7 +1,7 @@
 """D's outputs, as the objective and the loss terms read them.
 
 A phase forwards D (:func:`d_outputs`, in the Step's ``d_order``, once on both batches
-with ``concat``), puts what it computed in one :class:`~ganstep.views.View` per
+with ``concat``), puts what it computed in one :class:`~ganstep.engine.views.View` per
 micro-batch, and asks for L_D (:func:`d_loss`) and L_G (:func:`g_loss`) from it. The
 objective reads the adversarial output's scores; each loss term reads the view.
 """

@@ -1,6 +1,6 @@
 """Objectives: the losses of D and G, written on D's scores.
 
-An objective sees D's adversarial output (see :mod:`ganstep.views`) only through
+An objective sees D's adversarial output (see :mod:`ganstep.engine.views`) only through
 :meth:`Objective.score`, which turns it into scores: one number per sample (a logit,
 or BEGAN's reconstruction error), or a map of them per sample (PatchGAN). Losses are
 means over all scores, exactly as defined in the docstring of each class. State
@@ -52,7 +52,7 @@ class Objective:
     # Why the fused simultaneous step cannot use this objective; None when it can.
     not_fusable: str | None = "its L_G is not a per-sample multiple of L_D at the fake scores"
     # The losses apply a sigmoid to D's scores (BCE with logits): a D whose output comes
-    # out of a sigmoid is refused (ganstep.views.ends_in_sigmoid), as a probability read
+    # out of a sigmoid is refused (ganstep.engine.views.ends_in_sigmoid), as a probability read
     # as a logit trains on the sigmoid of a probability.
     applies_sigmoid = False
 

@@ -6,7 +6,7 @@ D(real), as StyleGAN2-ADA's phase Dboth). With ``every = k > 1`` it is *lazy*
 (StyleGAN2): every k-th step of its side (the 1st, the (k+1)-th, ...) is followed by a
 phase of its own, the penalty weighted k and one more optimizer step, and that
 side's Adam is built with :func:`lazy_regularization`. The phases run it
-(:func:`ganstep.phases.lazy_phase`, after the side's step: :func:`ganstep.phases.
+(:func:`ganstep.engine.phases.lazy_phase`, after the side's step: :func:`ganstep.engine.phases.
 regularize_after`); this module says what and when.
 """
 

@@ -1,4 +1,4 @@
-"""Schedules: the update orders, composed from the phases in :mod:`ganstep.phases`.
+"""Schedules: the update orders, composed from the phases in :mod:`ganstep.engine.phases`.
 
 With parameters (g, d) at iteration t:
 
@@ -12,7 +12,7 @@ schedule        D's gradient at       G's gradient at
 
 Each D step trains on its own real batch: a schedule with ``d_steps = k`` takes
 ``k`` real batches per iteration (``real_batches``). A batch carries its condition
-(:class:`~ganstep.batch.Batch`); schedules move batches and never look inside them.
+(:class:`~ganstep.engine.batch.Batch`); schedules move batches and never look inside them.
 """
 
 from __future__ import annotations
@@ -206,7 +206,7 @@ class Simultaneous(Schedule):
     loops meant before PyTorch 1.5.
 
     The shared forward is taken only where D's profile allows it (D draws no random
-    numbers and changes nothing its next forward reads; see :mod:`ganstep.d_profile`).
+    numbers and changes nothing its next forward reads; see :mod:`ganstep.engine.d_profile`).
     Otherwise, and with ``Step(d_forwards="loop")``, D is forwarded as PyTorch-GAN's
     loop does: for G's loss, then on the real and the fake batch for D's.
 

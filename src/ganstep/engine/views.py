@@ -129,7 +129,7 @@ class View:
             raise ValueError(
                 f"a loss term of the {self.phase} phase reads D's output on the {which} batch, "
                 "which that phase does not compute unless a term asks for it: wrap the "
-                "term in ganstep.views.reads_real(fn), and G's phase forwards D on the real "
+                "term in ganstep.engine.views.reads_real(fn), and G's phase forwards D on the real "
                 "batch without a graph into D (as feature matching needs)"
             )
         return out

@@ -1,7 +1,7 @@
 """ganstep audit: instrument anyone's GAN loop and report passes, waste and hazards.
 
 ``audit(fn, G=G, D=D)`` runs ``fn()`` (one training iteration, written any way)
-under instrumentation; :mod:`ganstep.audit_script` runs a whole training script the
+under instrumentation; :mod:`ganstep.tools.audit_script` runs a whole training script the
 same way. What is recorded:
 
 - every forward of G and D: its FLOPs, the parameter versions (optimizer steps taken
@@ -952,7 +952,7 @@ def audit(
     when given they are checked to hold G's, resp. D's, parameters). An exception
     from ``fn`` ends the run; the iterations up to it are analysed and the exception
     is kept in the report's ``error`` (``location`` says where it was raised).
-    To audit a whole training script instead, see :func:`ganstep.audit_script.audit_script`.
+    To audit a whole training script instead, see :func:`ganstep.tools.audit_script.audit_script`.
     """
     if not isinstance(G, nn.Module) or not isinstance(D, nn.Module):
         raise TypeError("G and D must be torch.nn.Module instances")

@@ -7,9 +7,9 @@ one dict of Python floats per iteration (``loss_d``, ``loss_g``, and ``k`` for B
 They waste passes on purpose: that is what ganstep is measured against.
 
 Losses are written here the way tutorials write them (BCE against ones and zeros,
-``L1Loss``, ``log(sum(exp))``), independently of :mod:`ganstep.objectives`, so the
+``L1Loss``, ``log(sum(exp))``), independently of :mod:`ganstep.engine.objectives`, so the
 equivalence tests compare two implementations. Where a post divides D's loss by 2,
-the loops here use the definitions of :mod:`ganstep.objectives` instead (a loss
+the loops here use the definitions of :mod:`ganstep.engine.objectives` instead (a loss
 scale is not the update order), and a single ``backward`` for D's loss (the DCGAN
 example's two ``backward`` calls sum to the same gradient for separable losses,
 and softmax and WGAN-GP are not separable).
@@ -1107,7 +1107,7 @@ def diff_augment(x: Tensor, policy: str = "color,translation,cutout") -> Tensor:
     """``DiffAugment(x, policy)`` as mit-han-lab/data-efficient-gans writes it
     (``DiffAugment-stylegan2-pytorch/DiffAugment_pytorch.py``, commit ce71c7e; the
     top-level ``DiffAugment_pytorch.py`` sizes its shifts as ``h // 8``, the same for
-    sides that are multiples of 8), kept apart from :mod:`ganstep.augment` so that its
+    sides that are multiples of 8), kept apart from :mod:`ganstep.engine.augment` so that its
     tests compare two implementations: each function of the policy in order, each
     drawing from torch's global generator per sample, in this order:
 

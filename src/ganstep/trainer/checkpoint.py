@@ -305,7 +305,7 @@ def load_latest(folder: Path, map_location="cpu") -> dict | None:
     """The newest checkpoint of ``folder`` that can be read, or ``None`` if it has none.
 
     A newer one that cannot be read (see :func:`load`) is named in a
-    :class:`~ganstep.errors.GanstepWarning` and the next older one is tried; if none
+    :class:`~ganstep.engine.errors.GanstepWarning` and the next older one is tried; if none
     can be read, :class:`CheckpointError` lists each and why.
     """
     found = list_checkpoints(folder)

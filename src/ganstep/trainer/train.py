@@ -3,7 +3,7 @@ logs, evaluations, samples, checkpoints) until done or stopped.
 
 A resumed run ends with exactly the parameters of an uninterrupted one: every random
 stream the loop draws from (z, real batches, the global generator) is checkpointed
-(:mod:`ganstep.trainee`). The run folder's files: :mod:`ganstep.run_folder`.
+(:mod:`ganstep.trainer.trainee`). The run folder's files: :mod:`ganstep.trainer.run_folder`.
 """
 
 from __future__ import annotations

@@ -222,7 +222,7 @@ def load_stacked_mnist(
     test_size: int = stacked.TEST_SIZE,
     seed: int = 0,
 ) -> Dataset:
-    """Stacked MNIST (:mod:`ganstep.data.stacked`): 3 x 28 x 28 samples stacking three
+    """Stacked MNIST (:mod:`ganstep.trainer.data.stacked`): 3 x 28 x 28 samples stacking three
     independently drawn MNIST digits, labelled 0-999; the same set for the same seed."""
     arrays = load_idx("mnist", data_dir)
     train, y_train = stacked.stack(arrays["train_images"], arrays["train_labels"], train_size,
