@@ -4,6 +4,7 @@ whole batch in float64 wherever losses are batch means and D does not mix sample
 from __future__ import annotations
 
 import copy
+from dataclasses import replace
 
 import pytest
 import torch
@@ -111,7 +112,7 @@ def test_one_optimizer_step_one_scaler_update_one_sync_per_phase():
     step = Step(G, D, opt_g, opt_d, objective=NS(r1=1.0, r1_every=2), schedule="d_first",
                 latent=latent_stream(Z), accumulate=3)  # fmt: skip
     synced = []
-    step.game.sync = lambda params: synced.append(len(params))
+    step.game.options = replace(step.game.options, sync=lambda params: synced.append(len(params)))
     for real in real_batches(2):
         step(real)
     # iteration 0: D, lazy R1, G; iteration 1: D, G

@@ -10,6 +10,7 @@ import signal
 import subprocess
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -117,7 +118,7 @@ def test_each_phase_synchronises_only_the_module_it_steps(schedule, want):
         assert len(owners) == 1 and all(p.grad is not None for p in params)
         seen.append(owners.pop())
 
-    step.game.sync = record
+    step.game.options = replace(step.game.options, sync=record)
     for _ in range(2 if schedule.name == "simultaneous" and schedule.d_every == 2 else 1):
         step(torch.randn(5, 2) if step.real_batches == 1 else [torch.randn(5, 2)] * 2)
     assert seen == want

@@ -140,7 +140,7 @@ def test_path_length_without_mapping_takes_the_gradient_at_z():
     lengths = (noise.flatten(1) @ seen["A"]).norm(dim=1)  # the weight Greg differentiated
     mean = 0.5 * lengths.mean()
     assert logs["pl"].item() == pytest.approx(3.0 * (lengths - mean).square().mean().item())
-    assert step.game.g_regularizer.mean.item() == pytest.approx(mean.item())
+    assert step.game.options.g_regularizer.mean.item() == pytest.approx(mean.item())
 
 
 def test_path_length_arguments_and_state_are_checked():

@@ -110,6 +110,6 @@ def test_fake_pool_feeds_every_d_step_even_when_merging_was_asked(d_forwards):
     step = Step(G, D, opt_g, opt_d, objective="ns", schedule=simultaneous(), fake_pool=20,
                 latent=latent_stream(Z_DIM), d_forwards=d_forwards)  # fmt: skip
     step(real_batches(1, dtype=torch.float64)[0])
-    assert len(step.game.fake_pool.images) == real_batches(1)[0].shape[0]
+    assert len(step.game.options.fake_pool.images) == real_batches(1)[0].shape[0]
     assert "fake_pool=FakePool(20, holding 6)" in repr(step)
     assert "D forwards as the loop's" in repr(step)

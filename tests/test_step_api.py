@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+from dataclasses import replace
 
 import pytest
 import torch
@@ -416,7 +417,8 @@ def params(*modules) -> list[torch.Tensor]:
 
 def test_latent_of_the_wrong_width_is_named():
     side, step = make_step()
-    step.game.latent = lambda n: torch.randn(n, Z_DIM + 2, dtype=torch.float64)
+    wide = lambda n: torch.randn(n, Z_DIM + 2, dtype=torch.float64)  # noqa: E731
+    step.game.options = replace(step.game.options, latent=wide)
     with pytest.raises(ValueError, match=r"G failed on z of shape \(6, 5\) from latent\(6\).*"
                        r"Does latent\(n\) return the input G takes\?"):  # fmt: skip
         step(real_batches(1)[0])

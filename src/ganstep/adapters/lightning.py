@@ -334,7 +334,7 @@ class GANModule(L.LightningModule):
     def _sample_grid(self):
         """G's samples from a fixed z as a grid of pixels, or None where G's output is
         not images in [-1, 1] (or the Step is conditional)."""
-        if self.z_dim is None or self.step.game.condition is not None:
+        if self.z_dim is None or self.step.game.options.condition is not None:
             return None
         gen = torch.Generator(self.device).manual_seed(self.seed + 3)
         dtype = next(self.G.parameters()).dtype

@@ -56,26 +56,27 @@ def check_capturable(step: Step) -> None:
     regularizer = step.objective.regularizer
     if regularizer is not None and regularizer.weight and regularizer.every > 1:
         raise ValueError("CUDA graph capture: lazy R1 (r1_every > 1) differs between iterations")
-    if step.game.g_regularizer is not None:
+    game, options = step.game, step.game.options
+    if options.g_regularizer is not None:
         raise ValueError("CUDA graph capture: a lazy G regularizer differs between iterations")
-    if step.game.info is not None:
+    if game.info is not None:
         raise ValueError("CUDA graph capture: InfoGAN's info step is not captured")
-    if step.game.augment is not None or step.game.fake_pool is not None:
+    if options.augment is not None or options.fake_pool is not None:
         raise ValueError(
             "CUDA graph capture: augmentation and the fake pool are not captured (the "
             "pool draws from Python's random, ADA's p moves on the host)"
         )
-    if step.game.condition is not None or step.game.g_terms or step.game.d_terms:
+    if options.condition is not None or options.g_terms or options.d_terms:
         raise ValueError("CUDA graph capture: conditional steps and loss terms are not captured")
-    game = step.game
-    hooks = [*game.before_step.values(), *game.after_step.values()]
-    if callable(game.d_scale) or callable(game.g_scale) or any(h.with_iteration for h in hooks):
+    hooks = [*options.before_step.values(), *options.after_step.values()]
+    reads_iteration = any(h.with_iteration for h in hooks)
+    if callable(options.d_scale) or callable(options.g_scale) or reads_iteration:
         raise ValueError(
             "CUDA graph capture: a weight that is a function of the iteration, or a hook "
             "that reads it, is read on the host each iteration; a graph would replay the "
             "first iteration's value"
         )
-    if step.game.check_finite:
+    if options.check_finite:
         raise ValueError(
             "CUDA graph capture: check_finite reads each loss on the host; check the "
             "losses the graphed step returns instead"

@@ -34,6 +34,7 @@ from .checks import scale_factor
 from .game import Game, check_hooks
 from .losses import scores, summed
 from .objectives import Logs, Objective, get_objective
+from .options import Options, Progress
 from .phases import guard, run_phase
 from .pool import FakePool
 from .precision import Precision
@@ -108,14 +109,25 @@ class CycleStep:
         _check_holds(opt_d, discriminators, "opt_d", "D_A and D_B")
         device = next(G_A.parameters()).device
         self.precision = Precision(precision, device.type)
+        options = Options(objective, latent=None,
+                          g_scale=scale_factor(g_scale, "g_scale", zero=True),
+                          d_scale=scale_factor(d_scale, "d_scale"),
+                          before_step=check_hooks(before_step, "before_step"),
+                          after_step=check_hooks(after_step, "after_step"))  # fmt: skip
+        self.progress = Progress()
         self.game = Game(Side("G", generators, opt_g, self.precision),
-                         Side("D", discriminators, opt_d, self.precision), objective,
-                         latent=None, g_scale=scale_factor(g_scale, "g_scale", zero=True),
-                         d_scale=scale_factor(d_scale, "d_scale"),
-                         before_step=check_hooks(before_step, "before_step"),
-                         after_step=check_hooks(after_step, "after_step"))  # fmt: skip
+                         Side("D", discriminators, opt_d, self.precision), options,
+                         self.progress)  # fmt: skip
         self.pools = None if not fake_pool else (FakePool(fake_pool), FakePool(fake_pool))
-        self.iteration = 0
+
+    @property
+    def iteration(self) -> int:
+        """Iterations run so far (what hooks taking the iteration read)."""
+        return self.progress.iteration
+
+    @iteration.setter
+    def iteration(self, value: int) -> None:
+        self.progress.iteration = value
 
     def __call__(self, real_A: Tensor, real_B: Tensor) -> dict[str, Tensor]:
         """One iteration on a batch of each domain (the same number of rows)."""
@@ -128,7 +140,6 @@ class CycleStep:
                 "takes one batch of each domain, of the same size, as CycleGAN's loop does"
             )
         game = self.game
-        game.iteration = self.iteration  # what hooks taking the iteration read
         G_A, G_B = game.g.module
         with self.precision.autocast():
             fake_B = G_A(real_A)
@@ -145,7 +156,7 @@ class CycleStep:
 
     def _adversarial_g(self, D: nn.Module, fake: Tensor) -> Tensor:
         found = scores(self.game, D(fake), fake)
-        return summed([self.game.objective.g_loss(s) for s in found])[0]
+        return summed([self.game.options.objective.g_loss(s) for s in found])[0]
 
     def _g_micro(self, real: tuple, fakes: tuple, k: int) -> Logs:
         (a, b), (fake_B, rec_A, fake_A, rec_B) = real, fakes
@@ -158,8 +169,8 @@ class CycleStep:
                 weight = self.cycle * self.identity
                 logs["idt_a"] = F.l1_loss(G_A(b), b) * weight
                 logs["idt_b"] = F.l1_loss(G_B(a), a) * weight
-            logs["loss_g_a"] = game.g_scale * self._adversarial_g(D_A, fake_B)
-            logs["loss_g_b"] = game.g_scale * self._adversarial_g(D_B, fake_A)
+            logs["loss_g_a"] = game.options.g_scale * self._adversarial_g(D_A, fake_B)
+            logs["loss_g_b"] = game.options.g_scale * self._adversarial_g(D_B, fake_A)
             logs["cycle_a"] = F.l1_loss(rec_A, a) * self.cycle
             logs["cycle_b"] = F.l1_loss(rec_B, b) * self.cycle
             loss = sum(logs.values())
@@ -179,8 +190,9 @@ class CycleStep:
             with self.precision.autocast():
                 s_real = scores(game, D(x), x)
                 s_fake = scores(game, D(fake), fake)
-                parts = [game.objective.d_loss(r, f) for r, f in zip(s_real, s_fake, strict=True)]
-                loss = game.d_scale * summed(parts)[0]
+                d_loss = game.options.objective.d_loss
+                parts = [d_loss(r, f) for r, f in zip(s_real, s_fake, strict=True)]
+                loss = game.options.d_scale * summed(parts)[0]
             guard(game, **{key: loss})
             game.d.backward(loss / k)  # each D's backward, as backward_D_A then _B
             logs[key] = loss.detach()
@@ -207,8 +219,9 @@ class CycleStep:
 
     def __repr__(self) -> str:
         pool = self.pools[0].size if self.pools is not None else None
-        return (f"CycleStep(objective={self.game.objective!r}, g_scale={self.game.g_scale}, "
-                f"d_scale={self.game.d_scale}, cycle={self.cycle}, identity={self.identity}, "
+        options = self.game.options
+        return (f"CycleStep(objective={options.objective!r}, g_scale={options.g_scale}, "
+                f"d_scale={options.d_scale}, cycle={self.cycle}, identity={self.identity}, "
                 f"fake_pool={pool})")  # fmt: skip
 
 

@@ -34,7 +34,7 @@ class DObserver:
             return
         mode = self.module.training
         try:
-            if not self.game.d_conditional:
+            if not self.game.options.d_conditional:
                 real = Batch(real.x)
             profile = profile_d(self.module, real, d_call_of)
         except Exception as e:  # the step itself then says what is wrong with the input;

@@ -1,5 +1,6 @@
-"""G's side of a step: z and the fakes' conditions, drawn once per batch, and the fake
-batches G makes from them, with G's graph only where G's update needs it."""
+"""G's side of a step, the one place G is called: z and the fakes' conditions, drawn
+once per batch, the fake batches G makes from them (with G's graph only where G's update
+needs it), and the images path length differentiates at G's latents."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from torch import Tensor
 
 from .batch import Batch, Condition, split_rows
 from .game import Game
+from .regularizers import PathLength
 
 # One batch as the k micro-batches a phase accumulates over (k = 1 without accumulation).
 Micro = list[Batch]
@@ -39,12 +41,12 @@ def draw(game: Game, real: Micro, latent: Callable[[int], Condition] | None = No
     sizes = [b.n for b in real]
     n = sum(sizes)
     zs = [None] * len(real)
-    latent = latent or game.latent
+    latent = latent or game.options.latent
     if latent is not None:
         zs = [part.c for part in split_rows(_latent(game, latent, n), sizes)]
-    cs = [b.c if game.condition == "real" else None for b in real]
-    if callable(game.condition):
-        c = game.condition(n)
+    cs = [b.c if game.options.condition == "real" else None for b in real]
+    if callable(game.options.condition):
+        c = game.options.condition(n)
         if isinstance(c, list):
             c = tuple(c)
         whole = Batch(torch.empty(n, 0), c)
@@ -155,3 +157,20 @@ def cut(fake: Micro) -> Micro:
     """``fake`` cut from G's graph (its condition is data and carries no graph; G's
     extra outputs, which would carry it, are left behind: only G's terms read them)."""
     return [Batch(f.x.detach(), f.c, f.z) for f in fake]
+
+
+def images_at_latents(game: Game, code: Code, regularizer: PathLength) -> tuple[Tensor, Tensor]:
+    """G's images from the first ``n // shrink`` rows of ``code``, with a graph from the
+    latents path length differentiates at: ``mapping``'s output w (StyleGAN2's G split
+    into mapping and synthesis), else z made a leaf. Returns ``(images, latents)``."""
+    n = code.z.shape[0] if isinstance(code.z, Tensor) else code.z[0].shape[0]
+    head = Batch(torch.empty(n, 0), code.c, code.z).rows(slice(0, max(1, n // regularizer.shrink)))
+    with game.precision.autocast():
+        if regularizer.mapping is not None:
+            ws = regularizer.mapping(*Code(head.z, head.c).args())
+            return regularizer.synthesis(ws), ws
+        first = head.z if isinstance(head.z, Tensor) else head.z[0]
+        ws = first.detach().requires_grad_(True)
+        z = ws if isinstance(head.z, Tensor) else (ws, *head.z[1:])
+        img = game.g.module(*Code(z, head.c).args())
+    return (img[0] if isinstance(img, tuple) else img), ws  # (samples, *extras)

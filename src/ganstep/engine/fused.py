@@ -20,19 +20,19 @@ from .views import View
 
 def check_fusable(game: Game) -> None:
     """Refuse the fused step where it would not be exact (say why)."""
-    objective = game.objective
+    objective = game.options.objective
     if objective.not_fusable is not None:
         raise ValueError(
             f"simultaneous(fused=True) cannot use objective {objective.name!r}: "
             f"{objective.not_fusable}. Use simultaneous() without fused."
         )
-    if game.g_terms or game.d_terms:
+    if game.options.g_terms or game.options.d_terms:
         raise ValueError(
             "simultaneous(fused=True) rescales D's gradient at the fake batch into G's, which "
             "extra loss terms would break; use simultaneous() without fused"
         )
-    if game.augment is not None or game.fake_pool is not None:
-        between = "augmentation stands" if game.augment is not None else "a fake pool stands"
+    if game.options.augment is not None or game.options.fake_pool is not None:
+        between = "a fake pool stands" if game.options.augment is None else "augmentation stands"
         raise ValueError(
             "simultaneous(fused=True) rescales D's gradient at its input into G's, and "
             f"{between} between G's output and D's input; use simultaneous() without fused"
@@ -46,7 +46,7 @@ def check_fusable(game: Game) -> None:
     if not game.merge_d_forwards():
         profile = game.d_profile
         what = "the loop's forwards were asked for (d_forwards='loop')"
-        if profile is not None and game.d_forwards == "auto":
+        if profile is not None and game.options.d_forwards == "auto":
             what = f"D is {profile.describe()}"
         raise ValueError(
             "simultaneous(fused=True) shares one D forward on the fake batch between D's "
@@ -69,11 +69,11 @@ def _fusable_scores(game: Game, s_fake: list[Tensor], n: int) -> Tensor:
             "(a multi-scale D). Use simultaneous() without fused."
         )
     (s,) = s_fake
-    if s.numel() != n and not game.objective.constant_ratio:
+    if s.numel() != n and not game.options.objective.constant_ratio:
         raise ValueError(
             f"simultaneous(fused=True) with a map of scores per sample (D gave "
             f"{tuple(s.shape)}) is exact only when L_G's slope is a constant multiple of "
-            f"L_D's (minimax, hinge, wgan_gp); {game.objective.name!r} varies per element. "
+            f"L_D's (minimax, hinge, wgan_gp); {game.options.objective.name!r} varies per element. "
             "Use simultaneous() without fused."
         )
     return s
@@ -100,14 +100,14 @@ def fused_joint_phase(game: Game, real: Micro, fake: Micro) -> Logs:
 
 def _fused_micro(game: Game, real: Batch, fake: Batch, k: int) -> Logs:
     """The fused step's gradients of one of k micro-batches (summed into .grad)."""
-    objective = game.objective
+    objective = game.options.objective
     precision = game.precision
     n = fake.n
     real = for_d(game, real)
     fake_in = fake.with_x(fake.x.detach().requires_grad_(True))
     with precision.autocast():
         out_real, out_fake = d_outputs(game, real, fake_in)
-        view = View("joint", real, fake_in, out_real, out_fake, game.iteration)
+        view = View("joint", real, fake_in, out_real, out_fake, game.progress.iteration)
         loss_d, logs, _, s_fake = d_loss(game, view)
     s = _fusable_scores(game, s_fake, n)
     guard(game, loss_d=loss_d)

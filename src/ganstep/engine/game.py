@@ -1,5 +1,6 @@
-"""The game the phases play: two sides, the objective that scores them, and the rules
-of one Step (where z and conditions come from, extra loss terms, how D is forwarded)."""
+"""The game the phases play: two sides, the user's options (the objective that scores
+them, where z and conditions come from, extra loss terms, how D is forwarded), and the
+Step's progress."""
 
 from __future__ import annotations
 
@@ -10,15 +11,12 @@ from functools import partial
 
 from torch import Tensor, nn
 
-from .batch import Condition
-from .checks import Weight, weight_at
+from .checks import weight_at
 from .d_profile import KNOWN_MIXING, DProfile, known_mixing_layers
-from .objectives import Objective
-from .pool import FakePool
+from .options import Options, Progress
 from .precision import Precision
 from .regularizers import Regularizer
 from .sides import Side
-from .views import Term
 
 D_ORDERS = ("real_first", "fake_first")
 # The optimizer steps a hook may name: each side's adversarial step, its lazy
@@ -63,64 +61,18 @@ def check_hooks(hooks: object, name: str) -> dict[str, PhaseHook]:
 
 @dataclass(eq=False)
 class Game:
-    """What the phases act on: the sides ``g`` and ``d``, the objective, the rules of
-    the Step, and the count of D steps that schedules lazy regularization."""
+    """What the phases act on: the sides ``g`` and ``d`` (and InfoGAN's ``info``), the
+    user's frozen :class:`~ganstep.engine.options.Options`, the Step's
+    :class:`~ganstep.engine.options.Progress`, and what D was observed to be."""
 
     g: Side
     d: Side
-    objective: Objective
-    latent: Callable[[int], Tensor] | None
-    # None (unconditional), "real" (a fake is made for its real sample's condition) or
-    # a sampler condition(n) of the fakes' conditions.
-    condition: str | Callable[[int], Condition] | None = None
-    # Extra weighted terms of L_G and L_D, and the factors of the adversarial losses:
-    # numbers, or functions of the iteration (Weight).
-    g_terms: dict[str, tuple[Weight, Term]] = field(default_factory=dict)
-    d_terms: dict[str, tuple[Weight, Term]] = field(default_factory=dict)
-    d_scale: Weight = 1.0
-    g_scale: Weight = 1.0
-    # D is called D(x, c) on a conditional batch; False: D(x) (ACGAN, InfoGAN: G alone
-    # takes the condition, D predicts it).
-    d_conditional: bool = True
-    # D once on cat(real, fake); the order of D's forwards in a D step.
-    concat: bool = False
-    d_order: str = "real_first"
-    # "auto": merge D forwards where D's profile allows it; "loop": the loop's forwards
-    # always; "merged": merge whatever D is (the user asked, knowing the difference).
-    d_forwards: str = "auto"
+    options: Options
+    progress: Progress = field(default_factory=Progress)
+    # InfoGAN's third side: an optimizer over G and D's Q head.
+    info: Side | None = None
     # What D was observed (or declared) to be; None until the first step.
     d_profile: DProfile | None = None
-    # Augmentation of every D input (DiffAugment, ADA), or None.
-    augment: Callable[[Tensor], Tensor] | None = None
-    # Past fakes that D's steps see in place of some new ones (CycleGAN's ImagePool).
-    fake_pool: FakePool | None = None
-    # D's 2-D output (n, k) is a map of k scores per sample, not a mistake.
-    d_map: bool = False
-    # Called with the parameters a phase is about to step, after their backward
-    # (data parallel training averages their gradients across processes there).
-    sync: Callable[[list[nn.Parameter]], None] | None = None
-    # Check each loss on the host before stepping on it (Step(check_finite=True)).
-    check_finite: bool = False
-    # Log D's mean adversarial score on real and fake and the mean of its signs (the
-    # scores and signs StyleGAN2-ADA logs): on the device, from the D step's forwards.
-    log_scores: bool = False
-    # The user's hooks by phase: before its optimizer step (gradients final, unscaled)
-    # and after it.
-    before_step: dict[str, PhaseHook] = field(default_factory=dict)
-    after_step: dict[str, PhaseHook] = field(default_factory=dict)
-    # InfoGAN's third side (an optimizer over G and D's Q head), its loss terms, and
-    # where its latents come from (None: from latent).
-    info: Side | None = None
-    info_terms: dict[str, tuple[Weight, Term]] = field(default_factory=dict)
-    info_latent: Callable[[int], Tensor] | None = None
-    # G's lazy regularizer (path length), or None; D's is the objective's (R1).
-    g_regularizer: Regularizer | None = None
-    # Steps each side took so far: a lazy regularizer (every = k) runs after every k-th.
-    d_updates: int = 0
-    g_updates: int = 0
-    # The iteration being run, counting from 0 (the Step's count): what weights that are
-    # functions of the iteration, terms (view.iteration) and hooks read.
-    iteration: int = 0
     _mixing: list[nn.Module] = field(default_factory=list, repr=False)
 
     def __post_init__(self) -> None:
@@ -132,17 +84,18 @@ class Game:
 
     def d_weight(self) -> float:
         """``d_scale`` at this iteration."""
-        return weight_at(self.d_scale, self.iteration, "d_scale")
+        return weight_at(self.options.d_scale, self.progress.iteration, "d_scale")
 
     def g_weight(self) -> float:
         """``g_scale`` at this iteration."""
-        return weight_at(self.g_scale, self.iteration, "g_scale")
+        return weight_at(self.options.g_scale, self.progress.iteration, "g_scale")
 
     def hook(self, when: str, phase: str) -> Callable[[nn.Module], object] | None:
         """The user's hook ``when`` (``"before"``/``"after"``) the phase's step, bound to
         this iteration; None if there is none."""
-        found = (self.before_step if when == "before" else self.after_step).get(phase)
-        return None if found is None else partial(found, iteration=self.iteration)
+        hooks = self.options.before_step if when == "before" else self.options.after_step
+        found = hooks.get(phase)
+        return None if found is None else partial(found, iteration=self.progress.iteration)
 
     def mixes_samples(self) -> bool:
         """Whether D mixes samples: a BatchNorm layer in training mode now (cheap: per
@@ -160,29 +113,29 @@ class Game:
         """Whether two D forwards of the loop may be one here (``simultaneous``): never
         with a fake pool, which gives D other fakes than G's; with augmentation (new
         random numbers for each D input) only when asked for (``"merged"``)."""
-        if self.fake_pool is not None:
+        if self.options.fake_pool is not None:
             return False
-        if self.d_forwards != "auto":
-            return self.d_forwards == "merged"
-        if self.augment is not None:
+        if self.options.d_forwards != "auto":
+            return self.options.d_forwards == "merged"
+        if self.options.augment is not None:
             return False
         return self.d_profile is None or self.d_profile.mergeable
 
     def regularizer_of(self, side: Side) -> Regularizer | None:
         """The side's regularizer: D's is the objective's (R1), G's the Step's."""
         if side is self.d:
-            return self.objective.regularizer
-        return self.g_regularizer if side is self.g else None
+            return self.options.objective.regularizer
+        return self.options.g_regularizer if side is self.g else None
 
     def observe_real(self, real_scores: list[Tensor], d_step: bool = True) -> None:
         """Tell an adaptive augmentation D's scores on a real batch (ADA's signs)."""
-        observe = getattr(self.augment, "observe", None)
+        observe = getattr(self.options.augment, "observe", None)
         if observe is not None:
             observe(real_scores[0], d_step=d_step)
 
     def check_concat(self) -> None:
         """Refuse one D call on real and fake while D mixes samples."""
-        if self.concat and self.mixes_samples():
+        if self.options.concat and self.mixes_samples():
             raise ValueError(
                 "concat=True runs D once on cat(real, fake), which changes the math when D "
                 f"mixes samples; D does: {self.mixing_reason()}. Use concat=False (or put "

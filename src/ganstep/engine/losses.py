@@ -22,15 +22,15 @@ def d_call(game: Game, batch: Batch) -> object:
     (unless the Step's D is not conditional: ACGAN's D(x)). With augmentation D sees
     ``augment(x)``, and gradients flow back through it to ``x``."""
     D = game.d.module
-    x = batch.x if game.augment is None else game.augment(batch.x)
-    return D(x) if batch.c is None or not game.d_conditional else D(x, batch.c)
+    x = batch.x if game.options.augment is None else game.options.augment(batch.x)
+    return D(x) if batch.c is None or not game.options.d_conditional else D(x, batch.c)
 
 
 def d_outputs(game: Game, real: Batch, fake: Batch) -> tuple[object, object]:
-    """D's outputs on the real and the fake batch, forwarded in ``game.d_order`` (one D
+    """D's outputs on the real and the fake batch, forwarded in ``game.options.d_order`` (one D
     call on both, concatenated in that order, if ``concat``)."""
-    fake_first = game.d_order == "fake_first"
-    if game.concat:
+    fake_first = game.options.d_order == "fake_first"
+    if game.options.concat:
         game.check_concat()
         if fake_first:
             out_fake, out_real = split(d_call(game, cat(fake, real)), fake.n)
@@ -48,9 +48,9 @@ def scores(game: Game, out: object, inp: Tensor) -> list[Tensor]:
     Under autocast the scores are cast to float32: the losses are computed in full
     precision whatever D ran in.
     """
-    objective = game.objective
+    objective = game.options.objective
     if objective.reads_scores:
-        check_adversarial(out, inp.shape[0], game.d_map)
+        check_adversarial(out, inp.shape[0], game.options.d_map)
     outputs = adversarial(out)
     for o in outputs:
         if not o.is_floating_point():
@@ -90,7 +90,7 @@ def _penalty(game: Game, real: Batch, fake_x: Tensor) -> Tensor | None:
             return found[0]
         return torch.cat([o.reshape(x.shape[0], -1) for o in found], 1)
 
-    return game.objective.penalty(adversarial_of, real.x, fake_x)
+    return game.options.objective.penalty(adversarial_of, real.x, fake_x)
 
 
 def d_loss(game: Game, view: View) -> tuple[Tensor, Logs, list[Tensor], list[Tensor]]:
@@ -101,7 +101,7 @@ def d_loss(game: Game, view: View) -> tuple[Tensor, Logs, list[Tensor], list[Ten
     s_real = scores(game, view.d_real_out, real.x)
     s_fake = scores(game, view.d_fake_out, fake.x)
     game.observe_real(s_real)
-    objective = game.objective
+    objective = game.options.objective
     loss, logs = summed([objective.d_loss(r, f) for r, f in zip(s_real, s_fake, strict=True)])
     d_scale = game.d_weight()
     if d_scale != 1.0:
@@ -114,10 +114,10 @@ def d_loss(game: Game, view: View) -> tuple[Tensor, Logs, list[Tensor], list[Ten
     if penalty is not None:
         logs["gp"] = penalty.detach()
         loss = loss + penalty
-    loss, term_logs = add_terms(loss, game.d_terms, view)
+    loss, term_logs = add_terms(loss, game.options.d_terms, view)
     logs.update(term_logs)
     logs["loss_d"] = loss.detach()
-    if game.log_scores:
+    if game.options.log_scores:
         logs.update(score_logs(s_real, s_fake))
     return loss, logs, s_real, s_fake
 
@@ -137,7 +137,7 @@ def g_loss(game: Game, view: View, s_real, s_fake) -> tuple[Tensor, Logs]:
     """L_G from the view and the scores on it: the adversarial loss, scaled by
     ``g_scale`` (reading D's real scores as constants where the objective needs them),
     and G's terms; its logs."""
-    objective = game.objective
+    objective = game.options.objective
     if objective.g_needs_real:
         parts = [objective.g_loss(f, r.detach()) for f, r in zip(s_fake, s_real, strict=True)]
     else:
@@ -146,6 +146,6 @@ def g_loss(game: Game, view: View, s_real, s_fake) -> tuple[Tensor, Logs]:
     g_scale = game.g_weight()
     if g_scale != 1.0:
         loss = g_scale * loss
-    loss, term_logs = add_terms(loss, game.g_terms, view)
+    loss, term_logs = add_terms(loss, game.options.g_terms, view)
     logs.update(term_logs)
     return loss, logs

@@ -23,7 +23,7 @@ from torch import Tensor
 
 from .batch import Batch
 from .errors import NonFiniteError
-from .fakes import Code, Micro, cut, draw, generate
+from .fakes import Code, Micro, cut, draw, generate, images_at_latents
 from .game import Game
 from .losses import d_call, d_loss, d_outputs, g_loss, scores
 from .objectives import Logs
@@ -36,8 +36,8 @@ MicroStep = Callable[[Batch, Batch | None, int], Logs]
 
 
 def guard(game: Game, **losses: Tensor) -> None:
-    """With ``game.check_finite``, raise before any optimizer steps on a non-finite loss."""
-    if not game.check_finite:
+    """With ``game.options.check_finite``, raise before any optimizer steps on a non-finite loss."""
+    if not game.options.check_finite:
         return
     for name, loss in losses.items():
         if not torch.isfinite(loss).all():
@@ -75,9 +75,9 @@ def run_phase(
                 p.grad = torch.zeros_like(p)
     for side in sides:
         phase = f"{side.key}_reg" if lazy else side.key
-        side.step(game.sync, game.hook("before", phase))
+        side.step(game.options.sync, game.hook("before", phase))
         if side is game.d and not lazy:
-            game.objective.after_d_step(side.module)  # WGAN's clipping, before any hook
+            game.options.objective.after_d_step(side.module)  # WGAN's clipping, before any hook
         after = game.hook("after", phase)
         if after is not None:
             after(side.module)
@@ -90,7 +90,7 @@ def run_phase(
 
 def for_d(game: Game, real: Batch) -> Batch:
     """The real batch of a D step: requiring grad when R1 reads its forward's graph."""
-    regularizer = game.objective.regularizer
+    regularizer = game.options.objective.regularizer
     if regularizer is not None and regularizer.in_loss():
         # a view, not a leaf: module hooks (FlopCounterMode) accept it
         return real.with_x(real.x.detach().requires_grad_(True).view_as(real.x))
@@ -100,8 +100,8 @@ def for_d(game: Game, real: Batch) -> Batch:
 def d_phase(game: Game, real: Micro, fake: Micro) -> Logs:
     """One step of D on ``real`` and ``fake`` (already cut from G's graph; with a fake
     pool, D sees what the pool gives in place of ``fake``)."""
-    if game.fake_pool is not None:
-        fake = [f.with_x(game.fake_pool.query(f.x)) for f in fake]
+    if game.options.fake_pool is not None:
+        fake = [f.with_x(game.options.fake_pool.query(f.x)) for f in fake]
     return run_phase(game, [game.d], real, fake, partial(d_micro_batch, game))
 
 
@@ -110,7 +110,7 @@ def d_micro_batch(game: Game, real: Batch, fake: Batch, k: int) -> Logs:
     real = for_d(game, real)
     with game.precision.autocast():
         out_real, out_fake = d_outputs(game, real, fake)
-        view = View("D", real, fake, out_real, out_fake, game.iteration)
+        view = View("D", real, fake, out_real, out_fake, game.progress.iteration)
         loss, logs, _, _ = d_loss(game, view)
     guard(game, loss_d=loss)
     game.d.backward(share(loss, k))
@@ -128,13 +128,13 @@ def g_micro_batch(game: Game, real: Batch, fake: Batch, k: int) -> Logs:
     reads it), L_G, its share of G's gradients."""
     with game.precision.autocast():
         out_real = s_real = None
-        if game.objective.g_needs_real or any_reads_real(game.g_terms):
+        if game.options.objective.g_needs_real or any_reads_real(game.options.g_terms):
             with torch.no_grad():  # D(x) is a constant for G
                 out_real = d_call(game, real)
                 s_real = scores(game, out_real, real.x)
         out_fake = d_call(game, fake)
         s_fake = scores(game, out_fake, fake.x)
-        view = View("G", real, fake, out_real, out_fake, game.iteration)
+        view = View("G", real, fake, out_real, out_fake, game.progress.iteration)
         loss, logs = g_loss(game, view, s_real, s_fake)
     guard(game, loss_g=loss)
     game.g.backward(share(loss, k))
@@ -159,7 +159,7 @@ def joint_micro_batch(game: Game, real: Batch, fake: Batch, k: int) -> Logs:
     real = for_d(game, real)
     with game.precision.autocast():
         out_real, out_fake = d_outputs(game, real, fake)
-        view = View("joint", real, fake, out_real, out_fake, game.iteration)
+        view = View("joint", real, fake, out_real, out_fake, game.progress.iteration)
         loss_d, logs, s_real, s_fake = d_loss(game, view)
         loss_g, g_logs = g_loss(game, view, s_real, s_fake)
     guard(game, loss_d=loss_d, loss_g=loss_g)
@@ -187,9 +187,7 @@ def regularize_after(game: Game, side: Side, real: Micro) -> Logs:
     if side is game.info:
         return {}
     regularizer = game.regularizer_of(side)
-    count = f"{side.key}_updates"
-    steps = getattr(game, count)
-    setattr(game, count, steps + 1)
+    steps = game.progress.count_update(side.key)
     if regularizer is None or not regularizer.due(steps):
         return {}
     if side is game.d:
@@ -239,21 +237,10 @@ def _r1_loss(game: Game, regularizer: Regularizer, real: Batch) -> Tensor:
 
 
 def _path_length(game: Game, regularizer: PathLength, code: Code) -> Tensor:
-    """Path length on the first ``n // shrink`` rows of ``code``: G's image from them and
-    the latents the gradient is taken at (``mapping``'s output, else z)."""
-    n = code.z.shape[0] if isinstance(code.z, Tensor) else code.z[0].shape[0]
-    head = Batch(torch.empty(n, 0), code.c, code.z).rows(slice(0, max(1, n // regularizer.shrink)))
-    with game.precision.autocast():
-        if regularizer.mapping is not None:
-            ws = regularizer.mapping(*Code(head.z, head.c).args())
-            img = regularizer.synthesis(ws)
-        else:
-            first = head.z if isinstance(head.z, Tensor) else head.z[0]
-            ws = first.detach().requires_grad_(True)
-            z = ws if isinstance(head.z, Tensor) else (ws, *head.z[1:])
-            img = game.g.module(*Code(z, head.c).args())
-            if isinstance(img, tuple):  # (samples, *extras)
-                img = img[0]
+    """Path length on the first ``n // shrink`` rows of ``code``: G's image from them
+    and the latents the gradient is taken at."""
+    img, ws = images_at_latents(game, code, regularizer)
+    with game.precision.autocast():  # as the forward: G's image may be half precision
         return regularizer.penalty(img, ws)
 
 
@@ -263,7 +250,7 @@ def info_phase(game: Game, real: Micro) -> Logs:
     graph into G and D, the info terms (which read ``view.fake.z`` and ``view.d_fake``:
     the codes and D's Q heads), one step of the info optimizer over the parameters it
     holds. Logged as ``loss_info`` and by term."""
-    codes = draw(game, real, game.info_latent)
+    codes = draw(game, real, game.options.info_latent)
     return run_phase(game, [game.info], real, codes, partial(info_micro_batch, game))
 
 
@@ -274,8 +261,8 @@ def info_micro_batch(game: Game, real: Batch, code: Code, k: int) -> Logs:
     with game.precision.autocast():
         out = d_call(game, fake)
         zero = torch.zeros((), device=fake.x.device)
-        view = View("info", real, fake, None, out, game.iteration)
-        loss, logs = add_terms(zero, game.info_terms, view)
+        view = View("info", real, fake, None, out, game.progress.iteration)
+        loss, logs = add_terms(zero, game.options.info_terms, view)
     guard(game, loss_info=loss)
     game.info.backward(share(loss, k))
     logs["loss_info"] = loss.detach()

@@ -127,11 +127,11 @@ class DFirst(Schedule):
         if self.g_batch == 1:
             return
         pairs = None
-        if game.condition == "real":
+        if game.options.condition == "real":
             pairs = "condition='real' makes each fake for one real row's condition"
-        elif game.objective.g_needs_real:
-            pairs = f"objective {game.objective.name!r} compares fakes with the real batch"
-        elif any_reads_real(game.g_terms):
+        elif game.options.objective.g_needs_real:
+            pairs = f"objective {game.options.objective.name!r} compares fakes with the real batch"
+        elif any_reads_real(game.options.g_terms):
             pairs = "a G term reads the real batch"
         if pairs is not None:
             raise ValueError(

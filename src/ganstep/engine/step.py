@@ -18,6 +18,7 @@ from .d_profile import DProfile
 from .errors import NonFiniteError
 from .game import Game, Hook, check_hooks
 from .objectives import Objective, get_objective
+from .options import Options, Progress
 from .phases import info_phase
 from .pool import FakePool
 from .precision import Precision
@@ -34,6 +35,7 @@ from .step_checks import (
     check_options,
     check_sources,
     compiled,
+    info_step,
 )
 from .views import Term, normalize_terms
 
@@ -230,36 +232,40 @@ class Step:
                        d_conditional, fake_pool, condition)  # fmt: skip
         check_d_arity(D, condition, d_conditional)
         self.accumulate = positive_int(accumulate, "accumulate")
-        self.objective = get_objective(objective)
+        objective = get_objective(objective)
         self.schedule = get_schedule(schedule)
         g_terms = normalize_terms(g_terms, "g_terms")
         d_terms = normalize_terms(d_terms, "d_terms")
-        check_objective_fits(self.objective, self.accumulate, g_terms, g_scale)
-        check_compile_fits(compile, self.objective, g_regularizer)
+        check_objective_fits(objective, self.accumulate, g_terms, g_scale)
+        check_compile_fits(compile, objective, g_regularizer)
         device = next(G.parameters()).device
         self.precision = Precision(precision, device.type)
         self.distributed = bool(distributed)
         self._group_checked = distributed is not None
-        self.game = Game(Side("G", compiled(G, compile), opt_g, self.precision),
-                         Side("D", compiled(D, compile), opt_d, self.precision),
-                         self.objective, latent, condition=condition, g_terms=g_terms,
-                         d_terms=d_terms, d_scale=weight(d_scale, "d_scale"),
-                         g_scale=weight(g_scale, "g_scale"),
-                         d_conditional=d_conditional, concat=concat,
-                         d_order=d_order, d_forwards=d_forwards, d_map=d_map,
-                         augment=get_augment(augment), check_finite=check_finite,
-                         fake_pool=None if fake_pool is None else FakePool(fake_pool),
-                         g_regularizer=check_g_regularizer(g_regularizer, latent),
-                         before_step=check_hooks(before_step, "before_step"),
-                         after_step=check_hooks(after_step, "after_step"),
-                         log_scores=flag(log_scores, "log_scores", TypeError))  # fmt: skip
-        self._info_side(G, D, info_optimizer, info_terms, info_latent)
-        self._d_observer = DObserver(D, d_profile, self.game, self.schedule)
+        info = info_step(G, D, info_optimizer, info_terms, info_latent, latent, self.precision)
         if distributed:
             data_parallel.broadcast_module(G)
             data_parallel.broadcast_module(D)
-            self.game.sync = data_parallel.GradientAverager()
-        self.iteration = 0
+        options = Options(
+            objective, latent, condition=condition, g_terms=g_terms, d_terms=d_terms,
+            d_scale=weight(d_scale, "d_scale"), g_scale=weight(g_scale, "g_scale"),
+            d_conditional=d_conditional, concat=concat, d_order=d_order,
+            d_forwards=d_forwards, d_map=d_map, augment=get_augment(augment),
+            check_finite=check_finite,
+            fake_pool=None if fake_pool is None else FakePool(fake_pool),
+            g_regularizer=check_g_regularizer(g_regularizer, latent),
+            before_step=check_hooks(before_step, "before_step"),
+            after_step=check_hooks(after_step, "after_step"),
+            log_scores=flag(log_scores, "log_scores", TypeError),
+            sync=data_parallel.GradientAverager() if distributed else None,
+            info_terms=info.terms, info_latent=info.latent,
+        )
+        # The Step owns its progress; the game (what the phases read) shares it.
+        self.progress = Progress()
+        self.game = Game(Side("G", compiled(G, compile), opt_g, self.precision),
+                         Side("D", compiled(D, compile), opt_d, self.precision),
+                         options, self.progress, info=info.side)  # fmt: skip
+        self._d_observer = DObserver(D, d_profile, self.game, self.schedule)
         self._models = (G, D, opt_g, opt_d)
         self._param_ids = self._parameter_ids()
 
@@ -302,32 +308,20 @@ class Step:
             ) from None
         self._param_ids = self._parameter_ids()
 
-    def _info_side(
-        self, G: nn.Module, D: nn.Module, opt: object, terms: object, latent: object
-    ) -> None:
-        """InfoGAN's third side: the info optimizer over (some of) G's and D's parameters."""
-        if opt is None and terms is None:
-            if latent is not None:
-                raise ValueError("info_latent draws the info step's latents: it needs "
-                                 "info_optimizer and info_terms")  # fmt: skip
-            return
-        if latent is not None:
-            check_sources(latent, None)
-            self.game.info_latent = latent
-        if opt is None or not terms:
-            raise ValueError("InfoGAN's info step needs both info_optimizer and info_terms")
-        if not isinstance(opt, torch.optim.Optimizer):
-            raise TypeError(f"info_optimizer must be a torch.optim.Optimizer, got {opt!r}")
-        if self.game.latent is None:
-            raise ValueError("InfoGAN's info step draws fresh latents: it needs a latent")
-        held = {id(p) for group in opt.param_groups for p in group["params"]}
-        ours = {id(p) for p in (*G.parameters(), *D.parameters())}
-        if not held <= ours:
-            raise ValueError("info_optimizer must hold only G's and D's parameters")
-        self.precision.add_scaler("info")
-        both = nn.ModuleList([self.game.g.module, self.game.d.module])
-        self.game.info = Side("info", both, opt, self.precision, frozenset(held))
-        self.game.info_terms = normalize_terms(terms, "info_terms")
+    @property
+    def objective(self) -> Objective:
+        """The objective the Step was built with (its state: BEGAN's k)."""
+        return self.game.options.objective
+
+    @property
+    def iteration(self) -> int:
+        """Iterations run so far: the next call runs iteration ``iteration``, counting
+        from 0 (what weights that are functions of the iteration read)."""
+        return self.progress.iteration
+
+    @iteration.setter
+    def iteration(self, value: int) -> None:
+        self.progress.iteration = value
 
     @property
     def real_batches(self) -> int:
@@ -336,7 +330,7 @@ class Step:
 
     def batches_of(self, real: object) -> list[Batch]:
         """The real batches of one call on ``real``, checked (see :mod:`.real_input`)."""
-        return real_input.real_batches(real, self.schedule, self.game.condition is not None)
+        return real_input.real_batches(real, self.schedule, self.game.options.condition is not None)
 
     @property
     def d_profile(self) -> DProfile | None:
@@ -353,7 +347,7 @@ class Step:
         """What one D step takes from a loader's item (``x``, ``(x, y)`` or ``{"x": x,
         "y": y}``): the samples and, for a conditional Step, their condition; an
         unconditional Step drops y."""
-        return real_input.batch_of(item, self.game.condition is not None)
+        return real_input.batch_of(item, self.game.options.condition is not None)
 
     def feed(self, loader: Iterable, iterations: int | None = None) -> Iterator[object]:
         """What each call takes, from ``loader`` (any iterable of batches: ``x``,
@@ -371,14 +365,13 @@ class Step:
         self._check_process_group()
         self._d_observer.know(batches[0])
         try:
-            if self.game.check_finite:
+            if self.game.options.check_finite:
                 for i, b in enumerate(batches):
                     if b.x.is_floating_point() and not torch.isfinite(b.x).all():
                         raise NonFiniteError(
                             f"real batch {i} has NaN or infinite values; nothing was updated"
                         )
             micro = [real_input.micro_batches(b, self.accumulate) for b in batches]
-            self.game.iteration = self.iteration
             logs = self.schedule.run(self.game, micro, self.iteration)
             if self.game.info is not None:
                 logs.update(info_phase(self.game, micro[-1]))
@@ -388,7 +381,7 @@ class Step:
             logs = data_parallel.average_logs(logs)
         logs.update(self.objective.end_iteration(logs))
         self.iteration += 1
-        end_iteration = getattr(self.game.augment, "end_iteration", None)
+        end_iteration = getattr(self.game.options.augment, "end_iteration", None)
         if end_iteration is not None:
             reduce = data_parallel.all_reduce_sum if self.distributed else None
             logs.update(end_iteration(self.iteration, reduce))
@@ -408,10 +401,10 @@ class Step:
             "iteration": self.iteration,
             "objective": self.objective.state_dict(),
             "precision": self.precision.state_dict(),
-            "d_updates": self.game.d_updates,
+            "d_updates": self.progress.d_updates,
         }
-        if self.game.g_regularizer is not None:
-            state["g_updates"] = self.game.g_updates
+        if self.game.options.g_regularizer is not None:
+            state["g_updates"] = self.progress.g_updates
         for key, part in self._optional_parts().items():
             state[key] = part.state_dict()
         return state
@@ -443,14 +436,14 @@ class Step:
         self.objective.load_state_dict(state["objective"])
         self.precision.load_state_dict(state.get("precision", self.precision.state_dict()))
         self.iteration = int(state["iteration"])
-        self.game.d_updates = int(state.get("d_updates", 0))
-        self.game.g_updates = int(state.get("g_updates", 0))
+        self.progress.d_updates = int(state.get("d_updates", 0))
+        self.progress.g_updates = int(state.get("g_updates", 0))
 
     def _optional_parts(self) -> dict:
         """The parts of its state only some Steps have, by key: each saves and loads its own."""
         game = self.game
-        parts = {"augment": game.augment, "fake_pool": game.fake_pool,
-                 "g_regularizer": game.g_regularizer}  # fmt: skip
+        parts = {"augment": game.options.augment, "fake_pool": game.options.fake_pool,
+                 "g_regularizer": game.options.g_regularizer}  # fmt: skip
         return {k: v for k, v in parts.items() if hasattr(v, "state_dict")}
 
     def __repr__(self) -> str:
@@ -458,12 +451,12 @@ class Step:
         found = "not observed yet" if profile is None else profile.describe()
         forwards = "merged" if self.game.merge_d_forwards() else "as the loop's"
         game = self.game
-        extras = {"augment": game.augment, "fake_pool": game.fake_pool,
-                  "g_regularizer": game.g_regularizer,
-                  "info_terms": list(game.info_terms) or None}  # fmt: skip
+        extras = {"augment": game.options.augment, "fake_pool": game.options.fake_pool,
+                  "g_regularizer": game.options.g_regularizer,
+                  "info_terms": list(game.options.info_terms) or None}  # fmt: skip
         more = "".join(f", {k}={v!r}" for k, v in extras.items() if v is not None)
         return (
             f"Step(objective={self.objective!r}, schedule={self.schedule!r}, "
-            f"concat={game.concat}, d_order={game.d_order!r}{more}, "
+            f"concat={game.options.concat}, d_order={game.options.d_order!r}{more}, "
             f"D: {found}; D forwards {forwards})"
         )

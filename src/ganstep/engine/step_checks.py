@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable
+from typing import NamedTuple
 
 import torch
 from torch import nn
@@ -13,8 +14,10 @@ from . import distributed as data_parallel
 from .checks import flag
 from .game import D_FORWARDS, D_ORDERS
 from .objectives import Objective
+from .precision import Precision
 from .regularizers import Regularizer
-from .sides import trainable
+from .sides import Side, trainable
+from .views import normalize_terms
 
 
 def check_optimizer(opt: object, module: nn.Module, own: str, other: nn.Module) -> None:
@@ -230,3 +233,46 @@ def check_objective_fits(
         )
     if (g_terms or g_scale != 1) and objective.name == "began":
         raise ValueError("began's k_t reads L_G itself: extra G terms or a g_scale would change it")
+
+
+class InfoStep(NamedTuple):
+    """InfoGAN's third side, checked: its Side (None without one), loss terms and
+    latents (None: the Step's latent)."""
+
+    side: Side | None
+    terms: dict
+    latent: Callable | None
+
+
+def info_step(
+    G: nn.Module,
+    D: nn.Module,
+    opt: object,
+    terms: object,
+    latent: object,
+    step_latent: object,
+    precision: Precision,
+) -> InfoStep:
+    """InfoGAN's info step from Step's ``info_*`` arguments: an optimizer over (some of)
+    G's and D's parameters, its terms and, optionally, its own latents."""
+    if opt is None and terms is None:
+        if latent is not None:
+            raise ValueError("info_latent draws the info step's latents: it needs "
+                             "info_optimizer and info_terms")  # fmt: skip
+        return InfoStep(None, {}, None)
+    if latent is not None:
+        check_sources(latent, None)
+    if opt is None or not terms:
+        raise ValueError("InfoGAN's info step needs both info_optimizer and info_terms")
+    if not isinstance(opt, torch.optim.Optimizer):
+        raise TypeError(f"info_optimizer must be a torch.optim.Optimizer, got {opt!r}")
+    if step_latent is None:
+        raise ValueError("InfoGAN's info step draws fresh latents: it needs a latent")
+    held = {id(p) for group in opt.param_groups for p in group["params"]}
+    ours = {id(p) for p in (*G.parameters(), *D.parameters())}
+    if not held <= ours:
+        raise ValueError("info_optimizer must hold only G's and D's parameters")
+    precision.add_scaler("info")
+    both = nn.ModuleList([G, D])
+    side = Side("info", both, opt, precision, frozenset(held))
+    return InfoStep(side, normalize_terms(terms, "info_terms"), latent)
