@@ -15,11 +15,11 @@ from .game import Game
 from .regularizers import PathLength
 
 # One batch as the k micro-batches a phase accumulates over (k = 1 without accumulation).
-Micro = list[Batch]
+MicroBatches = list[Batch]
 
 
 @dataclass(frozen=True, eq=False)
-class Code:
+class Latents:
     """What G is called with for one fake batch: z (``None`` without a latent; a tuple
     when ``latent`` returns one, such as InfoGAN's ``(z, code)``) and the condition the
     fakes are made for."""
@@ -33,7 +33,9 @@ class Code:
         return [*z, *([] if self.c is None else [self.c])]
 
 
-def draw(game: Game, real: Micro, latent: Callable[[int], Condition] | None = None) -> list[Code]:
+def draw(
+    game: Game, real: MicroBatches, latent: Callable[[int], Condition] | None = None
+) -> list[Latents]:
     """z from the user's ``latent`` (or the ``latent`` given: InfoGAN's info step's own)
     and the fakes' conditions, for a batch like ``real``: one draw for the whole batch,
     split as ``real`` is into micro-batches (so that accumulating over them sees exactly
@@ -52,7 +54,7 @@ def draw(game: Game, real: Micro, latent: Callable[[int], Condition] | None = No
         whole = Batch(torch.empty(n, 0), c)
         whole.check(f"condition({n})")
         cs = [part.c for part in split_rows(whole, sizes)]
-    return [Code(zi, ci) for zi, ci in zip(zs, cs, strict=True)]
+    return [Latents(zi, ci) for zi, ci in zip(zs, cs, strict=True)]
 
 
 def _latent(game: Game, latent: Callable[[int], Condition], n: int) -> Batch:
@@ -98,26 +100,30 @@ def _check_latent_tensors(game: Game, n: int, parts: list[Tensor]) -> None:
             )
 
 
-def generate(game: Game, codes: list[Code], like: Micro, *, graph: bool) -> Micro:
-    """G's fake batch for ``codes``, one G call per micro-batch, with G's graph only when
+def generate(
+    game: Game, latents: list[Latents], like: MicroBatches, *, graph: bool
+) -> MicroBatches:
+    """G's fake batch for ``latents``, one G call per micro-batch, with G's graph only when
     G's update will need it; checked against ``like``. G is called ``G(z)``,
     ``G(z, c)`` or ``G(c)``."""
-    return [_generate(game, c, b, graph) for c, b in zip(codes, like, strict=True)]
+    return [_generate(game, z, b, graph) for z, b in zip(latents, like, strict=True)]
 
 
-def _generate(game: Game, code: Code, like: Batch, graph: bool) -> Batch:
+def _generate(game: Game, latents: Latents, like: Batch, graph: bool) -> Batch:
     try:
         with game.precision.autocast(), torch.set_grad_enabled(graph):
-            fake = game.g.module(*code.args())
+            fake = game.g.module(*latents.args())
     except RuntimeError as e:
         # torch's shape errors name matrices and channels, not z: say where z came from
         words = ("shape", "size", "channels", "dimension")
-        if code.z is None or isinstance(e, torch.OutOfMemoryError):
+        if latents.z is None or isinstance(e, torch.OutOfMemoryError):
             raise
         if not any(w in str(e) for w in words):
             raise
-        z = code.z if isinstance(code.z, Tensor) else code.z[0]
-        shapes = tuple(z.shape) if isinstance(code.z, Tensor) else [tuple(t.shape) for t in code.z]
+        z = latents.z if isinstance(latents.z, Tensor) else latents.z[0]
+        shapes = (
+            tuple(z.shape) if isinstance(latents.z, Tensor) else [tuple(t.shape) for t in latents.z]
+        )
         raise ValueError(
             f"G failed on z of shape {shapes} from latent({z.shape[0]}): "
             f"{str(e).splitlines()[0]}. Does latent(n) return the input G takes?"
@@ -144,33 +150,37 @@ def _generate(game: Game, code: Code, like: Batch, graph: bool) -> Batch:
             f"{x.dtype} on {x.device}, G produces {tuple(fake.shape[1:])} {fake.dtype} "
             f"on {fake.device}"
         )
-    return Batch(fake, code.c, code.z, extra)
+    return Batch(fake, latents.c, latents.z, extra)
 
 
-def wider(real: Micro, times: int) -> Micro:
+def g_batch_like(real: MicroBatches, times: int) -> MicroBatches:
     """Batches shaped like ``real``'s with ``times`` as many rows, to make fakes for (G's
     step on a multiple of the real batch); their samples are never read."""
     return [Batch(b.x.new_empty((b.n * times, *b.x.shape[1:]))) for b in real]
 
 
-def cut(fake: Micro) -> Micro:
+def detach(fake: MicroBatches) -> MicroBatches:
     """``fake`` cut from G's graph (its condition is data and carries no graph; G's
     extra outputs, which would carry it, are left behind: only G's terms read them)."""
     return [Batch(f.x.detach(), f.c, f.z) for f in fake]
 
 
-def images_at_latents(game: Game, code: Code, regularizer: PathLength) -> tuple[Tensor, Tensor]:
-    """G's images from the first ``n // shrink`` rows of ``code``, with a graph from the
+def images_at_latents(
+    game: Game, latents: Latents, regularizer: PathLength
+) -> tuple[Tensor, Tensor]:
+    """G's images from the first ``n // shrink`` rows of ``latents``, with a graph from the
     latents path length differentiates at: ``mapping``'s output w (StyleGAN2's G split
     into mapping and synthesis), else z made a leaf. Returns ``(images, latents)``."""
-    n = code.z.shape[0] if isinstance(code.z, Tensor) else code.z[0].shape[0]
-    head = Batch(torch.empty(n, 0), code.c, code.z).rows(slice(0, max(1, n // regularizer.shrink)))
+    n = latents.z.shape[0] if isinstance(latents.z, Tensor) else latents.z[0].shape[0]
+    head = Batch(torch.empty(n, 0), latents.c, latents.z).rows(
+        slice(0, max(1, n // regularizer.shrink))
+    )
     with game.precision.autocast():
         if regularizer.mapping is not None:
-            ws = regularizer.mapping(*Code(head.z, head.c).args())
+            ws = regularizer.mapping(*Latents(head.z, head.c).args())
             return regularizer.synthesis(ws), ws
         first = head.z if isinstance(head.z, Tensor) else head.z[0]
         ws = first.detach().requires_grad_(True)
         z = ws if isinstance(head.z, Tensor) else (ws, *head.z[1:])
-        img = game.g.module(*Code(z, head.c).args())
+        img = game.g.module(*Latents(z, head.c).args())
     return (img[0] if isinstance(img, tuple) else img), ws  # (samples, *extras)

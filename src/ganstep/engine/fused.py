@@ -9,11 +9,11 @@ import torch
 from torch import Tensor
 
 from .batch import Batch
-from .fakes import Micro
+from .fakes import MicroBatches
 from .game import Game
 from .losses import d_call, d_loss, d_outputs, scores
 from .objectives import Logs
-from .phases import for_d, guard, run_phase, share
+from .phases import guard, micro_batch_share, real_for_d, run_phase
 from .sides import frozen
 from .views import View
 
@@ -79,7 +79,7 @@ def _fusable_scores(game: Game, s_fake: list[Tensor], n: int) -> Tensor:
     return s
 
 
-def fused_joint_phase(game: Game, real: Micro, fake: Micro) -> Logs:
+def fused_joint_phase(game: Game, real: MicroBatches, fake: MicroBatches) -> Logs:
     """:func:`joint_phase` with one backward pass through D instead of two.
 
     With L_D = ... + mean(h_D(s_i)) and L_G = mean(h_G(s_i)) over the fake scores s_i,
@@ -103,7 +103,7 @@ def _fused_micro(game: Game, real: Batch, fake: Batch, k: int) -> Logs:
     objective = game.options.objective
     precision = game.precision
     n = fake.n
-    real = for_d(game, real)
+    real = real_for_d(game, real)
     fake_in = fake.with_x(fake.x.detach().requires_grad_(True))
     with precision.autocast():
         out_real, out_fake = d_outputs(game, real, fake_in)
@@ -111,7 +111,7 @@ def _fused_micro(game: Game, real: Batch, fake: Batch, k: int) -> Logs:
         loss_d, logs, _, s_fake = d_loss(game, view)
     s = _fusable_scores(game, s_fake, n)
     guard(game, loss_d=loss_d)
-    game.d.backward(share(loss_d, k), also=[fake_in.x])
+    game.d.backward(micro_batch_share(loss_d, k), also=[fake_in.x])
     s = s.detach()
     loss_g, g_logs = objective.g_loss(s)
     d_scale, g_scale = game.d_weight(), game.g_weight()

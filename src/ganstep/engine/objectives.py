@@ -436,7 +436,7 @@ class BEGAN(Objective):
     L_D = L(x) - k_t L(G(z)), L_G = L(G(z)),
     k_{t+1} = clip(k_t + lambda_k (gamma L(x) - L(G(z))), 0, 1) once per iteration,
     with L(x) from the iteration's (last) D step and L(G(z)) from its (last) G step,
-    as the BEGAN paper and seed 000's loops do. Also reports the convergence measure
+    as the BEGAN paper and the which-first post's loops do. Also reports the convergence measure
     ``m_global`` = L(x) + |gamma L(x) - L(G(z))| and the updated ``k``. An iteration
     that updates only one of D and G leaves ``k`` unchanged.
     """
@@ -495,7 +495,7 @@ class BEGAN(Objective):
 
 
 class Softmax(Objective):
-    """SoftmaxGAN (seed 002), logits as energies.
+    """SoftmaxGAN (the SoftmaxGAN graph post), logits as energies.
 
     With Z_B = sum(exp(-D(x))) + sum(exp(-D(G(z)))) over both batches:
     L_D = mean(D(x)) + log Z_B,

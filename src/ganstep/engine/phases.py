@@ -23,7 +23,7 @@ from torch import Tensor
 
 from .batch import Batch
 from .errors import NonFiniteError
-from .fakes import Code, Micro, cut, draw, generate, images_at_latents
+from .fakes import Latents, MicroBatches, detach, draw, generate, images_at_latents
 from .game import Game
 from .losses import d_call, d_loss, d_outputs, g_loss, scores
 from .objectives import Logs
@@ -32,7 +32,7 @@ from .sides import Side, frozen
 from .views import View, add_terms, any_reads_real
 
 # One micro-batch's part of a phase: (real, fake, k) -> its logs, its gradients added.
-MicroStep = Callable[[Batch, Batch | None, int], Logs]
+MicroBatchStep = Callable[[Batch, Batch | None, int], Logs]
 
 
 def guard(game: Game, **losses: Tensor) -> None:
@@ -44,7 +44,7 @@ def guard(game: Game, **losses: Tensor) -> None:
             raise NonFiniteError(f"{name} is {loss.item()}; no optimizer stepped on it")
 
 
-def share(loss: Tensor, k: int) -> Tensor:
+def micro_batch_share(loss: Tensor, k: int) -> Tensor:
     """A micro-batch's part of a phase's loss: the mean over k equal micro-batches."""
     return loss if k == 1 else loss / k
 
@@ -57,7 +57,13 @@ def mean_logs(parts: list[Logs]) -> Logs:
 
 
 def run_phase(
-    game: Game, sides: list[Side], real: Micro, fake: list, micro: MicroStep, *, lazy=False
+    game: Game,
+    sides: list[Side],
+    real: MicroBatches,
+    fake: list,
+    micro: MicroBatchStep,
+    *,
+    lazy=False,
 ) -> Logs:
     """The outline every phase shares: clear the gradients of the ``sides`` it steps,
     add each micro-batch's (``micro``), step each side once, and return the mean of
@@ -88,7 +94,7 @@ def run_phase(
     return logs
 
 
-def for_d(game: Game, real: Batch) -> Batch:
+def real_for_d(game: Game, real: Batch) -> Batch:
     """The real batch of a D step: requiring grad when R1 reads its forward's graph."""
     regularizer = game.options.objective.regularizer
     if regularizer is not None and regularizer.in_loss():
@@ -97,7 +103,7 @@ def for_d(game: Game, real: Batch) -> Batch:
     return real
 
 
-def d_phase(game: Game, real: Micro, fake: Micro) -> Logs:
+def d_phase(game: Game, real: MicroBatches, fake: MicroBatches) -> Logs:
     """One step of D on ``real`` and ``fake`` (already cut from G's graph; with a fake
     pool, D sees what the pool gives in place of ``fake``)."""
     if game.options.fake_pool is not None:
@@ -107,17 +113,17 @@ def d_phase(game: Game, real: Micro, fake: Micro) -> Logs:
 
 def d_micro_batch(game: Game, real: Batch, fake: Batch, k: int) -> Logs:
     """One micro-batch of D's step: D on real and fake, L_D, its share of D's gradients."""
-    real = for_d(game, real)
+    real = real_for_d(game, real)
     with game.precision.autocast():
         out_real, out_fake = d_outputs(game, real, fake)
         view = View("D", real, fake, out_real, out_fake, game.progress.iteration)
         loss, logs, _, _ = d_loss(game, view)
     guard(game, loss_d=loss)
-    game.d.backward(share(loss, k))
+    game.d.backward(micro_batch_share(loss, k))
     return logs
 
 
-def g_phase(game: Game, fake: Micro, real: Micro) -> Logs:
+def g_phase(game: Game, fake: MicroBatches, real: MicroBatches) -> Logs:
     """One step of G on ``fake`` (which carries G's graph); D only passes gradients through."""
     with frozen(game.d.module):
         return run_phase(game, [game.g], real, fake, partial(g_micro_batch, game))
@@ -137,12 +143,12 @@ def g_micro_batch(game: Game, real: Batch, fake: Batch, k: int) -> Logs:
         view = View("G", real, fake, out_real, out_fake, game.progress.iteration)
         loss, logs = g_loss(game, view, s_real, s_fake)
     guard(game, loss_g=loss)
-    game.g.backward(share(loss, k))
+    game.g.backward(micro_batch_share(loss, k))
     logs["loss_g"] = loss.detach()
     return logs
 
 
-def joint_phase(game: Game, real: Micro, fake: Micro) -> Logs:
+def joint_phase(game: Game, real: MicroBatches, fake: MicroBatches) -> Logs:
     """One step of D and one of G at the same parameters, from one D forward on ``fake``.
 
     D's forward on the fake batch is shared: L_D's backward takes D's weight gradients
@@ -156,32 +162,32 @@ def joint_phase(game: Game, real: Micro, fake: Micro) -> Logs:
 def joint_micro_batch(game: Game, real: Batch, fake: Batch, k: int) -> Logs:
     """One micro-batch of the joint step: D's forwards once, L_D and L_G from them, a
     backward for each into its own side."""
-    real = for_d(game, real)
+    real = real_for_d(game, real)
     with game.precision.autocast():
         out_real, out_fake = d_outputs(game, real, fake)
         view = View("joint", real, fake, out_real, out_fake, game.progress.iteration)
         loss_d, logs, s_real, s_fake = d_loss(game, view)
         loss_g, g_logs = g_loss(game, view, s_real, s_fake)
     guard(game, loss_d=loss_d, loss_g=loss_g)
-    game.d.backward(share(loss_d, k), retain_graph=True)
-    game.g.backward(share(loss_g, k))
+    game.d.backward(micro_batch_share(loss_d, k), retain_graph=True)
+    game.g.backward(micro_batch_share(loss_g, k))
     logs.update(g_logs)
     logs["loss_g"] = loss_g.detach()
     return logs
 
 
-def separate_phases(game: Game, real: Micro, fake: Micro) -> Logs:
+def separate_phases(game: Game, real: MicroBatches, fake: MicroBatches) -> Logs:
     """Both gradients at (g_t, d_t), with the loop's D forwards in PyTorch-GAN's order:
     G's step on ``fake`` (D forwarded for G's loss), then D's step on the same fake
     batch cut from G's graph, with forwards of its own. For a D whose forward draws
     random numbers or advances state (Dropout, spectral norm), sharing one forward
     between the two losses would change what each forward computes."""
     logs = g_phase(game, fake, real)
-    logs.update(d_phase(game, real, cut(fake)))
+    logs.update(d_phase(game, real, detach(fake)))
     return logs
 
 
-def regularize_after(game: Game, side: Side, real: Micro) -> Logs:
+def regularize_after(game: Game, side: Side, real: MicroBatches) -> Logs:
     """Count the side's step; run its lazy regularizer after it when due: R1 for D on
     the real batch, path length for G on a fresh z."""
     if side is game.info:
@@ -192,8 +198,8 @@ def regularize_after(game: Game, side: Side, real: Micro) -> Logs:
         return {}
     if side is game.d:
         return lazy_phase(game, side, regularizer, real, partial(_r1_loss, game, regularizer))
-    codes = draw(game, real)  # SG2-ADA's Greg phase draws z of its own
-    return lazy_phase(game, side, regularizer, codes, partial(_path_length, game, regularizer))
+    latents = draw(game, real)  # SG2-ADA's Greg phase draws z of its own
+    return lazy_phase(game, side, regularizer, latents, partial(_path_length, game, regularizer))
 
 
 def lazy_phase(
@@ -223,7 +229,7 @@ def lazy_micro_batch(
     """One micro-batch of a lazy step: the penalty, weighted by the interval, backward."""
     penalty = penalty_of(item)
     guard(game, **{regularizer.log_key: penalty})
-    side.backward(share(penalty * regularizer.every, k))
+    side.backward(micro_batch_share(penalty * regularizer.every, k))
     return {regularizer.log_key: penalty.detach()}
 
 
@@ -236,34 +242,34 @@ def _r1_loss(game: Game, regularizer: Regularizer, real: Batch) -> Tensor:
         return regularizer.penalty(x, sum(s.sum() for s in found))
 
 
-def _path_length(game: Game, regularizer: PathLength, code: Code) -> Tensor:
-    """Path length on the first ``n // shrink`` rows of ``code``: G's image from them
+def _path_length(game: Game, regularizer: PathLength, latents: Latents) -> Tensor:
+    """Path length on the first ``n // shrink`` rows of ``latents``: G's image from them
     and the latents the gradient is taken at."""
-    img, ws = images_at_latents(game, code, regularizer)
+    img, ws = images_at_latents(game, latents, regularizer)
     with game.precision.autocast():  # as the forward: G's image may be half precision
         return regularizer.penalty(img, ws)
 
 
-def info_phase(game: Game, real: Micro) -> Logs:
+def info_phase(game: Game, real: MicroBatches) -> Logs:
     """InfoGAN's third step (PyTorch-GAN's ``optimizer_info``): fresh latents (from
     ``info_latent``, else ``latent``), G's fakes from them, D forwarded on them with a
     graph into G and D, the info terms (which read ``view.fake.z`` and ``view.d_fake``:
     the codes and D's Q heads), one step of the info optimizer over the parameters it
     holds. Logged as ``loss_info`` and by term."""
-    codes = draw(game, real, game.options.info_latent)
-    return run_phase(game, [game.info], real, codes, partial(info_micro_batch, game))
+    latents = draw(game, real, game.options.info_latent)
+    return run_phase(game, [game.info], real, latents, partial(info_micro_batch, game))
 
 
-def info_micro_batch(game: Game, real: Batch, code: Code, k: int) -> Logs:
-    """One micro-batch of the info step: G's fakes from ``code`` with a graph, D's Q
+def info_micro_batch(game: Game, real: Batch, latents: Latents, k: int) -> Logs:
+    """One micro-batch of the info step: G's fakes from ``latents`` with a graph, D's Q
     heads on them, the info terms, their share of the info optimizer's gradients."""
-    (fake,) = generate(game, [code], [real], graph=True)
+    (fake,) = generate(game, [latents], [real], graph=True)
     with game.precision.autocast():
         out = d_call(game, fake)
         zero = torch.zeros((), device=fake.x.device)
         view = View("info", real, fake, None, out, game.progress.iteration)
         loss, logs = add_terms(zero, game.options.info_terms, view)
     guard(game, loss_info=loss)
-    game.info.backward(share(loss, k))
+    game.info.backward(micro_batch_share(loss, k))
     logs["loss_info"] = loss.detach()
     return logs

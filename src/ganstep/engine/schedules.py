@@ -22,7 +22,7 @@ from typing import ClassVar
 
 from .batch import Batch
 from .checks import flag, positive_int
-from .fakes import cut, draw, generate, wider
+from .fakes import detach, draw, g_batch_like, generate
 from .fused import check_fusable, fused_joint_phase
 from .game import Game
 from .objectives import Logs
@@ -48,7 +48,7 @@ class Schedule:
             check(getattr(self, option.name), f"{self.name}: {option.name}")
 
     def check(self, game: Game) -> None:
-        """Raise ValueError if this schedule cannot run exactly on ``pair``."""
+        """Raise ValueError if this schedule cannot run exactly on ``game`` (its options and D)."""
 
     def run(self, game: Game, reals: list[Batch], iteration: int) -> Logs:
         raise NotImplementedError
@@ -141,14 +141,14 @@ class DFirst(Schedule):
 
     def run(self, game: Game, reals: list[Batch], iteration: int) -> Logs:
         logs: Logs = {}
-        kept = code = None
+        kept = latents = None
         g_due = iteration % self.g_every == 0
         d_reals = reals[: self.d_steps]
         for i, real in enumerate(d_reals):
             keep = self.reuse_fake and g_due and i == len(d_reals) - 1
-            code = draw(game, real)
-            fake = generate(game, code, real, graph=keep)
-            logs.update(d_phase(game, real, cut(fake)))
+            latents = draw(game, real)
+            fake = generate(game, latents, real, graph=keep)
+            logs.update(d_phase(game, real, detach(fake)))
             kept = fake if keep else None
         if not g_due:
             return logs
@@ -157,9 +157,9 @@ class DFirst(Schedule):
             if j == 0 and kept is not None:
                 fake = kept
             elif j == 0 and self.reuse_z:
-                fake = generate(game, code, real, graph=True)
+                fake = generate(game, latents, real, graph=True)
             else:
-                like = real if self.g_batch == 1 else wider(real, self.g_batch)
+                like = real if self.g_batch == 1 else g_batch_like(real, self.g_batch)
                 fake = generate(game, draw(game, like), like, graph=True)
             logs.update(g_phase(game, fake, real))
         return logs
@@ -185,15 +185,15 @@ class GFirst(Schedule):
     name: ClassVar[str] = "g_first"
 
     def run(self, game: Game, reals: list[Batch], iteration: int) -> Logs:
-        first, code = reals[0], None  # the G steps' batch; the last z drawn
+        first, latents = reals[0], None  # the G steps' batch; the last z drawn
         logs: Logs = {}
         for _ in range(self.g_steps):
-            code = draw(game, first)
-            logs.update(g_phase(game, generate(game, code, first, graph=True), first))
+            latents = draw(game, first)
+            logs.update(g_phase(game, generate(game, latents, first, graph=True), first))
         for i, real in enumerate(reals):
             if not (self.reuse_z and i == 0):  # reusing z reuses the fakes' condition too
-                code = draw(game, real)
-            logs.update(d_phase(game, real, generate(game, code, real, graph=False)))
+                latents = draw(game, real)
+            logs.update(d_phase(game, real, generate(game, latents, real, graph=False)))
         return logs
 
 
@@ -201,9 +201,9 @@ class GFirst(Schedule):
 class Simultaneous(Schedule):
     """D and G both step from the same parameters (g_t, d_t), sharing one D forward.
 
-    This is what PyTorch-GAN's G-first scripts compute (their D step reuses the fake
-    batch of g_t), SoftmaxGAN's third fix (seed 002), and what ``retain_graph=True``
-    loops meant before PyTorch 1.5.
+    This is what PyTorch-GAN's G-first scripts compute (their D step reuses the fake batch
+    of g_t), SoftmaxGAN's third fix (the SoftmaxGAN graph post), and what
+    ``retain_graph=True`` loops meant before PyTorch 1.5.
 
     The shared forward is taken only where D's profile allows it (D draws no random
     numbers and changes nothing its next forward reads; see :mod:`ganstep.engine.d_profile`).
@@ -242,17 +242,17 @@ class Simultaneous(Schedule):
         (real,) = reals
         update_d = (iteration + 1) % self.d_every == 0
         update_g = (iteration + 1) % self.g_every == 0
-        code = draw(game, real)
+        latents = draw(game, real)
         if update_d and update_g:
-            fake = generate(game, code, real, graph=True)
+            fake = generate(game, latents, real, graph=True)
             if self.fused:
                 return fused_joint_phase(game, real, fake)
             if game.merge_d_forwards():
                 return joint_phase(game, real, fake)
             return separate_phases(game, real, fake)
         if update_g:
-            return g_phase(game, generate(game, code, real, graph=True), real)
-        return d_phase(game, real, generate(game, code, real, graph=False))
+            return g_phase(game, generate(game, latents, real, graph=True), real)
+        return d_phase(game, real, generate(game, latents, real, graph=False))
 
 
 d_first, g_first, simultaneous = DFirst, GFirst, Simultaneous

@@ -249,17 +249,15 @@ class Step:
         options = Options(
             objective, latent, condition=condition, g_terms=g_terms, d_terms=d_terms,
             d_scale=weight(d_scale, "d_scale"), g_scale=weight(g_scale, "g_scale"),
-            d_conditional=d_conditional, concat=concat, d_order=d_order,
-            d_forwards=d_forwards, d_map=d_map, augment=get_augment(augment),
-            check_finite=check_finite,
+            d_conditional=d_conditional, concat=concat, d_order=d_order, d_map=d_map,
+            d_forwards=d_forwards, augment=get_augment(augment), check_finite=check_finite,
             fake_pool=None if fake_pool is None else FakePool(fake_pool),
             g_regularizer=check_g_regularizer(g_regularizer, latent),
             before_step=check_hooks(before_step, "before_step"),
             after_step=check_hooks(after_step, "after_step"),
-            log_scores=flag(log_scores, "log_scores", TypeError),
-            sync=data_parallel.GradientAverager() if distributed else None,
-            info_terms=info.terms, info_latent=info.latent,
-        )
+            log_scores=flag(log_scores, "log_scores", TypeError), info_terms=info.terms,
+            info_latent=info.latent, sync=data_parallel.GradientAverager() if distributed else None,
+        )  # fmt: skip
         # The Step owns its progress; the game (what the phases read) shares it.
         self.progress = Progress()
         self.game = Game(Side("G", compiled(G, compile), opt_g, self.precision),
@@ -371,10 +369,10 @@ class Step:
                         raise NonFiniteError(
                             f"real batch {i} has NaN or infinite values; nothing was updated"
                         )
-            micro = [real_input.micro_batches(b, self.accumulate) for b in batches]
-            logs = self.schedule.run(self.game, micro, self.iteration)
+            micro_batches = [real_input.micro_batches(b, self.accumulate) for b in batches]
+            logs = self.schedule.run(self.game, micro_batches, self.iteration)
             if self.game.info is not None:
-                logs.update(info_phase(self.game, micro[-1]))
+                logs.update(info_phase(self.game, micro_batches[-1]))
         except NonFiniteError as e:
             raise NonFiniteError(f"iteration {self.iteration}: {e}") from None
         if self.distributed:

@@ -70,7 +70,7 @@ def train(cfg: Config, *, resume: bool = False, progress: bool = True) -> dict:
     if device.type == "cuda":
         torch.cuda.set_device(device)
     try:
-        record = _train(cfg, device, resume, progress)
+        record = _train_in_folder(cfg, device, resume, progress)
     except BaseException:
         if started_group:
             torch.distributed.destroy_process_group()
@@ -81,7 +81,7 @@ def train(cfg: Config, *, resume: bool = False, progress: bool = True) -> dict:
     return record
 
 
-def _train(cfg: Config, device: torch.device, resume: bool, progress: bool) -> dict:
+def _train_in_folder(cfg: Config, device: torch.device, resume: bool, progress: bool) -> dict:
     """Hold the run folder's lock for the whole run (rank 0 takes it for every process)."""
     out = Path(cfg.out)
     writer = data_parallel.rank() == 0
@@ -100,7 +100,7 @@ def _train(cfg: Config, device: torch.device, resume: bool, progress: bool) -> d
             raise refused
         if data_parallel.world_size() > 1:  # rank 0's finding, for every process
             afresh = _any_process(afresh, device)
-        return _run(cfg, device, resume and not afresh, progress, writer, leftovers)
+        return _train_and_report(cfg, device, resume and not afresh, progress, writer, leftovers)
 
 
 def _take_folder(out: Path, resume: bool, held: contextlib.ExitStack) -> tuple[bool, str]:
@@ -164,7 +164,7 @@ class LossTally:
 
 
 @dataclass
-class _Run:
+class RunState:
     """What the loop works with, once set up."""
 
     cfg: Config
@@ -201,11 +201,11 @@ class _Run:
         self.board.scalars("Progress", progress, done)
 
 
-def _run(cfg: Config, device: torch.device, resume: bool, progress: bool, writer: bool,
+def _train_and_report(cfg: Config, device: torch.device, resume: bool, progress: bool, writer: bool,
          leftovers: str = "") -> dict:  # fmt: skip
-    run = _setup(cfg, device, resume, writer, leftovers)
+    run = _set_up_run(cfg, device, resume, writer, leftovers)
     try:
-        record = _loop(run, device, progress)
+        record = _training_loop(run, device, progress)
     finally:
         if run.board is not None:
             run.board.close()
@@ -232,7 +232,9 @@ def _warn_lr_jump(cfg: Config, state: dict) -> None:
     )
 
 
-def _setup(cfg: Config, device: torch.device, resume: bool, writer: bool, leftovers: str) -> _Run:
+def _set_up_run(
+    cfg: Config, device: torch.device, resume: bool, writer: bool, leftovers: str
+) -> RunState:
     """Data, the resolved config, models and optimizers, and the state to resume from.
     In a data parallel run every process trains; only rank 0 evaluates and writes."""
     out = Path(cfg.out)
@@ -282,10 +284,10 @@ def _setup(cfg: Config, device: torch.device, resume: bool, writer: bool, leftov
     meta = {**folder.data_meta(data), "checksum": data.checksum}
     board = Board(out, cfg, start) if writer and cfg.tensorboard else None
     tally.explain = functools.partial(nonfinite.explain, cfg, trainee.G, trainee.D)
-    return _Run(cfg, out, train, trainee, tally, start, writer, evaluator, meta, board)
+    return RunState(cfg, out, train, trainee, tally, start, writer, evaluator, meta, board)
 
 
-def _loop(run: _Run, device: torch.device, progress: bool) -> dict:
+def _training_loop(run: RunState, device: torch.device, progress: bool) -> dict:
     """Steps from ``run.start`` to ``cfg.steps``; the last metrics record."""
     cfg, trainee, tally = run.cfg, run.trainee, run.tally
     bar = None
@@ -332,7 +334,7 @@ def _loop(run: _Run, device: torch.device, progress: bool) -> dict:
     return record
 
 
-def _report(run: _Run, done: int, device: torch.device, elapsed: float) -> dict | None:
+def _report(run: RunState, done: int, device: torch.device, elapsed: float) -> dict | None:
     """Rank 0's evaluation and sample picture when step ``done`` is due for them; the
     metrics record, if one was made."""
     cfg, last, record = run.cfg, done == run.cfg.steps, None
@@ -361,7 +363,7 @@ def _own_rng(device: torch.device):
         yield
 
 
-def _evaluate(run: _Run, done: int, device: torch.device, elapsed: float) -> dict:
+def _evaluate(run: RunState, done: int, device: torch.device, elapsed: float) -> dict:
     """The metrics record of step ``done``: mean losses since the last one, metrics."""
     cfg = run.cfg
     run.tally.check()
@@ -372,7 +374,7 @@ def _evaluate(run: _Run, done: int, device: torch.device, elapsed: float) -> dic
             "elapsed_s": round(elapsed, 2)}  # fmt: skip
 
 
-def _stopped(run: _Run, stop: _StopFlag, done: int, device: torch.device) -> bool:
+def _stopped(run: RunState, stop: _StopFlag, done: int, device: torch.device) -> bool:
     """Whether to stop after step ``done`` on Ctrl-C, with a checkpoint of it saved.
     Processes agree on stopping at log steps only: one that stopped alone would leave
     the others waiting in the next collective."""
