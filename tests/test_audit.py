@@ -46,14 +46,14 @@ def test_lightning_is_g_first_and_wastes_nothing():
     assert report.hazards == [] and report.wasted_flops == 0
 
 
-def test_seed001_ways():
-    way1 = audited("seed001_way1")
+def test_backward_memo_ways():
+    way1 = audited("backward_memo_way1")
     assert way1.order == "d_first" and way1.forwards["G"] == 2
     assert any("a whole backward through G ran in D's step" in h for h in way1.hazards)
-    way2 = audited("seed001_way2")
+    way2 = audited("backward_memo_way2")
     assert way2.forwards["G"] == 2
     assert any("G was forwarded again on the same input" in h for h in way2.hazards)
-    assert audited("seed001_way4").order == "d_first"
+    assert audited("backward_memo_way4").order == "d_first"
 
 
 # every loop of ganstep.reference that runs: (name, objective, order, G forwards, D forwards)
@@ -61,15 +61,15 @@ ALL_LOOPS = [
     ("dcgan_example", "ns", "d_first", 1, 3),
     ("pytorch_gan_g_first", "ns", "simultaneous", 1, 3),
     ("lightning_g_first", "ns", "g_first", 2, 3),
-    ("seed001_way1", "ns", "d_first", 2, 3),
-    ("seed001_way2", "ns", "d_first", 2, 3),
-    ("seed001_way3", "ns", "d_first", 1, 3),
-    ("seed001_way4", "ns", "d_first", 1, 3),
-    ("seed002_fix1", "softmax", "d_first", 1, 4),  # D(x) again inside G's loss
-    ("seed002_fix2", "softmax", "d_first", 1, 4),
-    ("seed002_fix3", "softmax", "other", 1, 1),  # D steps on every second iteration only
-    ("seed003_strategy2", "ns", "d_first", 1, 3),
-    ("seed003_strategy3", "ns", "simultaneous", 1, 3),
+    ("backward_memo_way1", "ns", "d_first", 2, 3),
+    ("backward_memo_way2", "ns", "d_first", 2, 3),
+    ("backward_memo_way3", "ns", "d_first", 1, 3),
+    ("backward_memo_way4", "ns", "d_first", 1, 3),
+    ("softmaxgan_graph_fix1", "softmax", "d_first", 1, 4),  # D(x) again inside G's loss
+    ("softmaxgan_graph_fix2", "softmax", "d_first", 1, 4),
+    ("softmaxgan_graph_fix3", "softmax", "other", 1, 1),  # D steps on every second iteration only
+    ("detach_or_retain_strategy2", "ns", "d_first", 1, 3),
+    ("detach_or_retain_strategy3", "ns", "simultaneous", 1, 3),
     ("textbook_loop", "ns", "d_first", 2, 3),
 ]
 
@@ -85,8 +85,8 @@ def test_every_reference_loop(name, objective, order, g_forwards, d_forwards):
         assert any("D's weight gradients were computed in G's step" in h for h in report.hazards)
 
 
-@pytest.mark.parametrize("loop, objective", [("seed003_strategy1", "ns"),
-                                             ("seed002_original", "softmax")])  # fmt: skip
+@pytest.mark.parametrize("loop, objective", [("detach_or_retain_strategy1", "ns"),
+                                             ("softmaxgan_graph_original", "softmax")])  # fmt: skip
 def test_retain_graph_loops_are_explained(loop, objective):
     report = audited(loop, objective)
     assert isinstance(report.error, RuntimeError)
@@ -105,7 +105,9 @@ def test_began_fast_loop_is_simultaneous():
     torch.manual_seed(0)
     G, D = BEGANDecoder(16, 8, 3, 32), BEGANDiscriminator(16, 8, 3, 32)
     opt_g, opt_d = torch.optim.Adam(G.parameters()), torch.optim.Adam(D.parameters())
-    report = audit(lambda: reference.seed000_g_first(G, D, opt_g, opt_d, [REAL], latent), G=G, D=D)
+    report = audit(
+        lambda: reference.which_first_post_g_first(G, D, opt_g, opt_d, [REAL], latent), G=G, D=D
+    )
     assert report.order == "simultaneous" and report.forwards == {"G": 1, "D": 3}
 
 

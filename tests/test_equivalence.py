@@ -24,24 +24,24 @@ def never(objective: str) -> bool:
 # (so BatchNorm running statistics must match too)?)
 CASES = [
     ("dcgan_example", d_first(), reference.dcgan_example, {}, always),
-    ("seed001_way1", d_first(reuse_fake=False), reference.seed001_way1, {}, always),
-    ("seed001_way2", d_first(), reference.seed001_way2, {}, never),  # G forwarded twice
-    ("seed001_way4", d_first(), reference.seed001_way4, {}, always),
-    ("seed002_fix2", d_first(), reference.seed002_fix2, {}, always),
+    ("backward_memo_way1", d_first(reuse_fake=False), reference.backward_memo_way1, {}, always),
+    ("backward_memo_way2", d_first(), reference.backward_memo_way2, {}, never),  # G forwarded twice
+    ("backward_memo_way4", d_first(), reference.backward_memo_way4, {}, always),
+    ("softmaxgan_graph_fix2", d_first(), reference.softmaxgan_graph_fix2, {}, always),
     ("lightning", g_first(reuse_z=True), reference.lightning_g_first, {}, always),
     ("pytorch_gan", simultaneous(), reference.pytorch_gan_g_first, {}, never),
-    ("seed000_g_first", simultaneous(), reference.seed000_g_first, {}, never),
+    ("which_first_post_g_first", simultaneous(), reference.which_first_post_g_first, {}, never),
     (
-        "seed002_fix3",
+        "softmaxgan_graph_fix3",
         simultaneous(d_every=2),
-        reference.seed002_fix3,
+        reference.softmaxgan_graph_fix3,
         {},
         lambda objective: objective == "softmax",  # Step skips D(real) when G alone steps
     ),
     (
         "simultaneous_g_every3",
         simultaneous(g_every=3),
-        reference.seed002_fix3,
+        reference.softmaxgan_graph_fix3,
         {"d_every": 1, "g_every": 3},
         never,
     ),
@@ -159,22 +159,28 @@ def test_orders_differ_so_the_comparison_can_fail(schedule, loop):
 
 @pytest.mark.parametrize("objective", OBJECTIVES)
 def test_retain_graph_loops_raise_pytorch_inplace_error(objective):
-    for loop in (reference.seed003_strategy1, reference.seed002_original):
+    for loop in (reference.detach_or_retain_strategy1, reference.softmaxgan_graph_original):
         side = Run(objective, batchnorm=False)
         with pytest.raises(RuntimeError, match="modified by an inplace operation"):
             loop(*side.models(), real_batches(1), side.latent, objective)
 
 
-def test_seed001_way4_without_retain_graph_raises():
+def test_backward_memo_way4_without_retain_graph_raises():
     side = Run("ns", batchnorm=False)
     with pytest.raises(RuntimeError, match="backward through the graph a second time"):
-        reference.seed001_way4(*side.models(), real_batches(1), side.latent, retain_graph=False)
+        reference.backward_memo_way4(
+            *side.models(), real_batches(1), side.latent, retain_graph=False
+        )
 
 
 def test_seed_aliases_are_the_loops_they_name():
     """Seed loops documented as "the DCGAN example's loop" run it (same numbers)."""
     runs = []
-    for loop in (reference.dcgan_example, reference.seed001_way3, reference.seed003_strategy2):
+    for loop in (
+        reference.dcgan_example,
+        reference.backward_memo_way3,
+        reference.detach_or_retain_strategy2,
+    ):
         side = Run("ns", batchnorm=True)
         runs.append(loop(*side.models(), real_batches(3), side.latent, "ns"))
     assert runs[0] == runs[1] == runs[2]

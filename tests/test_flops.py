@@ -61,10 +61,10 @@ def backward_flops(module, x: torch.Tensor, *, input_grad: bool, weight_grads: b
 
 
 def test_d_first_fresh_z_keeps_d_loss_out_of_g(real):
-    """Seed 001's way 1 backpropagates D's loss into G (no detach) and D's weights in G's
+    """The backward memo's way 1 backpropagates D's loss into G (no detach) and D's weights in G's
     step; ganstep's D step stops at D's first layer and its G step skips D's weights."""
     G, D, opt_g, opt_d = dcgan_pair()
-    ref = flops(lambda: reference.seed001_way1(G, D, opt_g, opt_d, [real], latent))
+    ref = flops(lambda: reference.backward_memo_way1(G, D, opt_g, opt_d, [real], latent))
     step = Step(*dcgan_pair(), objective="ns", schedule=d_first(reuse_fake=False), latent=latent)
     step.observe_d(real)
     ours = flops(lambda: step(real))

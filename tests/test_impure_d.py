@@ -71,7 +71,7 @@ def run_both(kind, objective, schedule, loop, options, **step_options):
 
 CASES = [
     ("d_first", d_first(), reference.dcgan_example, {}),
-    ("d_first_fresh_z", d_first(reuse_fake=False), reference.seed001_way1, {}),
+    ("d_first_fresh_z", d_first(reuse_fake=False), reference.backward_memo_way1, {}),
     ("simultaneous", simultaneous(), reference.pytorch_gan_g_first, {}),
     ("g_first_reuse_z", g_first(reuse_z=True), reference.lightning_g_first, {}),
     ("d2_g2_reuse_fake", d_first(d_steps=2, g_steps=2), reference.textbook_loop,
@@ -106,9 +106,10 @@ def test_batchnorm_d_with_the_loops_forwards_ends_with_the_loops_statistics(obje
 
 @pytest.mark.parametrize("kind", IMPURE)
 def test_merged_forwards_are_a_named_choice_that_equals_a_merging_loop(kind):
-    """Seed 002's fix 3 takes D's and G's losses from one forward: for an impure D only
-    d_forwards="merged" equals it, and the default (the loop's forwards) does not."""
-    loop, options = reference.seed002_fix3, {}
+    """The SoftmaxGAN graph post's fix 3 takes D's and G's losses from one forward: for an
+    impure D only d_forwards="merged" equals it, and the default (the loop's forwards) does
+    not."""
+    loop, options = reference.softmaxgan_graph_fix3, {}
     merged = run_both(kind, "softmax", simultaneous(d_every=2), loop, options,
                       d_forwards="merged")  # fmt: skip
     for ours, theirs in zip(merged[2], merged[3], strict=True):  # D steps every 2nd

@@ -62,8 +62,8 @@ def test_import_ganstep_loads_the_engine_only():
     assert done.returncode == 0, done.stderr
     loaded = eval(done.stdout)  # noqa: S307 - our own print of a list of names
     assert "ganstep.engine.step" in loaded
-    assert all(m in ("ganstep", "ganstep.engine") or m.startswith("ganstep.engine.")
-               for m in loaded), loaded  # fmt: skip
+    top = ("ganstep", "ganstep.engine", "ganstep._former_paths")
+    assert all(m in top or m.startswith("ganstep.engine.") for m in loaded), loaded
 
 
 def test_a_step_trains_without_the_train_extra():
@@ -107,3 +107,37 @@ def test_public_paths_of_the_other_wings():
     assert {"audit", "reference", "Step"} <= set(dir(ganstep))
     with pytest.raises(AttributeError, match="no attribute 'nothing'"):
         ganstep.nothing  # noqa: B018
+
+
+def test_former_module_paths_import_the_same_modules():
+    """Code written before the wings (``from ganstep.objectives import NS``,
+    ``ganstep.data.idx``) imports the modules at their new paths, each loaded once."""
+    done = python(
+        "import sys, ganstep\n"
+        "from ganstep.objectives import NS\n"
+        "import ganstep.objectives, ganstep.engine.objectives\n"
+        "import ganstep.data.idx, ganstep.trainer.data.idx\n"
+        "from ganstep.config import Config\n"
+        "import ganstep.reference, ganstep.tools.reference\n"
+        "assert ganstep.objectives is ganstep.engine.objectives\n"
+        "assert NS is ganstep.engine.objectives.NS\n"
+        "assert sys.modules['ganstep.data.idx'] is ganstep.trainer.data.idx\n"
+        "assert Config.__module__ == 'ganstep.trainer.config'\n"
+        "assert ganstep.reference is ganstep.tools.reference\n"
+        "print(ganstep.audit.__name__)\n"
+        "try:\n"
+        "    import ganstep.nothing\n"
+        "except ModuleNotFoundError as e:\n"
+        "    print(e)\n"
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split("\n")[:2] == ["audit", "No module named 'ganstep.nothing'"]
+
+
+def test_the_seed_loops_former_names_warn_and_run_the_same_loop():
+    from ganstep import reference
+
+    with pytest.warns(DeprecationWarning, match="seed001_way2 is now reference.backward_memo_way2"):
+        assert reference.seed001_way2 is reference.backward_memo_way2
+    with pytest.raises(AttributeError, match="no attribute 'seed009_way1'"):
+        reference.seed009_way1  # noqa: B018

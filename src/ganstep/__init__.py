@@ -8,7 +8,10 @@ are imported by their own paths (``ganstep.trainer``, ``ganstep.lightning``,
 
 import importlib
 
+from . import _former_paths
 from .engine.interrupt import deferred as _deferred
+
+_former_paths.install()  # import ganstep.objectives, ganstep.config, ... as before the wings
 
 with _deferred():  # these imports load torch (a second or more): Ctrl-C there is held
     from .engine import augment, objectives, schedules

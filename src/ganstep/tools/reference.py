@@ -14,27 +14,45 @@ scale is not the update order), and a single ``backward`` for D's loss (the DCGA
 example's two ``backward`` calls sum to the same gradient for separable losses,
 and softmax and WGAN-GP are not separable).
 
-========================= ======================================== ===================
-loop                      source                                   ganstep schedule
-========================= ======================================== ===================
-``dcgan_example``         pytorch/examples dcgan; seeds 001 way 3, ``d_first()``
-                          003 strategy 2, 004
-``pytorch_gan_g_first``   PyTorch-GAN's scripts; seed 003 strat. 3 ``simultaneous()``
-``lightning_g_first``     Lightning's GAN example                  ``g_first(reuse_z=True)``
-``seed001_way1``          seed 001, way 1 (fresh z for G)          ``d_first(reuse_fake=False)``
-``seed001_way2``          seed 001, way 2 (G forwarded twice)      ``d_first()``
-``seed001_way3``          seed 001, way 3 (``detach``)             ``d_first()``
-``seed001_way4``          seed 001, way 4 (``retain_graph``)       ``d_first()``
-``seed002_original``      seed 002's first SoftmaxGAN loop         raises (in-place)
-``seed002_fix1/2``        seed 002, fixes 1 and 2                  ``d_first()``
-``seed002_fix3``          seed 002, fix 3 (D:G = 1:2)              ``simultaneous(d_every=2)``
-``seed003_strategy1``     seed 003, strategy 1 (``retain_graph``)  raises (in-place)
-``seed003_strategy2/3``   seed 003, strategies 2 and 3             ``d_first()``, ``simultaneous()``
-``seed000_d_first``       seed 000's "slow" BEGAN loop             ``d_first()``
-``seed000_g_first``       seed 000's "fast" BEGAN loop             ``simultaneous()``
-``textbook_loop``         any D or G step counts, naive passes     ``d_first``, ``g_first``
-                                                                   with options
-========================= ======================================== ===================
+The loops of the five blog posts that started ganstep are named after their post:
+
+- ``which_first_post_*``: "GAN 훈련 G부터? D부터?" (GAN training: G first or D first?),
+  on BEGAN's speed in either order;
+- ``backward_memo_*``: "loss.backward 원리 메모" (how loss.backward works: a memo), four
+  ways to write a D-first step;
+- ``softmaxgan_graph_*``: "Pytorch 모델 그래프 구조" (a PyTorch model's graph), SoftmaxGAN's
+  loop and three fixes;
+- ``detach_or_retain_*``: an English post on ``detach()`` against
+  ``backward(retain_graph=True)`` in two GAN codebases, three strategies;
+- "PyTorch로 GAN을 만들 때 detach()를 사용하는 이유" (why GAN code calls detach(),
+  https://redstarhong.tistory.com/64) walks through the DCGAN tutorial's loop:
+  ``dcgan_example``.
+
+================================ =============================== =============================
+loop                             source                          ganstep schedule
+================================ =============================== =============================
+``dcgan_example``                pytorch/examples dcgan; the     ``d_first()``
+                                 backward memo's way 3,
+                                 detach-or-retain strategy 2,
+                                 the detach post
+``pytorch_gan_g_first``          PyTorch-GAN's scripts;          ``simultaneous()``
+                                 detach-or-retain strategy 3
+``lightning_g_first``            Lightning's GAN example         ``g_first(reuse_z=True)``
+``backward_memo_way1``           way 1 (fresh z for G)           ``d_first(reuse_fake=False)``
+``backward_memo_way2``           way 2 (G forwarded twice)       ``d_first()``
+``backward_memo_way3``           way 3 (``detach``)              ``d_first()``
+``backward_memo_way4``           way 4 (``retain_graph``)        ``d_first()``
+``softmaxgan_graph_original``    the first SoftmaxGAN loop       raises (in-place)
+``softmaxgan_graph_fix1/2``      fixes 1 and 2                   ``d_first()``
+``softmaxgan_graph_fix3``        fix 3 (D:G = 1:2)               ``simultaneous(d_every=2)``
+``detach_or_retain_strategy1``   strategy 1 (``retain_graph``)   raises (in-place)
+``detach_or_retain_strategy2/3`` strategies 2 and 3              ``d_first()``,
+                                                                 ``simultaneous()``
+``which_first_post_d_first``     the "slow" BEGAN loop           ``d_first()``
+``which_first_post_g_first``     the "fast" BEGAN loop           ``simultaneous()``
+``textbook_loop``                any D or G step counts, naive   ``d_first``, ``g_first``
+                                 passes                          with options
+================================ =============================== =============================
 
 The loops of public codebases below are written as their source files are, the file
 and commit named in each docstring: the source's random draws (PyTorch-GAN's
@@ -59,6 +77,7 @@ from __future__ import annotations
 
 import math
 import random
+import warnings
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -166,7 +185,8 @@ class _Losses:
         return loss
 
     def end_iteration(self) -> None:
-        """Record the iteration; update BEGAN's k_t as the paper does (not seed 000's typos)."""
+        """Record the iteration; update BEGAN's k_t as the paper does (not the which-first
+        post's typos)."""
         if self.name == "began":
             if self.d_loss1 is not None and self.g_loss is not None:
                 diff = self.gamma * self.d_loss1.item() - self.g_loss.item()
@@ -320,8 +340,8 @@ def lightning_g_first(G, D, opt_g, opt_d, batches: Batches, latent: Latent, obje
     return loss.history
 
 
-def _seed001_d_step(loss, G, D, opt_d, real_img, latent_z):
-    """Seed 001, ways 1 and 2: D trains on ``gene_img`` without ``detach``.
+def _backward_memo_d_step(loss, G, D, opt_d, real_img, latent_z):
+    """The backward memo, ways 1 and 2: D trains on ``gene_img`` without ``detach``.
 
     Its backward therefore also runs through G, computing G's weight gradients
     that G's ``zero_grad`` discards later.
@@ -341,40 +361,40 @@ def _g_step(loss, D, opt_g, real_img, gene_img):
     opt_g.step()
 
 
-def seed001_way1(G, D, opt_g, opt_d, batches: Batches, latent: Latent, objective="ns"):
-    """Seed 001, way 1: D trains on one z, then G on a new z and a new ``gene_img``."""
+def backward_memo_way1(G, D, opt_g, opt_d, batches: Batches, latent: Latent, objective="ns"):
+    """The backward memo, way 1: D trains on one z, then G on a new z and a new ``gene_img``."""
     loss = _Losses(objective)
     for real_img in batches:
         n = real_img.size(0)
-        _seed001_d_step(loss, G, D, opt_d, real_img, latent(n))
+        _backward_memo_d_step(loss, G, D, opt_d, real_img, latent(n))
         _g_step(loss, D, opt_g, real_img, G(latent(n)))
         loss.end_iteration()
     return loss.history
 
 
-def seed001_way2(G, D, opt_g, opt_d, batches: Batches, latent: Latent, objective="ns"):
-    """Seed 001, way 2: as way 1, but G's step regenerates ``G(latent_z)`` from the same z.
+def backward_memo_way2(G, D, opt_g, opt_d, batches: Batches, latent: Latent, objective="ns"):
+    """The backward memo, way 2: as way 1, but G's step regenerates ``G(latent_z)`` from the same z.
 
     Same numbers as ``d_first()``; G runs forward twice per iteration.
     """
     loss = _Losses(objective)
     for real_img in batches:
         latent_z = latent(real_img.size(0))
-        _seed001_d_step(loss, G, D, opt_d, real_img, latent_z)
+        _backward_memo_d_step(loss, G, D, opt_d, real_img, latent_z)
         _g_step(loss, D, opt_g, real_img, G(latent_z))
         loss.end_iteration()
     return loss.history
 
 
-def seed001_way3(G, D, opt_g, opt_d, batches: Batches, latent: Latent, objective="ns"):
-    """Seed 001, way 3 ("the standard way", ``detach``): the DCGAN example's loop."""
+def backward_memo_way3(G, D, opt_g, opt_d, batches: Batches, latent: Latent, objective="ns"):
+    """The backward memo, way 3 ("the standard way", ``detach``): the DCGAN example's loop."""
     return dcgan_example(G, D, opt_g, opt_d, batches, latent, objective)
 
 
-def seed001_way4(
+def backward_memo_way4(
     G, D, opt_g, opt_d, batches: Batches, latent: Latent, objective="ns", *, retain_graph=True
 ):
-    """Seed 001, way 4: no ``detach``; D's ``backward(retain_graph=True)`` keeps G's graph.
+    """The backward memo, way 4: no ``detach``; D's ``backward(retain_graph=True)`` keeps G's graph.
 
     G's step forwards D again on ``gene_img`` and backpropagates through the kept
     graph of G. With ``retain_graph=False`` this is the post's "example that does not
@@ -412,44 +432,59 @@ def _retain_graph_then_step(G, D, opt_g, opt_d, batches, latent, objective):
     return loss.history
 
 
-def seed003_strategy1(G, D, opt_g, opt_d, batches: Batches, latent: Latent, objective="ns"):
-    """Seed 003, strategy 1: ``d_loss.backward(retain_graph=True)``, ``optimizer_D.step()``,
-    then ``g_loss.backward()`` on the same ``pred_gen``. Raises since PyTorch 1.5."""
+def detach_or_retain_strategy1(
+    G, D, opt_g, opt_d, batches: Batches, latent: Latent, objective="ns"
+):
+    """The detach-or-retain post, strategy 1: ``d_loss.backward(retain_graph=True)``,
+    ``optimizer_D.step()``, then ``g_loss.backward()`` on the same ``pred_gen``. Raises
+    since PyTorch 1.5."""
     return _retain_graph_then_step(G, D, opt_g, opt_d, batches, latent, objective)
 
 
-def seed003_strategy2(G, D, opt_g, opt_d, batches: Batches, latent: Latent, objective="ns"):
-    """Seed 003, strategy 2, as its text intends: G's loss on ``D(gen_imgs)`` without
-    ``detach`` (the post's code reuses the detached ``pred_gen``, whose graph is freed).
-    It is the DCGAN example's loop."""
+def detach_or_retain_strategy2(
+    G, D, opt_g, opt_d, batches: Batches, latent: Latent, objective="ns"
+):
+    """The detach-or-retain post, strategy 2, as its text intends: G's loss on
+    ``D(gen_imgs)`` without ``detach`` (the post's code reuses the detached ``pred_gen``,
+    whose graph is freed). It is the DCGAN example's loop."""
     return dcgan_example(G, D, opt_g, opt_d, batches, latent, objective)
 
 
-def seed003_strategy3(G, D, opt_g, opt_d, batches: Batches, latent: Latent, objective="ns"):
-    """Seed 003, strategy 3 (G first, ``gen_imgs.detach()`` for D): PyTorch-GAN's loop."""
+def detach_or_retain_strategy3(
+    G, D, opt_g, opt_d, batches: Batches, latent: Latent, objective="ns"
+):
+    """The detach-or-retain post, strategy 3 (G first, ``gen_imgs.detach()`` for D):
+    PyTorch-GAN's loop."""
     return pytorch_gan_g_first(G, D, opt_g, opt_d, batches, latent, objective)
 
 
-def seed002_original(G, D, opt_g, opt_d, batches: Batches, latent: Latent, objective="softmax"):
-    """Seed 002's first SoftmaxGAN loop: one forward, D's backward with ``retain_graph``,
-    D's step, then G's backward on the same logits. Raises PyTorch's in-place error."""
+def softmaxgan_graph_original(
+    G, D, opt_g, opt_d, batches: Batches, latent: Latent, objective="softmax"
+):
+    """The SoftmaxGAN graph post's first SoftmaxGAN loop: one forward, D's backward with
+    ``retain_graph``, D's step, then G's backward on the same logits. Raises PyTorch's
+    in-place error."""
     return _retain_graph_then_step(G, D, opt_g, opt_d, batches, latent, objective)
 
 
-def seed002_fix1(G, D, opt_g, opt_d, batches: Batches, latent: Latent, objective="softmax"):
-    """Seed 002, fix 1, as its text intends: D on ``gene_img.detach()``, then G on new
-    logits ``D(img)``, ``D(gene_img)`` and a recomputed Z_B (the post's code reuses the
-    old Z_B, whose graph the D step freed). It is the DCGAN example's loop."""
+def softmaxgan_graph_fix1(
+    G, D, opt_g, opt_d, batches: Batches, latent: Latent, objective="softmax"
+):
+    """The SoftmaxGAN graph post, fix 1, as its text intends: D on ``gene_img.detach()``,
+    then G on new logits ``D(img)``, ``D(gene_img)`` and a recomputed Z_B (the post's code
+    reuses the old Z_B, whose graph the D step freed). It is the DCGAN example's loop."""
     return dcgan_example(G, D, opt_g, opt_d, batches, latent, objective)
 
 
-def seed002_fix2(G, D, opt_g, opt_d, batches: Batches, latent: Latent, objective="softmax"):
-    """Seed 002, fix 2: no ``detach``, D's ``backward(retain_graph=True)``, then G on new
-    logits and a recomputed Z_B. It is seed 001's way 4."""
-    return seed001_way4(G, D, opt_g, opt_d, batches, latent, objective)
+def softmaxgan_graph_fix2(
+    G, D, opt_g, opt_d, batches: Batches, latent: Latent, objective="softmax"
+):
+    """The SoftmaxGAN graph post, fix 2: no ``detach``, D's ``backward(retain_graph=True)``,
+    then G on new logits and a recomputed Z_B. It is the backward memo's way 4."""
+    return backward_memo_way4(G, D, opt_g, opt_d, batches, latent, objective)
 
 
-def seed002_fix3(
+def softmaxgan_graph_fix3(
     G,
     D,
     opt_g,
@@ -461,8 +496,8 @@ def seed002_fix3(
     d_every: int = 2,
     g_every: int = 1,
 ):
-    """Seed 002, fix 3, as its text intends: both losses from one forward; G steps every
-    iteration and D on odd ones (D:G = 1:2), both from the same parameters.
+    """The SoftmaxGAN graph post, fix 3, as its text intends: both losses from one forward;
+    G steps every iteration and D on odd ones (D:G = 1:2), both from the same parameters.
 
     The post's code calls ``G_loss_.backward()`` twice on odd iterations (the second
     through a freed graph) and lets each loss's gradient into the other module's step;
@@ -490,14 +525,18 @@ def seed002_fix3(
     return loss.history
 
 
-def seed000_d_first(G, D, opt_g, opt_d, batches: Batches, latent: Latent, objective="began"):
-    """Seed 000's "slow" BEGAN loop (D first on ``gene_img.detach()``, then G on
+def which_first_post_d_first(
+    G, D, opt_g, opt_d, batches: Batches, latent: Latent, objective="began"
+):
+    """The which-first post's "slow" BEGAN loop (D first on ``gene_img.detach()``, then G on
     ``D(gene_img)``), with the paper's L_D = L(x) - k_t L(G(z)) and k_t update."""
     return dcgan_example(G, D, opt_g, opt_d, batches, latent, objective)
 
 
-def seed000_g_first(G, D, opt_g, opt_d, batches: Batches, latent: Latent, objective="began"):
-    """Seed 000's "fast" BEGAN loop: G steps, then D on the old ``gene_img.detach()``,
+def which_first_post_g_first(
+    G, D, opt_g, opt_d, batches: Batches, latent: Latent, objective="began"
+):
+    """The which-first post's "fast" BEGAN loop: G steps, then D on the old ``gene_img.detach()``,
     which is PyTorch-GAN's order (``simultaneous``), with the paper's k_t update."""
     return pytorch_gan_g_first(G, D, opt_g, opt_d, batches, latent, objective)
 
@@ -1562,3 +1601,22 @@ def hifigan(G, mpd, msd, opt_g, opt_d, batches, mel_spectrogram: Callable[[Tenso
         history.append({"loss_d": loss_disc_all.item(), "loss_g": loss_gen_all.item(),
                         "mel": loss_mel.item()})  # fmt: skip
     return history
+
+
+# The seed posts' loops were named by the posts' numbers before; those names still work.
+_FORMER_NAMES = {
+    "seed000_d_first": "which_first_post_d_first",
+    "seed000_g_first": "which_first_post_g_first",
+    **{f"seed001_way{k}": f"backward_memo_way{k}" for k in range(1, 5)},
+    "seed002_original": "softmaxgan_graph_original",
+    **{f"seed002_fix{k}": f"softmaxgan_graph_fix{k}" for k in range(1, 4)},
+    **{f"seed003_strategy{k}": f"detach_or_retain_strategy{k}" for k in range(1, 4)},
+}
+
+
+def __getattr__(name: str) -> Callable:
+    if name in _FORMER_NAMES:
+        new = _FORMER_NAMES[name]
+        warnings.warn(f"reference.{name} is now reference.{new}", DeprecationWarning, stacklevel=2)
+        return globals()[new]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
