@@ -97,6 +97,17 @@ class _GANLauncher(_MultiProcessingLauncher):
             _refuse_what_the_step_does(trainer)
         return super().launch(function, *args, trainer=trainer, **kwargs)
 
+    def _wrapping_function(self, *args: Any, **kwargs: Any) -> None:
+        """A spawned process's whole life: the fit, then rank 0's results into the return
+        queue (a SimpleQueue: written by the time put returns). Then every process
+        leaves its group together and exits without the interpreter's finalisation, in
+        which gloo sometimes aborts (see :func:`~ganstep.engine.distributed.exit_now`)."""
+        super()._wrapping_function(*args, **kwargs)
+        if torch.distributed.is_available() and torch.distributed.is_initialized():
+            torch.distributed.barrier()
+            torch.distributed.destroy_process_group()
+        data_parallel.exit_now(0)
+
     def _collect_rank_zero_results(self, trainer: L.Trainer, results: Any):
         self._final_checkpoint_path = None
         module = trainer.lightning_module
