@@ -104,8 +104,7 @@ class _GANLauncher(_MultiProcessingLauncher):
         which gloo sometimes aborts (see :func:`~ganstep.engine.distributed.exit_now`)."""
         super()._wrapping_function(*args, **kwargs)
         if torch.distributed.is_available() and torch.distributed.is_initialized():
-            torch.distributed.barrier()
-            torch.distributed.destroy_process_group()
+            data_parallel.leave()
         data_parallel.exit_now(0)
 
     def _collect_rank_zero_results(self, trainer: L.Trainer, results: Any):

@@ -63,6 +63,13 @@ def local_device(device: torch.device) -> torch.device:
     return device
 
 
+def leave() -> None:
+    """Leave the process group together: no process tears down a group another still
+    uses (every process calls this at the same point)."""
+    dist.barrier()
+    dist.destroy_process_group()
+
+
 def exit_now(code: int = 0) -> None:
     """End a worker process whose group was torn down, skipping interpreter finalisation.
 

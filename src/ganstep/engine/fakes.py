@@ -106,7 +106,7 @@ def generate(
     """G's fake batch for ``latents``, one G call per micro-batch, with G's graph only when
     G's update will need it; checked against ``like``. G is called ``G(z)``,
     ``G(z, c)`` or ``G(c)``."""
-    return [_generate(game, z, b, graph) for z, b in zip(latents, like, strict=True)]
+    return [_generate(game, one, b, graph) for one, b in zip(latents, like, strict=True)]
 
 
 def _generate(game: Game, latents: Latents, like: Batch, graph: bool) -> Batch:

@@ -75,9 +75,8 @@ def train(cfg: Config, *, resume: bool = False, progress: bool = True) -> dict:
         if started_group:
             torch.distributed.destroy_process_group()
         raise
-    if started_group:  # leave together: no process tears down a group another still uses
-        torch.distributed.barrier()
-        torch.distributed.destroy_process_group()
+    if started_group:
+        data_parallel.leave()
     return record
 
 
