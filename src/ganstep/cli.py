@@ -86,6 +86,8 @@ TRAIN_FLAGS = {
     "lr_g": (float, "G's Adam learning rate"),
     "lr_d": (float, "D's Adam learning rate"),
     "lr_decay": (str, "none, or linear (to 0 at the last step)"),
+    "beta1": (float, "Adam's beta1, for G and D (default 0.5)"),
+    "beta2": (float, "Adam's beta2, for G and D (default 0.9 on 2D data, 0.999 on images)"),
     "seed": (int, "seed of every random stream of the run"),
     "device": (str, "auto (cuda when available), cpu or cuda[:N]"),
     "out": (str, "the run folder"),
