@@ -202,6 +202,8 @@ def test_npy_points_train_and_sample_in_their_own_units(tmp_path, cache):
         (["--model", "dcgan"], "model 'dcgan' needs images"),
         (["--steps", "0"], "steps must be a positive integer"),
         (["--lr-decay", "cosine"], "unknown lr_decay 'cosine'; choose one of: none, linear"),
+        (["--beta2", "1"], "beta2 must be in [0, 1), got 1.0"),
+        (["--ema", "-0.5"], "ema must be in [0, 1), got -0.5"),
         (["--objective", "wgan_gp", "--r1", "1"], "r1 applies to the objectives ns, minimax"),
         (["--fused"], "fused applies to the simultaneous schedule, not 'd_first'"),
         (["--schedule", "simultaneous", "--fused", "--objective", "began"],
@@ -216,6 +218,22 @@ def test_bad_options_are_named(tmp_path, cache, args, message):
     proc = ganstep("train", *args, "--out", tmp_path / "x", *TINY, cache=cache, check=False)
     assert proc.returncode == 1 and message in proc.stderr, proc.stderr
     assert not (tmp_path / "x" / "checkpoints").exists()
+
+
+def test_adam_and_ema_defaults_follow_the_data_and_yield_to_the_user():
+    """The 2D recipe's beta2 0.9 and EMA 0.99 are the points defaults only: images keep
+    DCGAN's 0.999, and a value the user gives wins over either."""
+    from ganstep.trainer.config import Config
+    from ganstep.trainer.data import load_dataset
+
+    def adam_and_ema(data: str, **given) -> tuple:
+        cfg = Config(data=data, **given).resolved(load_dataset(data))
+        return cfg.beta1, cfg.beta2, cfg.ema
+
+    assert adam_and_ema("grid") == (0.5, 0.9, 0.99)
+    assert adam_and_ema("digits") == (0.5, 0.999, 0.999)
+    assert adam_and_ema("grid", beta2=0.999, ema=0.999) == (0.5, 0.999, 0.999)
+    assert adam_and_ema("digits", beta1=0.0, beta2=0.9, ema=0.0) == (0.0, 0.9, 0.0)
 
 
 def test_default_run_folder_is_named_and_resumable_without_out(tmp_path, cache):
