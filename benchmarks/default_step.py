@@ -1,5 +1,5 @@
-"""Milliseconds per iteration of the default run's Step (2D grid: MLP 256 wide, batch 256,
-ns, d_first) with R1 taken four ways, measured interleaved in one process:
+"""Milliseconds per iteration of issue 10's default run's Step (2D grid: MLP 256 wide,
+batch 256, ns, d_first) with R1 taken four ways, measured interleaved in one process:
 
     python benchmarks/default_step.py [--reps 300]
 
