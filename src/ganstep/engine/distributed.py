@@ -65,9 +65,12 @@ def local_device(device: torch.device) -> torch.device:
 
 def leave() -> None:
     """Leave the process group together: no process tears down a group another still
-    uses (every process calls this at the same point)."""
-    dist.barrier()
-    dist.destroy_process_group()
+    uses (every process calls this at the same point). The group is torn down even when
+    the barrier fails (a peer died)."""
+    try:
+        dist.barrier()
+    finally:
+        dist.destroy_process_group()
 
 
 def exit_now(code: int = 0) -> None:

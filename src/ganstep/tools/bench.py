@@ -28,7 +28,7 @@ from torch import Tensor, nn
 from torch.nn.utils import parametrizations
 from torch.utils.flop_counter import FlopCounterMode
 
-from ..engine.distributed import exit_now
+from ..engine.distributed import exit_now, leave
 from ..engine.objectives import NS
 from ..engine.schedules import d_first, g_first, simultaneous
 from ..engine.sides import frozen
@@ -451,9 +451,10 @@ def _data_parallel_worker(rank, model, objective, batch, width, reps, warmup, wo
         if rank == 0:
             result = {"ms": ms, "peak": int(peak), "gflops": round(gflop, 4), "passes": passes}
             (Path(tmp) / "result.json").write_text(json.dumps(result))
-        dist.barrier()  # leave together: no process tears down a group another still uses
-    finally:
+    except BaseException:
         dist.destroy_process_group()
+        raise
+    leave()
     exit_now()
 
 
