@@ -437,21 +437,22 @@ class Step:
         self.progress.d_updates = int(state.get("d_updates", 0))
         self.progress.g_updates = int(state.get("g_updates", 0))
 
+    def _stateful_options(self) -> dict:
+        """The options that hold objects of their own (None where not given), by key."""
+        options = self.game.options
+        return {"augment": options.augment, "fake_pool": options.fake_pool,
+                "g_regularizer": options.g_regularizer}  # fmt: skip
+
     def _optional_parts(self) -> dict:
         """The parts of its state only some Steps have, by key: each saves and loads its own."""
-        game = self.game
-        parts = {"augment": game.options.augment, "fake_pool": game.options.fake_pool,
-                 "g_regularizer": game.options.g_regularizer}  # fmt: skip
-        return {k: v for k, v in parts.items() if hasattr(v, "state_dict")}
+        return {k: v for k, v in self._stateful_options().items() if hasattr(v, "state_dict")}
 
     def __repr__(self) -> str:
         profile = self.game.d_profile
         found = "not observed yet" if profile is None else profile.describe()
         forwards = "merged" if self.game.merge_d_forwards() else "as the loop's"
         game = self.game
-        extras = {"augment": game.options.augment, "fake_pool": game.options.fake_pool,
-                  "g_regularizer": game.options.g_regularizer,
-                  "info_terms": list(game.options.info_terms) or None}  # fmt: skip
+        extras = {**self._stateful_options(), "info_terms": list(game.options.info_terms) or None}
         more = "".join(f", {k}={v!r}" for k, v in extras.items() if v is not None)
         return (
             f"Step(objective={self.objective!r}, schedule={self.schedule!r}, "

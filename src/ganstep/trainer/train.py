@@ -200,8 +200,14 @@ class RunState:
         self.board.scalars("Progress", progress, done)
 
 
-def _train_and_report(cfg: Config, device: torch.device, resume: bool, progress: bool, writer: bool,
-         leftovers: str = "") -> dict:  # fmt: skip
+def _train_and_report(
+    cfg: Config,
+    device: torch.device,
+    resume: bool,
+    progress: bool,
+    writer: bool,
+    leftovers: str = "",
+) -> dict:
     run = _set_up_run(cfg, device, resume, writer, leftovers)
     try:
         record = _training_loop(run, device, progress)
