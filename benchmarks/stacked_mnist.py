@@ -7,8 +7,10 @@ floor, and wall time, per seed and as mean/std (a benchmark, not a test).
 
 Modes and reverse KL are counted on 26,000 samples, as VEEGAN and PacGAN count them,
 by a digit classifier trained once on MNIST's training digits (its test accuracy is
-printed as ``digit_accuracy``; below 0.98 the counts are not to be trusted). The
-``*_floor`` values are the same metrics on real stacked samples.
+printed as ``digit_accuracy``; below 0.98 the counts are not to be trusted);
+``channel_kl`` and ``unclear_digits`` say whether an excess reverse KL is G favouring
+some digits or drawing digits the classifier cannot read. The ``*_floor`` values are
+the same metrics on real stacked samples.
 
 RECIPE is ganstep's: the DCGAN of ``--model dcgan`` at 32 x 32 (28 x 28 padded; G
 128-64-32 channels, D 32-64-128, z of 64: G 296,896 parameters, D 167,808, about 26
@@ -33,8 +35,9 @@ COMMON = {"data": "stacked-mnist", "model": "dcgan", "batch_size": 64, "steps": 
           "eval_samples": SAMPLES, "ckpt_every": 10**9}  # fmt: skip
 RECIPE = {**COMMON, "objective": "ns", "r1": 0.1, "r1_every": 16, "ema": 0.999}
 BASELINE = {**COMMON, "objective": "ns", "r1": 0.0, "ema": 0.0}
-SHOWN = ("modes", "reverse_kl", "fid", "seconds", "modes_floor", "reverse_kl_floor",
-         "fid_floor", "digit_accuracy")  # fmt: skip
+SHOWN = ("modes", "reverse_kl", "channel_kl", "unclear_digits", "fid", "seconds", "modes_floor",
+         "reverse_kl_floor", "channel_kl_floor", "unclear_digits_floor", "fid_floor",
+         "digit_accuracy")  # fmt: skip
 
 
 def sizes(overrides: dict) -> str:

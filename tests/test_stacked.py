@@ -12,7 +12,12 @@ from helpers import SHARED_DATA
 
 from ganstep.trainer.data import load_dataset, load_stacked_mnist
 from ganstep.trainer.data.stacked import stack
-from ganstep.trainer.metrics.stacked import digits_of, mode_metrics, stacked_metrics
+from ganstep.trainer.metrics.stacked import (
+    channel_kl,
+    digits_of,
+    mode_metrics,
+    stacked_metrics,
+)
 
 needs_mnist = pytest.mark.skipif(not (SHARED_DATA / "mnist").is_dir(), reason="no ../shared/data")
 
@@ -82,6 +87,36 @@ def test_each_channel_is_classified_on_its_own():
         digits_of(classify, samples[:, :1])
 
 
+def test_channel_kl_on_constructed_cases():
+    """Channel 0 always 7 (KL log 10), channel 1 two digits evenly (log 5), channel 2
+    every digit evenly (0): the mean over channels."""
+    n = 1000
+    digits = torch.stack([torch.full((n,), 7), torch.arange(n) % 2, torch.arange(n) % 10], 1)
+    assert channel_kl(digits) == pytest.approx((math.log(10) + math.log(5)) / 3)
+    assert channel_kl(torch.stack([torch.arange(n) % 10] * 3, 1)) == pytest.approx(0, abs=1e-12)
+
+
+def test_unclear_digits_are_those_read_below_the_threshold():
+    """A stand-in classifier, sure of a channel whose pixel (0, 1) is lit and unsure of
+    one whose pixel is dark: unclear_digits is the share of unsure channels."""
+
+    def classify(x):
+        digit = (x[:, 0, 0, 0] * 10).round().long()
+        sure = torch.where(x[:, 0, 0, 1] > 0, 10.0, 1.0)  # softmax top: 0.9995 or 0.23
+        return torch.nn.functional.one_hot(digit, 10).float() * sure[:, None]
+
+    numbers = torch.arange(0, 1000, 37)
+    digits = torch.stack([numbers // 100, numbers // 10 % 10, numbers % 10], 1)
+    samples = (digits.float() / 10)[:, :, None, None].repeat(1, 1, 4, 4)
+    samples[:, :, 0, 1] = 1.0
+    assert stacked_metrics(classify, samples)["unclear_digits"] == 0.0
+    samples[:, 1, 0, 1] = -1.0  # the second channel of every sample: a third of the digits
+    found = stacked_metrics(classify, samples)
+    assert found["unclear_digits"] == pytest.approx(1 / 3)
+    assert found["modes"] == len(numbers)  # the reading itself is unchanged
+    assert found["channel_kl"] == pytest.approx(channel_kl(digits))
+
+
 @needs_mnist
 def test_training_metrics_count_modes_with_a_cached_digit_classifier(cache, monkeypatch):
     from ganstep.trainer.config import Config
@@ -95,8 +130,9 @@ def test_training_metrics_count_modes_with_a_cached_digit_classifier(cache, monk
     evaluator = Evaluator(data, cfg.resolved(data))
     assert 1 <= evaluator.floor["modes_floor"] <= 300  # of the real samples evaluated
     assert 0 <= evaluator.floor["digit_accuracy"] <= 1
+    assert 0 <= evaluator.floor["unclear_digits_floor"] <= 1  # a 60-step classifier: unsure
     found = evaluator(data.train[:300])
-    assert {"fid", "kid", "modes", "reverse_kl"} <= set(found)
+    assert {"fid", "kid", "modes", "reverse_kl", "channel_kl", "unclear_digits"} <= set(found)
     # cached: a second call loads the same network instead of training one
     cached = list(cache.rglob("digits-mnist-32px-*.pt"))
     assert len(cached) == 1
