@@ -31,7 +31,7 @@ SAMPLES = 26_000  # as VEEGAN and PacGAN count modes
 # decayed to 0 over them, 0.9693).
 STEPS_PER_FEATURE_STEP = 30
 # a digit the classifier gives less than this probability counts as unclear: 2.8% of
-# real stacked digits, about a third of a 20,000-step recipe's (issue 31)
+# real stacked digits, a quarter to a third of those of 20,000-step runs (issue 31)
 CLEAR = 0.9
 
 
