@@ -22,6 +22,7 @@ from torch import Tensor
 from ..data.stacked import MODES, PLACES
 from .classes import train_classifier
 from .fid import FeatureExtractor
+from .histogram import kl_to_uniform
 
 VERSION = 2  # bump when the classifier's architecture or training changes
 SAMPLES = 26_000  # as VEEGAN and PacGAN count modes
@@ -65,14 +66,8 @@ def channel_kl(digits: Tensor) -> float:
     """The mean over the channels of KL(p_c || uniform) in nats, p_c the histogram of
     channel c's digits (``digits`` (n, 3), each 0-9)."""
     channels = range(digits.shape[1])
-    kls = [_kl_to_uniform(torch.bincount(digits[:, c].long(), minlength=10)) for c in channels]
+    kls = [kl_to_uniform(torch.bincount(digits[:, c].long(), minlength=10)) for c in channels]
     return sum(kls) / len(kls)
-
-
-def _kl_to_uniform(counts: Tensor) -> float:
-    """KL(p || uniform) in nats of the histogram ``counts`` over its len(counts) bins."""
-    p = counts[counts > 0].double() / counts.sum()
-    return float((p * (p * len(counts)).log()).sum())
 
 
 def mode_metrics(labels: Tensor) -> dict[str, float]:
@@ -81,7 +76,7 @@ def mode_metrics(labels: Tensor) -> dict[str, float]:
     if labels.numel() == 0:
         raise ValueError("mode metrics need at least one sample")
     counts = torch.bincount(labels.long().reshape(-1), minlength=MODES)
-    return {"modes": int((counts > 0).sum()), "reverse_kl": _kl_to_uniform(counts)}
+    return {"modes": int((counts > 0).sum()), "reverse_kl": kl_to_uniform(counts)}
 
 
 def stacked_metrics(classify: Callable[[Tensor], Tensor], samples: Tensor) -> dict[str, float]:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
+from .histogram import kl_to_uniform
+
 
 def toy_metrics(samples: Tensor, modes: Tensor, std: float) -> dict[str, float]:
     """``modes``: modes with at least one high-quality sample nearest to them;
@@ -15,11 +17,8 @@ def toy_metrics(samples: Tensor, modes: Tensor, std: float) -> dict[str, float]:
     dist = torch.cdist(samples, modes)
     nearest_dist, nearest = dist.min(1)
     hq = nearest_dist <= 3 * std
-    p = torch.bincount(nearest, minlength=len(modes)).double() / len(samples)
-    nonzero = p > 0
-    reverse_kl = (p[nonzero] * (p[nonzero] * len(modes)).log()).sum()
     return {
         "modes": int(nearest[hq].unique().numel()),
         "hq_fraction": float(hq.double().mean()),
-        "reverse_kl": float(reverse_kl),
+        "reverse_kl": kl_to_uniform(torch.bincount(nearest, minlength=len(modes))),
     }
