@@ -42,6 +42,9 @@ class Trainee:
         self.opt_d = torch.optim.Adam(self.D.parameters(), d_rates[0], betas=d_rates[1],
                                       fused=fused)  # fmt: skip
         self.ema = copy.deepcopy(self.G).requires_grad_(False) if cfg.ema > 0 else None
+        if self.ema is not None:  # listed once: walking the modules each step cost more
+            self._ema_params = (list(self.ema.parameters()), list(self.G.parameters()))
+            self._ema_buffers = list(zip(self.ema.buffers(), self.G.buffers(), strict=True))
         # Each process of a data parallel run draws its own z and batches.
         stream = cfg.seed + data_parallel.SEED_STRIDE * self.rank
         self.latent_gen = torch.Generator(device=device).manual_seed(stream + 1)
@@ -79,9 +82,8 @@ class Trainee:
         if self.ema is not None:
             # one call for all parameters: the per-tensor loop's dispatch cost was most
             # of the EMA's time on small models
-            torch._foreach_lerp_(list(self.ema.parameters()), list(self.G.parameters()),
-                                 1 - self.cfg.ema)  # fmt: skip
-            for e, b in zip(self.ema.buffers(), self.G.buffers(), strict=True):
+            torch._foreach_lerp_(*self._ema_params, 1 - self.cfg.ema)
+            for e, b in self._ema_buffers:
                 e.copy_(b)
 
     def rng_state(self) -> dict:
