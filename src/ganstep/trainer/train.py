@@ -126,7 +126,7 @@ class LossTally:
 
     The sums live in one vector, a slot per loss, so that a step's losses are added and
     checked in a handful of operations: one small op per loss and step cost the
-    default run 0.4 ms a step, 5% of its time. Each slot still adds its loss alone, so
+    default run 0.4 ms a step, about 5% of its time. Each slot adds its loss alone, so
     the sums are those of one running sum per loss, to the last bit."""
 
     def __init__(self, device: torch.device, sums: dict | None = None, counts=None) -> None:
