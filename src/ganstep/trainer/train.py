@@ -171,7 +171,7 @@ class LossTally:
     @property
     def sums(self) -> dict[str, Tensor]:
         """Each loss's sum since the last evaluation (what a checkpoint keeps)."""
-        return {key: self._sums[i].clone() for key, i in self._slots.items() if key in self.counts}
+        return {key: self._sums[i].clone() for key, i in self._slots.items()}
 
     def check(self) -> None:
         """Raise :class:`NonFiniteLoss` if a loss was not finite (one host sync), saying
@@ -190,8 +190,7 @@ class LossTally:
     def take_means(self) -> dict[str, float]:
         """Each loss's mean since the last call, then start again."""
         sums = self._sums.tolist()  # one host sync for all of them
-        means = {k: round(sums[i] / self.counts[k], 6) for k, i in self._slots.items()
-                 if k in self.counts}  # fmt: skip
+        means = {k: round(sums[i] / self.counts[k], 6) for k, i in self._slots.items()}
         self._start({}, {})
         return means
 
