@@ -33,7 +33,7 @@ def test_train_grid_writes_every_file(tmp_path, cache):
     config = tomllib.loads((run / "config.toml").read_text())
     assert config["data"] == "grid" and config["steps"] == 20 and config["schedule"] == "d_first"
     points = (config["z_dim"], config["r1"], config["lr_decay"], config["beta2"], config["ema"])
-    assert points == (2, 0.1, "none", 0.9, 0.99)  # the points defaults, resolved and written
+    assert points == (2, 0.1, "linear", 0.9, 0.99)  # the points defaults, resolved and written
     rows = records(run)
     assert [r["step"] for r in rows] == [10, 20]
     for r in rows:
