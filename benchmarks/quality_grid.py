@@ -8,8 +8,8 @@ The benchmark budget (BENCHMARK below) is issue 10's default run (mlp 256 wide, 
 with lazy R1 0.1 every 16th D step, d_first, batch 256, Adam 1e-3 with betas (0.5,
 0.999) decayed linearly to 0, EMA 0.999) trained for 20,000 steps instead of 8,000:
 the recipe of benchmarks/RESULTS.md's ten-seed table, named here in full since the
-default run changed (issue 31: half as wide, constant lr 2e-3, beta2 0.9, EMA 0.99;
-`--default-run` trains that). Seeds run one after another; split them over processes
+default run changed (issue 31: half as wide, lr 4e-3 decayed linearly, beta2 0.9, EMA
+0.99; `--default-run` trains that). Seeds run one after another; split them over processes
 with --first-seed.
 """
 
