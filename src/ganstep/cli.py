@@ -61,6 +61,10 @@ _AUGMENT = (
     "cutout), ada (those with ADA's adaptive p), or a DiffAugment policy such as "
     "translation,cutout"
 )
+_PACK = (
+    "PacGAN's packing: D judges packs of this many samples stacked along channels "
+    "(--batch-size counts packs; G draws that many samples per pack); 1 is off"
+)
 _TENSORBOARD = (
     "also write TensorBoard event files into the run folder's tensorboard/ (losses, D's "
     "scores, rates, metrics, sample pictures); needs ganstep[tensorboard]"
@@ -82,6 +86,7 @@ TRAIN_FLAGS = {
     "schedule": (str, f"update order, one of: {', '.join(SCHEDULES)}"),
     "fused": (bool, "simultaneous only: take G's gradient from D's backward pass (FusedProp)"),
     "accumulate": (int, "micro-batches per batch: gradients summed, one optimizer step"),
+    "pack": (int, _PACK),
     "augment": (str, _AUGMENT),
     "precision": (str, "fp32, bf16 (autocast) or fp16 (autocast with loss scaling)"),
     "compile": (str, "torch.compile G and D: none, default, or a backend name"),

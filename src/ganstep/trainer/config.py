@@ -46,7 +46,7 @@ MAX_LR = 1e6  # far beyond any working rate; near float32's range Adam's step ov
 # allocator, an overflow at the first lazy step, or an evaluation that never ends.
 LIMITS = {"batch_size": 2**20, "z_dim": 2**16, "width": 2**14, "eval_samples": 10**6,
           "feature_steps": 10**6, "r1_every": 10**6, "accumulate": 2**20,
-          "steps": 10**12, "limit": 10**12}  # fmt: skip
+          "steps": 10**12, "limit": 10**12, "pack": 64}  # fmt: skip
 # --augment: DiffAugment's color, translation, cutout; "ada" with ADA's adaptive p; or a
 # DiffAugment policy naming some of them ("translation,cutout").
 AUGMENTS = ("none", "diffaugment", "ada")
@@ -125,6 +125,7 @@ class Config:
     schedule: str = "d_first"
     fused: bool = False
     accumulate: int = 1
+    pack: int = 1
     augment: str = "none"
     precision: str = "fp32"
     compile: str = "none"
@@ -211,17 +212,34 @@ class Config:
                 "fused takes G's gradient from D's backward at its input, and augmentation "
                 "stands between G and D: use --augment without --fused"
             )
+        if self.pack > 1:
+            self._check_pack()
         if self.compile not in ("none", "default"):  # else a backend torch.compile knows
             backends = ["none", "default", *torch.compiler.list_backends(exclude_tags=())]
             check_name("compile", self.compile, backends)
         if self.lr_decay is not None:
             check_name("lr_decay", self.lr_decay, ("none", "linear"))
 
+    def _check_pack(self) -> None:
+        """What packing D's inputs (PacGAN) goes with: one sample per pack slot and a D
+        that scores each pack, unaugmented (an augmentation would see a pack as one
+        image and treat its samples alike)."""
+        if self.conditional or self.objective == "began" or self.model == "began":
+            what = "--conditional" if self.conditional else "began"
+            raise ValueError(f"pack {self.pack}: packing does not go with {what}")
+        if self.augment != "none":
+            raise ValueError(f"pack {self.pack}: packing does not go with --augment")
+        if self.fused:
+            raise ValueError(
+                f"pack {self.pack}: fused takes G's gradient at D's input, which a pack "
+                "splits into G's calls; use --pack without --fused"
+            )
+
     def _check_counts(self) -> None:
         """The integer fields: positive, and the batch divisible into micro-batches."""
         counts = ("steps", "batch_size", "z_dim", "width", "eval_every", "sample_every",
                   "accumulate", "ckpt_every", "keep", "log_every", "feature_steps",
-                  "limit", "r1_every")  # fmt: skip
+                  "limit", "r1_every", "pack")  # fmt: skip
         for name in counts:
             if getattr(self, name) is not None:  # None: filled from the data's defaults
                 positive_int(getattr(self, name), name, LIMITS.get(name))

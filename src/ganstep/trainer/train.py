@@ -31,7 +31,7 @@ from . import run_folder as folder
 from .config import Config
 from .data import Dataset, load_dataset
 from .evaluation import Evaluator
-from .models import image_size
+from .models import image_size, pack
 from .run_folder import RunLock
 from .sampling import class_labels, generate, save_samples
 from .tensorboard import Board
@@ -453,10 +453,12 @@ class _StopFlag:
 
 
 def _real_batch(data: Dataset, cfg: Config, gen: torch.Generator, device) -> object:
-    """One real batch on ``device``: x, or (x, labels) for a conditional run."""
+    """One real batch on ``device``: x, (x, labels) for a conditional run, or packs."""
     if cfg.conditional:
         x, y = data.labelled_batch(cfg.batch_size, gen)
         return x.to(device), y.to(device)
+    if cfg.pack > 1:  # one batch per pack slot, drawn slot after slot, as PacGAN feeds D
+        return pack([data.batch(cfg.batch_size, gen) for _ in range(cfg.pack)]).to(device)
     return data.batch(cfg.batch_size, gen).to(device)
 
 

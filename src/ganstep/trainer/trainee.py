@@ -15,7 +15,7 @@ from ..engine.schedules import simultaneous
 from ..engine.step import Step
 from .config import Config
 from .data import Dataset
-from .models import build_models
+from .models import PackedGenerator, build_models
 
 
 class Trainee:
@@ -27,7 +27,7 @@ class Trainee:
         torch.manual_seed(cfg.seed)  # the same models everywhere (and rank 0's are broadcast)
         classes = len(data.classes) if cfg.conditional else None
         G, D = build_models(cfg.model, data.sample_shape, cfg.objective, cfg.z_dim, cfg.width,
-                            classes)  # fmt: skip
+                            classes, pack=cfg.pack)  # fmt: skip
         self.G, self.D = G.to(device), D.to(device)
         betas = (cfg.beta1, cfg.beta2)
         d_rates = (cfg.lr_d, betas)
@@ -54,7 +54,9 @@ class Trainee:
             objective = OBJECTIVES[cfg.objective](r1=cfg.r1, r1_every=cfg.r1_every)
         schedule = simultaneous(fused=True) if cfg.fused else cfg.schedule
         compiled = {"none": False, "default": True}.get(cfg.compile, cfg.compile)
-        self.step = Step(self.G, self.D, self.opt_g, self.opt_d, objective=objective,
+        # With packing the Step sees a G that makes packs; checkpoints and samples keep G.
+        stepped_g = PackedGenerator(self.G, cfg.pack) if cfg.pack > 1 else self.G
+        self.step = Step(stepped_g, self.D, self.opt_g, self.opt_d, objective=objective,
                          schedule=schedule, latent=self.latent, precision=cfg.precision,
                          compile=compiled, distributed=self.world > 1,
                          condition="real" if cfg.conditional else None,
@@ -65,7 +67,11 @@ class Trainee:
             torch.manual_seed(stream)
 
     def latent(self, n: int) -> Tensor:
-        return torch.randn(n, self.cfg.z_dim, generator=self.latent_gen, device=self.device)
+        """z for ``n`` fakes (n, z_dim); packed, for ``n`` packs (n, pack, z_dim), drawn
+        as PacGAN draws them: one batch of ``n`` per pack slot, slot after slot."""
+        z = [torch.randn(n, self.cfg.z_dim, generator=self.latent_gen, device=self.device)
+             for _ in range(self.cfg.pack)]  # fmt: skip
+        return z[0] if len(z) == 1 else torch.stack(z, dim=1)
 
     @property
     def sampler(self) -> nn.Module:

@@ -11,6 +11,7 @@ from .began import BEGANDecoder, BEGANDiscriminator, BEGANEncoder
 from .conditional import ConditionalGenerator, ProjectionDiscriminator
 from .dcgan import DCGANDiscriminator, DCGANGenerator
 from .mlp import MLP
+from .packing import PackedGenerator, pack, packed_shape
 
 MODELS = ("mlp", "dcgan", "began")
 
@@ -52,16 +53,21 @@ def build_models(
     z_dim: int,
     width: int,
     classes: int | None = None,
+    pack: int = 1,
 ) -> tuple[nn.Module, nn.Module]:
     """G and D of model ``name`` for samples of ``shape``.
 
     ``began`` pairs only with the ``began`` objective (its D is an autoencoder); with
     ``mlp`` the ``began`` objective gets an MLP autoencoder D. ``shape`` of images
     must already be the model size (see :func:`image_size`). With ``classes``, the
-    class-conditional DCGAN: ``G(z, y)`` and a projection ``D(x, y)``.
+    class-conditional DCGAN: ``G(z, y)`` and a projection ``D(x, y)``. With ``pack``
+    above 1, D takes packs of that many samples (:mod:`.packing`); G is unchanged.
     """
     check_name("model", name, MODELS)
     images = len(shape) == 3
+    if pack > 1 and (classes is not None or "began" in (name, objective)):
+        raise ValueError("packing needs an unconditional G and a D that scores samples, not began")
+    d_shape = packed_shape(shape, pack)
     if classes is not None:
         if name != "dcgan" or not images or objective == "began":
             raise ValueError(
@@ -85,12 +91,12 @@ def build_models(
         G = ImageMLP(z_dim, shape, hidden) if images else MLP(z_dim, shape[0], hidden)
         if objective == "began":
             return G, Autoencoder(shape, width, max(2, width // 4))
-        return G, MLP(math.prod(shape), 1, hidden, activation=nn.LeakyReLU)
+        return G, MLP(math.prod(d_shape), 1, hidden, activation=nn.LeakyReLU)
     channels, size = shape[0], image_size(shape)
     if name == "dcgan":
         return (
             DCGANGenerator(z_dim, width, channels, size),
-            DCGANDiscriminator(width, channels, size, batchnorm=objective != "wgan_gp"),
+            DCGANDiscriminator(width, d_shape[0], size, batchnorm=objective != "wgan_gp"),
         )
     return (
         BEGANDecoder(z_dim, width, channels, size),
@@ -110,6 +116,9 @@ __all__ = [
     "DCGANGenerator",
     "ImageMLP",
     "MLP",
+    "PackedGenerator",
     "build_models",
     "image_size",
+    "pack",
+    "packed_shape",
 ]
