@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import warnings
@@ -158,8 +159,10 @@ def flip_a_bit(state):
         (lambda s: [s.pop("opt_g"), False][1], "its 'opt_g' should be a dict, got missing"),
         (lambda s: [s.update(step="200"), False][1], "its 'step' should be a int, got str"),
         (lambda s: [s.update(config="oops"), False][1], "its 'config' should be a dict, got str"),
+        (lambda s: [s.update(elapsed_s=float("nan")), False][1],
+         "its 'elapsed_s' should be a finite number of seconds >= 0, got nan"),
     ],
-    ids=["bit-flip", "nan-ema", "no-opt_g", "step-str", "config-str"],
+    ids=["bit-flip", "nan-ema", "no-opt_g", "step-str", "config-str", "elapsed-nan"],
 )  # fmt: skip
 def test_a_checkpoint_that_unpickles_but_cannot_be_trusted_falls_back(
     run, straight, tmp_path, cache, change, why
@@ -175,6 +178,24 @@ def test_a_checkpoint_that_unpickles_but_cannot_be_trusted_falls_back(
     )
     proc = ganstep("train", "--resume", "--steps", 6, "--out", run, cache=cache)
     assert_same_state(checkpoint(run), checkpoint(straight))  # resumed from step 2, exactly
+
+
+@pytest.mark.parametrize("before", [1000.0, None], ids=["kept", "older-checkpoint"])
+def test_elapsed_s_counts_the_loop_time_before_a_resume(run, cache, before):
+    """A resumed run's elapsed_s goes on from its checkpoint's, not from zero; a
+    checkpoint written before elapsed_s was kept resumes, counting from zero."""
+    newest = run / "checkpoints" / "step_00000004.pt"
+    _rewrite(newest, lambda s: [s.pop("elapsed_s") if before is None
+                                else s.update(elapsed_s=before), False][1])  # fmt: skip
+    ganstep("train", "--resume", "--steps", 6, "--out", run, cache=cache)
+    records = [json.loads(x) for x in (run / "metrics.jsonl").read_text().splitlines()]
+    assert [r["step"] for r in records] == [2, 4, 6]
+    at_6, saved = records[-1]["elapsed_s"], checkpoint(run)["elapsed_s"]
+    assert 0 < records[0]["elapsed_s"] <= records[1]["elapsed_s"] < 1000
+    if before is None:
+        assert 0 < at_6 < 1000 and 0 < saved < 1000
+    else:  # the resumed process's own seconds on top of the 1000 before it
+        assert 1000 < at_6 <= saved < 1000 + 300
 
 
 def test_sample_refuses_a_checkpoint_copied_from_another_run(run, tmp_path, cache):

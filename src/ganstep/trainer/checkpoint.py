@@ -276,6 +276,9 @@ def _check_payload(state: dict) -> str | None:
             bad = _first_non_finite(state.get(key), key)
             if bad is not None:
                 return f"{bad} holds NaN or infinite values"
+        elapsed = state.get("elapsed_s", 0.0)  # kept since issue 31; older ones lack it
+        if not isinstance(elapsed, float) or not 0 <= elapsed < math.inf:
+            return f"its 'elapsed_s' should be a finite number of seconds >= 0, got {elapsed!r}"
     return None
 
 

@@ -209,12 +209,20 @@ class RunState:
     evaluator: Evaluator | None
     meta: dict  # the data's description, in every checkpoint
     board: Board | None = None  # --tensorboard, rank 0
+    # The loop's seconds so far: those of the processes before a resume (from the
+    # checkpoint) plus this one's since its loop began, so elapsed_s counts the run.
+    elapsed_before: float = 0.0
+    loop_began: float | None = None
+
+    def elapsed(self) -> float:
+        since = 0.0 if self.loop_began is None else time.perf_counter() - self.loop_began
+        return self.elapsed_before + since
 
     def save_checkpoint(self, done: int) -> None:
         self.tally.check()
         state = {"step": done, **self.trainee.state_dict(), "sums": self.tally.sums,
                  "counts": self.tally.counts, "config": dataclasses.asdict(self.cfg),
-                 "data": self.meta}  # fmt: skip
+                 "data": self.meta, "elapsed_s": self.elapsed()}  # fmt: skip
         if self.writer:
             checkpoint.save(self.out / "checkpoints", done, state, self.cfg.keep)
         if self.board is not None:  # the events up to a checkpoint are on disk with it
@@ -306,10 +314,11 @@ def _set_up_run(
             GanstepWarning,
             stacklevel=3,
         )
-    trainee, tally, start = Trainee(cfg, train, device), LossTally(device), 0
+    trainee, tally, start, elapsed = Trainee(cfg, train, device), LossTally(device), 0, 0.0
     if state is not None:
         trainee.load_state_dict(state)
         start = state["step"]
+        elapsed = state.get("elapsed_s", 0.0)  # absent from checkpoints before it was kept
         tally = LossTally(device, state["sums"], state["counts"])
         if writer:
             folder.truncate_metrics(out / "metrics.jsonl", start)
@@ -322,7 +331,8 @@ def _set_up_run(
     meta = {**folder.data_meta(data), "checksum": data.checksum}
     board = Board(out, cfg, start) if writer and cfg.tensorboard else None
     tally.explain = functools.partial(nonfinite.explain, cfg, trainee.G, trainee.D)
-    return RunState(cfg, out, train, trainee, tally, start, writer, evaluator, meta, board)
+    return RunState(cfg, out, train, trainee, tally, start, writer, evaluator, meta, board,
+                    elapsed)  # fmt: skip
 
 
 def _training_loop(run: RunState, device: torch.device, progress: bool) -> dict:
@@ -336,7 +346,7 @@ def _training_loop(run: RunState, device: torch.device, progress: bool) -> dict:
                    file=sys.stderr)  # fmt: skip
     metrics = run.out / "metrics.jsonl"
     record: dict = folder.records(metrics)[-1] if run.start >= cfg.steps else {}
-    t0 = logged_at = time.perf_counter()
+    run.loop_began = logged_at = time.perf_counter()
     logged = run.start
     with _StopFlag() as stop:
         for done in range(run.start + 1, cfg.steps + 1):
@@ -358,7 +368,7 @@ def _training_loop(run: RunState, device: torch.device, progress: bool) -> dict:
                                      if k.startswith("loss")})  # fmt: skip
                     bar.update(done - bar.n)
             if run.writer:
-                record = _report(run, done, device, time.perf_counter() - t0) or record
+                record = _report(run, done, device, run.elapsed()) or record
             if done % cfg.ckpt_every == 0 or last:
                 run.save_checkpoint(done)
             if _stopped(run, stop, done, device):
