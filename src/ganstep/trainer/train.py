@@ -368,7 +368,7 @@ def _training_loop(run: RunState, device: torch.device, progress: bool) -> dict:
                                      if k.startswith("loss")})  # fmt: skip
                     bar.update(done - bar.n)
             if run.writer:
-                record = _report(run, done, device, run.elapsed()) or record
+                record = _report(run, done, device) or record
             if done % cfg.ckpt_every == 0 or last:
                 run.save_checkpoint(done)
             if _stopped(run, stop, done, device):
@@ -382,13 +382,13 @@ def _training_loop(run: RunState, device: torch.device, progress: bool) -> dict:
     return record
 
 
-def _report(run: RunState, done: int, device: torch.device, elapsed: float) -> dict | None:
+def _report(run: RunState, done: int, device: torch.device) -> dict | None:
     """Rank 0's evaluation and sample picture when step ``done`` is due for them; the
     metrics record, if one was made."""
     cfg, last, record = run.cfg, done == run.cfg.steps, None
     if done % cfg.eval_every == 0 or last:
         with _own_rng(device):
-            record = _evaluate(run, done, device, elapsed)
+            record = _evaluate(run, done, device)
         checkpoint.append_text(run.out / "metrics.jsonl", json.dumps(record) + "\n")
         if run.board is not None:
             run.board.scalars("Metrics", {k: v for k, v in record.items() if k != "step"}, done)
@@ -411,9 +411,9 @@ def _own_rng(device: torch.device):
         yield
 
 
-def _evaluate(run: RunState, done: int, device: torch.device, elapsed: float) -> dict:
+def _evaluate(run: RunState, done: int, device: torch.device) -> dict:
     """The metrics record of step ``done``: mean losses since the last one, metrics."""
-    cfg = run.cfg
+    cfg, elapsed = run.cfg, run.elapsed()  # the loop's time up to this evaluation
     run.tally.check()
     labels = class_labels(cfg.eval_samples, len(run.data.classes)) if cfg.conditional else None
     samples = generate(run.trainee.sampler, cfg.z_dim, cfg.eval_samples, device,
