@@ -12,13 +12,16 @@ printed as ``digit_accuracy``; below 0.98 the counts are not to be trusted);
 some digits or drawing digits the classifier cannot read. The ``*_floor`` values are
 the same metrics on real stacked samples.
 
-RECIPE is ganstep's: the DCGAN of ``--model dcgan`` at 32 x 32 (28 x 28 padded; G
-128-64-32 channels, D 32-64-128, z of 64: G 296,896 parameters, D 167,808, about 26
-times fewer than the 4.3 million of the D in PacGAN's "VEEGAN experiment"), batch 64,
-20,000 ``d_first`` steps in fp32, ``ns`` with lazy R1 (0.1, every 16th D step), G's
-EMA (0.999) and Adam at lr 4e-4 decayed linearly to 0 (issue 31's sweep: reverse KL
-0.044-0.051 and FID 0.004-0.009 on seeds 0-4, where issue 13's constant 2e-4, still
-``--set lr_g=2e-4 lr_d=2e-4 lr_decay=none``, gave 0.046-0.063 and 0.027-0.042).
+RECIPE is ganstep's: the DCGAN of ``--model dcgan`` at 32 x 32 (28 x 28 padded) at
+``--width 64`` (G 256-128-64 channels, D 64-128-256, z of 64: G 921,472 parameters, D
+663,296, about 6.5 times fewer than the 4.3 million of the D in PacGAN's "VEEGAN
+experiment"), batch 64, 20,000 ``d_first`` steps in fp32, ``ns`` with lazy R1 (0.1,
+every 16th D step), G's EMA (0.999) and Adam at lr 4e-4 decayed linearly to 0. Issue
+31's sweep: reverse KL 0.032-0.043 (mean 0.037) and FID 0.002-0.007 on seeds 0-4; at
+the default width 32 (``--set width=32``) 0.044-0.051 and 0.004-0.009, and issue 13's
+constant 2e-4 (``--set width=32 lr_g=2e-4 lr_d=2e-4 lr_decay=none``) 0.046-0.063 and
+0.027-0.042. Width 64 has four times width 32's arithmetic: about 45 min a seed alone
+on two threads of the 2-core machine of 2026-11-27.
 BASELINE is the plain DCGAN under issue 13's budget: ``ns`` at a constant 2e-4, no R1,
 no EMA. Results and times: benchmarks/RESULTS.md.
 """
@@ -37,7 +40,7 @@ from ganstep.trainer.train import Config
 COMMON = {"data": "stacked-mnist", "model": "dcgan", "batch_size": 64, "steps": 20000,
           "eval_samples": SAMPLES, "ckpt_every": 10**9}  # fmt: skip
 RECIPE = {**COMMON, "objective": "ns", "r1": 0.1, "r1_every": 16, "ema": 0.999,
-          "lr_g": 4e-4, "lr_d": 4e-4, "lr_decay": "linear"}  # fmt: skip
+          "lr_g": 4e-4, "lr_d": 4e-4, "lr_decay": "linear", "width": 64}  # fmt: skip
 BASELINE = {**COMMON, "objective": "ns", "r1": 0.0, "ema": 0.0}
 SHOWN = ("modes", "reverse_kl", "channel_kl", "unclear_digits", "fid", "seconds", "modes_floor",
          "reverse_kl_floor", "channel_kl_floor", "unclear_digits_floor", "fid_floor",
