@@ -53,6 +53,25 @@ def test_r1_equals_stylegan2_single_forward_loop(kind, every):
     assert step.state_dict()["d_updates"] == 7
 
 
+@pytest.mark.parametrize("every", [1, 3])
+def test_r1_on_one_d_call_over_fake_and_real_equals_stylegan2(every):
+    """``concat``, as the trainer runs a D that treats each sample alone: one D forward on
+    cat(fake, real), R1's gradient taken at the real rows, and every update is still
+    StyleGAN2's loop's, which forwards D on each batch apart."""
+    theirs, ours = sides("plain", every)
+    reals = batches(7)
+    expected = reference.stylegan2_r1(*theirs, reals, latent_stream(Z), r1=2.0, r1_every=every)
+    step = Step(*ours, objective=NS(r1=2.0, r1_every=every), schedule=g_first(),
+                latent=latent_stream(Z), d_order="fake_first", concat=True)  # fmt: skip
+    for real, row in zip(reals, expected, strict=True):
+        logs = step(real)
+        assert logs["loss_g"].item() == pytest.approx(row["loss_g"], rel=1e-10)
+        assert logs["loss_d"].item() == pytest.approx(row["loss_d"], rel=1e-10)
+    for module in (0, 1):
+        for a, b in zip(ours[module].parameters(), theirs[module].parameters(), strict=True):
+            assert_close(a, b)
+
+
 # -- passes ---------------------------------------------------------------------------
 
 

@@ -1,0 +1,61 @@
+"""The trainer runs D once on cat(real, fake) where that is the same math (a D that
+treats each sample alone, no augmentation), and as two calls otherwise."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from torch.testing import assert_close
+
+import ganstep.trainer.trainee as trainee_module
+from ganstep.trainer.data import load_dataset
+from ganstep.trainer.models import image_size
+from ganstep.trainer.train import Config
+from ganstep.trainer.trainee import Trainee
+
+
+def build(**overrides) -> tuple[Trainee, object]:
+    cfg = Config(**{"batch_size": 16, "width": 8, **overrides})
+    data = load_dataset(cfg.data, cfg.data_dir)
+    cfg = cfg.resolved(data)
+    if data.kind == "images":
+        data.fit(image_size(data.sample_shape))  # as ganstep train pads it
+    return Trainee(cfg, data, torch.device("cpu")), data
+
+
+@pytest.mark.parametrize(
+    "overrides, concat",
+    [
+        ({}, True),  # the default run: an MLP D
+        ({"data": "digits", "model": "dcgan", "objective": "wgan_gp"}, True),  # D without BN
+        ({"data": "digits", "model": "dcgan"}, False),  # BatchNorm mixes the batch
+        ({"data": "digits", "model": "dcgan", "objective": "wgan_gp", "augment": "diffaugment"},
+         False),  # each input's augmentation draws its own numbers
+    ],
+)  # fmt: skip
+def test_d_runs_once_on_real_and_fake_only_where_that_is_the_same_math(overrides, concat):
+    trainee, _ = build(**overrides)
+    assert trainee.step.game.options.concat is concat
+
+
+def test_one_d_call_trains_as_two_do(monkeypatch):
+    """The default run's iterations, lazy R1 included, with D once on cat(real, fake)
+    and with D called on each batch apart: the same parameters (up to float32's
+    rounding of the longer matrix product)."""
+    one, data = build(r1_every=2)
+    monkeypatch.setattr(trainee_module, "known_mixing_layers", lambda module: ["forced"])
+    two, _ = build(r1_every=2)
+    assert one.step.game.options.concat and not two.step.game.options.concat
+    gen = torch.Generator().manual_seed(3)
+    for _ in range(6):
+        real = data.batch(16, gen)
+        logs_one, logs_two = one.step(real), two.step(real)
+        assert set(logs_one) == set(logs_two)
+        for key in logs_one:
+            assert_close(logs_one[key], logs_two[key], msg=key)
+    for model in ("G", "D"):
+        pairs = zip(getattr(one, model).parameters(), getattr(two, model).parameters(),
+                    strict=True)  # fmt: skip
+        for a, b in pairs:
+            assert_close(a, b, msg=model)
+    assert not torch.equal(next(one.G.parameters()), next(build()[0].G.parameters()))
