@@ -5,30 +5,39 @@ interleaved in one process (a benchmark, not a test):
 
 Each recipe is built as ``ganstep train`` builds it (``Trainee``: models, Adam, lazy
 R1, the Step) and runs one iteration at a time: the Step on a real batch, then the
-EMA update. ``issue 31, for-loop Adam`` swaps in torch's CPU default Adam to show
-what the fused kernel is worth on its own. Prints the median ms per iteration and
-the ratio of each to issue 10's.
+EMA update. ``for-loop Adam`` swaps in torch's CPU default Adam to show what the
+fused kernel is worth on its own; ``D called twice`` forwards D on the real and the
+fake batch apart, as the trainer did before it ran D once on both. Prints the median
+ms per iteration, its ratio to issue 10's, and what the run's iterations cost (ms
+times the recipe's steps) against the 128-wide recipe's 8,000.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import statistics
 import time
+from unittest import mock
 
 import torch
 
+import ganstep.trainer.trainee as trainee_module
 from ganstep.trainer.config import Config
 from ganstep.trainer.data import load_dataset
 from ganstep.trainer.trainee import Trainee
 
-ISSUE_10 = {"width": 256, "lr_g": 1e-3, "lr_d": 1e-3, "lr_decay": "linear", "beta2": 0.999,
-            "ema": 0.999}  # fmt: skip
+ISSUE_10 = {"width": 256, "steps": 8000, "lr_g": 1e-3, "lr_d": 1e-3, "lr_decay": "linear",
+            "beta2": 0.999, "ema": 0.999}  # fmt: skip
+WIDTH_128 = {"width": 128, "steps": 8000}  # issue 31's second recipe, the default before
 
 
-def build(data, overrides: dict, fused_adam: bool = True) -> Trainee:
+def build(data, overrides: dict, fused_adam: bool = True, one_d_call: bool = True) -> Trainee:
     cfg = Config(**overrides).resolved(data)
-    trainee = Trainee(cfg, data, torch.device("cpu"))
+    # the trainer runs D once on cat(real, fake) unless D has a layer that mixes samples
+    two_calls = mock.patch.object(trainee_module, "known_mixing_layers", lambda m: ["forced"])
+    with contextlib.nullcontext() if one_d_call else two_calls:
+        trainee = Trainee(cfg, data, torch.device("cpu"))
     if not fused_adam:  # torch's CPU default: a Python loop over the parameters
         for opt in (trainee.opt_g, trainee.opt_d):
             for group in opt.param_groups:
@@ -44,8 +53,10 @@ def main() -> None:
     data = load_dataset("grid")
     runs = {
         "issue 10 (256 wide)": build(data, ISSUE_10, fused_adam=False),
-        "issue 31, for-loop Adam": build(data, {}, fused_adam=False),
-        "issue 31 (128 wide, fused Adam)": build(data, {}),
+        "128 wide, for-loop Adam": build(data, WIDTH_128, fused_adam=False, one_d_call=False),
+        "128 wide, D called twice": build(data, WIDTH_128, one_d_call=False),
+        "128 wide": build(data, WIDTH_128),
+        "96 wide (the default)": build(data, {}),
     }
     gen = torch.Generator().manual_seed(0)
     times: dict[str, list[float]] = {name: [] for name in runs}
@@ -58,10 +69,16 @@ def main() -> None:
             if rep >= args.warmup:
                 times[name].append(time.perf_counter() - start)
     base = statistics.median(times["issue 10 (256 wide)"])
+    run_base = statistics.median(times["128 wide, D called twice"]) * WIDTH_128["steps"]
     print(f"threads: {torch.get_num_threads()}, {args.reps} iterations each, interleaved")
+    print(f"{'':>28}  ms/iteration  vs issue 10  steps  run's iterations vs 128 wide")
     for name, values in times.items():
         median = statistics.median(values)
-        print(f"{name:>32}: {median * 1e3:7.2f} ms  {median / base:.3f}x")
+        steps = runs[name].cfg.steps
+        print(
+            f"{name:>28}: {median * 1e3:9.2f}  {median / base:10.3f}x  {steps:5d}  "
+            f"{median * steps / run_base:.3f}x"
+        )
 
 
 if __name__ == "__main__":
