@@ -5,22 +5,14 @@ from __future__ import annotations
 
 import pytest
 import torch
+from helpers import build_trainee
 from torch.testing import assert_close
 
 import ganstep.trainer.trainee as trainee_module
-from ganstep.trainer.data import load_dataset
-from ganstep.trainer.models import image_size
-from ganstep.trainer.train import Config
-from ganstep.trainer.trainee import Trainee
 
 
-def build(**overrides) -> tuple[Trainee, object]:
-    cfg = Config(**{"batch_size": 16, "width": 8, **overrides})
-    data = load_dataset(cfg.data, cfg.data_dir)
-    cfg = cfg.resolved(data)
-    if data.kind == "images":
-        data.fit(image_size(data.sample_shape))  # as ganstep train pads it
-    return Trainee(cfg, data, torch.device("cpu")), data
+def build(**overrides) -> tuple:
+    return build_trainee(**{"batch_size": 16, "width": 8, **overrides})
 
 
 @pytest.mark.parametrize(

@@ -7,21 +7,15 @@ from __future__ import annotations
 import copy
 
 import torch
+from helpers import build_trainee
 
-from ganstep.trainer.data import load_dataset
-from ganstep.trainer.models import image_size
-from ganstep.trainer.train import Config
 from ganstep.trainer.trainee import Trainee
 
 DECAY = 0.9
 
 
 def trainee() -> tuple[Trainee, object]:
-    cfg = Config(data="digits", model="dcgan", width=4, batch_size=8, ema=DECAY, seed=1)
-    data = load_dataset(cfg.data, cfg.data_dir)
-    cfg = cfg.resolved(data)
-    data.fit(image_size(data.sample_shape))  # as ganstep train pads it
-    return Trainee(cfg, data, torch.device("cpu")), data
+    return build_trainee(data="digits", model="dcgan", width=4, batch_size=8, ema=DECAY, seed=1)
 
 
 def steps_follow_the_textbook_ema(t: Trainee, data, n: int) -> None:
