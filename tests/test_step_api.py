@@ -15,7 +15,7 @@ from torch.testing import assert_close
 from ganstep import Step, d_first, g_first, get_objective, get_schedule, simultaneous
 from ganstep.engine.cuda_graph import check_capturable
 from ganstep.engine.errors import NonFiniteError
-from ganstep.engine.objectives import BEGAN, OBJECTIVES, WGANGP
+from ganstep.engine.objectives import BEGAN, NS, OBJECTIVES, WGANGP
 from ganstep.engine.schedules import SCHEDULES
 
 
@@ -289,6 +289,58 @@ def test_user_frozen_layers_stay_frozen_and_flags_are_restored(schedule):
         assert [p.requires_grad for p in m.parameters()] == want
     for p, q in zip(frozen_layer.parameters(), before, strict=True):
         assert torch.equal(p, q) and p.grad is None
+
+
+def count_walks(module: torch.nn.Module) -> list[int]:
+    """Count the calls of ``module.parameters()`` from now on (one list, one counter)."""
+    walks, walk = [0], module.parameters
+
+    def counted(*args, **kwargs):
+        walks[0] += 1
+        return walk(*args, **kwargs)
+
+    module.parameters = counted  # an instance attribute: what side.module.parameters() finds
+    return walks
+
+
+@pytest.mark.parametrize("schedule", ["d_first", "g_first", "simultaneous"])
+def test_a_call_walks_each_side_s_parameters_once(schedule):
+    """The Step asks for each side's parameters several times a call (its check that none
+    was replaced, each backward's inputs, D frozen for G's step, lazy R1's zero
+    gradients): the module's parameters are listed once a call, not at each ask."""
+    side, step = make_step(NS(r1=0.1, r1_every=2), schedule)
+    g_walks, d_walks = count_walks(side.G), count_walks(side.D)
+    for batch in real_batches(4):  # two of them regularize D (lazily)
+        step(batch)
+    assert (g_walks[0], d_walks[0]) == (4, 4)
+
+
+def test_a_flag_changed_inside_a_call_is_read_where_it_is_used():
+    """Listing the parameters once a call must not freeze whether each trains: a hook
+    after D's step that switches off G's first layer keeps G's step of the same call off
+    it, and the flag the user set stays set after the call."""
+    side, step = make_step(after_step={"d": lambda D: side.G.net[0].requires_grad_(False)})
+    first = [p.detach().clone() for p in side.G.net[0].parameters()]
+    rest = [p.detach().clone() for p in side.G.net[1:].parameters()]
+    step(real_batches(1)[0])
+    assert all(torch.equal(p, q) for p, q in zip(side.G.net[0].parameters(), first, strict=True))
+    assert not any(torch.equal(p, q) for p, q in zip(side.G.net[1:].parameters(), rest,
+                                                        strict=True))  # fmt: skip
+    assert not any(p.requires_grad for p in side.G.net[0].parameters())
+
+
+def test_a_layer_replaced_after_a_call_that_raised_is_still_named():
+    """A call that raises leaves no listing behind: outside a call a side's parameters
+    are G's as they are now, and the next call finds the layer replaced in between."""
+    side, step = make_step(check_finite=True)
+    real = real_batches(1)[0]
+    real[0, 0] = float("nan")
+    with pytest.raises(NonFiniteError):
+        step(real)
+    side.G.net[0] = torch.nn.Linear(Z_DIM, 8, dtype=torch.float64)
+    assert [id(p) for p in step.game.g.all_params()] == [id(p) for p in side.G.parameters()]
+    with pytest.raises(ValueError, match="changed after the Step was built"):
+        step(real_batches(1)[0])
 
 
 @pytest.mark.parametrize("schedule", ["d_first", "g_first"])

@@ -79,7 +79,7 @@ def _latent(game: Game, latent: Callable[[int], Condition], n: int) -> Batch:
 def _check_latent_tensors(game: Game, n: int, parts: list[Tensor]) -> None:
     """z is a floating tensor of G's dtype on G's device; other parts (labels, codes)
     are on G's device: torch's own errors about these name neither latent nor z."""
-    weight = next(game.g.module.parameters())
+    weight = game.g.all_params()[0]
     z = parts[0]
     if not z.is_floating_point():
         raise TypeError(

@@ -14,7 +14,6 @@ from .game import Game
 from .losses import d_call, d_loss, d_outputs, scores
 from .objectives import Logs
 from .phases import guard, micro_batch_share, real_for_d, run_phase
-from .sides import frozen
 from .views import View
 
 
@@ -133,7 +132,7 @@ def _fused_micro(game: Game, real: Batch, fake: Batch, k: int) -> Logs:
     if hard.any():
         idx = hard.nonzero().squeeze(1)
         rows = fake.rows(idx)
-        with frozen(game.d.module), precision.autocast():
+        with game.d.frozen(), precision.autocast():
             (s_hard,) = scores(game, d_call(game, rows), rows.x)
         # L_G is a mean over the n fakes: the hard ones carry weight len(idx) / n.
         loss_hard = g_scale * objective.g_loss(s_hard)[0]

@@ -28,7 +28,7 @@ from .game import Game
 from .losses import d_call, d_loss, d_outputs, g_loss, scores
 from .objectives import Logs
 from .regularizers import PathLength, Regularizer
-from .sides import Side, frozen
+from .sides import Side
 from .views import View, add_terms, any_reads_real
 
 # One micro-batch's part of a phase: (real, fake, k) -> its logs, its gradients added.
@@ -125,7 +125,7 @@ def d_micro_batch(game: Game, real: Batch, fake: Batch, k: int) -> Logs:
 
 def g_phase(game: Game, fake: MicroBatches, real: MicroBatches) -> Logs:
     """One step of G on ``fake`` (which carries G's graph); D only passes gradients through."""
-    with frozen(game.d.module):
+    with game.d.frozen():
         return run_phase(game, [game.g], real, fake, partial(g_micro_batch, game))
 
 

@@ -3,13 +3,17 @@
 A side owns its module (as the phases call it: eager or compiled), its optimizer, its
 loss scaler (the ``Precision``'s scaler for this side) and, at any moment, its
 trainable parameters: the ones the user lets train and no phase has switched off.
+
+Walking a module's parameters costs a recursion over its submodules; a Step call asks
+for them several times (its check that none was replaced, each backward's inputs, D
+frozen for G's step), so inside a call (:meth:`Side.listing`) each side walks once.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
-from dataclasses import dataclass
+from contextlib import AbstractContextManager, contextmanager
+from dataclasses import dataclass, field
 
 import torch
 from torch import Tensor, nn
@@ -25,7 +29,12 @@ def trainable(module: nn.Module) -> list[nn.Parameter]:
 @contextmanager
 def frozen(module: nn.Module) -> Iterator[None]:
     """Switch off weight gradients of ``module``; restore exactly the user's flags after."""
-    params = trainable(module)
+    with _frozen(trainable(module)):
+        yield
+
+
+@contextmanager
+def _frozen(params: list[nn.Parameter]) -> Iterator[None]:
     for p in params:
         p.requires_grad_(False)
     try:
@@ -47,17 +56,37 @@ class Side:
     # The ids of the parameters the optimizer holds, when it holds some of the module's
     # only (InfoGAN's info optimizer over G and D); None: all of them.
     held: frozenset[int] | None = None
+    # The module's parameters as listed at the start of this Step call; None outside one.
+    _listed: list[nn.Parameter] | None = field(default=None, init=False, repr=False)
 
     @property
     def key(self) -> str:
         """The precision's name for this side's scaler (and its checkpoint key)."""
         return self.name.lower()
 
+    @contextmanager
+    def listing(self) -> Iterator[list[nn.Parameter]]:
+        """List the module's parameters once for the calls inside (one Step call, in
+        which no layer is replaced); whether each trains is read at each use."""
+        self._listed = list(self.module.parameters())
+        try:
+            yield self._listed
+        finally:
+            self._listed = None
+
+    def all_params(self) -> list[nn.Parameter]:
+        """Every parameter of the module, trainable or not."""
+        return list(self.module.parameters()) if self._listed is None else self._listed
+
     def params(self) -> list[nn.Parameter]:
         """The parameters this side trains now."""
-        if self.held is None:
-            return trainable(self.module)
-        return [p for p in trainable(self.module) if id(p) in self.held]
+        held = self.held
+        return [p for p in self.all_params()
+                if p.requires_grad and (held is None or id(p) in held)]  # fmt: skip
+
+    def frozen(self) -> AbstractContextManager[None]:
+        """Switch off the module's weight gradients (as :func:`frozen`)."""
+        return _frozen([p for p in self.all_params() if p.requires_grad])
 
     def zero_grad(self) -> None:
         self.optimizer.zero_grad(set_to_none=True)

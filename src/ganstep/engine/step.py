@@ -269,7 +269,7 @@ class Step:
 
     def _parameter_ids(self) -> tuple:
         G, D = self._models[:2]
-        return tuple(id(p) for p in G.parameters()), tuple(id(p) for p in D.parameters())
+        return _ids(G.parameters(), D.parameters())
 
     def _check_process_group(self) -> None:
         """A Step not told ``distributed`` that runs in a process group of several
@@ -290,10 +290,10 @@ class Step:
                 "distributed=False if every process is meant to train alone"
             )
 
-    def _check_same_parameters(self) -> None:
+    def _check_same_parameters(self, g_params: list[Tensor], d_params: list[Tensor]) -> None:
         """A parameter replaced after the Step was built (``G.fc = nn.Linear(...)``) is in
         no optimizer and would never train: say so at the next call."""
-        if self._parameter_ids() == self._param_ids:
+        if _ids(g_params, d_params) == self._param_ids:
             return
         G, D, opt_g, opt_d = self._models
         try:
@@ -359,9 +359,24 @@ class Step:
     def __call__(self, real: Tensor | Sequence[Tensor]) -> dict[str, Tensor]:
         """Run one training iteration on ``real``; return the iteration's losses."""
         batches = self.batches_of(real)
-        self._check_same_parameters()
-        self._check_process_group()
-        self._d_observer.know(batches[0])
+        # each side's parameters walked once for the whole call
+        with self.game.g.listing() as g_params, self.game.d.listing() as d_params:
+            self._check_same_parameters(g_params, d_params)
+            self._check_process_group()
+            self._d_observer.know(batches[0])
+            logs = self._iteration(batches)
+        if self.distributed:
+            logs = data_parallel.average_logs(logs)
+        logs.update(self.objective.end_iteration(logs))
+        self.iteration += 1
+        end_iteration = getattr(self.game.options.augment, "end_iteration", None)
+        if end_iteration is not None:
+            reduce = data_parallel.all_reduce_sum if self.distributed else None
+            logs.update(end_iteration(self.iteration, reduce))
+        return logs
+
+    def _iteration(self, batches: list[Batch]) -> dict[str, Tensor]:
+        """The schedule's phases (and InfoGAN's) on the checked real ``batches``."""
         try:
             if self.game.options.check_finite:
                 for i, b in enumerate(batches):
@@ -375,14 +390,6 @@ class Step:
                 logs.update(info_phase(self.game, micro_batches[-1]))
         except NonFiniteError as e:
             raise NonFiniteError(f"iteration {self.iteration}: {e}") from None
-        if self.distributed:
-            logs = data_parallel.average_logs(logs)
-        logs.update(self.objective.end_iteration(logs))
-        self.iteration += 1
-        end_iteration = getattr(self.game.options.augment, "end_iteration", None)
-        if end_iteration is not None:
-            reduce = data_parallel.all_reduce_sum if self.distributed else None
-            logs.update(end_iteration(self.iteration, reduce))
         return logs
 
     def state_dict(self) -> dict:
@@ -459,3 +466,7 @@ class Step:
             f"concat={game.options.concat}, d_order={game.options.d_order!r}{more}, "
             f"D: {found}; D forwards {forwards})"
         )
+
+
+def _ids(g_params: Iterable[Tensor], d_params: Iterable[Tensor]) -> tuple:
+    return tuple(map(id, g_params)), tuple(map(id, d_params))
