@@ -141,3 +141,30 @@ def test_the_seed_loops_former_names_warn_and_run_the_same_loop():
         assert reference.seed001_way2 is reference.backward_memo_way2
     with pytest.raises(AttributeError, match="no attribute 'seed009_way1'"):
         reference.seed009_way1  # noqa: B018
+
+
+def test_the_wheel_carries_the_shipped_digit_classifier(tmp_path):
+    """The package data a Stacked MNIST evaluation loads (metrics/stacked.py: SHIPPED)
+    is in the wheel pip builds, byte for byte."""
+    import hashlib
+    import shutil
+    import zipfile
+
+    from ganstep.trainer.metrics.stacked import SHIPPED
+
+    # pyproject's build-system, here, since the build runs offline (no isolation)
+    pytest.importorskip("setuptools", "68")
+    source = tmp_path / "source"  # a copy: building writes build/ and egg-info beside it
+    shutil.copytree(PACKAGE.parent, source / "src", ignore=shutil.ignore_patterns(
+        "__pycache__", "*.egg-info"))  # fmt: skip
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(PACKAGE.parents[1] / name, source)
+    built = subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps",
+                            "--no-build-isolation", "-w", str(tmp_path), str(source)],
+                           capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert built.returncode == 0, built.stderr
+    (wheel,) = tmp_path.glob("ganstep-*.whl")
+    with zipfile.ZipFile(wheel) as zipped:
+        for key, digest in SHIPPED.items():
+            data = zipped.read(f"ganstep/trainer/metrics/{key}.pt")
+            assert hashlib.sha256(data).hexdigest() == digest

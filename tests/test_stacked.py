@@ -3,6 +3,7 @@ mode metrics on constructed cases (issue 13). Small subsets keep it fast."""
 
 from __future__ import annotations
 
+import json
 import math
 
 import numpy as np
@@ -140,3 +141,40 @@ def test_training_metrics_count_modes_with_a_cached_digit_classifier(cache, monk
     net, accuracy = cached_digit_classifier(str(SHARED_DATA), 32, 2)
     assert cached[0].stat().st_mtime_ns == before and accuracy == evaluator.floor["digit_accuracy"]
     assert torch.equal(net.head.weight, evaluator.digits.head.weight)
+
+
+@needs_mnist
+def test_the_default_digit_classifier_is_the_shipped_one(cache, monkeypatch):
+    """At the default settings nothing is trained: the package's classifier (its SHA-256
+    checked) reads MNIST's test digits as it did where it was trained (0.9895), and its
+    accuracy is cached under the weights' SHA-256 for the next call."""
+    from ganstep.trainer.config import Config
+    from ganstep.trainer.evaluation import cached_digit_classifier, shipped_digit_classifier
+    from ganstep.trainer.metrics.stacked import SHIPPED
+
+    monkeypatch.setenv("GANSTEP_CACHE", str(cache))
+    net, accuracy = cached_digit_classifier(str(SHARED_DATA), 32, Config().feature_steps)
+    assert accuracy == pytest.approx(0.9895, abs=3e-4)  # 3 of 10,000 digits: rounding's room
+    assert not list(cache.rglob("*.pt"))  # none trained, none cached
+    (key,) = SHIPPED
+    shipped = torch.load(shipped_digit_classifier(key), weights_only=True)
+    assert all(torch.equal(v, net.state_dict()[k]) for k, v in shipped.items())
+    record = json.loads((cache / "features" / f"{key}.accuracy.json").read_text())
+    assert record == {"accuracy": accuracy, "weights_sha256": SHIPPED[key]}
+    record["accuracy"] = 0.5  # the next call reads the record instead of measuring again
+    (cache / "features" / f"{key}.accuracy.json").write_text(json.dumps(record))
+    assert cached_digit_classifier(str(SHARED_DATA), 32, Config().feature_steps)[1] == 0.5
+
+
+def test_a_damaged_or_missing_shipped_classifier_is_named(monkeypatch):
+    from ganstep.trainer.data import DataError
+    from ganstep.trainer.evaluation import shipped_digit_classifier
+    from ganstep.trainer.metrics import stacked
+
+    (key,) = stacked.SHIPPED
+    monkeypatch.setitem(stacked.SHIPPED, key, "0" * 64)
+    with pytest.raises(DataError, match=r"classifier .* is damaged \(SHA-256 6a3bd.*reinstall"):
+        shipped_digit_classifier(key)
+    monkeypatch.setitem(stacked.SHIPPED, "digits-mnist-64px-v2-s6000", "0" * 64)
+    with pytest.raises(DataError, match="is missing: reinstall ganstep"):
+        shipped_digit_classifier("digits-mnist-64px-v2-s6000")

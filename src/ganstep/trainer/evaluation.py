@@ -4,10 +4,12 @@ once and cached."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import sys
 from collections.abc import Callable
+from pathlib import Path
 
 import torch
 from torch import Tensor, nn
@@ -129,25 +131,56 @@ def cached_classifier(data: Dataset, steps: int) -> FeatureExtractor:
 def cached_digit_classifier(
     data_dir: str | None, size: int, feature_steps: int
 ) -> tuple[FeatureExtractor, float]:
-    """Stacked MNIST's digit classifier at ``size`` pixels, trained once on MNIST's
-    training digits and cached, with its accuracy on MNIST's test digits."""
+    """Stacked MNIST's digit classifier at ``size`` pixels, with its accuracy on MNIST's
+    test digits: at the default settings the one shipped in the package
+    (``metrics.stacked.SHIPPED``: the same ruler on every machine), otherwise one
+    trained once on MNIST's training digits and cached."""
     mnist = load_dataset("mnist", data_dir)
     mnist.fit(size)
     steps = stacked_metric.STEPS_PER_FEATURE_STEP * feature_steps
     key = f"digits-mnist-{size}px-v{stacked_metric.VERSION}-s{steps}"
-    net = _cached_net(key, lambda: FeatureExtractor(1, outputs=10),
-                      lambda: stacked_metric.train_digit_classifier(mnist.train, mnist.labels,
-                                                                    steps))  # fmt: skip
+    if key in stacked_metric.SHIPPED:
+        weights = shipped_digit_classifier(key)
+        net = FeatureExtractor(1, outputs=10)
+        net.load_state_dict(torch.load(weights, map_location="cpu", weights_only=True))
+        net.eval()
+    else:
+        net = _cached_net(key, lambda: FeatureExtractor(1, outputs=10),
+                          lambda: stacked_metric.train_digit_classifier(mnist.train, mnist.labels,
+                                                                        steps))  # fmt: skip
+        weights = cache_dir() / "features" / f"{key}.pt"
     # its test accuracy is cached beside it: 10,000 digits take seconds to classify
     record = cache_dir() / "features" / f"{key}.accuracy.json"
-    weights = record.with_name(f"{key}.pt")
+    digest = _sha256(weights)
     try:
         saved = json.loads(record.read_text())
-        if saved["weights_mtime_ns"] == weights.stat().st_mtime_ns:
+        if saved["weights_sha256"] == digest:
             return net, float(saved["accuracy"])
     except (OSError, ValueError, KeyError, TypeError):
-        pass  # none yet, or stale: measure it
+        pass  # none yet, or of other weights: measure it
     accuracy = class_accuracy(net, mnist.test, mnist.test_labels)
-    record.write_text(json.dumps({"accuracy": accuracy,
-                                  "weights_mtime_ns": weights.stat().st_mtime_ns}))  # fmt: skip
+    try:
+        record.parent.mkdir(parents=True, exist_ok=True)
+        record.write_text(json.dumps({"accuracy": accuracy, "weights_sha256": digest}))
+    except OSError:
+        pass  # a cache we cannot write to: measured again next time
     return net, accuracy
+
+
+def shipped_digit_classifier(key: str) -> Path:
+    """The file of the classifier ``key`` shipped in the package, checked against its
+    SHA-256 (``metrics.stacked.SHIPPED``)."""
+    path = Path(stacked_metric.__file__).with_name(f"{key}.pt")
+    want = stacked_metric.SHIPPED[key]
+    found = _sha256(path) if path.is_file() else None
+    if found != want:
+        state = "missing" if found is None else f"damaged (SHA-256 {found}, not {want})"
+        raise DataError(
+            f"ganstep's Stacked MNIST digit classifier {path} is {state}: reinstall ganstep "
+            "(pip install --force-reinstall ganstep)"
+        )
+    return path
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
