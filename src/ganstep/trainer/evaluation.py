@@ -5,11 +5,12 @@ once and cached."""
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import os
 import sys
 from collections.abc import Callable
-from pathlib import Path
+from importlib import resources
 
 import torch
 from torch import Tensor, nn
@@ -140,18 +141,18 @@ def cached_digit_classifier(
     steps = stacked_metric.STEPS_PER_FEATURE_STEP * feature_steps
     key = f"digits-mnist-{size}px-v{stacked_metric.VERSION}-s{steps}"
     if key in stacked_metric.SHIPPED:
-        weights = shipped_digit_classifier(key)
         net = FeatureExtractor(1, outputs=10)
+        weights = io.BytesIO(shipped_digit_classifier(key))
         net.load_state_dict(torch.load(weights, map_location="cpu", weights_only=True))
         net.eval()
+        digest = stacked_metric.SHIPPED[key]
     else:
         net = _cached_net(key, lambda: FeatureExtractor(1, outputs=10),
                           lambda: stacked_metric.train_digit_classifier(mnist.train, mnist.labels,
                                                                         steps))  # fmt: skip
-        weights = cache_dir() / "features" / f"{key}.pt"
+        digest = _sha256((cache_dir() / "features" / f"{key}.pt").read_bytes())
     # its test accuracy is cached beside it: 10,000 digits take seconds to classify
     record = cache_dir() / "features" / f"{key}.accuracy.json"
-    digest = _sha256(weights)
     try:
         saved = json.loads(record.read_text())
         if saved["weights_sha256"] == digest:
@@ -167,20 +168,24 @@ def cached_digit_classifier(
     return net, accuracy
 
 
-def shipped_digit_classifier(key: str) -> Path:
-    """The file of the classifier ``key`` shipped in the package, checked against its
-    SHA-256 (``metrics.stacked.SHIPPED``)."""
-    path = Path(stacked_metric.__file__).with_name(f"{key}.pt")
+def shipped_digit_classifier(key: str) -> bytes:
+    """The saved weights of the classifier ``key`` shipped in the package (a
+    ``state_dict``), checked against their SHA-256 (``metrics.stacked.SHIPPED``)."""
+    resource = resources.files(stacked_metric.__package__) / f"{key}.pt"
+    try:
+        data = resource.read_bytes()
+    except OSError:
+        data = None
     want = stacked_metric.SHIPPED[key]
-    found = _sha256(path) if path.is_file() else None
+    found = None if data is None else _sha256(data)
     if found != want:
         state = "missing" if found is None else f"damaged (SHA-256 {found}, not {want})"
         raise DataError(
-            f"ganstep's Stacked MNIST digit classifier {path} is {state}: reinstall ganstep "
-            "(pip install --force-reinstall ganstep)"
+            f"ganstep's Stacked MNIST digit classifier {resource} is {state}: reinstall "
+            "ganstep (pip install --force-reinstall ganstep)"
         )
-    return path
+    return data
 
 
-def _sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
+def _sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
