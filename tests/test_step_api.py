@@ -271,6 +271,90 @@ def test_concat_allowed_with_batchnorm_in_eval_and_refused_after_train():
         step(real_batches(1)[0])
 
 
+def d_batch_sizes(D: torch.nn.Module) -> list[int]:
+    """The row count of each input D is called on from now on."""
+    sizes: list[int] = []
+    D.register_forward_hook(lambda module, args, out: sizes.append(len(args[0])))
+    return sizes
+
+
+def impure_d(kind: str) -> torch.nn.Module:
+    """A float64 D on X_DIM that is not pure: it draws random numbers (Dropout) or
+    changes state its next forward reads (spectral norm's power iteration)."""
+    torch.manual_seed(3)
+    first = torch.nn.Linear(X_DIM, 8)
+    if kind == "spectral_norm":
+        first = torch.nn.utils.parametrizations.spectral_norm(first)
+    extra = [torch.nn.Dropout(0.3)] if kind == "dropout" else []
+    return torch.nn.Sequential(first, *extra, torch.nn.LeakyReLU(), torch.nn.Linear(8, 1)).double()
+
+
+def stepped(concat, kind: str, steps: int = 3) -> tuple[list[torch.Tensor], list[int]]:
+    """G's and D's parameters after ``steps`` d_first iterations with ``concat``, and the
+    batch sizes D saw after its first observation; ``kind`` names D: an MLP with or
+    without BatchNorm, an impure D, or the plain MLP under an augmentation."""
+    side = Run("ns", kind == "batchnorm")
+    if kind in ("dropout", "spectral_norm"):
+        side.D = impure_d(kind)
+        side.opt_d = torch.optim.Adam(side.D.parameters(), lr=0.02, betas=(0.5, 0.9))
+    noise = torch.Generator().manual_seed(4)
+
+    def jitter(x: torch.Tensor) -> torch.Tensor:  # draws for each input it is given
+        return x + 0.1 * torch.randn(x.shape, generator=noise, dtype=x.dtype)
+
+    step = Step(*side.models(), objective="ns", schedule="d_first", latent=side.latent,
+                concat=concat, augment=jitter if kind == "augment" else None)  # fmt: skip
+    torch.manual_seed(5)  # Dropout's draws: the same stream for each way
+    step.observe_d(real_batches(1)[0])
+    sizes = d_batch_sizes(side.D)
+    for batch in real_batches(steps):
+        step(batch)
+    return params(side.G, side.D), sizes
+
+
+def test_concat_auto_calls_d_once_on_a_pure_d():
+    auto, auto_sizes = stepped("auto", "plain")
+    once, once_sizes = stepped(True, "plain")
+    assert auto_sizes == once_sizes == [2 * BATCH, BATCH] * 3  # D step on both, G step
+    assert all(torch.equal(a, b) for a, b in zip(auto, once, strict=True))
+
+
+@pytest.mark.parametrize("kind", ["batchnorm", "dropout", "spectral_norm", "augment"])
+def test_concat_auto_calls_d_twice_where_one_call_is_not_the_loop_s_math(kind):
+    """BatchNorm in training mode mixes the batch; Dropout's draws and spectral norm's
+    power iteration follow the calls; an augmentation draws for each input: "auto"
+    keeps the loop's two calls (no refusal, as concat=True's), the same updates."""
+    auto, auto_sizes = stepped("auto", kind)
+    twice, twice_sizes = stepped(False, kind)
+    assert auto_sizes == twice_sizes == [BATCH] * 9  # real, fake, then the G step's fakes
+    assert all(torch.equal(a, b) for a, b in zip(auto, twice, strict=True))
+
+
+def test_concat_auto_follows_d_s_mode():
+    """A BatchNorm D put in eval mode mixes nothing: "auto" calls it once from then on,
+    and twice again once it is back in training mode."""
+    side = Run("ns", True)
+    step = Step(*side.models(), objective="ns", schedule="d_first", latent=side.latent,
+                concat="auto")  # fmt: skip
+    sizes = d_batch_sizes(side.D)
+    first, second, third = real_batches(3)
+    step(first)
+    assert sizes[-3:] == [BATCH] * 3
+    side.D.eval()
+    step(second)
+    assert sizes[-2:] == [2 * BATCH, BATCH]
+    side.D.train()
+    step(third)
+    assert sizes[-3:] == [BATCH] * 3 and "concat='auto'" in repr(step)
+
+
+@given(st.one_of(st.text().filter(lambda s: s != "auto"), st.integers(), st.floats(),
+                 st.none()))  # fmt: skip
+def test_concat_takes_true_false_or_auto_only(bad):
+    with pytest.raises(TypeError, match='concat must be True, False or "auto"'):
+        make_step(concat=bad)
+
+
 # -- gradients: who owns them -------------------------------------------------------------
 
 

@@ -3,12 +3,12 @@ treats each sample alone, no augmentation), and as two calls otherwise."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 import torch
 from helpers import build_trainee
 from torch.testing import assert_close
-
-import ganstep.trainer.trainee as trainee_module
 
 
 def build(**overrides) -> tuple:
@@ -26,22 +26,30 @@ def build(**overrides) -> tuple:
     ],
 )  # fmt: skip
 def test_d_runs_once_on_real_and_fake_only_where_that_is_the_same_math(overrides, concat):
-    trainee, _ = build(**overrides)
-    assert trainee.step.game.options.concat is concat
+    trainee, data = build(**overrides)
+    calls = []
+    trainee.D.register_forward_hook(lambda module, args, out: calls.append(len(args[0])))
+    trainee.step(data.batch(16, torch.Generator().manual_seed(0)))
+    assert trainee.step.game.concat_d_calls() is concat
+    # after the three forwards of D's first observation, the D step's first: on both
+    # batches at once, or on the real batch alone (then R1's, WGAN-GP's and G's step's
+    # forwards, of 16 each)
+    assert calls[:3] == [16, 16, 16] and (calls[3] == 32) is concat
+    assert 32 not in calls[4:]
 
 
-def test_one_d_call_trains_as_two_do(monkeypatch):
+def test_one_d_call_trains_as_two_do():
     """The default run's iterations, lazy R1 included, with D once on cat(real, fake)
     and with D called on each batch apart: the same parameters (up to float32's
     rounding of the longer matrix product)."""
     one, data = build(r1_every=2)
-    monkeypatch.setattr(trainee_module, "known_mixing_layers", lambda module: ["forced"])
     two, _ = build(r1_every=2)
-    assert one.step.game.options.concat and not two.step.game.options.concat
+    two.step.game.options = replace(two.step.game.options, concat=False)
     gen = torch.Generator().manual_seed(3)
     for _ in range(6):
         real = data.batch(16, gen)
         logs_one, logs_two = one.step(real), two.step(real)
+        assert one.step.game.concat_d_calls() and not two.step.game.concat_d_calls()
         assert set(logs_one) == set(logs_two)
         for key in logs_one:
             assert_close(logs_one[key], logs_two[key], msg=key)

@@ -133,9 +133,23 @@ class Game:
         if observe is not None:
             observe(real_scores[0], d_step=d_step)
 
+    def concat_d_calls(self) -> bool:
+        """Whether a D step calls D once on cat(real, fake): with ``concat=True`` always
+        (refused while D mixes samples); with ``"auto"`` where that is the loop's math,
+        i.e. D treats each sample alone, draws no random numbers and changes no state
+        its next forward reads (its profile, observed at the first call), and no
+        augmentation draws numbers for each input."""
+        concat = self.options.concat
+        if concat != "auto":
+            self.check_concat()
+            return concat
+        if self.options.augment is not None or self.d_profile is None:
+            return False
+        return self.d_profile.mergeable and not self.mixes_samples()
+
     def check_concat(self) -> None:
-        """Refuse one D call on real and fake while D mixes samples."""
-        if self.options.concat and self.mixes_samples():
+        """Refuse ``concat=True`` (one D call on real and fake) while D mixes samples."""
+        if self.options.concat is True and self.mixes_samples():
             raise ValueError(
                 "concat=True runs D once on cat(real, fake), which changes the math when D "
                 f"mixes samples; D does: {self.mixing_reason()}. Use concat=False (or put "

@@ -28,10 +28,9 @@ def d_call(game: Game, batch: Batch) -> object:
 
 def d_outputs(game: Game, real: Batch, fake: Batch) -> tuple[object, object]:
     """D's outputs on the real and the fake batch, forwarded in ``game.options.d_order`` (one D
-    call on both, concatenated in that order, if ``concat``)."""
+    call on both, concatenated in that order, where ``concat`` says so)."""
     fake_first = game.options.d_order == "fake_first"
-    if game.options.concat:
-        game.check_concat()
+    if game.concat_d_calls():
         if fake_first:
             out_fake, out_real = split(d_call(game, cat(fake, real)), fake.n)
             return out_real, out_fake

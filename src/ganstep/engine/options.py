@@ -41,8 +41,9 @@ class Options:
     # D is called D(x, c) on a conditional batch; False: D(x) (ACGAN, InfoGAN: G alone
     # takes the condition, D predicts it).
     d_conditional: bool = True
-    # D once on cat(real, fake) in a D step.
-    concat: bool = False
+    # D once on cat(real, fake) in a D step: True, False, or "auto" (where that is the
+    # loop's math: Game.concat_d_calls).
+    concat: bool | str = False
     # The order of D's forwards in a D step: "real_first" or "fake_first".
     d_order: str = "real_first"
     # "auto": merge D forwards where D's profile allows it; "loop": the loop's forwards

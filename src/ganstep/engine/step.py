@@ -101,7 +101,10 @@ class Step:
             own statistics (as BigGAN's does). Give the whole batch: its row count must
             divide by ``accumulate``.
         concat: run D once on ``cat(real, fake)`` in D steps. Refused when D has
-            BatchNorm in training mode, since that changes the math.
+            BatchNorm in training mode, since that changes the math. ``"auto"``: once
+            where that is the loop's math (D observed to treat each sample alone, draw
+            no random numbers and change no state; no ``augment``), twice otherwise,
+            decided again whenever D's train/eval mode changes.
         precision: ``fp32`` (default), ``bf16`` (autocast) or ``fp16`` (autocast with a
             loss scaler per optimizer; a step whose gradients overflow is skipped).
             Under bf16 and fp16 the losses are computed in float32.
@@ -214,7 +217,7 @@ class Step:
         condition: str | Callable[[int], Condition] | None = None,
         g_terms: Terms | None = None, d_terms: Terms | None = None,
         d_scale: Weight = 1.0, g_scale: Weight = 1.0, d_conditional: bool = True,
-        concat: bool = False, precision: str = "fp32", distributed: bool | None = None,
+        concat: bool | str = False, precision: str = "fp32", distributed: bool | None = None,
         compile: bool | str = False, check_finite: bool = False, accumulate: int = 1,
         d_order: str = "real_first", d_forwards: str = "auto",
         d_profile: DProfile | dict[str, bool] | None = None, d_map: bool = False,
@@ -463,7 +466,7 @@ class Step:
         more = "".join(f", {k}={v!r}" for k, v in extras.items() if v is not None)
         return (
             f"Step(objective={self.objective!r}, schedule={self.schedule!r}, "
-            f"concat={game.options.concat}, d_order={game.options.d_order!r}{more}, "
+            f"concat={game.options.concat!r}, d_order={game.options.d_order!r}{more}, "
             f"D: {found}; D forwards {forwards})"
         )
 

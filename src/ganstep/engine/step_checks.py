@@ -198,8 +198,10 @@ def check_options(
             "unconditional batches (condition=None)"
         )
     said = False if distributed is None else distributed  # None: not said (see Step)
-    flags = {"concat": concat, "distributed": said, "d_map": d_map,
-             "check_finite": check_finite, "d_conditional": d_conditional}  # fmt: skip
+    if not (isinstance(concat, bool) or isinstance(concat, str) and concat == "auto"):
+        raise TypeError(f'concat must be True, False or "auto", got {concat!r}')
+    flags = {"distributed": said, "d_map": d_map, "check_finite": check_finite,
+             "d_conditional": d_conditional}  # fmt: skip
     for name, value in flags.items():
         flag(value, name, TypeError)
     if d_order not in D_ORDERS:

@@ -9,7 +9,6 @@ import torch
 from torch import Tensor, nn
 
 from ..engine import distributed as data_parallel
-from ..engine.d_profile import known_mixing_layers
 from ..engine.objectives import OBJECTIVES
 from ..engine.regularizers import lazy_regularization
 from ..engine.schedules import simultaneous
@@ -57,15 +56,15 @@ class Trainee:
         compiled = {"none": False, "default": True}.get(cfg.compile, cfg.compile)
         # With packing the Step sees a G that makes packs; checkpoints and samples keep G.
         stepped_g = PackedGenerator(self.G, cfg.pack) if cfg.pack > 1 else self.G
-        # D on cat(real, fake), one forward and one backward where the loop has two: the
-        # same math where D treats each sample alone (not with BatchNorm; augmentation
-        # draws for each input anew), and 0.93x the default run's iteration.
-        concat = cfg.augment == "none" and not known_mixing_layers(self.D)
+        # D on cat(real, fake), one forward and one backward where the loop has two,
+        # wherever that is the same math (concat="auto": not with BatchNorm in training
+        # mode, nor with augmentation, which draws for each input anew): 0.93x the
+        # default run's iteration.
         self.step = Step(stepped_g, self.D, self.opt_g, self.opt_d, objective=objective,
                          schedule=schedule, latent=self.latent, precision=cfg.precision,
                          compile=compiled, distributed=self.world > 1,
                          condition="real" if cfg.conditional else None,
-                         accumulate=cfg.accumulate, concat=concat,
+                         accumulate=cfg.accumulate, concat="auto",
                          augment=None if cfg.augment == "none" else cfg.augment,
                          log_scores=True)  # fmt: skip
         if self.rank:
