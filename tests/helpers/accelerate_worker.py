@@ -12,7 +12,7 @@ from torch.utils.data import DataLoader, TensorDataset
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from ganstep.accelerate import log, prepare  # noqa: E402
-from ganstep.engine.distributed import SEED_STRIDE  # noqa: E402
+from ganstep.engine.distributed import SEED_STRIDE, exit_now  # noqa: E402
 from helpers.integration import (  # noqa: E402
     BATCH,
     Z,
@@ -50,4 +50,5 @@ if __name__ == "__main__":
     for name in CASES:
         run(accelerator, name, out)
     accelerator.wait_for_everyone()
-    accelerator.end_training()
+    accelerator.end_training()  # destroys the process group
+    exit_now()  # gloo may abort while the interpreter finalises: see its docstring
