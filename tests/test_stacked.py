@@ -149,6 +149,7 @@ def test_the_default_digit_classifier_is_the_shipped_one(cache, monkeypatch):
     """At the default settings nothing is trained: the package's classifier (its SHA-256
     checked) reads MNIST's test digits as it did where it was trained (0.9895), and its
     accuracy is cached under the weights' SHA-256 for the next call."""
+    from ganstep.trainer import evaluation
     from ganstep.trainer.config import Config
     from ganstep.trainer.evaluation import cached_digit_classifier, shipped_digit_classifier
     from ganstep.trainer.metrics.stacked import SHIPPED
@@ -164,6 +165,11 @@ def test_the_default_digit_classifier_is_the_shipped_one(cache, monkeypatch):
     assert record == {"accuracy": accuracy, "weights_sha256": SHIPPED[key]}
     record["accuracy"] = 0.5  # the next call reads the record instead of measuring again
     (cache / "features" / f"{key}.accuracy.json").write_text(json.dumps(record))
+
+    def unread(*args):  # and, with nothing to train or measure, reads no MNIST either
+        raise AssertionError("MNIST read")
+
+    monkeypatch.setattr(evaluation, "load_dataset", unread)
     assert cached_digit_classifier(str(SHARED_DATA), 32, Config().feature_steps)[1] == 0.5
 
 

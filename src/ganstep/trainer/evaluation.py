@@ -4,6 +4,7 @@ once and cached."""
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import io
 import json
@@ -136,8 +137,13 @@ def cached_digit_classifier(
     test digits: at the default settings the one shipped in the package
     (``metrics.stacked.SHIPPED``: the same ruler on every machine), otherwise one
     trained once on MNIST's training digits and cached."""
-    mnist = load_dataset("mnist", data_dir)
-    mnist.fit(size)
+
+    @functools.cache
+    def mnist() -> Dataset:  # read (seconds) only to train the classifier or measure it
+        digits = load_dataset("mnist", data_dir)
+        digits.fit(size)
+        return digits
+
     steps = stacked_metric.STEPS_PER_FEATURE_STEP * feature_steps
     key = f"digits-mnist-{size}px-v{stacked_metric.VERSION}-s{steps}"
     if key in stacked_metric.SHIPPED:
@@ -147,9 +153,11 @@ def cached_digit_classifier(
         net.eval()
         digest = stacked_metric.SHIPPED[key]
     else:
-        net = _cached_net(key, lambda: FeatureExtractor(1, outputs=10),
-                          lambda: stacked_metric.train_digit_classifier(mnist.train, mnist.labels,
-                                                                        steps))  # fmt: skip
+
+        def fit() -> FeatureExtractor:
+            return stacked_metric.train_digit_classifier(mnist().train, mnist().labels, steps)
+
+        net = _cached_net(key, lambda: FeatureExtractor(1, outputs=10), fit)
         digest = _sha256((cache_dir() / "features" / f"{key}.pt").read_bytes())
     # its test accuracy is cached beside it: 10,000 digits take seconds to classify
     record = cache_dir() / "features" / f"{key}.accuracy.json"
@@ -159,7 +167,7 @@ def cached_digit_classifier(
             return net, float(saved["accuracy"])
     except (OSError, ValueError, KeyError, TypeError):
         pass  # none yet, or of other weights: measure it
-    accuracy = class_accuracy(net, mnist.test, mnist.test_labels)
+    accuracy = class_accuracy(net, mnist().test, mnist().test_labels)
     try:
         record.parent.mkdir(parents=True, exist_ok=True)
         record.write_text(json.dumps({"accuracy": accuracy, "weights_sha256": digest}))
