@@ -44,8 +44,7 @@ def timed(name: str, fn):
 
 def profile_ops(cfg: Config) -> str:
     """The operator table of 50 Steps of this config, after 20 unmeasured ones."""
-    data = train_module.load_dataset(cfg.data, cfg.data_dir)
-    cfg = cfg.resolved(data)
+    data, cfg = train_module.prepared_data(cfg)
     trainee = Trainee(cfg, data, torch.device("cpu"))
     gen = torch.Generator().manual_seed(0)
     batches = [data.batch(cfg.batch_size, gen) for _ in range(70)]

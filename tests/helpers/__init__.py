@@ -100,16 +100,10 @@ def build_trainee(**config) -> tuple:
     """A ``Trainee`` on the data a ``Config(**config)`` names, prepared as ``ganstep
     train`` prepares it (defaults resolved, images padded for a convolutional model),
     and that data."""
-    from ganstep.trainer.data import load_dataset
-    from ganstep.trainer.models import image_size
-    from ganstep.trainer.train import Config
+    from ganstep.trainer.train import Config, prepared_data
     from ganstep.trainer.trainee import Trainee
 
-    cfg = Config(**config)
-    data = load_dataset(cfg.data, cfg.data_dir)
-    cfg = cfg.resolved(data)
-    if data.kind == "images" and cfg.model != "mlp":
-        data.fit(image_size(data.sample_shape))
+    data, cfg = prepared_data(Config(**config))
     return Trainee(cfg, data, torch.device("cpu")), data
 
 

@@ -278,15 +278,9 @@ def _warn_lr_jump(cfg: Config, state: dict) -> None:
     )
 
 
-def _set_up_run(
-    cfg: Config, device: torch.device, resume: bool, writer: bool, leftovers: str
-) -> RunState:
-    """Data, the resolved config, models and optimizers, and the state to resume from.
-    In a data parallel run every process trains; only rank 0 evaluates and writes."""
-    out = Path(cfg.out)
-    if writer:  # the lock is ours: the last holder's temporary files are killed writes'
-        for place in (out, out / "checkpoints", out / "samples"):
-            checkpoint.remove_partial(place, leftovers)
+def prepared_data(cfg: Config) -> tuple[Dataset, Config]:
+    """The data ``cfg`` names, fitted to its model's size (images padded for a
+    convolutional model), and ``cfg`` resolved on it and checked against it."""
     data = load_dataset(cfg.data, cfg.data_dir)
     cfg = cfg.resolved(data)
     cfg.validate()
@@ -300,6 +294,19 @@ def _set_up_run(
         )
     if cfg.augment != "none" and data.kind != "images":
         raise ValueError(f"--augment {cfg.augment} transforms images; {cfg.data} is points")
+    return data, cfg
+
+
+def _set_up_run(
+    cfg: Config, device: torch.device, resume: bool, writer: bool, leftovers: str
+) -> RunState:
+    """Data, the resolved config, models and optimizers, and the state to resume from.
+    In a data parallel run every process trains; only rank 0 evaluates and writes."""
+    out = Path(cfg.out)
+    if writer:  # the lock is ours: the last holder's temporary files are killed writes'
+        for place in (out, out / "checkpoints", out / "samples"):
+            checkpoint.remove_partial(place, leftovers)
+    data, cfg = prepared_data(cfg)
     # Training reads the subset; the metrics compare with the whole data (one FID floor).
     train = data.subset(cfg.limit) if cfg.limit is not None else data
     state = folder.resume_state(cfg, data.checksum) if resume else None
