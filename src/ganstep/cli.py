@@ -501,11 +501,11 @@ def main(argv: list[str] | None = None) -> int:
     if argv[:1] == ["audit"] and "--" in argv:  # what follows -- is the script's own
         at = argv.index("--")
         argv, script_args = argv[:at], argv[at + 1 :]
-    with deferred():
-        args = _parser().parse_args(argv)
-    args.script_args = script_args
     previous, warnings.showwarning = warnings.showwarning, _show_warning
     try:
+        with deferred():
+            args = _parser().parse_args(argv)
+        args.script_args = script_args
         commands = {"train": _train, "sample": _sample, "bench": _bench, "audit": _audit}
         return commands[args.command](args)
     except KeyboardInterrupt:
@@ -543,6 +543,12 @@ def run(argv: list[str] | None = None) -> None:
     import signal
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    # CPython marks a KeyboardInterrupt raised out of code run by exec() or eval() of a
+    # string (a dataclass's or namedtuple's methods while a module imports) as uncaught,
+    # even when main() caught it; under `python -m ganstep` the process then ends by
+    # SIGINT (status -2) instead of with `code`. Each such evaluation clears the mark
+    # first, so evaluating an empty string here leaves the exit status to the command.
+    exec("")
     sys.exit(code)
 
 

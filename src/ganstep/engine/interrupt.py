@@ -16,9 +16,14 @@ INTERRUPTED = 130  # the shell's status for a process ended by SIGINT
 
 
 def _command() -> bool:
-    """Whether this process is the ``ganstep`` command (``ganstep ...`` or ``python -m
-    ganstep``, whose argv[0] is "-m" while the package is imported)."""
-    return sys.argv[:1] == ["-m"] or Path(sys.argv[0] if sys.argv else "").name == "ganstep"
+    """Whether this process is the ``ganstep`` command: ``ganstep ...``, or ``python -m
+    ganstep``, whose argv[0] is "-m" while the package is imported and then the path of
+    its ``__main__.py`` (runpy sets it before running the module)."""
+    first = sys.argv[0] if sys.argv else ""
+    if first == "-m" or Path(first).name == "ganstep":
+        return True
+    package_main = Path(__file__).resolve().parents[1] / "__main__.py"
+    return Path(first).name == "__main__.py" and Path(first).resolve() == package_main
 
 
 @contextlib.contextmanager
@@ -27,6 +32,9 @@ def deferred(what: str = "starting"):
     command) or raise KeyboardInterrupt (a program importing ganstep)."""
     if threading.current_thread() is not threading.main_thread():
         yield  # handlers can only be set from the main thread
+        return
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        yield  # started with Ctrl-C ignored (`cmd &` in a script): it stays ignored
         return
     came = []
     previous = signal.signal(signal.SIGINT, lambda signum, frame: came.append(signum))

@@ -453,8 +453,11 @@ class _StopFlag:
         self.requested = False
 
     def __enter__(self):
-        self.installed = threading.current_thread() is threading.main_thread()
-        if self.installed:  # signal handlers can only be set from the main thread
+        # handlers can only be set from the main thread; a process started with Ctrl-C
+        # ignored (`cmd &` in a script) goes on ignoring it, as Python itself does
+        self.installed = (threading.current_thread() is threading.main_thread()
+                          and signal.getsignal(signal.SIGINT) is not signal.SIG_IGN)  # fmt: skip
+        if self.installed:
             self.previous = signal.getsignal(signal.SIGINT)
             signal.signal(signal.SIGINT, self._handle)
         return self
