@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 
 import pytest
 import torch
@@ -14,6 +15,11 @@ torch.set_num_threads(1)
 # would measure the machine, not the code.
 settings.register_profile("ganstep", deadline=None, max_examples=40)
 settings.load_profile("ganstep")
+# The Ctrl-C tests send SIGINT to the ganstep processes they start, which inherit an
+# ignored SIGINT (pytest run as `pytest &` from a script) and rightly go on ignoring it:
+# the tests start them as a terminal does.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.fixture(autouse=True)
