@@ -138,12 +138,15 @@ def test_ctrl_c_saves_a_checkpoint_and_exits_cleanly(tmp_path, cache):
          "--eval-every", "1000000", "--out", str(run), *TINY],
         env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
-    deadline = time.time() + 60
-    while time.time() < deadline and not (run / "config.toml").exists():
-        time.sleep(0.05)
-    time.sleep(0.5)
-    proc.send_signal(signal.SIGINT)
-    _, err = proc.communicate(timeout=60)
+    try:
+        deadline = time.time() + 60
+        while time.time() < deadline and not (run / "config.toml").exists():
+            time.sleep(0.05)
+        time.sleep(0.5)
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        proc.kill()  # a run of a million steps that ignored the Ctrl-C is not left behind
     assert proc.returncode == 130, err
     assert "interrupted at step" in err and "--resume" in err
     (saved,) = list((run / "checkpoints").glob("step_*.pt"))

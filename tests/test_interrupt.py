@@ -92,12 +92,15 @@ def test_ganstep_started_with_ctrl_c_ignored_trains_through_ctrl_c(tmp_path):
     ignoring = lambda: signal.signal(signal.SIGINT, signal.SIG_IGN)  # noqa: E731
     proc = subprocess.Popen(cmd, cwd=tmp_path, env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, preexec_fn=ignoring)  # fmt: skip
-    sent = 0
-    while proc.poll() is None:
-        proc.send_signal(signal.SIGINT)
-        sent += 1
-        time.sleep(0.1)
-    out, err = proc.communicate(timeout=120)
+    sent, deadline = 0, time.monotonic() + 120
+    try:
+        while proc.poll() is None and time.monotonic() < deadline:
+            proc.send_signal(signal.SIGINT)
+            sent += 1
+            time.sleep(0.1)
+        out, err = proc.communicate(timeout=1)
+    finally:
+        proc.kill()
     assert proc.returncode == 0, err[-500:]
     assert sent > 10 and "done:" in out
     assert (tmp_path / "run" / "checkpoints" / "step_00000030.pt").exists()
