@@ -544,10 +544,10 @@ def run(argv: list[str] | None = None) -> None:
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     # CPython marks a KeyboardInterrupt raised out of code run by exec() or eval() of a
-    # string (a dataclass's or namedtuple's methods while a module imports) as uncaught,
-    # even when main() caught it; under `python -m ganstep` the process then ends by
-    # SIGINT (status -2) instead of with `code`. Each such evaluation clears the mark
-    # first, so evaluating an empty string here leaves the exit status to the command.
+    # string as uncaught, even when main() caught it (scipy runs `exec("from numpy import
+    # *")`, ~0.1 s, as `ganstep train` starts); under `python -m ganstep` the process then
+    # ends by SIGINT (status -2) instead of with `code`. Each such evaluation clears the
+    # mark first, so evaluating an empty string here leaves the exit status to the command.
     exec("")
     sys.exit(code)
 
