@@ -49,7 +49,7 @@ def test_the_command_is_told_from_a_program_importing_ganstep(monkeypatch, argv0
 )
 def test_a_real_ctrl_c_is_held_to_the_end_of_the_block(monkeypatch, capsys, argv0, raised):
     monkeypatch.setattr(sys, "argv", [argv0])
-    reached_the_end = False
+    handler, reached_the_end = signal.getsignal(signal.SIGINT), False
     try:  # caught here, not by pytest.raises: a wrong KeyboardInterrupt would end pytest
         with interrupt.deferred():
             os.kill(os.getpid(), signal.SIGINT)
@@ -63,11 +63,11 @@ def test_a_real_ctrl_c_is_held_to_the_end_of_the_block(monkeypatch, capsys, argv
     if raised is SystemExit:
         assert leaving.code == interrupt.INTERRUPTED
         assert capsys.readouterr().err == "ganstep: interrupted while starting\n"
-    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    assert signal.getsignal(signal.SIGINT) is handler  # put back as it was
 
 
 @main_thread_only
-def test_a_process_ignoring_ctrl_c_goes_on_ignoring_it(monkeypatch):
+def test_a_process_ignoring_ctrl_c_goes_on_ignoring_it():
     previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
         with interrupt.deferred():
