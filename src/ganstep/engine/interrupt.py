@@ -26,15 +26,20 @@ def _command() -> bool:
     return Path(first).name == "__main__.py" and Path(first).resolve() == package_main
 
 
+def takes_ctrl_c() -> bool:
+    """Whether this thread may handle SIGINT: only the main thread can set handlers,
+    and a process started with Ctrl-C ignored (`cmd &` in a script) goes on ignoring
+    it, as Python itself does."""
+    return (threading.current_thread() is threading.main_thread()
+            and signal.getsignal(signal.SIGINT) is not signal.SIG_IGN)  # fmt: skip
+
+
 @contextlib.contextmanager
 def deferred(what: str = "starting"):
     """Hold SIGINT until the block ends; then, if it came, leave with status 130 (the
     command) or raise KeyboardInterrupt (a program importing ganstep)."""
-    if threading.current_thread() is not threading.main_thread():
-        yield  # handlers can only be set from the main thread
-        return
-    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
-        yield  # started with Ctrl-C ignored (`cmd &` in a script): it stays ignored
+    if not takes_ctrl_c():
+        yield
         return
     came = []
     previous = signal.signal(signal.SIGINT, lambda signum, frame: came.append(signum))

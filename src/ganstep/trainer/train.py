@@ -14,7 +14,6 @@ import functools
 import json
 import signal
 import sys
-import threading
 import time
 import warnings
 from collections.abc import Callable
@@ -26,6 +25,7 @@ from torch import Tensor
 
 from ..engine import distributed as data_parallel
 from ..engine.errors import GanstepWarning
+from ..engine.interrupt import takes_ctrl_c
 from . import checkpoint, nonfinite, plots
 from . import run_folder as folder
 from .config import Config
@@ -453,10 +453,7 @@ class _StopFlag:
         self.requested = False
 
     def __enter__(self):
-        # handlers can only be set from the main thread; a process started with Ctrl-C
-        # ignored (`cmd &` in a script) goes on ignoring it, as Python itself does
-        self.installed = (threading.current_thread() is threading.main_thread()
-                          and signal.getsignal(signal.SIGINT) is not signal.SIG_IGN)  # fmt: skip
+        self.installed = takes_ctrl_c()
         if self.installed:
             self.previous = signal.getsignal(signal.SIGINT)
             signal.signal(signal.SIGINT, self._handle)
