@@ -61,10 +61,10 @@ def test_ctrl_c_is_ignored_once_the_command_is_done():
 def test_ctrl_c_inside_exec_d_code_still_exits_130_under_python_m(tmp_path):
     """CPython ends a ``python -m`` process by SIGINT (-2) when a KeyboardInterrupt once
     left code run by exec() of a string, even if it was caught: scipy's import runs
-    ``exec("from numpy import *")`` (~0.1 s) as ``ganstep train`` starts, and a Ctrl-C
-    there failed the CI's "Ctrl-C while torch loads" case. The command's status stays
-    130: a real SIGINT inside exec'd code, in place of the training, run the way
-    ``python -m ganstep`` runs."""
+    ``exec("from numpy import *")`` (~0.1 s; it was imported as ``ganstep train``
+    started), and a Ctrl-C there failed the CI's "Ctrl-C while torch loads" case. The
+    command's status stays 130: a real SIGINT inside exec'd code, in place of the
+    training, run the way ``python -m ganstep`` runs."""
     import subprocess
     import sys
 

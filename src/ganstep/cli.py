@@ -544,10 +544,11 @@ def run(argv: list[str] | None = None) -> None:
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     # CPython marks a KeyboardInterrupt raised out of code run by exec() or eval() of a
-    # string as uncaught, even when main() caught it (scipy runs `exec("from numpy import
-    # *")`, ~0.1 s, as `ganstep train` starts); under `python -m ganstep` the process then
-    # ends by SIGINT (status -2) instead of with `code`. Each such evaluation clears the
-    # mark first, so evaluating an empty string here leaves the exit status to the command.
+    # string as uncaught, even when main() caught it (scipy's import runs `exec("from
+    # numpy import *")`, ~0.1 s, at a run's first FID); under `python -m ganstep` the
+    # process then ends by SIGINT (status -2) instead of with `code`. Each such evaluation
+    # clears the mark first, so evaluating an empty string here leaves the exit status to
+    # the command.
     exec("")
     sys.exit(code)
 
