@@ -13,15 +13,16 @@ some digits or drawing digits the classifier cannot read. The ``*_floor`` values
 the same metrics on real stacked samples.
 
 RECIPE is ganstep's: the DCGAN of ``--model dcgan`` at 32 x 32 (28 x 28 padded) at
-``--width 64`` (G 256-128-64 channels, D 64-128-256, z of 64: G 921,472 parameters, D
-663,296, about 6.5 times fewer than the 4.3 million of the D in PacGAN's "VEEGAN
+``--width 80`` (G 320-160-80 channels, D 80-160-320, z of 64: G 1,356,640 parameters, D
+1,033,920, about 4.2 times fewer than the 4.3 million of the D in PacGAN's "VEEGAN
 experiment"), batch 64, 20,000 ``d_first`` steps in fp32, ``ns`` with lazy R1 (0.1,
 every 16th D step), G's EMA (0.999) and Adam at lr 4e-4 decayed linearly to 0. Issue
-31's sweep: reverse KL 0.032-0.043 (mean 0.037) and FID 0.002-0.007 on seeds 0-4; at
-the default width 32 (``--set width=32``) 0.044-0.051 and 0.004-0.009, and issue 13's
-constant 2e-4 (``--set width=32 lr_g=2e-4 lr_d=2e-4 lr_decay=none``) 0.046-0.063 and
-0.027-0.042. Width 64 has four times width 32's arithmetic: about 45 min a seed alone
-on two threads of the 2-core machine of 2026-11-27.
+31's sweep: 1000 modes and reverse KL 0.037-0.039 (mean 0.038) on each of seeds 0-4, FID
+0.004-0.009; at ``--set width=64`` 0.032-0.043 (mean 0.037; seeds 3 and 4 above 0.04),
+at the default width 32 (``--set width=32``) 0.044-0.051, and issue 13's constant 2e-4
+(``--set width=32 lr_g=2e-4 lr_d=2e-4 lr_decay=none``) 0.046-0.063. Width 80 has about
+1.56 times width 64's arithmetic: about 65 min a seed alone on two threads of the 2-core
+machine of 2026-11-27.
 BASELINE is the plain DCGAN under issue 13's budget: ``ns`` at a constant 2e-4, no R1,
 no EMA. Results and times: benchmarks/RESULTS.md.
 """
@@ -40,7 +41,7 @@ from ganstep.trainer.train import Config
 COMMON = {"data": "stacked-mnist", "model": "dcgan", "batch_size": 64, "steps": 20000,
           "eval_samples": SAMPLES, "ckpt_every": 10**9}  # fmt: skip
 RECIPE = {**COMMON, "objective": "ns", "r1": 0.1, "r1_every": 16, "ema": 0.999,
-          "lr_g": 4e-4, "lr_d": 4e-4, "lr_decay": "linear", "width": 64}  # fmt: skip
+          "lr_g": 4e-4, "lr_d": 4e-4, "lr_decay": "linear", "width": 80}  # fmt: skip
 BASELINE = {**COMMON, "objective": "ns", "r1": 0.0, "ema": 0.0}
 SHOWN = ("modes", "reverse_kl", "channel_kl", "unclear_digits", "fid", "seconds", "modes_floor",
          "reverse_kl_floor", "channel_kl_floor", "unclear_digits_floor", "fid_floor",
