@@ -24,7 +24,8 @@ def _model(dtype: torch.dtype) -> nn.Module:
 def _pair(dtype: torch.dtype = torch.float32):
     """The same model twice, one under torch's fused Adam, one under LeanAdam, with two
     parameter groups that differ in rate, weight decay and maximize."""
-    a, b = _model(dtype), copy.deepcopy(_model(dtype))
+    a = _model(dtype)
+    b = copy.deepcopy(a)
     torch_adam = torch.optim.Adam(_groups(a), 1e-2, betas=(0.5, 0.9), fused=True)
     lean = LeanAdam(_groups(b), 1e-2, betas=(0.5, 0.9))
     return a, torch_adam, b, lean
