@@ -1,4 +1,5 @@
-"""The 2D scatter a run writes for points data, read back from its PNG."""
+"""The pictures a run writes (the scatter of 2D samples, report.png), read back from
+their PNGs."""
 
 import numpy as np
 from hypothesis import given, settings
@@ -73,7 +74,7 @@ def test_no_modes_no_crosses_and_bad_values_are_left_out(tmp_path):
         np.float64,
         st.tuples(st.integers(0, 20), st.just(2)),
         elements=st.floats(allow_nan=True, allow_infinity=True),
-    ),  # fmt: skip
+    ),
     st.booleans(),
 )
 def test_any_values_draw_a_picture(tmp_path_factory, points, with_modes):
