@@ -63,9 +63,9 @@ def scatter(points: np.ndarray, modes: np.ndarray | None, path: Path, title: str
     ticks, each sample a 2-pixel dot at ``POINT_ALPHA``, each mode a red cross."""
     from PIL import Image, ImageDraw
 
-    picture = Image.fromarray(scatter_pixels(points, modes))
-    draw = ImageDraw.Draw(picture)
     view = _square_view(points, modes)
+    picture = Image.fromarray(_dots(points, view))
+    draw = ImageDraw.Draw(picture)
     _axes(draw, FRAME, *view)
     if modes is not None:
         for u, v in _to_pixels(_finite(modes), FRAME, *view):
@@ -85,8 +85,13 @@ def scatter_pixels(points: np.ndarray, modes: np.ndarray | None) -> np.ndarray:
     """The samples alone as (SIZE, SIZE, 3) 8-bit pixels: a pixel hit by k dots is
     the point colour at opacity 1 - (1 - POINT_ALPHA)^k, as stacked translucent
     markers look."""
+    return _dots(points, _square_view(points, modes))
+
+
+def _dots(points: np.ndarray, view: tuple[Limits, Limits]) -> np.ndarray:
+    """:func:`scatter_pixels` in a view already chosen."""
     left, top, right, bottom = FRAME
-    uv = _to_pixels(_finite(points), FRAME, *_square_view(points, modes))
+    uv = _to_pixels(_finite(points), FRAME, *view)
     uv = np.floor(uv[np.isfinite(uv).all(1)]).astype(np.int64)
     hits = np.zeros(SIZE * SIZE, dtype=np.int64)
     for du in (0, 1):  # a 2x2-pixel dot
