@@ -388,15 +388,20 @@ def count_walks(module: torch.nn.Module) -> list[int]:
 
 
 @pytest.mark.parametrize("schedule", ["d_first", "g_first", "simultaneous"])
-def test_a_call_walks_each_side_s_parameters_once(schedule):
+def test_parameters_are_walked_once_and_again_only_after_a_registration(schedule):
     """The Step asks for each side's parameters several times a call (its check that none
     was replaced, each backward's inputs, D frozen for G's step, lazy R1's zero
-    gradients): the module's parameters are listed once a call, not at each ask."""
+    gradients): each side's module is walked at the first call only, and again after
+    some module registered a parameter (here a new, unrelated layer), not at each call."""
     side, step = make_step(NS(r1=0.1, r1_every=2), schedule)
     g_walks, d_walks = count_walks(side.G), count_walks(side.D)
     for batch in real_batches(4):  # two of them regularize D (lazily)
         step(batch)
-    assert (g_walks[0], d_walks[0]) == (4, 4)
+    assert (g_walks[0], d_walks[0]) == (1, 1)
+    torch.nn.Linear(2, 2)  # registers two parameters somewhere
+    for batch in real_batches(2):
+        step(batch)
+    assert (g_walks[0], d_walks[0]) == (2, 2)
 
 
 def test_a_flag_changed_inside_a_call_is_read_where_it_is_used():

@@ -60,7 +60,12 @@ def draw(
 def _latent(game: Game, latent: Callable[[int], Condition], n: int) -> Batch:
     """One draw of ``latent(n)``: a tensor or a tuple of tensors with n rows each, held
     as the condition of an empty batch so that it splits into micro-batches as one."""
-    z = latent(n)
+    return Batch(torch.empty(n, 0), checked_latent(game, latent(n), n))
+
+
+def checked_latent(game: Game, z: object, n: int) -> Condition:
+    """What ``latent(n)`` returned, checked: a tensor with n rows, or a tuple of such
+    (a list is taken as one); raises naming latent and z otherwise."""
     if isinstance(z, list):
         z = tuple(z)
     parts = [z] if isinstance(z, Tensor) else list(z) if isinstance(z, tuple) else None
@@ -73,7 +78,7 @@ def _latent(game: Game, latent: Callable[[int], Condition], n: int) -> Batch:
             f"(z, code), got {got}"
         )
     _check_latent_tensors(game, n, parts)
-    return Batch(torch.empty(n, 0), z)
+    return z
 
 
 def _check_latent_tensors(game: Game, n: int, parts: list[Tensor]) -> None:
@@ -128,6 +133,13 @@ def _generate(game: Game, latents: Latents, like: Batch, graph: bool) -> Batch:
             f"G failed on z of shape {shapes} from latent({z.shape[0]}): "
             f"{str(e).splitlines()[0]}. Does latent(n) return the input G takes?"
         ) from e
+    fake, extra = checked_fake(game, fake, like)
+    return Batch(fake, latents.c, latents.z, extra)
+
+
+def checked_fake(game: Game, fake: object, like: Batch) -> tuple[Tensor, tuple | None]:
+    """G's output for ``like``'s rows, checked: its samples (shaped, typed and placed as
+    ``like``'s) and its extra outputs (``None`` unless G returned a tuple)."""
     x = like.x
     dtypes = (x.dtype, game.precision.dtype)  # autocast may give G's output its dtype
     extra = None
@@ -150,7 +162,7 @@ def _generate(game: Game, latents: Latents, like: Batch, graph: bool) -> Batch:
             f"{x.dtype} on {x.device}, G produces {tuple(fake.shape[1:])} {fake.dtype} "
             f"on {fake.device}"
         )
-    return Batch(fake, latents.c, latents.z, extra)
+    return fake, extra
 
 
 def g_batch_like(real: MicroBatches, times: int) -> MicroBatches:

@@ -6,7 +6,8 @@ trainable parameters: the ones the user lets train and no phase has switched off
 
 Walking a module's parameters costs a recursion over its submodules; a Step call asks
 for them several times (its check that none was replaced, each backward's inputs, D
-frozen for G's step), so inside a call (:meth:`Side.listing`) each side walks once.
+frozen for G's step), so each side keeps the list and walks again only after a module
+registered a parameter or submodule (:class:`~ganstep.engine.autograd_calls.ParameterList`).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from dataclasses import dataclass, field
 import torch
 from torch import Tensor, nn
 
+from .autograd_calls import ParameterList, backward_into
 from .precision import Precision
 
 
@@ -56,27 +58,30 @@ class Side:
     # The ids of the parameters the optimizer holds, when it holds some of the module's
     # only (InfoGAN's info optimizer over G and D); None: all of them.
     held: frozenset[int] | None = None
-    # The module's parameters as listed at the start of this Step call; None outside one.
-    _listed: list[nn.Parameter] | None = field(default=None, init=False, repr=False)
+    # The module's parameters, walked again only after a registration.
+    _listed: ParameterList = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self._listed = ParameterList(self.module)
 
     @property
     def key(self) -> str:
         """The precision's name for this side's scaler (and its checkpoint key)."""
         return self.name.lower()
 
-    @contextmanager
-    def listing(self) -> Iterator[list[nn.Parameter]]:
-        """List the module's parameters once for the calls inside (one Step call, in
-        which no layer is replaced); whether each trains is read at each use."""
-        self._listed = list(self.module.parameters())
-        try:
-            yield self._listed
-        finally:
-            self._listed = None
-
     def all_params(self) -> list[nn.Parameter]:
-        """Every parameter of the module, trainable or not."""
-        return list(self.module.parameters()) if self._listed is None else self._listed
+        """Every parameter of the module, trainable or not (whether each trains is read
+        at each use)."""
+        return self._listed()
+
+    def plain_params(self) -> bool:
+        """Whether every parameter is a plain ``nn.Parameter`` (no tensor subclass)."""
+        return self._listed.plain
+
+    def params_moved(self) -> bool:
+        """Whether a module registered a parameter or submodule since the last listing
+        (one may have been replaced: the Step checks its optimizers again)."""
+        return self._listed.moved()
 
     def params(self) -> list[nn.Parameter]:
         """The parameters this side trains now."""
@@ -100,7 +105,11 @@ class Side:
                 "they left trainable (requires_grad=True)?"
             )
         scaled = self.precision.scale(loss, self.key)
-        torch.autograd.backward(scaled, inputs=[*self.params(), *also], retain_graph=retain_graph)
+        inputs = self.params()
+        plain = self._listed.plain
+        if also:
+            inputs, plain = [*inputs, *also], False
+        backward_into(scaled, inputs, retain_graph, plain)
 
     def factor(self, like: Tensor) -> Tensor:
         """This side's current loss scale, as a tensor on ``like``'s device."""

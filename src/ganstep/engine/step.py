@@ -25,6 +25,7 @@ from .precision import Precision
 from .regularizers import Regularizer
 from .schedules import Schedule, get_schedule
 from .sides import Side
+from .steady import Steady, steady_for
 from .step_checks import (
     check_compile_fits,
     check_d_arity,
@@ -269,6 +270,8 @@ class Step:
         self._d_observer = DObserver(D, d_profile, self.game, self.schedule)
         self._models = (G, D, opt_g, opt_d)
         self._param_ids = self._parameter_ids()
+        # the plain iteration from the second call on (None: each call takes the general path)
+        self._steady: Steady | None = None
 
     def _parameter_ids(self) -> tuple:
         G, D = self._models[:2]
@@ -342,6 +345,7 @@ class Step:
         """Observe D on ``real`` (what one call takes) now, instead of at the first step,
         e.g. to keep the observation's three forwards out of a measured region."""
         self._d_observer.know(self.batches_of(real)[0])
+        self._steady = None  # what may be merged is decided again at the next call
         return self.game.d_profile
 
     def batch_of(self, item: object) -> Batch:
@@ -361,13 +365,17 @@ class Step:
 
     def __call__(self, real: Tensor | Sequence[Tensor]) -> dict[str, Tensor]:
         """Run one training iteration on ``real``; return the iteration's losses."""
+        if self._steady is not None:
+            logs = self._steady(real)
+            if logs is not None:
+                return logs
         batches = self.batches_of(real)
-        # each side's parameters walked once for the whole call
-        with self.game.g.listing() as g_params, self.game.d.listing() as d_params:
-            self._check_same_parameters(g_params, d_params)
-            self._check_process_group()
-            self._d_observer.know(batches[0])
-            logs = self._iteration(batches)
+        g, d = self.game.g, self.game.d
+        if g.params_moved() or d.params_moved():  # a layer may have been replaced
+            self._check_same_parameters(g.all_params(), d.all_params())
+        self._check_process_group()
+        self._d_observer.know(batches[0])
+        logs = self._iteration(batches)
         if self.distributed:
             logs = data_parallel.average_logs(logs)
         logs.update(self.objective.end_iteration(logs))
@@ -376,6 +384,8 @@ class Step:
         if end_iteration is not None:
             reduce = data_parallel.all_reduce_sum if self.distributed else None
             logs.update(end_iteration(self.iteration, reduce))
+        self._steady = steady_for(self.game, self.schedule, batches, self._models[1],
+                                  self.accumulate, self.distributed)  # fmt: skip
         return logs
 
     def _iteration(self, batches: list[Batch]) -> dict[str, Tensor]:

@@ -1,0 +1,357 @@
+"""The steady iteration: what a Step runs once its first call has checked everything.
+
+A Step's first call goes through the general path (:mod:`ganstep.engine.phases`): it
+checks the real batch, z, G's output and D's (shapes, dtypes, devices, a sigmoid where
+logits are read), observes D, and decides which forwards may be merged. None of that
+changes while the inputs keep their shape, D its train/eval mode and G and D their
+layers, so from the second call on a Step whose options are the plain ones (listed in
+:func:`steady_for`) runs this: the same forwards, losses, backward passes and optimizer
+steps in the same order, with the decisions taken once, so that its host work per
+iteration is that of the hand-written loop of the same order. Anything else (another
+shape, D switched to eval, a layer replaced, a latent or G that returns something
+new) sends the call back to the general path, which checks again and plans anew.
+
+The two paths compute the same bits: the tests run every schedule and objective both
+ways (``tests/test_steady.py``) and against the reference loops.
+"""
+
+from __future__ import annotations
+
+from functools import partial
+
+import torch
+from torch import Tensor, nn
+
+from .autograd_calls import REGISTRATIONS, backward_into
+from .batch import Batch
+from .fakes import checked_fake, checked_latent
+from .game import Game
+from .losses import _penalty, score_logs
+from .objectives import Logs, Objective
+from .phases import _r1_loss, lazy_phase
+from .schedules import DFirst, GFirst, Schedule, Simultaneous
+from .sides import Side
+
+
+def steady_for(game: Game, schedule: Schedule, reals: list[Batch], D: nn.Module,
+               accumulate: int, distributed: bool) -> Steady | None:  # fmt: skip
+    """The steady iteration of a Step whose general call on ``reals`` just succeeded, or
+    ``None`` where every call takes the general path: micro-batches, data parallelism,
+    fp16's loss scalers, conditions, loss terms, weights that are functions of the
+    iteration, augmentation, a fake pool, hooks, finite checks, InfoGAN's step, G's
+    regularizer, the fused step, ``fresh_real`` and ``g_batch``, or a user's schedule."""
+    o = game.options
+    kind = type(schedule)
+    plain = (
+        accumulate == 1 and not distributed and game.precision.name != "fp16"
+        and o.condition is None and not o.g_terms and not o.d_terms
+        and not callable(o.d_scale) and not callable(o.g_scale)
+        and o.augment is None and o.fake_pool is None and not o.before_step
+        and not o.after_step and not o.check_finite and game.info is None and o.sync is None
+        and o.g_regularizer is None and kind in (DFirst, GFirst, Simultaneous)
+        and not (kind is DFirst and (schedule.fresh_real or schedule.g_batch > 1))
+        and not (kind is Simultaneous and schedule.fused)
+        and all(type(b.x) is Tensor and b.extra is None for b in reals)
+    )  # fmt: skip
+    return Steady(game, schedule, reals[0].x, D) if plain else None
+
+
+def _overrides(objective: Objective, name: str) -> bool:
+    return getattr(type(objective), name) is not getattr(Objective, name)
+
+
+class Steady:
+    """One plain iteration per call, as decided once for ``game`` and ``schedule`` on a
+    real batch like ``like`` (its shape, dtype and device); ``D`` is the user's own
+    module (not compiled), whose train/eval mode is checked before each call."""
+
+    def __init__(self, game: Game, schedule: Schedule, like: Tensor, D: nn.Module) -> None:
+        o, objective = game.options, game.options.objective
+        self.game, self.schedule, self.objective = game, schedule, objective
+        self.progress, self.g, self.d = game.progress, game.g, game.d
+        # the sides' parameters, valid while no module registers one (checked each call)
+        self.g_params, self.d_params = game.g.all_params(), game.d.all_params()
+        self.plain = game.g.plain_params() and game.d.plain_params()
+        self.registrations = REGISTRATIONS[0]
+        self.G, self.D = game.g.module, game.d.module
+        self.latent = o.latent
+        self.shape, self.dtype, self.device = like.shape, like.dtype, like.device
+        self.k = schedule.real_batches
+        # what is checked before each call: D's train/eval mode and its mixing layers'
+        # (BatchNorm), on which merging and concatenating D's forwards depend
+        self.user_d, self.d_mode = D, D.training
+        self.mixing = game._mixing
+        self.mixing_modes = [m.training for m in self.mixing]
+        self.merge = game.merge_d_forwards()
+        self.concat = game.concat_d_calls()
+        self.fake_first = o.d_order == "fake_first"
+        self.autocast = game.precision.autocast if game.precision.dtype is not None else None
+        self.fake_dtypes = (like.dtype, game.precision.dtype)
+        regularizer = objective.regularizer
+        self.r1 = regularizer if regularizer is not None and regularizer.in_loss() else None
+        self.lazy = regularizer if regularizer is not None and regularizer.every > 1 else None
+        self.penalty = _overrides(objective, "penalty")
+        self.after_d_step = _overrides(objective, "after_d_step")
+        self.end_iteration = _overrides(objective, "end_iteration")
+        self.d_scale, self.g_scale = o.d_scale, o.g_scale
+        self.log_scores = o.log_scores
+        self.z_like: Tensor | None = None  # the first z drawn here: later ones must match
+        self.run = {DFirst: self._d_first, GFirst: self._g_first,
+                    Simultaneous: self._simultaneous}[type(schedule)]  # fmt: skip
+
+    def __call__(self, real: object) -> Logs | None:
+        """Run one iteration on ``real``; ``None`` (nothing run) where it does not fit."""
+        if self.k == 1:
+            if type(real) is not Tensor or real.shape != self.shape:
+                return None
+            reals = (real,)
+        else:
+            if type(real) not in (list, tuple) or len(real) != self.k:
+                return None
+            reals = real
+            for x in reals:
+                if type(x) is not Tensor or x.shape != self.shape:
+                    return None
+        for x in reals:
+            if x.dtype != self.dtype or x.device != self.device:
+                return None
+        if (self.user_d.training is not self.d_mode or not torch.is_grad_enabled()
+                or REGISTRATIONS[0] != self.registrations):  # fmt: skip
+            return None
+        if self.mixing and [m.training for m in self.mixing] != self.mixing_modes:
+            return None
+        logs = self.run(reals, self.progress.iteration)
+        if self.end_iteration:
+            logs.update(self.objective.end_iteration(logs))
+        self.progress.iteration += 1
+        return logs
+
+    # The three orders, as their schedules' ``run`` (schedules.py) with plain options.
+
+    def _d_first(self, reals: tuple[Tensor, ...], iteration: int) -> Logs:
+        schedule, logs = self.schedule, {}
+        g_due = iteration % schedule.g_every == 0
+        kept = z = None
+        last = self.k - 1
+        for i, x in enumerate(reals):
+            keep = schedule.reuse_fake and g_due and i == last
+            z = self._draw(x.shape[0])
+            fake = self._generate(z, x, keep)
+            logs.update(self._d_step(x, fake.detach()))
+            kept = fake if keep else None
+        if not g_due:
+            return logs
+        x = reals[last]
+        for j in range(schedule.g_steps):
+            if j == 0 and kept is not None:
+                fake = kept
+            elif j == 0 and schedule.reuse_z:
+                fake = self._generate(z, x, True)
+            else:
+                fake = self._generate(self._draw(x.shape[0]), x, True)
+            logs.update(self._g_step(fake, x))
+        return logs
+
+    def _g_first(self, reals: tuple[Tensor, ...], iteration: int) -> Logs:
+        schedule, logs = self.schedule, {}
+        first, z = reals[0], None
+        for _ in range(schedule.g_steps):
+            z = self._draw(first.shape[0])
+            logs.update(self._g_step(self._generate(z, first, True), first))
+        for i, x in enumerate(reals):
+            if not (schedule.reuse_z and i == 0):
+                z = self._draw(x.shape[0])
+            logs.update(self._d_step(x, self._generate(z, x, False)))
+        return logs
+
+    def _simultaneous(self, reals: tuple[Tensor, ...], iteration: int) -> Logs:
+        schedule, (x,) = self.schedule, reals
+        update_d = (iteration + 1) % schedule.d_every == 0
+        update_g = (iteration + 1) % schedule.g_every == 0
+        z = self._draw(x.shape[0])
+        if update_d and update_g:
+            fake = self._generate(z, x, True)
+            if self.merge:
+                return self._joint_step(x, fake)
+            logs = self._g_step(fake, x)
+            logs.update(self._d_step(x, fake.detach()))
+            return logs
+        if update_g:
+            return self._g_step(self._generate(z, x, True), x)
+        return self._d_step(x, self._generate(z, x, False))
+
+    # G's side: z and the fakes (fakes.py's draw and generate, checked only on change)
+
+    def _draw(self, n: int) -> object:
+        z = self.latent(n)
+        like = self.z_like
+        if (type(z) is not Tensor or like is None or z.shape[0] != n
+                or z.dtype != like.dtype or z.device != like.device):  # fmt: skip
+            z = checked_latent(self.game, z, n)
+            if self.z_like is None and type(z) is Tensor:
+                self.z_like = z
+        return z
+
+    def _generate(self, z: object, like: Tensor, graph: bool) -> Tensor:
+        args = (z,) if type(z) is Tensor else z
+        if self.autocast is not None:
+            with self.autocast(), torch.set_grad_enabled(graph):
+                fake = self.G(*args)
+        elif graph:
+            fake = self.G(*args)
+        else:
+            with torch.no_grad():
+                fake = self.G(*args)
+        if (type(fake) is not Tensor or fake.shape != like.shape
+                or fake.dtype not in self.fake_dtypes or fake.device != like.device):  # fmt: skip
+            fake, extra = checked_fake(self.game, fake, Batch(like))
+            if extra is not None:
+                raise ValueError(
+                    "G returned a tuple (samples, *extras) where it returned samples alone "
+                    "before: a Step's G returns the same kind of output on every call"
+                )
+        return fake
+
+    # D's side: the phases of phases.py, for a D returning one tensor of scores
+
+    def _d_outputs(self, x: Tensor, fake: Tensor) -> tuple[object, object]:
+        D = self.D
+        if self.concat:
+            if self.fake_first:
+                out = D(torch.cat([fake, x.to(fake.dtype)]))
+                n = fake.shape[0]
+                return out[n:], out[:n]
+            out = D(torch.cat([x, fake.to(x.dtype)]))
+            n = x.shape[0]
+            return out[:n], out[n:]
+        if self.fake_first:
+            out_fake = D(fake)
+            return D(x), out_fake
+        return D(x), D(fake)
+
+    def _scores(self, out: object, inp: Tensor) -> Tensor:
+        if type(out) is not Tensor:
+            raise ValueError(
+                f"D returned {type(out).__name__} where it returned a tensor before: a "
+                "Step's D returns the same kind of output on every call"
+            )
+        s = self.objective.score(out, inp)
+        return s if self.autocast is None else s.float()
+
+    def _d_loss(self, x: Tensor, fake: Tensor, out_real: object, out_fake: object):
+        """L_D and its logs (losses.d_loss for one adversarial output, no terms)."""
+        s_real, s_fake = self._scores(out_real, x), self._scores(out_fake, fake)
+        loss, logs = self.objective.d_loss(s_real, s_fake)
+        if self.d_scale != 1.0:
+            loss = self.d_scale * loss
+        penalty = None
+        if self.r1 is not None:  # from the D(real) forward above
+            penalty = self.r1.penalty(x, s_real.sum())
+        elif self.penalty:
+            penalty = _penalty(self.game, Batch(x), fake.detach())
+        if penalty is not None:
+            logs["gp"] = penalty.detach()
+            loss = loss + penalty
+        logs["loss_d"] = loss.detach()
+        if self.log_scores:
+            logs.update(score_logs([s_real], [s_fake]))
+        return loss, logs, s_real, s_fake
+
+    def _g_loss(self, s_fake: Tensor, s_real: Tensor | None) -> tuple[Tensor, Logs]:
+        if s_real is None:
+            loss, logs = self.objective.g_loss(s_fake)
+        else:
+            loss, logs = self.objective.g_loss(s_fake, s_real.detach())
+        if self.g_scale != 1.0:
+            loss = self.g_scale * loss
+        return loss, logs
+
+    def _d_step(self, x: Tensor, fake: Tensor) -> Logs:
+        """phases.d_phase: D on ``x`` and ``fake`` (cut from G's graph), one step of D."""
+        self.d.optimizer.zero_grad(set_to_none=True)
+        xr = x if self.r1 is None else x.detach().requires_grad_(True).view_as(x)
+        if self.autocast is None:
+            loss, logs, _, _ = self._d_loss(xr, fake, *self._d_outputs(xr, fake))
+        else:
+            with self.autocast():
+                loss, logs, _, _ = self._d_loss(xr, fake, *self._d_outputs(xr, fake))
+        self._backward(self.d, self.d_params, loss)
+        self._step_d(logs, x)
+        return logs
+
+    def _g_step(self, fake: Tensor, x: Tensor) -> Logs:
+        """phases.g_phase: D (frozen) on ``fake``, one step of G."""
+        frozen = [p for p in self.d_params if p.requires_grad]
+        for p in frozen:
+            p.requires_grad_(False)
+        try:
+            self.g.optimizer.zero_grad(set_to_none=True)
+            if self.autocast is None:
+                loss, logs = self._g_forward(fake, x)
+            else:
+                with self.autocast():
+                    loss, logs = self._g_forward(fake, x)
+            self._backward(self.g, self.g_params, loss)
+            logs["loss_g"] = loss.detach()
+            self.g.optimizer.step()  # fp16's scalers take the general path
+            self.progress.g_updates += 1
+        finally:
+            for p in frozen:
+                p.requires_grad_(True)
+        return logs
+
+    def _g_forward(self, fake: Tensor, x: Tensor) -> tuple[Tensor, Logs]:
+        D = self.D
+        s_real = None
+        if self.objective.g_needs_real:
+            with torch.no_grad():  # D(x) is a constant for G
+                s_real = self._scores(D(x), x)
+        return self._g_loss(self._scores(D(fake), fake), s_real)
+
+    def _joint_step(self, x: Tensor, fake: Tensor) -> Logs:
+        """phases.joint_phase: one D forward on ``fake`` for both losses, a step of each."""
+        self.d.optimizer.zero_grad(set_to_none=True)
+        self.g.optimizer.zero_grad(set_to_none=True)
+        xr = x if self.r1 is None else x.detach().requires_grad_(True).view_as(x)
+        if self.autocast is None:
+            loss_d, logs, loss_g, g_logs = self._joint_losses(xr, fake)
+        else:
+            with self.autocast():
+                loss_d, logs, loss_g, g_logs = self._joint_losses(xr, fake)
+        self._backward(self.d, self.d_params, loss_d, retain_graph=True)
+        self._backward(self.g, self.g_params, loss_g)
+        logs.update(g_logs)
+        logs["loss_g"] = loss_g.detach()
+        self.d.optimizer.step()
+        if self.after_d_step:
+            self.objective.after_d_step(self.D)
+        self.g.optimizer.step()
+        self._count_d(logs, x)
+        self.progress.g_updates += 1
+        return logs
+
+    def _backward(self, side: Side, params: list, loss: Tensor, retain_graph: bool = False):
+        """Side.backward without loss scaling (fp16 takes the general path)."""
+        if not loss.requires_grad:
+            side.backward(loss)  # raises, saying why
+        inputs = [p for p in params if p.requires_grad]
+        backward_into(loss, inputs, retain_graph, self.plain)
+
+    def _joint_losses(self, x: Tensor, fake: Tensor):
+        loss_d, logs, s_real, s_fake = self._d_loss(x, fake, *self._d_outputs(x, fake))
+        loss_g, g_logs = self._g_loss(s_fake, s_real if self.objective.g_needs_real else None)
+        return loss_d, logs, loss_g, g_logs
+
+    def _step_d(self, logs: Logs, x: Tensor) -> None:
+        self.d.optimizer.step()
+        if self.after_d_step:  # WGAN's clipping
+            self.objective.after_d_step(self.D)
+        self._count_d(logs, x)
+
+    def _count_d(self, logs: Logs, x: Tensor) -> None:
+        """Count D's step; lazy R1's own step after it when due (phases.regularize_after)."""
+        steps = self.progress.d_updates
+        self.progress.d_updates = steps + 1
+        if self.lazy is not None and self.lazy.due(steps):
+            penalty_of = partial(_r1_loss, self.game, self.lazy)
+            logs.update(lazy_phase(self.game, self.d, self.lazy, [Batch(x)], penalty_of))

@@ -1,0 +1,242 @@
+"""The steady iteration (engine/steady.py) computes what the general path computes, bit
+for bit, and gives every call it does not fit back to the general path."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from helpers import OBJECTIVES, Run, real_batches
+
+import ganstep.engine.step as step_module
+from ganstep import Step
+from ganstep.engine.autograd_calls import backward_into
+from ganstep.engine.objectives import NS, WGAN, get_objective
+from ganstep.engine.schedules import d_first, g_first, simultaneous
+from ganstep.trainer.models import MLP
+
+SCHEDULES = [
+    d_first(), d_first(d_steps=2, g_steps=2), d_first(reuse_fake=False, reuse_z=True),
+    d_first(g_every=2), g_first(), g_first(reuse_z=True, d_steps=2, g_steps=2),
+    simultaneous(), simultaneous(d_every=2), simultaneous(g_every=2),
+]  # fmt: skip
+
+
+def build(objective, schedule, batchnorm=False, dropout=False, **options):
+    run = Run(objective if isinstance(objective, str) else "ns", batchnorm)
+    if dropout:  # an impure D: simultaneous forwards it as the loop does
+        run.D.net.insert(1, torch.nn.Dropout(0.3))
+    step = Step(*run.models(), objective=objective, schedule=schedule, latent=run.latent,
+                **options)  # fmt: skip
+    return run, step
+
+
+def state(run: Run, step: Step) -> list[torch.Tensor]:
+    tensors = [*run.G.state_dict().values(), *run.D.state_dict().values()]
+    for opt in (run.opt_g, run.opt_d):
+        for per_param in opt.state_dict()["state"].values():
+            tensors += [v for v in per_param.values() if isinstance(v, torch.Tensor)]
+    tensors += [v for v in step.objective.state_dict().values() if isinstance(v, torch.Tensor)]
+    return tensors
+
+
+def both_ways(make, calls, monkeypatch, between=None):
+    """Run ``calls`` (each the real input of one call) on a Step from ``make()`` as it is,
+    and on one whose every call takes the general path; return what each computed."""
+    results = []
+    for steady in (True, False):
+        with monkeypatch.context() as m:
+            if not steady:
+                m.setattr(step_module, "steady_for", lambda *a, **k: None)
+            torch.manual_seed(3)  # Dropout's and WGAN-GP's draws
+            run, step = make()
+            logs = []
+            for i, real in enumerate(calls):
+                if between is not None:
+                    between(i, run)
+                logs.append(step(real))
+            results.append((run, step, logs))
+    return results
+
+
+def assert_same(results) -> None:
+    (run_a, step_a, logs_a), (run_b, step_b, logs_b) = results
+    for a, b in zip(state(run_a, step_a), state(run_b, step_b), strict=True):
+        assert torch.equal(a, b)
+    for la, lb in zip(logs_a, logs_b, strict=True):
+        assert list(la) == list(lb)  # the same keys, in the same order
+        assert all(torch.equal(la[k], lb[k]) for k in la)
+    assert step_a.state_dict()["iteration"] == step_b.state_dict()["iteration"]
+    assert step_a.progress == step_b.progress
+
+
+def calls_for(step: Step, n: int) -> list:
+    k = step.real_batches
+    batches = real_batches(n * k)
+    return [batches[i * k] if k == 1 else batches[i * k : (i + 1) * k] for i in range(n)]
+
+
+@pytest.mark.parametrize("schedule", SCHEDULES, ids=repr)
+@pytest.mark.parametrize("objective", OBJECTIVES)
+def test_steady_iteration_equals_the_general_path(objective, schedule, monkeypatch):
+    probe = build(objective, schedule)[1]
+    results = both_ways(lambda: build(objective, schedule), calls_for(probe, 5), monkeypatch)
+    assert results[0][1]._steady is not None  # the steady path ran the calls after the first
+    assert results[1][1]._steady is None
+    assert_same(results)
+
+
+OPTIONS = {
+    "r1": dict(objective=NS(r1=0.5)),
+    "lazy_r1": dict(objective=NS(r1=0.5, r1_every=2)),
+    "fake_first": dict(d_order="fake_first"),
+    "concat": dict(concat=True),
+    "concat_auto": dict(concat="auto"),
+    "log_scores": dict(log_scores=True),
+    "scales": dict(d_scale=0.5, g_scale=2.0),
+    "batchnorm": dict(batchnorm=True),
+    "batchnorm_loop_forwards": dict(batchnorm=True, d_forwards="loop"),
+    "dropout": dict(dropout=True),
+    "dropout_merged": dict(dropout=True, d_forwards="merged"),
+    "wgan_clipping": dict(objective=WGAN(0.05)),
+    "bf16": dict(precision="bf16"),
+}
+
+
+@pytest.mark.parametrize("schedule", [d_first(), g_first(reuse_z=True), simultaneous()], ids=repr)
+@pytest.mark.parametrize("name", list(OPTIONS))
+def test_steady_iteration_with_options_equals_the_general_path(name, schedule, monkeypatch):
+    options = dict(OPTIONS[name])
+    options.setdefault("objective", "ns")
+    calls = calls_for(build(schedule=schedule, **options)[1], 6)
+    results = both_ways(lambda: build(schedule=schedule, **options), calls, monkeypatch)
+    assert results[0][1]._steady is not None
+    assert_same(results)
+
+
+def test_a_call_that_does_not_fit_takes_the_general_path(monkeypatch):
+    """A smaller last batch, D switched to eval and back, another dtype of batch: each
+    such call takes the general path (which checks it and plans again), bit for bit."""
+    batches = real_batches(8)
+    calls = [batches[0], batches[1], batches[2][:4], batches[3], batches[4], batches[5],
+             batches[6], batches[7]]  # fmt: skip
+
+    def between(i: int, run: Run) -> None:
+        if i == 4:
+            run.D.eval()
+        if i == 6:
+            run.D.train()
+
+    results = both_ways(lambda: build("ns", d_first(), batchnorm=True, concat="auto"), calls,
+                        monkeypatch, between)  # fmt: skip
+    assert_same(results)
+    step = build("ns", d_first())[1]
+    step(batches[0])
+    assert step._steady is not None
+    assert step._steady(batches[0].float()) is None  # a float32 batch: not the plan's
+
+
+def test_a_layer_replaced_after_steady_calls_is_named():
+    run, step = build("ns", d_first())
+    for real in real_batches(3):
+        step(real)
+    run.G.net[0] = torch.nn.Linear(3, 8, dtype=torch.float64)
+    with pytest.raises(ValueError, match="changed after the Step was built"):
+        step(real_batches(1)[0])
+
+
+def test_a_latent_that_changes_is_refused_as_on_the_first_call():
+    run, step = build("ns", d_first())
+    batches = real_batches(4)
+    step(batches[0])
+    step(batches[1])
+    gen = run.gen
+    step.game.options.__dict__["latent"] = lambda n: torch.randn(n, 3, generator=gen)
+    step._steady.latent = step.game.options.latent
+    with pytest.raises(TypeError, match=r"latent\(6\) returned z of dtype torch.float32"):
+        step(batches[2])
+
+
+class Narrowing(torch.nn.Module):
+    """G's layers, whose output loses a column when ``narrow`` is set (no registration)."""
+
+    def __init__(self, g: torch.nn.Module) -> None:
+        super().__init__()
+        self.g, self.narrow = g, False
+
+    def forward(self, z: torch.Tensor) -> torch.Tensor:
+        out = self.g(z)
+        return out[:, :1] if self.narrow else out
+
+
+@pytest.mark.parametrize("schedule", [d_first(), g_first(), simultaneous()], ids=repr)
+def test_a_g_whose_output_changes_is_refused_as_on_the_first_call(schedule):
+    run = Run("ns", False)
+    G = Narrowing(run.G)
+    step = Step(G, run.D, run.opt_g, run.opt_d, objective="ns", schedule=schedule,
+                latent=run.latent)  # fmt: skip
+    batches = real_batches(3)
+    step(batches[0])
+    step(batches[1])
+    G.narrow = True
+    with pytest.raises(ValueError, match="the real batch does not match G's output"):
+        step(batches[2])
+
+
+@pytest.mark.parametrize("retain", [False, True])
+def test_backward_into_adds_what_torch_autograd_backward_adds(retain):
+    torch.manual_seed(0)
+    net = MLP(3, 1, (5,)).double()
+    x = torch.randn(4, 3, dtype=torch.float64, requires_grad=True)
+    inputs = list(net.parameters())[:2]
+    grads = []
+    for backward in (backward_into, None):
+        for p in net.parameters():
+            p.grad = None
+        loss = net(x).square().mean()
+        if backward is None:
+            torch.autograd.backward(loss, inputs=inputs, retain_graph=retain)
+        else:
+            backward(loss, inputs, retain, True)
+        grads.append([p.grad for p in net.parameters()])
+        if retain:  # the graph is still there to backpropagate again
+            loss.backward()
+    (ours, theirs) = grads
+    assert x.grad is None or retain
+    for a, b in zip(ours, theirs, strict=True):
+        assert (a is None and b is None) or torch.equal(a, b)
+    assert ours[2] is None or retain  # only the inputs named received a gradient
+
+
+def test_backward_into_goes_through_a_wrapped_torch_autograd_backward(monkeypatch):
+    """ganstep audit wraps torch.autograd.backward to see every backward call."""
+    seen = []
+    original = torch.autograd.backward
+
+    def wrapped(*args, **kwargs):
+        seen.append(kwargs.get("inputs"))
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(torch.autograd, "backward", wrapped)
+    p = torch.nn.Parameter(torch.ones(2, dtype=torch.float64))
+    backward_into((p * 3).sum(), [p], plain=True)
+    assert len(seen) == 1 and torch.equal(p.grad, torch.full((2,), 3.0, dtype=torch.float64))
+
+
+def test_user_objectives_take_the_steady_path(monkeypatch):
+    """An Objective subclass of the user's (a penalty and a hook after D's step) is
+    called as the general path calls it."""
+
+    class Clipped(type(get_objective("hinge"))):
+        name = "clipped_hinge"
+
+        def after_d_step(self, D):
+            for p in D.parameters():
+                p.data.clamp_(-0.3, 0.3)
+
+        def penalty(self, D, real, fake):
+            return 0.1 * D(real).square().mean()
+
+    make = lambda: build(Clipped(), d_first())  # noqa: E731
+    results = both_ways(make, calls_for(make()[1], 5), monkeypatch)
+    assert results[0][1]._steady is not None
+    assert_same(results)
