@@ -17,8 +17,6 @@ ways (``tests/test_steady.py``) and against the reference loops.
 
 from __future__ import annotations
 
-from functools import partial
-
 import torch
 from torch import Tensor, nn
 
@@ -28,7 +26,6 @@ from .fakes import checked_fake, checked_latent
 from .game import Game
 from .losses import _penalty, score_logs
 from .objectives import Logs, Objective
-from .phases import _r1_loss, lazy_phase
 from .schedules import DFirst, GFirst, Schedule, Simultaneous
 from .sides import Side
 
@@ -353,5 +350,21 @@ class Steady:
         steps = self.progress.d_updates
         self.progress.d_updates = steps + 1
         if self.lazy is not None and self.lazy.due(steps):
-            penalty_of = partial(_r1_loss, self.game, self.lazy)
-            logs.update(lazy_phase(self.game, self.d, self.lazy, [Batch(x)], penalty_of))
+            self._lazy_r1(x, logs)
+
+    def _lazy_r1(self, x: Tensor, logs: Logs) -> None:
+        """phases.lazy_phase for R1: D on ``x`` alone, the penalty weighted by its interval,
+        one more step of D in which every weight takes part."""
+        self.d.optimizer.zero_grad(set_to_none=True)
+        xr = x.detach().requires_grad_(True).view_as(x)
+        if self.autocast is None:
+            penalty = self.lazy.penalty(xr, self._scores(self.D(xr), xr).sum())
+        else:
+            with self.autocast():
+                penalty = self.lazy.penalty(xr, self._scores(self.D(xr), xr).sum())
+        self._backward(self.d, self.d_params, penalty * self.lazy.every)
+        for p in self.d_params:  # as SG2-ADA's `real_logits * 0`
+            if p.requires_grad and p.grad is None:
+                p.grad = torch.zeros_like(p)
+        self.d.optimizer.step()
+        logs["gp"] = penalty.detach()
