@@ -535,18 +535,33 @@ def test_began_k_stays_within_bounds_and_on_the_device():
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
 @pytest.mark.parametrize("objective", list(OBJECTIVES))
 @pytest.mark.parametrize("schedule", ["d_first", "g_first", "simultaneous"])
-def test_runs_on_cuda_and_matches_cpu(objective, schedule):
+def test_runs_on_cuda_and_matches_cpu(objective, schedule, monkeypatch):
+    """The same draws on both devices: z from a CPU generator, moved to the device (a
+    CUDA generator draws other numbers than a CPU one from the same seed), and
+    WGAN-GP's interpolation weights likewise (torch.rand on the device it is asked for
+    reads that device's generator)."""
+    rand = torch.rand
     runs = {}
     for device in ("cpu", "cuda"):
         side = Run(objective, True, device=device)
-        step = Step(*side.models(), objective=objective, schedule=schedule, latent=side.latent)
-        torch.manual_seed(7)
+        z_gen, rand_gen = torch.Generator().manual_seed(1), torch.Generator().manual_seed(7)
+        latent = lambda n, z_gen=z_gen, device=device: torch.randn(  # noqa: E731
+            n, Z_DIM, generator=z_gen, dtype=torch.float64).to(device)  # fmt: skip
+
+        def cpu_rand(*shape, device=None, generator=None, rand_gen=rand_gen, **kw):
+            return rand(*shape, generator=rand_gen, **kw).to(device)
+
+        monkeypatch.setattr(torch, "rand", cpu_rand)
+        step = Step(*side.models(), objective=objective, schedule=schedule, latent=latent)
         for b in real_batches(3, device=device):
             logs = step(b)
         assert all(v.device.type == device for v in logs.values())
         runs[device] = side
-    for p, q in zip(runs["cpu"].G.parameters(), runs["cuda"].G.parameters(), strict=True):
-        assert_close(p, q.cpu())
+    monkeypatch.setattr(torch, "rand", rand)
+    for module in ("G", "D"):
+        cpu, cuda = getattr(runs["cpu"], module), getattr(runs["cuda"], module)
+        for p, q in zip(cpu.state_dict().values(), cuda.state_dict().values(), strict=True):
+            assert_close(p, q.cpu())
 
 
 # -- non-finite values and z of the wrong width -----------------------------------------
