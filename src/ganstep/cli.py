@@ -99,6 +99,11 @@ TRAIN_FLAGS = {
     "beta2": (float, "Adam's beta2, for G and D (default 0.9 on 2D data, 0.999 on images)"),
     "seed": (int, "seed of every random stream of the run"),
     "device": (str, "auto (cuda when available), cpu or cuda[:N]"),
+    "tf32": (
+        bool,
+        "CUDA: allow TF32 in float32 matmuls and convolutions (faster on Ampere "
+        "and later; off by default, as in StyleGAN2-ADA: not float32 arithmetic)",
+    ),
     "out": (str, "the run folder"),
     "z_dim": (int, "size of z"),
     "width": (int, "model width (hidden units, or base channels)"),

@@ -39,7 +39,7 @@ IMAGES_DEFAULTS = {"steps": 5000, "batch_size": 64, "lr_g": 2e-4, "lr_d": 2e-4, 
 # What --resume may change: how long the run goes on, how often it reports, where it
 # runs. Everything else defines the run (its math, its data, its metrics) and must stay.
 RESUMABLE = ("steps", "eval_every", "sample_every", "ckpt_every", "keep", "log_every",
-             "device", "compile", "out", "data_dir", "tensorboard")  # fmt: skip
+             "device", "compile", "out", "data_dir", "tensorboard", "tf32")  # fmt: skip
 MAX_SEED = 2**62
 MAX_LR = 1e6  # far beyond any working rate; near float32's range Adam's step overflows
 # Upper bounds, checked before anything is allocated: far beyond any run this trainer is
@@ -142,6 +142,7 @@ class Config:
     ema: float | None = None
     seed: int = 0
     device: str = "auto"
+    tf32: bool = False
     out: str = "runs/latest"
     eval_every: int = 1000
     eval_samples: int = 2500

@@ -28,6 +28,7 @@ from ..engine.errors import GanstepWarning
 from ..engine.interrupt import takes_ctrl_c
 from . import checkpoint, nonfinite, plots
 from . import run_folder as folder
+from .backends import cuda_backends
 from .config import Config
 from .data import Dataset, load_dataset
 from .evaluation import Evaluator
@@ -70,7 +71,8 @@ def train(cfg: Config, *, resume: bool = False, progress: bool = True) -> dict:
     if device.type == "cuda":
         torch.cuda.set_device(device)
     try:
-        record = _train_in_folder(cfg, device, resume, progress)
+        with cuda_backends(cfg.model, cfg.tf32, device):
+            record = _train_in_folder(cfg, device, resume, progress)
     except BaseException:
         if started_group:
             torch.distributed.destroy_process_group()
