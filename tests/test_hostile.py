@@ -34,7 +34,7 @@ def test_a_poisoned_metric_network_cache_is_rebuilt_without_running_it(tmp_path,
     path.write_bytes(b"\x80\x04cos\nsystem\n(S'touch " + str(tmp_path / "pwned").encode()
                      + b"'\ntR.")  # fmt: skip
     fitted = nn.Linear(2, 1)
-    net = evaluation._cached_net("net", lambda: nn.Linear(2, 1), lambda: fitted)
+    net = evaluation._cached_net("net", lambda: nn.Linear(2, 1), lambda tick: fitted, 1)
     assert net is fitted and not (tmp_path / "pwned").exists()
     rebuilt = torch.load(path, weights_only=True)  # the cache now holds the new network
     torch.testing.assert_close(rebuilt["weight"], fitted.weight.detach())

@@ -4,14 +4,17 @@ once and cached."""
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import functools
 import hashlib
 import io
 import json
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from importlib import resources
+from pathlib import Path
 
 import torch
 from torch import Tensor, nn
@@ -93,29 +96,75 @@ class Evaluator:
         return {**found, **self.floor}
 
 
-def _cached_net(name: str, make: Callable[[], nn.Module], fit: Callable[[], nn.Module]):
-    """A metric network, trained once by ``fit`` and cached under ``name``."""
+# fit(tick) trains a metric network, calling tick() after each of its steps
+Fit = Callable[[Callable[[], object]], nn.Module]
+
+
+def _cached_net(name: str, make: Callable[[], nn.Module], fit: Fit, steps: int) -> nn.Module:
+    """A metric network, trained once (``steps`` steps of ``fit``) and cached under
+    ``name``. Runs started together on a fresh machine train it once: the first takes
+    the cache's lock for ``name`` and trains, the others wait for it and load."""
     path = cache_dir() / "features" / f"{name}.pt"
-    net = make()
-    if path.exists():
-        try:
-            net.load_state_dict(torch.load(path, map_location="cpu", weights_only=True))
-            return net.eval()
-        except Exception:  # stale, damaged or not ours (a pickle weights_only refuses):
-            pass  # train again and overwrite it
-    # the one long piece of work before the first step: say what it is
-    print(f"ganstep: training a metric network once ({name}); cached in {path.parent}",
-          file=sys.stderr)  # fmt: skip
-    net = fit()
-    checkpoint.atomic_save(net.state_dict(), path)
+    net = _load(make(), path)
+    if net is not None:
+        return net
+    with _training_lock(path):
+        net = _load(make(), path)  # another process may have trained it meanwhile
+        if net is not None:
+            return net
+        # the one long piece of work before the first step: say what it is
+        print(f"ganstep: training a metric network once ({name}); cached in {path.parent}",
+              file=sys.stderr)  # fmt: skip
+        from tqdm import tqdm
+
+        with tqdm(total=steps, desc="metric network", unit="step", file=sys.stderr,
+                  disable=None, leave=False) as bar:  # fmt: skip  # a bar on a terminal only
+            net = fit(bar.update)
+        checkpoint.atomic_save(net.state_dict(), path)
     return net
+
+
+def _load(net: nn.Module, path: Path) -> nn.Module | None:
+    """``net`` with the weights saved at ``path``, or None where there are none to use."""
+    if not path.exists():
+        return None
+    try:
+        net.load_state_dict(torch.load(path, map_location="cpu", weights_only=True))
+    except Exception:  # stale, damaged or not ours (a pickle weights_only refuses):
+        return None  # train again and overwrite it
+    return net.eval()
+
+
+@contextlib.contextmanager
+def _training_lock(path: Path) -> Iterator[None]:
+    """Hold the cache's lock for the network at ``path`` (waiting, and saying so, while
+    another process holds it). A cache that cannot be written takes no lock: each run
+    then trains its own, as before."""
+    lock = path.with_suffix(".lock")
+    try:
+        lock.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError:
+        yield
+        return
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            print(f"ganstep: another process is training the metric network {path.stem}; "
+                  "waiting for it", file=sys.stderr)  # fmt: skip
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # releases the lock
 
 
 def cached_extractor(data: Dataset, steps: int) -> FeatureExtractor:
     """The feature extractor of ``data``, trained once and cached by a data checksum."""
     key = f"{data.checksum}-{data.model_hw[0]}px-v{FeatureExtractor.VERSION}-s{steps}"
     return _cached_net(key, lambda: FeatureExtractor(data.train.shape[1]),
-                       lambda: FeatureExtractor.train_on(data.train, steps=steps))  # fmt: skip
+                       lambda tick: FeatureExtractor.train_on(data.train, steps, tick=tick),
+                       steps)  # fmt: skip
 
 
 def cached_classifier(data: Dataset, steps: int) -> FeatureExtractor:
@@ -124,10 +173,10 @@ def cached_classifier(data: Dataset, steps: int) -> FeatureExtractor:
     key = f"classes-{data.checksum}-{data.model_hw[0]}px-v{classes_metric.VERSION}-s{steps}"
     channels = data.train.shape[1]
 
-    def fit() -> FeatureExtractor:  # a classifier needs more steps than rotations do
-        return train_classifier(data.train, data.labels, classes, 3 * steps)
+    def fit(tick: Callable[[], object]) -> FeatureExtractor:  # more steps than rotations
+        return train_classifier(data.train, data.labels, classes, 3 * steps, tick=tick)
 
-    return _cached_net(key, lambda: FeatureExtractor(channels, outputs=classes), fit)
+    return _cached_net(key, lambda: FeatureExtractor(channels, outputs=classes), fit, 3 * steps)
 
 
 def cached_digit_classifier(
@@ -154,10 +203,11 @@ def cached_digit_classifier(
         digest = stacked_metric.SHIPPED[key]
     else:
 
-        def fit() -> FeatureExtractor:
-            return stacked_metric.train_digit_classifier(mnist().train, mnist().labels, steps)
+        def fit(tick: Callable[[], object]) -> FeatureExtractor:
+            digits = mnist()
+            return stacked_metric.train_digit_classifier(digits.train, digits.labels, steps, tick)
 
-        net = _cached_net(key, lambda: FeatureExtractor(1, outputs=10), fit)
+        net = _cached_net(key, lambda: FeatureExtractor(1, outputs=10), fit, steps)
         digest = _sha256((cache_dir() / "features" / f"{key}.pt").read_bytes())
     # its test accuracy is cached beside it: 10,000 digits take seconds to classify
     record = cache_dir() / "features" / f"{key}.accuracy.json"

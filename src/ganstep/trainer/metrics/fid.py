@@ -12,6 +12,7 @@ gives them a scale.
 from __future__ import annotations
 
 import warnings
+from collections.abc import Callable
 
 import numpy as np
 import torch
@@ -47,9 +48,15 @@ class FeatureExtractor(nn.Module):
 
     @classmethod
     def train_on(
-        cls, images: Tensor, steps: int = 300, batch: int = 128, seed: int = 0
+        cls,
+        images: Tensor,
+        steps: int = 300,
+        batch: int = 128,
+        seed: int = 0,
+        tick: Callable[[], object] | None = None,
     ) -> FeatureExtractor:
-        """Train on rotation prediction over ``images`` (N, C, S, S), on the CPU."""
+        """Train on rotation prediction over ``images`` (N, C, S, S), on the CPU;
+        ``tick()`` after each step (a progress bar's)."""
         gen = torch.Generator().manual_seed(seed)
         with torch.random.fork_rng():
             torch.manual_seed(seed)
@@ -65,6 +72,8 @@ class FeatureExtractor(nn.Module):
             opt.zero_grad(set_to_none=True)
             loss.backward()
             opt.step()
+            if tick is not None:
+                tick()
         return net.eval()
 
 

@@ -47,9 +47,12 @@ SHIPPED = {"digits-mnist-32px-v2-s6000":
 CLEAR = 0.9
 
 
-def train_digit_classifier(digits: Tensor, labels: Tensor, steps: int) -> FeatureExtractor:
-    """A CNN telling the digit of one-channel images (N, 1, S, S) in [-1, 1]."""
-    return train_classifier(digits, labels, 10, steps)
+def train_digit_classifier(
+    digits: Tensor, labels: Tensor, steps: int, tick: Callable[[], object] | None = None
+) -> FeatureExtractor:
+    """A CNN telling the digit of one-channel images (N, 1, S, S) in [-1, 1];
+    ``tick()`` after each training step."""
+    return train_classifier(digits, labels, 10, steps, tick=tick)
 
 
 def digits_of(classify: Callable[[Tensor], Tensor], samples: Tensor, batch: int = 500) -> Tensor:
