@@ -90,8 +90,10 @@ class Row:
     speedup: dict = field(default_factory=dict)
 
 
-def make_pair(model: str, objective: str, batch: int, width: int, device, seed: int = 0):
-    """Fresh G, D, Adam optimizers, a latent sampler and a real batch for ``model``."""
+def make_pair(model: str, objective: str, batch: int, width: int, device, seed: int = 0,
+              size: int = 32):  # fmt: skip
+    """Fresh G, D, Adam optimizers, a latent sampler and a real batch for ``model``
+    (the DCGANs at ``size`` x ``size``: 32 or 64)."""
     torch.manual_seed(seed)
     if model == "mlp":
         z_dim = 2
@@ -103,13 +105,13 @@ def make_pair(model: str, objective: str, batch: int, width: int, device, seed: 
         real = sample_mixture(grid_modes(), 0.05, batch, gen)
     elif model in ("dcgan", "dcgan_plain", "dcgan_sn"):  # plain: D without BatchNorm
         z_dim = 100
-        G = DCGANGenerator(z_dim, width, 3, 32)
+        G = DCGANGenerator(z_dim, width, 3, size)
         batchnorm = model == "dcgan" and objective != "wgan_gp"
-        D = DCGANDiscriminator(width, 3, 32, batchnorm=batchnorm)
+        D = DCGANDiscriminator(width, 3, size, batchnorm=batchnorm)
         if model == "dcgan_sn":
             for conv in [m for m in D.modules() if isinstance(m, nn.Conv2d)]:
                 parametrizations.spectral_norm(conv)
-        real = torch.rand(batch, 3, 32, 32) * 2 - 1
+        real = torch.rand(batch, 3, size, size) * 2 - 1
     elif model == "began":
         z_dim = 64
         G, D = BEGANDecoder(z_dim, width, 3, 32), BEGANDiscriminator(z_dim, width, 3, 32)

@@ -1,0 +1,64 @@
+"""benchmarks/gpu.py runs end to end: on a CPU the rows a CPU can run (a smoke test of
+the script), on CUDA the graph rows too. Its figures are for RESULTS.md, not tests."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+import torch
+
+SCRIPT = Path(__file__).parents[1] / "benchmarks" / "gpu.py"
+
+
+def gpu_benchmark():
+    spec = importlib.util.spec_from_file_location("gpu_benchmark", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def run(device: str, tmp_path: Path) -> tuple[list[dict], dict]:
+    out = tmp_path / "gpu.json"
+    rows = gpu_benchmark().main(["--device", device, "--quick", "--sizes", "32:4:8",
+                                 "--no-default-run", "--json", str(out)])  # fmt: skip
+    saved = json.loads(out.read_text())
+    assert saved["rows"] == rows
+    return rows, saved["machine"]
+
+
+def test_a_cpu_run_measures_every_order_beside_its_loops(tmp_path):
+    rows, machine = run("cpu", tmp_path)
+    impls = {r["impl"]: r for r in rows}
+    for order in ("d_first", "g_first", "simultaneous"):
+        for variant in ("eager", "bf16"):
+            row = impls[f"{order}:{variant}"]
+            assert row["ms"] > 0 and row["speedup_vs_dcgan_example"] > 0
+            assert row["speedup_vs_own_reference"] > 0
+    assert "speedup_vs_hand_loop" in impls["d_first:eager"]
+    assert not any(":graph" in name or ":compile" in name for name in impls)  # CPU, quick
+    assert {r["impl"] for r in rows if r["section"] == "began"} == {
+        "post_d_first",
+        "post_g_first",
+        "ganstep_d_first",
+        "ganstep_simultaneous",
+    }
+    assert machine["variants"] == ["eager", "bf16"]
+
+
+def test_no_cuda_is_refused_in_one_line(capsys):
+    if torch.cuda.is_available():
+        pytest.skip("this machine has CUDA")
+    with pytest.raises(SystemExit):
+        gpu_benchmark().main(["--device", "cuda"])
+    assert "no CUDA device here: give --device cpu" in capsys.readouterr().err
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_a_cuda_run_has_graph_rows(tmp_path):
+    rows, machine = run("cuda", tmp_path)
+    impls = {r["impl"] for r in rows}
+    assert {"d_first:graph", "g_first:graph", "simultaneous:graph"} <= impls
+    assert machine["device"] == torch.cuda.get_device_name()
