@@ -13,6 +13,7 @@ from torch import nn
 
 from ganstep import reference
 from ganstep.engine.cycle import CycleStep
+from ganstep.engine.objectives import WGANGP, get_objective
 
 N = 2  # CycleGAN trains with batch 1; 2 rows exercise the pool's per-image draws
 
@@ -69,6 +70,50 @@ def test_cycle_step_equals_optimize_parameters(gan_mode, options, identity):
     for mine, theirs_module in zip(ours[:4], theirs[:4], strict=True):
         assert_same(mine, theirs_module)
     assert len(step.state_dict()["fake_pools"][0]["images"]) == 3
+
+
+class OwnPenalty(type(get_objective("hinge"))):
+    """A user's objective whose penalty is its own (D's mean squared score on the real
+    batch): CycleStep applies it as it applies WGAN-GP's."""
+
+    name = "hinge_with_penalty"
+
+    def penalty(self, D, real, fake):
+        return 0.1 * D(real).square().mean()
+
+
+@pytest.mark.parametrize("weight", [10.0, 1.0])
+def test_cycle_step_applies_wgan_gp_as_a_loop_that_adds_it(weight):
+    """CycleStep took wgan_gp and dropped its penalty (weights 10 and 0 gave the same
+    bits, no gp logged): it is now in each D's loss and logged, as the loop adds it."""
+    theirs, ours = models(1, 1)
+    batches = domains(4, 1, 1)
+    random.seed(7)
+    torch.manual_seed(5)  # the penalty's interpolation weights
+    expected = reference.cyclegan(*theirs, batches, gan_mode="wgangp", pool_size=3,
+                                  lambda_gp=weight)  # fmt: skip
+    step = CycleStep(*ours, objective=WGANGP(weight), g_scale=1.0, d_scale=0.5, fake_pool=3)
+    random.seed(7)
+    torch.manual_seed(5)
+    got = [step(a, b) for a, b in batches]
+    assert_losses([{k: v.item() for k, v in g.items()} for g in got], expected,
+                  keys=("loss_g", "loss_d", "loss_d_a", "cycle_a"))  # fmt: skip
+    for mine, theirs_module in zip(ours[:4], theirs[:4], strict=True):
+        assert_same(mine, theirs_module)
+    assert all(torch.equal(g["gp"], g["gp_a"] + g["gp_b"]) and g["gp"] > 0 for g in got)
+
+
+def test_cycle_step_applies_a_users_own_penalty():
+    with_penalty, without = models(1, 1)
+    batches = domains(3, 1, 1)
+    logs = {}
+    for side, objective in ((with_penalty, OwnPenalty()), (without, "hinge")):
+        random.seed(7)
+        step = CycleStep(*side, objective=objective, fake_pool=3)
+        logs[objective if isinstance(objective, str) else "own"] = [step(a, b) for a, b in batches]
+    assert all(g["gp"] > 0 for g in logs["own"]) and "gp" not in logs["hinge"][-1]
+    d_a, plain_d_a = with_penalty[2].parameters(), without[2].parameters()
+    assert any(not torch.equal(p, q) for p, q in zip(d_a, plain_d_a, strict=True))
 
 
 def test_cycle_step_resumes_with_its_pools():

@@ -13,7 +13,9 @@ junyanz/pytorch-CycleGAN-and-pix2pix's ``optimize_parameters``:
 3. D's phase (one optimizer over D_A and D_B), on the fakes of step 1 cut from G's
    graph and passed through each domain's pool of past fakes: ``D_A`` on ``b`` then
    on the pooled ``fake_B``, then ``D_B`` on ``a`` and the pooled ``fake_A``, each D's
-   adversarial loss scaled by ``d_scale``.
+   adversarial loss scaled by ``d_scale``, plus the objective's penalty on that D
+   (WGAN-GP's, or your own objective's ``penalty``) between its real batch and the
+   fakes it was shown, unscaled, after its two forwards.
 
 Both gradients are taken at the iteration's parameters, as ``simultaneous()`` takes
 them; D's forwards are the loop's own (the pool gives D other fakes than G's, so no
@@ -32,7 +34,7 @@ from torch import Tensor, nn
 
 from .checks import scale_factor
 from .game import Game, check_hooks
-from .losses import scores, summed
+from .losses import penalty_of, scores, summed
 from .objectives import Logs, Objective, get_objective
 from .options import Options, Progress
 from .phases import guard, run_phase
@@ -66,7 +68,8 @@ class CycleStep:
 
     Returns a dict of detached tensors: ``loss_g``, ``loss_d`` and their parts
     (``loss_g_a``, ``loss_g_b``, ``cycle_a``, ``cycle_b``, ``idt_a``, ``idt_b``,
-    ``loss_d_a``, ``loss_d_b``).
+    ``loss_d_a``, ``loss_d_b``); with a penalty, ``gp_a`` and ``gp_b`` (each in its D's
+    loss) and their sum ``gp``.
     """
 
     def __init__(
@@ -98,7 +101,7 @@ class CycleStep:
         if objective.g_needs_real or objective.name == "began":
             raise ValueError(
                 f"CycleStep's G loss reads D on the fakes alone; objective {objective.name!r} "
-                "needs more (use lsgan, ns, hinge, minimax or wgan)"
+                "needs more (use lsgan, ns, hinge, minimax, wgan or wgan_gp)"
             )
         if objective.regularizer is not None and objective.regularizer.weight > 0:
             raise ValueError("CycleStep does not take R1: build the objective without r1")
@@ -187,16 +190,22 @@ class CycleStep:
                                       ("loss_d_b", D_B, 1, a, fake_A)):  # fmt: skip
             if self.pools is not None:
                 fake = self.pools[pool].query(fake)
+            objective = game.options.objective
             with self.precision.autocast():
                 s_real = scores(game, D(x), x)
                 s_fake = scores(game, D(fake), fake)
-                d_loss = game.options.objective.d_loss
-                parts = [d_loss(r, f) for r, f in zip(s_real, s_fake, strict=True)]
+                parts = [objective.d_loss(r, f) for r, f in zip(s_real, s_fake, strict=True)]
                 loss = game.options.d_scale * summed(parts)[0]
+                penalty = penalty_of(objective, D, x, fake)
+            if penalty is not None:
+                logs["gp" + key[-2:]] = penalty.detach()
+                loss = loss + penalty
             guard(game, **{key: loss})
             game.d.backward(loss / k)  # each D's backward, as backward_D_A then _B
             logs[key] = loss.detach()
         logs["loss_d"] = logs["loss_d_a"] + logs["loss_d_b"]
+        if "gp_a" in logs:
+            logs["gp"] = logs["gp_a"] + logs["gp_b"]
         return logs
 
     def state_dict(self) -> dict:

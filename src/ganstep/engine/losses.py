@@ -13,7 +13,7 @@ from torch import Tensor
 
 from .batch import Batch, cat, split
 from .game import Game
-from .objectives import Logs
+from .objectives import Logs, Objective
 from .views import View, add_terms, adversarial, check_adversarial, check_logits
 
 
@@ -82,14 +82,21 @@ def summed(parts: list[tuple[Tensor, Logs]]) -> tuple[Tensor, Logs]:
 
 def _penalty(game: Game, real: Batch, fake_x: Tensor) -> Tensor | None:
     """The objective's penalty on D at the real condition (an interpolate mixes x only)."""
+    call = lambda x: d_call(game, real.with_x(x))  # noqa: E731
+    return penalty_of(game.options.objective, call, real.x, fake_x)
+
+
+def penalty_of(objective: Objective, call, real_x: Tensor, fake_x: Tensor) -> Tensor | None:
+    """``objective``'s penalty on the D that ``call(x)`` forwards (its whole output; the
+    penalty reads the adversarial one, a multi-scale D's side by side)."""
 
     def adversarial_of(x: Tensor) -> Tensor:
-        found = adversarial(d_call(game, real.with_x(x)))
+        found = adversarial(call(x))
         if len(found) == 1:
             return found[0]
         return torch.cat([o.reshape(x.shape[0], -1) for o in found], 1)
 
-    return game.options.objective.penalty(adversarial_of, real.x, fake_x)
+    return objective.penalty(adversarial_of, real_x, fake_x)
 
 
 def d_loss(game: Game, view: View) -> tuple[Tensor, Logs, list[Tensor], list[Tensor]]:

@@ -137,20 +137,7 @@ class _Losses:
         elif self.name == "hinge":
             loss = torch.relu(1.0 - real_out).mean() + torch.relu(1.0 + fake_out).mean()
         elif self.name == "wgan_gp":
-            alpha = torch.rand(
-                real.size(0), *[1] * (real.dim() - 1), dtype=real.dtype, device=real.device
-            )
-            interpolates = (alpha * real + (1 - alpha) * fake).requires_grad_(True)
-            d_interpolates = D(interpolates)
-            gradients = torch.autograd.grad(
-                outputs=d_interpolates,
-                inputs=interpolates,
-                grad_outputs=torch.ones_like(d_interpolates),
-                create_graph=True,
-                retain_graph=True,
-            )[0]
-            gradients = gradients.view(gradients.size(0), -1)
-            gp = ((gradients.norm(2, dim=1) - 1) ** 2).mean()
+            gp = gradient_penalty(D, real, fake)
             loss = torch.mean(fake_out) - torch.mean(real_out) + 10 * gp
         elif self.name == "began":
             self.d_loss1 = F.l1_loss(real_out, real)
@@ -195,6 +182,24 @@ class _Losses:
             self.d_loss1 = self.g_loss = None
         self.history.append(self.row)
         self.row = {}
+
+
+def gradient_penalty(D: nn.Module, real: Tensor, fake: Tensor) -> Tensor:
+    """WGAN-GP's penalty (unweighted) as tutorials write it: one ``torch.rand`` weight per
+    sample, D on the interpolates, ``autograd.grad`` with a graph, the mean squared
+    distance of the gradients' norms from 1."""
+    alpha = torch.rand(real.size(0), *[1] * (real.dim() - 1), dtype=real.dtype, device=real.device)
+    interpolates = (alpha * real + (1 - alpha) * fake).requires_grad_(True)
+    d_interpolates = D(interpolates)
+    gradients = torch.autograd.grad(
+        outputs=d_interpolates,
+        inputs=interpolates,
+        grad_outputs=torch.ones_like(d_interpolates),
+        create_graph=True,
+        retain_graph=True,
+    )[0]
+    gradients = gradients.view(gradients.size(0), -1)
+    return ((gradients.norm(2, dim=1) - 1) ** 2).mean()
 
 
 def _set_requires_grad(module: nn.Module, flag: bool) -> None:
@@ -1393,7 +1398,8 @@ def pytorch_gan_infogan(G, D, opt_g, opt_d, opt_info, batches: Batches,
 
 class GANLoss(nn.Module):
     """CycleGAN's ``GANLoss``: ``lsgan`` (MSELoss) or ``vanilla`` (BCEWithLogitsLoss)
-    against a target tensor of D's prediction's shape, 1.0 for real and 0.0 for fake."""
+    against a target tensor of D's prediction's shape, 1.0 for real and 0.0 for fake;
+    ``wgangp``: ``-prediction.mean()`` for real, ``prediction.mean()`` for fake."""
 
     def __init__(self, gan_mode: str, target_real_label=1.0, target_fake_label=0.0):
         super().__init__()
@@ -1404,6 +1410,8 @@ class GANLoss(nn.Module):
             self.loss = nn.MSELoss()
         elif gan_mode == "vanilla":
             self.loss = nn.BCEWithLogitsLoss()
+        elif gan_mode == "wgangp":
+            self.loss = None
         else:
             raise NotImplementedError(f"gan mode {gan_mode} not implemented")
 
@@ -1412,18 +1420,26 @@ class GANLoss(nn.Module):
         return target_tensor.to(prediction.dtype).expand_as(prediction)
 
     def __call__(self, prediction, target_is_real):
+        if self.gan_mode == "wgangp":
+            return -prediction.mean() if target_is_real else prediction.mean()
         return self.loss(prediction, self.get_target_tensor(prediction, target_is_real))
 
 
 def cyclegan(G_A, G_B, D_A, D_B, opt_g, opt_d, batches, gan_mode: str = "lsgan",
              lambda_A: float = 10.0, lambda_B: float = 10.0, lambda_identity: float = 0.5,
-             pool_size: int = 50):  # fmt: skip
+             pool_size: int = 50, lambda_gp: float = 0.0):  # fmt: skip
     """junyanz/pytorch-CycleGAN-and-pix2pix ``CycleGANModel.optimize_parameters`` over
     ``batches`` of ``(real_A, real_B)``: ``forward`` (fake_B, rec_A, fake_A, rec_B), G's
     step with D_A and D_B frozen (``backward_G``: identity, GAN, cycle losses), then
     D's step: ``backward_D_A`` on ``fake_B_pool.query(fake_B)``, ``backward_D_B`` on
     ``fake_A_pool.query(fake_A)``, each ``(loss_D_real + loss_D_fake) * 0.5``.
-    ``opt_g`` holds G_A and G_B, ``opt_d`` D_A and D_B. ganstep: ``CycleStep``."""
+    ``opt_g`` holds G_A and G_B, ``opt_d`` D_A and D_B. ganstep: ``CycleStep``.
+
+    ``lambda_gp > 0`` is not in CycleGAN's model: it adds ``lambda_gp`` times
+    :func:`gradient_penalty` (on the real batch and the fakes D was shown) to each D's
+    loss after its two forwards, as a user training CycleGAN with ``gan_mode="wgangp"``
+    adds one. ganstep: ``CycleStep(objective=WGANGP(lambda_gp), d_scale=0.5,
+    g_scale=1)``."""
     criterionGAN = GANLoss(gan_mode)
     criterionCycle, criterionIdt = nn.L1Loss(), nn.L1Loss()
     fake_A_pool, fake_B_pool = ImagePool(pool_size), ImagePool(pool_size)
@@ -1434,6 +1450,8 @@ def cyclegan(G_A, G_B, D_A, D_B, opt_g, opt_d, batches, gan_mode: str = "lsgan",
         pred_fake = netD(fake.detach())
         loss_D_fake = criterionGAN(pred_fake, False)
         loss_D = (loss_D_real + loss_D_fake) * 0.5
+        if lambda_gp > 0:
+            loss_D = loss_D + lambda_gp * gradient_penalty(netD, real, fake.detach())
         loss_D.backward()
         return loss_D
 
