@@ -138,13 +138,55 @@ def test_a_run_that_stopped_before_its_first_checkpoint_starts_afresh(cli, run):
     config.toml, nothing foreign) and started afresh, saying so."""
     for resume in ([], ["--resume"]):
         for p in (run / "checkpoints").iterdir():
-            p.unlink()  # as a run killed before its first checkpoint leaves it
+            p.unlink()  # as a run killed before its first checkpoint leaves it:
+        (run / "report.png").unlink()  # no report, records up to that checkpoint's step
         (run / "checkpoints" / ".tmp-ganstep-abcd1234.pt").write_bytes(b"half")
         code, _, err = cli("train", *resume, "--steps", 2, "--out", run, *TINY_FLAGS)
         assert code == 0, err
         assert "stopped before its first checkpoint" in err and "starts afresh" in err
         assert [r["step"] for r in map(json.loads, (run / "metrics.jsonl").open())] == [2]
         assert [p.name for p in (run / "checkpoints").iterdir()] == ["step_00000002.pt"]
+
+
+@pytest.mark.parametrize("resume", [False, True])
+def test_a_finished_run_whose_checkpoints_were_moved_is_refused_untouched(cli, tmp_path, resume):
+    """Issue 53's data loss: a finished run whose checkpoints the user moved away was
+    taken for one that stopped before its first checkpoint, and a new run in its folder
+    deleted its metrics, samples and report with a warning. It is refused, naming what
+    is there, and nothing changes."""
+    run = tmp_path / "run"
+    code, _, err = cli("train", "--steps", 6, "--ckpt-every", 2, "--eval-every", 2,
+                       "--sample-every", 2, "--out", run, *TINY_FLAGS)  # fmt: skip
+    assert code == 0, err
+    for p in (run / "checkpoints").iterdir():
+        p.rename(tmp_path / p.name)
+    before = files(run)
+    args = ["--resume", "--steps", 8] if resume else ["--seed", 1, "--steps", 2]
+    code, _, err = cli("train", *args, "--out", run, *TINY_FLAGS)
+    assert code == 1 and "stopped before its first checkpoint" not in err
+    if resume:
+        assert (
+            "went past its first one (report.png, metrics.jsonl up to step 6, samples "
+            "up to step 6): put its checkpoints back" in err
+        )
+    else:
+        assert "is not empty (config.toml, metrics.jsonl, report.png, samples/" in err
+    assert files(run) == before
+
+
+def test_a_run_killed_after_its_first_checkpoint_then_moved_is_not_cleared(cli, tmp_path):
+    """No report yet, but metrics past the first checkpoint's step: that run had
+    checkpoints, so its folder is not an attempt to clear either."""
+    run = tmp_path / "run"
+    code, _, err = cli("train", "--steps", 6, "--ckpt-every", 2, "--eval-every", 2, "--out", run,
+                       *TINY_FLAGS)  # fmt: skip
+    assert code == 0, err
+    (run / "report.png").unlink()
+    for p in (run / "checkpoints").iterdir():
+        p.unlink()
+    before = files(run)
+    code, _, err = cli("train", "--steps", 2, "--out", run, *TINY_FLAGS)
+    assert code == 1 and "is not empty" in err and files(run) == before
 
 
 def test_a_stopped_run_beside_a_file_of_the_users_is_refused_untouched(cli, run):

@@ -249,6 +249,16 @@ def resume_state(cfg: Config, data_checksum: str) -> dict:
     out = Path(cfg.out)
     state = checkpoint.load_latest(out / "checkpoints", map_location="cpu")
     if state is None:
+        try:
+            later = went_past_first(out, read_toml(out / "config.toml"))
+        except (ValueError, OSError):
+            later = []
+        if later:  # its checkpoints were there once: moved or deleted, not never written
+            raise FileNotFoundError(
+                f"--resume: no checkpoint in {out / 'checkpoints'}, yet {out} holds a run that "
+                f"went past its first one ({', '.join(later)}): put its checkpoints back there "
+                "to continue it; nothing in the folder was changed"
+            )
         raise FileNotFoundError(f"--resume: no checkpoint in {out / 'checkpoints'}")
     check_same_run(state["config"], dataclasses.asdict(cfg), out)
     saved = state["data"].get("checksum")
@@ -294,19 +304,57 @@ def _is_ganstep_file(out: Path, path: Path) -> bool:
 def stale_attempt(out: Path) -> list[Path] | None:
     """The files of a run that stopped before its first checkpoint (killed, or failed
     after writing its config), or None if ``out`` is not such a folder: a ganstep
-    config.toml, no checkpoint, no link, and nothing but files ganstep writes there."""
+    config.toml, no checkpoint, no link, nothing but files ganstep writes there, and
+    nothing that only a run past its first checkpoint writes (:func:`went_past_first`):
+    a finished run whose checkpoints were moved away is not an attempt to clear."""
     out = Path(out)
     if not out.is_dir() or checkpoint.list_checkpoints(out / "checkpoints") or symlinks(out):
         return None
     try:
-        if "steps" not in read_toml(out / "config.toml"):
-            return None
+        config = read_toml(out / "config.toml")
     except (ValueError, OSError):
+        return None
+    if "steps" not in config or went_past_first(out, config):
         return None
     files = [p for p in out.rglob("*") if not p.is_dir()]
     if not all(_is_ganstep_file(out, p) for p in files):
         return None
     return files
+
+
+def went_past_first(out: Path, config: dict) -> list[str]:
+    """What in ``out`` a run writes only after its first checkpoint (at step
+    ``min(ckpt_every, steps)``): the report of a finished run, a metrics record or a
+    sample picture of a later step. A run killed before that checkpoint leaves none."""
+    found = ["report.png"] if (out / "report.png").exists() else []
+    steps, every = config.get("steps"), config.get("ckpt_every", 1000)
+    if not (isinstance(steps, int) and isinstance(every, int)) or min(steps, every) < 1:
+        return found or ["a config.toml without its step counts"]  # not ours to judge
+    first = min(steps, every)
+    later = [s for s in _metrics_steps(out / "metrics.jsonl") if s > first]
+    if later:
+        found.append(f"metrics.jsonl up to step {max(later)}")
+    shown = [int(p.stem[5:]) for p in (out / "samples").glob("step_*.png") if SAMPLE.match(p.name)]
+    if any(s > first for s in shown):
+        found.append(f"samples up to step {max(shown)}")
+    return found
+
+
+def _metrics_steps(path: Path) -> list[int]:
+    """The steps of the readable records of a metrics.jsonl (none if there is none)."""
+    try:
+        lines = path.read_text(errors="replace").splitlines()
+    except OSError:
+        return []
+    steps = []
+    for line in lines:
+        try:
+            record = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(record, dict) and isinstance(record.get("step"), int):
+            steps.append(record["step"])
+    return steps
 
 
 def clear_stale_attempt(out: Path, files: list[Path], resume: bool) -> None:
