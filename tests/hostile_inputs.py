@@ -334,17 +334,34 @@ def run_lock_folder(tmp: Path, timeout: float) -> Outcome:
 
 def stopped_before_first_checkpoint(tmp: Path, timeout: float) -> Outcome:
     """A run killed before its first checkpoint (its checkpoints gone, a temporary file
-    left), then the same command, then --resume: both must start it afresh."""
+    left, no report), then the same command, then --resume: both must start it afresh."""
     run = trained_run(tmp)
     for resume in ([], ["--resume"]):
         for p in (run / "checkpoints").iterdir():
             p.unlink()
+        (run / "report.png").unlink()  # written after the last checkpoint only
         proc = ganstep(tmp, "train", "--out", run, *resume, *TINY, timeout=timeout)
         if proc.returncode != 0:
             return Outcome(False, f"{' '.join(resume) or 'rerun'}: {proc.stderr.strip()[-200:]}")
         if "starts afresh" not in proc.stderr:
             return Outcome(False, "started afresh without saying so")
     return Outcome(True, "rerun and --resume start it afresh, saying so")
+
+
+def finished_run_checkpoints_moved(tmp: Path, timeout: float) -> Outcome:
+    """A finished run whose checkpoints the user moved away, then a new run into its
+    folder (issue 53): it deleted the old run's metrics, samples and report."""
+    run = trained_run(tmp)
+    kept = tmp / "elsewhere"
+    kept.mkdir()
+    for p in (run / "checkpoints").iterdir():
+        p.rename(kept / p.name)
+    before = {p: p.read_bytes() for p in run.rglob("*") if p.is_file() and p.name != "run.lock"}
+    proc = ganstep(tmp, "train", "--out", run, "--seed", "1", *TINY, timeout=timeout)
+    after = {p: p.read_bytes() for p in run.rglob("*") if p.is_file() and p.name != "run.lock"}
+    if after != before:
+        return Outcome(False, f"the old run's files changed (exit {proc.returncode})")
+    return clear_error(proc, "is not empty (config.toml, metrics.jsonl, report.png")
 
 
 def nine_digit_checkpoints(tmp: Path, timeout: float) -> Outcome:
@@ -768,6 +785,8 @@ CASES = [
     Case("run.lock a folder", "vague", run_lock_folder),
     Case("killed before the first checkpoint, rerun", "stuck", stopped_before_first_checkpoint,
          in_suite=False),
+    Case("finished run, its checkpoints moved, a new run in its folder", "lost",
+         finished_run_checkpoints_moved, in_suite=False),
     Case("checkpoint of step 100,000,000", "silent", nine_digit_checkpoints),
     Case("files written under umask 022", "silent", umask_modes),
     Case("bench --json over a file of the user's", "vague", existing_json("bench")),
