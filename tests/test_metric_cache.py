@@ -58,19 +58,26 @@ def test_a_process_that_waits_says_so(tmp_path):
     (tmp_path / "features").mkdir()
     holder = os.open(tmp_path / "features" / "net.lock", os.O_RDWR | os.O_CREAT)
     fcntl.flock(holder, fcntl.LOCK_EX)
-    child = subprocess.Popen(
-        [sys.executable, "-c", WORKER, str(tmp_path / "log"), "0"],
-        env={**os.environ, "GANSTEP_CACHE": str(tmp_path)},
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
-    try:
-        time.sleep(3)  # the child starts, finds no network and waits on the lock
-        assert child.poll() is None and not (tmp_path / "log").exists()
-    finally:
-        os.close(holder)  # released: the child trains and ends
-    _, err = child.communicate(timeout=120)
+    waiting = "another process is training the metric network net; waiting for it"
+    err_path = tmp_path / "stderr"
+    with err_path.open("w") as err_file:
+        child = subprocess.Popen(
+            [sys.executable, "-c", WORKER, str(tmp_path / "log"), "0"],
+            env={**os.environ, "GANSTEP_CACHE": str(tmp_path)},
+            stdout=subprocess.PIPE, stderr=err_file, text=True,
+        )  # fmt: skip
+        try:
+            deadline = time.monotonic() + 90  # imports take seconds on a busy machine
+            while waiting not in err_path.read_text() and time.monotonic() < deadline:
+                assert child.poll() is None, err_path.read_text()
+                time.sleep(0.1)
+            assert not (tmp_path / "log").exists()  # it waits: nothing trained yet
+        finally:
+            os.close(holder)  # released: the child trains and ends
+        child.communicate(timeout=120)
+    err = err_path.read_text()
     assert child.returncode == 0, err
-    assert "another process is training the metric network net; waiting for it" in err
+    assert waiting in err
     assert (tmp_path / "log").read_text() == "trained\n"
 
 
