@@ -135,6 +135,17 @@ def test_a_call_that_does_not_fit_takes_the_general_path(monkeypatch):
     assert step._steady(batches[0].float()) is None  # a float32 batch: not the plan's
 
 
+def test_a_tuple_of_batches_is_refused_as_on_the_first_call():
+    """d_steps=2 takes a list of two batches; a tuple is refused by the general path, so
+    the steady one must not take it either."""
+    step = build("ns", d_first(d_steps=2))[1]
+    batches = real_batches(4)
+    step(batches[:2])
+    assert step._steady is not None
+    with pytest.raises(ValueError, match="takes 2 real batch"):
+        step(tuple(batches[2:]))
+
+
 def test_a_layer_replaced_after_steady_calls_is_named():
     run, step = build("ns", d_first())
     for real in real_batches(3):

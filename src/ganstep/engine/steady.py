@@ -103,7 +103,7 @@ class Steady:
                 return None
             reals = (real,)
         else:
-            if type(real) not in (list, tuple) or len(real) != self.k:
+            if type(real) is not list or len(real) != self.k:  # as real_input takes them
                 return None
             reals = real
             for x in reals:
