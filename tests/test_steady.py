@@ -3,9 +3,23 @@ for bit, and gives every call it does not fit back to the general path."""
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import pytest
 import torch
 from helpers import OBJECTIVES, Run, real_batches
+from helpers.wild import (
+    ACGAND,
+    CondG,
+    PairD,
+    Pix2PixG,
+    ProjectionD,
+    image_pairs,
+    labelled_batches,
+    patch_net,
+    streams,
+)
+from helpers.wild import build as wild_build
 
 import ganstep.engine.step as step_module
 from ganstep import Step
@@ -251,3 +265,130 @@ def test_user_objectives_take_the_steady_path(monkeypatch):
     results = both_ways(make, calls_for(make()[1], 5), monkeypatch)
     assert results[0][1]._steady is not None
     assert_same(results)
+
+
+# Conditional Steps (condition="real"): each fake is made for its real batch's condition.
+CONDITIONAL = {
+    "cgan_projection": (lambda: CondG(False), lambda: ProjectionD(False), {}),
+    "cgan_batchnorm_concat": (
+        lambda: CondG(True),
+        lambda: ProjectionD(True),
+        {"concat": "auto"},
+    ),  # fmt: skip
+    "cgan_r1": (lambda: CondG(False), lambda: ProjectionD(False), {"objective": NS(r1=0.5)}),
+    "cgan_lazy_r1_concat": (
+        lambda: CondG(False),
+        lambda: ProjectionD(False),
+        {"objective": NS(r1=0.5, r1_every=2), "concat": True},
+    ),  # fmt: skip
+    "cgan_wgan_gp_scores": (
+        lambda: CondG(False),
+        lambda: ProjectionD(False),
+        {"objective": "wgan_gp", "log_scores": True},
+    ),  # fmt: skip
+    "cgan_softmax": (lambda: CondG(False), lambda: ProjectionD(False), {"objective": "softmax"}),
+    "acgan_d_of_x": (lambda: CondG(False), lambda: ACGAND(False), {"d_conditional": False}),
+}
+
+
+@pytest.mark.parametrize("schedule", [d_first(), d_first(d_steps=2, reuse_fake=False,
+                                                          reuse_z=True),
+                                      g_first(reuse_z=True, d_steps=2), simultaneous()],
+                         ids=repr)  # fmt: skip
+@pytest.mark.parametrize("name", list(CONDITIONAL))
+def test_conditional_steady_iteration_equals_the_general_path(name, schedule, monkeypatch):
+    make_g, make_d, options = CONDITIONAL[name]
+    options = {"objective": "ns", **options}
+    batches = labelled_batches(10)
+    k = schedule.real_batches
+    calls = [batches[i * k] if k == 1 else batches[i * k : (i + 1) * k] for i in range(5)]
+
+    def make():
+        (G, D, opt_g, opt_d), _ = wild_build(make_g, make_d)
+        latent, _ = streams()
+        step = Step(G, D, opt_g, opt_d, schedule=schedule, latent=latent, condition="real",
+                    **options)  # fmt: skip
+        return SimpleNamespace(G=G, D=D, opt_g=opt_g, opt_d=opt_d), step
+
+    results = both_ways(make, calls, monkeypatch)
+    assert results[0][1]._steady is not None
+    assert_same(results)
+
+
+@pytest.mark.parametrize("order", ["real_first", "fake_first"])
+def test_image_to_image_steady_iteration_equals_the_general_path(order, monkeypatch):
+    """pix2pix's shape: G(c) without z, a PatchGAN map from D(x, c), concatenated."""
+    calls = image_pairs(5)
+
+    def make():
+        (G, D, opt_g, opt_d), _ = wild_build(Pix2PixG, lambda: PairD(patch_net(False)))
+        step = Step(G, D, opt_g, opt_d, objective="lsgan", schedule=d_first(), latent=None,
+                    condition="real", d_order=order, concat=True, d_scale=0.5)  # fmt: skip
+        return SimpleNamespace(G=G, D=D, opt_g=opt_g, opt_d=opt_d), step
+
+    results = both_ways(make, calls, monkeypatch)
+    assert results[0][1]._steady is not None
+    assert_same(results)
+
+
+def test_a_condition_of_another_kind_takes_the_general_path():
+    (G, D, opt_g, opt_d), _ = wild_build(lambda: CondG(False), lambda: ProjectionD(False))
+    latent, _ = streams()
+    step = Step(G, D, opt_g, opt_d, objective="ns", schedule=d_first(), latent=latent,
+                condition="real")  # fmt: skip
+    x, y = labelled_batches(1)[0]
+    step((x, y))
+    assert step._steady is not None
+    assert step._steady((x, y[:3])) is None  # another number of labels: checked in full
+    with pytest.raises(ValueError, match="the condition has shape"):
+        step((x, y[:3]))
+
+
+class Extras(torch.nn.Module):
+    """A module returning a tuple: its own output first, then an extra (features, an
+    auxiliary loss), as Ds with feature heads and Gs with codebook losses do."""
+
+    def __init__(self, net: torch.nn.Module) -> None:
+        super().__init__()
+        self.net = net
+
+    def forward(self, x: torch.Tensor):
+        out = self.net(x)
+        return out, out.square().mean()
+
+
+class MultiScale(torch.nn.Module):
+    """D returning a list of two adversarial outputs (pix2pixHD's multi-scale D)."""
+
+    def __init__(self, net: torch.nn.Module) -> None:
+        super().__init__()
+        self.net = net
+
+    def forward(self, x: torch.Tensor):
+        out = self.net(x)
+        return [out, 2 * out]
+
+
+@pytest.mark.parametrize("schedule", [d_first(), simultaneous()], ids=repr)
+@pytest.mark.parametrize("which", ["D", "G"])
+def test_tuple_outputs_take_the_steady_path(which, schedule, monkeypatch):
+    """D's (score, *extras) and G's (samples, *extras), no term reading the extras."""
+
+    def make():
+        run, _ = build("ns", schedule)
+        setattr(run, which, Extras(getattr(run, which)))
+        step = Step(*run.models(), objective="ns", schedule=schedule, latent=run.latent)
+        return run, step
+
+    results = both_ways(make, calls_for(make()[1], 5), monkeypatch)
+    assert results[0][1]._steady is not None
+    assert_same(results)
+
+
+def test_a_multi_scale_d_takes_the_general_path():
+    run, _ = build("ns", d_first())
+    run.D = MultiScale(run.D)
+    step = Step(*run.models(), objective="ns", schedule=d_first(), latent=run.latent)
+    for real in real_batches(2):
+        step(real)
+    assert step._steady is None and step.game.most_d_outputs == 2

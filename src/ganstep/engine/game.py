@@ -74,6 +74,9 @@ class Game:
     # What D was observed (or declared) to be; None until the first step.
     d_profile: DProfile | None = None
     _mixing: list[nn.Module] = field(default_factory=list, repr=False)
+    # The most adversarial outputs D returned in one forward so far (a multi-scale D's
+    # several): the steady iteration (steady.py) reads one.
+    most_d_outputs: int = 0
 
     def __post_init__(self) -> None:
         self._mixing = [m for m in self.d.module.modules() if isinstance(m, KNOWN_MIXING)]

@@ -51,6 +51,7 @@ def scores(game: Game, out: object, inp: Tensor) -> list[Tensor]:
     if objective.reads_scores:
         check_adversarial(out, inp.shape[0], game.options.d_map)
     outputs = adversarial(out)
+    game.most_d_outputs = max(game.most_d_outputs, len(outputs))
     for o in outputs:
         if not o.is_floating_point():
             raise TypeError(

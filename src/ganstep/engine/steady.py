@@ -28,29 +28,38 @@ from .losses import _penalty, score_logs
 from .objectives import Logs, Objective
 from .schedules import DFirst, GFirst, Schedule, Simultaneous
 from .sides import Side
+from .views import adversarial, describe
+
+# One call's real batches, each as (samples, condition or None).
+Reals = tuple[tuple[Tensor, Tensor | None], ...] | list[tuple[Tensor, Tensor | None]]
 
 
 def steady_for(game: Game, schedule: Schedule, reals: list[Batch], D: nn.Module,
                accumulate: int, distributed: bool) -> Steady | None:  # fmt: skip
     """The steady iteration of a Step whose general call on ``reals`` just succeeded, or
     ``None`` where every call takes the general path: micro-batches, data parallelism,
-    fp16's loss scalers, conditions, loss terms, weights that are functions of the
-    iteration, augmentation, a fake pool, hooks, finite checks, InfoGAN's step, G's
-    regularizer, the fused step, ``fresh_real`` and ``g_batch``, or a user's schedule."""
+    fp16's loss scalers, a sampler of conditions or a condition that is not one tensor,
+    loss terms, weights that are functions of the iteration, augmentation, a fake pool,
+    hooks, finite checks, InfoGAN's step, G's regularizer, the fused step,
+    ``fresh_real`` and ``g_batch``, or a user's schedule. With ``condition="real"`` each
+    fake is made for the condition of the real batch it is judged with, so a real
+    batch's condition ``c`` goes with its samples through G and D."""
     o = game.options
     kind = type(schedule)
     plain = (
         accumulate == 1 and not distributed and game.precision.name != "fp16"
-        and o.condition is None and not o.g_terms and not o.d_terms
+        and o.condition in (None, "real") and not o.g_terms and not o.d_terms
         and not callable(o.d_scale) and not callable(o.g_scale)
         and o.augment is None and o.fake_pool is None and not o.before_step
         and not o.after_step and not o.check_finite and game.info is None and o.sync is None
         and o.g_regularizer is None and kind in (DFirst, GFirst, Simultaneous)
         and not (kind is DFirst and (schedule.fresh_real or schedule.g_batch > 1))
         and not (kind is Simultaneous and schedule.fused)
-        and all(type(b.x) is Tensor and b.extra is None for b in reals)
+        and all(type(b.x) is Tensor and b.extra is None and (b.c is None or type(b.c) is Tensor)
+                for b in reals)
+        and game.most_d_outputs == 1  # one adversarial output (not a multi-scale D)
     )  # fmt: skip
-    return Steady(game, schedule, reals[0].x, D) if plain else None
+    return Steady(game, schedule, reals[0], D) if plain else None
 
 
 def _overrides(objective: Objective, name: str) -> bool:
@@ -59,10 +68,11 @@ def _overrides(objective: Objective, name: str) -> bool:
 
 class Steady:
     """One plain iteration per call, as decided once for ``game`` and ``schedule`` on a
-    real batch like ``like`` (its shape, dtype and device); ``D`` is the user's own
-    module (not compiled), whose train/eval mode is checked before each call."""
+    real batch like ``like`` (its samples' and condition's shape, dtype and device);
+    ``D`` is the user's own module (not compiled), whose train/eval mode is checked
+    before each call."""
 
-    def __init__(self, game: Game, schedule: Schedule, like: Tensor, D: nn.Module) -> None:
+    def __init__(self, game: Game, schedule: Schedule, like: Batch, D: nn.Module) -> None:
         o, objective = game.options, game.options.objective
         self.game, self.schedule, self.objective = game, schedule, objective
         self.progress, self.g, self.d = game.progress, game.g, game.d
@@ -72,7 +82,9 @@ class Steady:
         self.registrations = REGISTRATIONS[0]
         self.G, self.D = game.g.module, game.d.module
         self.latent = o.latent
-        self.shape, self.dtype, self.device = like.shape, like.dtype, like.device
+        self.shape, self.dtype, self.device = like.x.shape, like.x.dtype, like.x.device
+        self.c_like = like.c  # None: unconditional
+        self.d_conditional = o.d_conditional  # False: D(x) alone (ACGAN), G(z, c)
         self.k = schedule.real_batches
         # what is checked before each call: D's train/eval mode and its mixing layers'
         # (BatchNorm), on which merging and concatenating D's forwards depend
@@ -83,7 +95,7 @@ class Steady:
         self.concat = game.concat_d_calls()
         self.fake_first = o.d_order == "fake_first"
         self.autocast = game.precision.autocast if game.precision.dtype is not None else None
-        self.fake_dtypes = (like.dtype, game.precision.dtype)
+        self.fake_dtypes = (like.x.dtype, game.precision.dtype)
         regularizer = objective.regularizer
         self.r1 = regularizer if regularizer is not None and regularizer.in_loss() else None
         self.lazy = regularizer if regularizer is not None and regularizer.every > 1 else None
@@ -99,19 +111,13 @@ class Steady:
     def __call__(self, real: object) -> Logs | None:
         """Run one iteration on ``real``; ``None`` (nothing run) where it does not fit."""
         if self.k == 1:
-            if type(real) is not Tensor or real.shape != self.shape:
-                return None
-            reals = (real,)
+            reals = (self._split(real),)
+        elif type(real) is list and len(real) == self.k:  # as real_input takes them
+            reals = [self._split(item) for item in real]
         else:
-            if type(real) is not list or len(real) != self.k:  # as real_input takes them
-                return None
-            reals = real
-            for x in reals:
-                if type(x) is not Tensor or x.shape != self.shape:
-                    return None
-        for x in reals:
-            if x.dtype != self.dtype or x.device != self.device:
-                return None
+            return None
+        if None in reals:
+            return None
         if (self.user_d.training is not self.d_mode or not torch.is_grad_enabled()
                 or REGISTRATIONS[0] != self.registrations):  # fmt: skip
             return None
@@ -123,63 +129,83 @@ class Steady:
         self.progress.iteration += 1
         return logs
 
+    def _split(self, item: object) -> tuple[Tensor, Tensor | None] | None:
+        """One real batch as ``(x, c)``, or None where it is not like the first call's."""
+        like = self.c_like
+        if like is None:
+            x, c = item, None
+        elif type(item) in (tuple, list) and len(item) == 2:
+            x, c = item
+            if (type(c) is not Tensor or c.shape != like.shape or c.dtype != like.dtype
+                    or c.device != like.device):  # fmt: skip
+                return None
+        else:
+            return None
+        if (type(x) is not Tensor or x.shape != self.shape or x.dtype != self.dtype
+                or x.device != self.device):  # fmt: skip
+            return None
+        return x, c
+
     # The three orders, as their schedules' ``run`` (schedules.py) with plain options.
 
-    def _d_first(self, reals: tuple[Tensor, ...], iteration: int) -> Logs:
+    def _d_first(self, reals: Reals, iteration: int) -> Logs:
         schedule, logs = self.schedule, {}
         g_due = iteration % schedule.g_every == 0
         kept = z = None
         last = self.k - 1
-        for i, x in enumerate(reals):
+        for i, (x, c) in enumerate(reals):
             keep = schedule.reuse_fake and g_due and i == last
             z = self._draw(x.shape[0])
-            fake = self._generate(z, x, keep)
-            logs.update(self._d_step(x, fake.detach()))
+            fake = self._generate(z, c, x, keep)
+            logs.update(self._d_step(x, c, fake.detach()))
             kept = fake if keep else None
         if not g_due:
             return logs
-        x = reals[last]
+        x, c = reals[last]
         for j in range(schedule.g_steps):
             if j == 0 and kept is not None:
                 fake = kept
             elif j == 0 and schedule.reuse_z:
-                fake = self._generate(z, x, True)
+                fake = self._generate(z, c, x, True)
             else:
-                fake = self._generate(self._draw(x.shape[0]), x, True)
-            logs.update(self._g_step(fake, x))
+                fake = self._generate(self._draw(x.shape[0]), c, x, True)
+            logs.update(self._g_step(fake, x, c))
         return logs
 
-    def _g_first(self, reals: tuple[Tensor, ...], iteration: int) -> Logs:
+    def _g_first(self, reals: Reals, iteration: int) -> Logs:
         schedule, logs = self.schedule, {}
-        first, z = reals[0], None
+        (first, c_first), z = reals[0], None
         for _ in range(schedule.g_steps):
             z = self._draw(first.shape[0])
-            logs.update(self._g_step(self._generate(z, first, True), first))
-        for i, x in enumerate(reals):
-            if not (schedule.reuse_z and i == 0):
+            fake = self._generate(z, c_first, first, True)
+            logs.update(self._g_step(fake, first, c_first))
+        for i, (x, c) in enumerate(reals):
+            if not (schedule.reuse_z and i == 0):  # reusing z reuses the condition too
                 z = self._draw(x.shape[0])
-            logs.update(self._d_step(x, self._generate(z, x, False)))
+            logs.update(self._d_step(x, c, self._generate(z, c, x, False)))
         return logs
 
-    def _simultaneous(self, reals: tuple[Tensor, ...], iteration: int) -> Logs:
-        schedule, (x,) = self.schedule, reals
+    def _simultaneous(self, reals: Reals, iteration: int) -> Logs:
+        schedule, ((x, c),) = self.schedule, reals
         update_d = (iteration + 1) % schedule.d_every == 0
         update_g = (iteration + 1) % schedule.g_every == 0
         z = self._draw(x.shape[0])
         if update_d and update_g:
-            fake = self._generate(z, x, True)
+            fake = self._generate(z, c, x, True)
             if self.merge:
-                return self._joint_step(x, fake)
-            logs = self._g_step(fake, x)
-            logs.update(self._d_step(x, fake.detach()))
+                return self._joint_step(x, c, fake)
+            logs = self._g_step(fake, x, c)
+            logs.update(self._d_step(x, c, fake.detach()))
             return logs
         if update_g:
-            return self._g_step(self._generate(z, x, True), x)
-        return self._d_step(x, self._generate(z, x, False))
+            return self._g_step(self._generate(z, c, x, True), x, c)
+        return self._d_step(x, c, self._generate(z, c, x, False))
 
     # G's side: z and the fakes (fakes.py's draw and generate, checked only on change)
 
     def _draw(self, n: int) -> object:
+        if self.latent is None:  # G(c) alone (image-to-image)
+            return None
         z = self.latent(n)
         like = self.z_like
         if (type(z) is not Tensor or like is None or z.shape[0] != n
@@ -189,8 +215,11 @@ class Steady:
                 self.z_like = z
         return z
 
-    def _generate(self, z: object, like: Tensor, graph: bool) -> Tensor:
-        args = (z,) if type(z) is Tensor else z
+    def _generate(self, z: object, c: Tensor | None, like: Tensor, graph: bool) -> Tensor:
+        """G's fakes from ``z`` (and for ``c``): ``G(z)``, ``G(z, c)`` or ``G(c)``."""
+        args = (z,) if type(z) is Tensor else () if z is None else tuple(z)
+        if c is not None:
+            args = (*args, c)
         if self.autocast is not None:
             with self.autocast(), torch.set_grad_enabled(graph):
                 fake = self.G(*args)
@@ -201,41 +230,48 @@ class Steady:
                 fake = self.G(*args)
         if (type(fake) is not Tensor or fake.shape != like.shape
                 or fake.dtype not in self.fake_dtypes or fake.device != like.device):  # fmt: skip
-            fake, extra = checked_fake(self.game, fake, Batch(like))
-            if extra is not None:
-                raise ValueError(
-                    "G returned a tuple (samples, *extras) where it returned samples alone "
-                    "before: a Step's G returns the same kind of output on every call"
-                )
+            # G's extra outputs are read by G's terms alone, and a steady Step has none
+            fake, _ = checked_fake(self.game, fake, Batch(like, c))
         return fake
 
     # D's side: the phases of phases.py, for a D returning one tensor of scores
 
-    def _d_outputs(self, x: Tensor, fake: Tensor) -> tuple[object, object]:
-        D = self.D
-        if self.concat:
-            if self.fake_first:
-                out = D(torch.cat([fake, x.to(fake.dtype)]))
-                n = fake.shape[0]
-                return out[n:], out[:n]
-            out = D(torch.cat([x, fake.to(x.dtype)]))
-            n = x.shape[0]
-            return out[:n], out[n:]
+    def _d_outputs(self, x: Tensor, c: Tensor | None, fake: Tensor) -> tuple[object, object]:
+        """losses.d_outputs: D on the real and the fake batch (both for condition ``c``)."""
+        D, dc = self.D, c if self.d_conditional else None
+        if self.concat:  # batch.cat and batch.split, in d_order
+            first, second = (fake, x) if self.fake_first else (x, fake)
+            both = torch.cat([first, second.to(first.dtype)])
+            out = D(both) if dc is None else D(both, torch.cat([dc, dc]))
+            n = first.shape[0]
+            return (out[n:], out[:n]) if self.fake_first else (out[:n], out[n:])
         if self.fake_first:
-            out_fake = D(fake)
-            return D(x), out_fake
-        return D(x), D(fake)
+            out_fake = D(fake) if dc is None else D(fake, dc)
+            return (D(x) if dc is None else D(x, dc)), out_fake
+        if dc is None:
+            return D(x), D(fake)
+        return D(x, dc), D(fake, dc)
+
+    def _d(self, x: Tensor, c: Tensor | None) -> object:
+        """losses.d_call: D(x), or D(x, c) for a conditional batch of a conditional D."""
+        return self.D(x) if c is None or not self.d_conditional else self.D(x, c)
 
     def _scores(self, out: object, inp: Tensor) -> Tensor:
+        """losses.scores of D's one adversarial output (a tuple's first element)."""
         if type(out) is not Tensor:
-            raise ValueError(
-                f"D returned {type(out).__name__} where it returned a tensor before: a "
-                "Step's D returns the same kind of output on every call"
-            )
+            found = adversarial(out)
+            if len(found) != 1:
+                raise ValueError(
+                    f"D returned {len(found)} adversarial outputs where it returned one "
+                    f"before ({describe(out)}): a Step's D returns the same kind of output "
+                    "on every call"
+                )
+            out = found[0]
         s = self.objective.score(out, inp)
         return s if self.autocast is None else s.float()
 
-    def _d_loss(self, x: Tensor, fake: Tensor, out_real: object, out_fake: object):
+    def _d_loss(self, x: Tensor, c: Tensor | None, fake: Tensor, out_real: object,
+                out_fake: object):  # fmt: skip
         """L_D and its logs (losses.d_loss for one adversarial output, no terms)."""
         s_real, s_fake = self._scores(out_real, x), self._scores(out_fake, fake)
         loss, logs = self.objective.d_loss(s_real, s_fake)
@@ -245,7 +281,7 @@ class Steady:
         if self.r1 is not None:  # from the D(real) forward above
             penalty = self.r1.penalty(x, s_real.sum())
         elif self.penalty:
-            penalty = _penalty(self.game, Batch(x), fake.detach())
+            penalty = _penalty(self.game, Batch(x, c), fake.detach())
         if penalty is not None:
             logs["gp"] = penalty.detach()
             loss = loss + penalty
@@ -263,20 +299,20 @@ class Steady:
             loss = self.g_scale * loss
         return loss, logs
 
-    def _d_step(self, x: Tensor, fake: Tensor) -> Logs:
+    def _d_step(self, x: Tensor, c: Tensor | None, fake: Tensor) -> Logs:
         """phases.d_phase: D on ``x`` and ``fake`` (cut from G's graph), one step of D."""
         self.d.optimizer.zero_grad(set_to_none=True)
         xr = x if self.r1 is None else x.detach().requires_grad_(True).view_as(x)
         if self.autocast is None:
-            loss, logs, _, _ = self._d_loss(xr, fake, *self._d_outputs(xr, fake))
+            loss, logs, _, _ = self._d_loss(xr, c, fake, *self._d_outputs(xr, c, fake))
         else:
             with self.autocast():
-                loss, logs, _, _ = self._d_loss(xr, fake, *self._d_outputs(xr, fake))
+                loss, logs, _, _ = self._d_loss(xr, c, fake, *self._d_outputs(xr, c, fake))
         self._backward(self.d, self.d_params, loss)
-        self._step_d(logs, x)
+        self._step_d(logs, x, c)
         return logs
 
-    def _g_step(self, fake: Tensor, x: Tensor) -> Logs:
+    def _g_step(self, fake: Tensor, x: Tensor, c: Tensor | None) -> Logs:
         """phases.g_phase: D (frozen) on ``fake``, one step of G."""
         frozen = [p for p in self.d_params if p.requires_grad]
         for p in frozen:
@@ -284,10 +320,10 @@ class Steady:
         try:
             self.g.optimizer.zero_grad(set_to_none=True)
             if self.autocast is None:
-                loss, logs = self._g_forward(fake, x)
+                loss, logs = self._g_forward(fake, x, c)
             else:
                 with self.autocast():
-                    loss, logs = self._g_forward(fake, x)
+                    loss, logs = self._g_forward(fake, x, c)
             self._backward(self.g, self.g_params, loss)
             logs["loss_g"] = loss.detach()
             self.g.optimizer.step()  # fp16's scalers take the general path
@@ -297,24 +333,23 @@ class Steady:
                 p.requires_grad_(True)
         return logs
 
-    def _g_forward(self, fake: Tensor, x: Tensor) -> tuple[Tensor, Logs]:
-        D = self.D
+    def _g_forward(self, fake: Tensor, x: Tensor, c: Tensor | None) -> tuple[Tensor, Logs]:
         s_real = None
         if self.objective.g_needs_real:
             with torch.no_grad():  # D(x) is a constant for G
-                s_real = self._scores(D(x), x)
-        return self._g_loss(self._scores(D(fake), fake), s_real)
+                s_real = self._scores(self._d(x, c), x)
+        return self._g_loss(self._scores(self._d(fake, c), fake), s_real)
 
-    def _joint_step(self, x: Tensor, fake: Tensor) -> Logs:
+    def _joint_step(self, x: Tensor, c: Tensor | None, fake: Tensor) -> Logs:
         """phases.joint_phase: one D forward on ``fake`` for both losses, a step of each."""
         self.d.optimizer.zero_grad(set_to_none=True)
         self.g.optimizer.zero_grad(set_to_none=True)
         xr = x if self.r1 is None else x.detach().requires_grad_(True).view_as(x)
         if self.autocast is None:
-            loss_d, logs, loss_g, g_logs = self._joint_losses(xr, fake)
+            loss_d, logs, loss_g, g_logs = self._joint_losses(xr, c, fake)
         else:
             with self.autocast():
-                loss_d, logs, loss_g, g_logs = self._joint_losses(xr, fake)
+                loss_d, logs, loss_g, g_logs = self._joint_losses(xr, c, fake)
         self._backward(self.d, self.d_params, loss_d, retain_graph=True)
         self._backward(self.g, self.g_params, loss_g)
         logs.update(g_logs)
@@ -323,7 +358,7 @@ class Steady:
         if self.after_d_step:
             self.objective.after_d_step(self.D)
         self.g.optimizer.step()
-        self._count_d(logs, x)
+        self._count_d(logs, x, c)
         self.progress.g_updates += 1
         return logs
 
@@ -334,34 +369,34 @@ class Steady:
         inputs = [p for p in params if p.requires_grad]
         backward_into(loss, inputs, retain_graph, self.plain)
 
-    def _joint_losses(self, x: Tensor, fake: Tensor):
-        loss_d, logs, s_real, s_fake = self._d_loss(x, fake, *self._d_outputs(x, fake))
+    def _joint_losses(self, x: Tensor, c: Tensor | None, fake: Tensor):
+        loss_d, logs, s_real, s_fake = self._d_loss(x, c, fake, *self._d_outputs(x, c, fake))
         loss_g, g_logs = self._g_loss(s_fake, s_real if self.objective.g_needs_real else None)
         return loss_d, logs, loss_g, g_logs
 
-    def _step_d(self, logs: Logs, x: Tensor) -> None:
+    def _step_d(self, logs: Logs, x: Tensor, c: Tensor | None) -> None:
         self.d.optimizer.step()
         if self.after_d_step:  # WGAN's clipping
             self.objective.after_d_step(self.D)
-        self._count_d(logs, x)
+        self._count_d(logs, x, c)
 
-    def _count_d(self, logs: Logs, x: Tensor) -> None:
+    def _count_d(self, logs: Logs, x: Tensor, c: Tensor | None) -> None:
         """Count D's step; lazy R1's own step after it when due (phases.regularize_after)."""
         steps = self.progress.d_updates
         self.progress.d_updates = steps + 1
         if self.lazy is not None and self.lazy.due(steps):
-            self._lazy_r1(x, logs)
+            self._lazy_r1(x, c, logs)
 
-    def _lazy_r1(self, x: Tensor, logs: Logs) -> None:
+    def _lazy_r1(self, x: Tensor, c: Tensor | None, logs: Logs) -> None:
         """phases.lazy_phase for R1: D on ``x`` alone, the penalty weighted by its interval,
         one more step of D in which every weight takes part."""
         self.d.optimizer.zero_grad(set_to_none=True)
         xr = x.detach().requires_grad_(True).view_as(x)
         if self.autocast is None:
-            penalty = self.lazy.penalty(xr, self._scores(self.D(xr), xr).sum())
+            penalty = self.lazy.penalty(xr, self._scores(self._d(xr, c), xr).sum())
         else:
             with self.autocast():
-                penalty = self.lazy.penalty(xr, self._scores(self.D(xr), xr).sum())
+                penalty = self.lazy.penalty(xr, self._scores(self._d(xr, c), xr).sum())
         self._backward(self.d, self.d_params, penalty * self.lazy.every)
         for p in self.d_params:  # as SG2-ADA's `real_logits * 0`
             if p.requires_grad and p.grad is None:
