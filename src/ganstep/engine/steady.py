@@ -24,7 +24,7 @@ from .autograd_calls import REGISTRATIONS, backward_into
 from .batch import Batch
 from .fakes import checked_fake, checked_latent
 from .game import Game
-from .losses import _penalty, score_logs
+from .losses import penalty_of, score_logs
 from .objectives import Logs, Objective
 from .schedules import DFirst, GFirst, Schedule, Simultaneous
 from .sides import Side
@@ -280,8 +280,10 @@ class Steady:
         penalty = None
         if self.r1 is not None:  # from the D(real) forward above
             penalty = self.r1.penalty(x, s_real.sum())
-        elif self.penalty:
-            penalty = _penalty(self.game, Batch(x, c), fake.detach())
+        elif self.penalty:  # losses._penalty: D at the real batch's condition
+            dc = c if self.d_conditional else None
+            call = self.D if dc is None else lambda inp: self.D(inp, dc)
+            penalty = penalty_of(self.objective, call, x, fake.detach())
         if penalty is not None:
             logs["gp"] = penalty.detach()
             loss = loss + penalty
@@ -338,7 +340,8 @@ class Steady:
         if self.objective.g_needs_real:
             with torch.no_grad():  # D(x) is a constant for G
                 s_real = self._scores(self._d(x, c), x)
-        return self._g_loss(self._scores(self._d(fake, c), fake), s_real)
+        out = self.D(fake) if c is None or not self.d_conditional else self.D(fake, c)
+        return self._g_loss(self._scores(out, fake), s_real)
 
     def _joint_step(self, x: Tensor, c: Tensor | None, fake: Tensor) -> Logs:
         """phases.joint_phase: one D forward on ``fake`` for both losses, a step of each."""
