@@ -117,8 +117,9 @@ def _cached_net(name: str, make: Callable[[], nn.Module], fit: Fit, steps: int) 
               file=sys.stderr)  # fmt: skip
         from tqdm import tqdm
 
+        # disable=None: a bar on a terminal only (a log file gets the line above alone)
         with tqdm(total=steps, desc="metric network", unit="step", file=sys.stderr,
-                  disable=None, leave=False) as bar:  # fmt: skip  # a bar on a terminal only
+                  disable=None, leave=False) as bar:  # fmt: skip
             net = fit(bar.update)
         checkpoint.atomic_save(net.state_dict(), path)
     return net
