@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import torch
 
 from ..engine.objectives import NS, get_objective
-from ..engine.schedules import d_first, g_first, simultaneous
+from ..engine.schedules import d_first, g_first
 from ..engine.step import Step
 from . import bench, reference
 
@@ -125,5 +125,4 @@ __all__ = [
     "ORDERS",
     "OBJECTIVES",
     "R1_CASES",
-    "simultaneous",
 ]
