@@ -33,6 +33,7 @@ import torch
 from ganstep import Step
 from ganstep.tools import reference
 from ganstep.tools.bench import PAIRS, hand_minimal_d_first, make_pair, time_interleaved
+from ganstep.trainer.backends import cuda_backends
 
 # (image size, batch, DCGAN width): where the example is written, and where arithmetic counts
 SIZES = {"dcgan32_b128": (32, 128, 64), "dcgan64_b256": (64, 256, 64)}
@@ -176,14 +177,13 @@ def main(argv: list[str] | None = None) -> list[dict]:
     variants = [v for v in VARIANTS if (cuda or v != "graph") and not (args.quick and
                                                                        v == "compile")]  # fmt: skip
     reps, warmup = (10, 3) if args.quick else (args.reps, args.warmup)
-    if cuda:  # fixed shapes, as ganstep train sets it for image models; TF32 stays off
-        torch.backends.cudnn.benchmark = True
-        torch.backends.cudnn.allow_tf32 = torch.backends.cuda.matmul.allow_tf32 = False
     rows = []
-    for name in sizes:
-        rows += orders_section(name, args.device, variants, reps, warmup, sizes)
-    size, batch, width = next(iter(sizes.values()))
-    rows += began_section(args.device, reps, warmup, batch, max(8, width // 2))
+    # the flags ganstep train sets for an image model on CUDA (autotuning, TF32 off)
+    with cuda_backends("dcgan", False, torch.device(args.device)):
+        for name in sizes:
+            rows += orders_section(name, args.device, variants, reps, warmup, sizes)
+        size, batch, width = next(iter(sizes.values()))
+        rows += began_section(args.device, reps, warmup, batch, max(8, width // 2))
     if not args.no_default_run:
         rows += default_run_section(args.device, args.default_run_steps)
     machine = {"device": torch.cuda.get_device_name() if cuda else platform.processor() or "cpu",
