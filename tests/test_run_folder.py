@@ -189,6 +189,20 @@ def test_a_run_killed_after_its_first_checkpoint_then_moved_is_not_cleared(cli, 
     assert code == 1 and "is not empty" in err and files(run) == before
 
 
+def test_a_checkpointless_run_with_a_damaged_metrics_file_is_not_cleared(cli, run):
+    """A metrics.jsonl whose middle line is damaged cannot say where the run got to, so
+    the folder is not taken for an attempt to clear: refused, nothing changed."""
+    for p in (run / "checkpoints").iterdir():
+        p.unlink()
+    (run / "report.png").unlink()
+    lines = (run / "metrics.jsonl").read_text().splitlines(keepends=True)
+    (run / "metrics.jsonl").write_text("{not json\n" + "".join(lines))
+    before = files(run)
+    code, _, err = cli("train", "--resume", "--steps", 6, "--out", run, *TINY_FLAGS)
+    assert code == 1 and "a metrics.jsonl it cannot read" in err
+    assert files(run) == before
+
+
 def test_a_stopped_run_beside_a_file_of_the_users_is_refused_untouched(cli, run):
     for p in (run / "checkpoints").iterdir():
         p.unlink()

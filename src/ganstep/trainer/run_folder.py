@@ -331,30 +331,18 @@ def went_past_first(out: Path, config: dict) -> list[str]:
     if not (isinstance(steps, int) and isinstance(every, int)) or min(steps, every) < 1:
         return found or ["a config.toml without its step counts"]  # not ours to judge
     first = min(steps, every)
-    later = [s for s in _metrics_steps(out / "metrics.jsonl") if s > first]
+    try:
+        with warnings.catch_warnings():  # a last line cut short by the kill: left out, quietly
+            warnings.simplefilter("ignore", GanstepWarning)
+            later = [r["step"] for r in records(out / "metrics.jsonl") if r and r["step"] > first]
+    except (ValueError, OSError):  # damaged or unreadable: not clearly an attempt's
+        return [*found, "a metrics.jsonl it cannot read"]
     if later:
         found.append(f"metrics.jsonl up to step {max(later)}")
     shown = [int(p.stem[5:]) for p in (out / "samples").glob("step_*.png") if SAMPLE.match(p.name)]
     if any(s > first for s in shown):
         found.append(f"samples up to step {max(shown)}")
     return found
-
-
-def _metrics_steps(path: Path) -> list[int]:
-    """The steps of the readable records of a metrics.jsonl (none if there is none)."""
-    try:
-        lines = path.read_text(errors="replace").splitlines()
-    except OSError:
-        return []
-    steps = []
-    for line in lines:
-        try:
-            record = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(record, dict) and isinstance(record.get("step"), int):
-            steps.append(record["step"])
-    return steps
 
 
 def clear_stale_attempt(out: Path, files: list[Path], resume: bool) -> None:
