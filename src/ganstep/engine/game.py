@@ -73,13 +73,14 @@ class Game:
     info: Side | None = None
     # What D was observed (or declared) to be; None until the first step.
     d_profile: DProfile | None = None
-    _mixing: list[nn.Module] = field(default_factory=list, repr=False)
+    # D's layers that mix samples while in training mode (BatchNorm), found once.
+    mixing_layers: list[nn.Module] = field(default_factory=list, repr=False)
     # The most adversarial outputs D returned in one forward so far (a multi-scale D's
     # several): the steady iteration (steady.py) reads one.
     most_d_outputs: int = 0
 
     def __post_init__(self) -> None:
-        self._mixing = [m for m in self.d.module.modules() if isinstance(m, KNOWN_MIXING)]
+        self.mixing_layers = [m for m in self.d.module.modules() if isinstance(m, KNOWN_MIXING)]
 
     @property
     def precision(self) -> Precision:
@@ -104,7 +105,7 @@ class Game:
         """Whether D mixes samples: a BatchNorm layer in training mode now (cheap: per
         call), or D's observed or declared profile says so."""
         profiled = self.d_profile is not None and self.d_profile.mixing
-        return profiled or any(m.training for m in self._mixing)
+        return profiled or any(m.training for m in self.mixing_layers)
 
     def mixing_reason(self) -> str:
         if self.d_profile is not None and self.d_profile.mixing:

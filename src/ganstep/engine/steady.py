@@ -89,7 +89,7 @@ class Steady:
         # what is checked before each call: D's train/eval mode and its mixing layers'
         # (BatchNorm), on which merging and concatenating D's forwards depend
         self.user_d, self.d_mode = D, D.training
-        self.mixing = game._mixing
+        self.mixing = game.mixing_layers
         self.mixing_modes = [m.training for m in self.mixing]
         self.merge = game.merge_d_forwards()
         self.concat = game.concat_d_calls()
@@ -234,7 +234,7 @@ class Steady:
             fake, _ = checked_fake(self.game, fake, Batch(like, c))
         return fake
 
-    # D's side: the phases of phases.py, for a D returning one tensor of scores
+    # D's side: the phases of phases.py, for a D with one adversarial output
 
     def _d_outputs(self, x: Tensor, c: Tensor | None, fake: Tensor) -> tuple[object, object]:
         """losses.d_outputs: D on the real and the fake batch (both for condition ``c``)."""
