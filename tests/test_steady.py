@@ -170,13 +170,15 @@ def test_a_layer_replaced_after_steady_calls_is_named():
 
 
 def test_a_latent_that_changes_is_refused_as_on_the_first_call():
-    run, step = build("ns", d_first())
-    batches = real_batches(4)
+    run = Run("ns", False)
+    dtype = [torch.float64]  # what the latent draws; switched after two steady calls
+    latent = lambda n: torch.randn(n, 3, generator=run.gen, dtype=dtype[0])  # noqa: E731
+    step = Step(*run.models(), objective="ns", schedule=d_first(), latent=latent)
+    batches = real_batches(3)
     step(batches[0])
     step(batches[1])
-    gen = run.gen
-    step.game.options.__dict__["latent"] = lambda n: torch.randn(n, 3, generator=gen)
-    step._steady.latent = step.game.options.latent
+    assert step._steady is not None
+    dtype[0] = torch.float32
     with pytest.raises(TypeError, match=r"latent\(6\) returned z of dtype torch.float32"):
         step(batches[2])
 
