@@ -186,8 +186,8 @@ class CycleStep:
         game = self.game
         D_A, D_B = game.d.module
         logs: Logs = {}
-        for key, D, pool, x, fake in (("loss_d_a", D_A, 0, b, fake_B),
-                                      ("loss_d_b", D_B, 1, a, fake_A)):  # fmt: skip
+        for key, gp_key, D, pool, x, fake in (("loss_d_a", "gp_a", D_A, 0, b, fake_B),
+                                              ("loss_d_b", "gp_b", D_B, 1, a, fake_A)):  # fmt: skip
             if self.pools is not None:
                 fake = self.pools[pool].query(fake)
             objective = game.options.objective
@@ -198,7 +198,7 @@ class CycleStep:
                 loss = game.options.d_scale * summed(parts)[0]
                 penalty = penalty_of(objective, D, x, fake)
             if penalty is not None:
-                logs["gp" + key[-2:]] = penalty.detach()
+                logs[gp_key] = penalty.detach()
                 loss = loss + penalty
             guard(game, **{key: loss})
             game.d.backward(loss / k)  # each D's backward, as backward_D_A then _B

@@ -8,6 +8,8 @@ objective reads the adversarial output's scores; each loss term reads the view.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import torch
 from torch import Tensor
 
@@ -87,7 +89,8 @@ def _penalty(game: Game, real: Batch, fake_x: Tensor) -> Tensor | None:
     return penalty_of(game.options.objective, call, real.x, fake_x)
 
 
-def penalty_of(objective: Objective, call, real_x: Tensor, fake_x: Tensor) -> Tensor | None:
+def penalty_of(objective: Objective, call: Callable[[Tensor], object], real_x: Tensor,
+               fake_x: Tensor) -> Tensor | None:  # fmt: skip
     """``objective``'s penalty on the D that ``call(x)`` forwards (its whole output; the
     penalty reads the adversarial one, a multi-scale D's side by side)."""
 

@@ -74,29 +74,26 @@ def case(order: str, objective: str, regularizer: str | None = None, batch: int 
     """A Step's iteration and its reference loop's, on fresh models, and the reference's
     name. ``regularizer``: ``None``, ``"r1"`` (d_first, R1 weight 0.1 every step) or
     ``"r1_lazy"`` (g_first as StyleGAN2-ADA orders it, R1 every 4th step)."""
-    G, D, opt_g, opt_d, latent, real = _pair(objective, batch, width)
     if regularizer == "r1":
-        step = Step(G, D, opt_g, opt_d, objective=NS(r1=0.1), schedule=d_first(), latent=latent)
-        G2, D2, og2, od2, latent2, real2 = _pair(objective, batch, width)
-        ref = lambda: reference.dcgan_r1(G2, D2, og2, od2, [real2], latent2, r1=0.1)  # noqa: E731
-        return (lambda: step(real)), ref, "dcgan_r1"
-    if regularizer == "r1_lazy":
-        step = Step(G, D, opt_g, opt_d, objective=NS(r1=0.1, r1_every=4), latent=latent,
-                    schedule=g_first(), d_order="fake_first")  # fmt: skip
-        G2, D2, og2, od2, latent2, real2 = _pair(objective, batch, width)
-        ref = lambda: reference.stylegan2_r1(G2, D2, og2, od2, [real2], latent2,  # noqa: E731
-                                             r1=0.1, r1_every=4)  # fmt: skip
-        return (lambda: step(real)), ref, "stylegan2_r1"
-    schedule, ref_name = bench.PAIRS[order]
-    step = Step(G, D, opt_g, opt_d, objective=get_objective(objective), schedule=schedule,
-                latent=latent)  # fmt: skip
-    G2, D2, og2, od2, latent2, real2 = _pair(objective, batch, width)
-    if order == "d_first" and objective == "ns":
+        options = {"objective": NS(r1=0.1), "schedule": d_first()}
+        ref_name, ref_options = "dcgan_r1", {"r1": 0.1}
+    elif regularizer == "r1_lazy":
+        options = {"objective": NS(r1=0.1, r1_every=4), "schedule": g_first(),
+                   "d_order": "fake_first"}  # fmt: skip
+        ref_name, ref_options = "stylegan2_r1", {"r1": 0.1, "r1_every": 4}
+    else:
+        schedule, ref_name = bench.PAIRS[order]
+        options = {"objective": get_objective(objective), "schedule": schedule}
+        ref_options = {"objective": objective}
+    G, D, opt_g, opt_d, latent, real = _pair(objective, batch, width)
+    step = Step(G, D, opt_g, opt_d, latent=latent, **options)
+    G2, D2, og2, od2, latent2, real2 = _pair(objective, batch, width)  # the reference's own
+    if regularizer is None and order == "d_first" and objective == "ns":
         ref_name = "hand_minimal_d_first"
         ref = lambda: bench.hand_minimal_d_first(G2, D2, og2, od2, real2, latent2)  # noqa: E731
     else:
         loop = getattr(reference, ref_name)
-        ref = lambda: loop(G2, D2, og2, od2, [real2], latent2, objective)  # noqa: E731
+        ref = lambda: loop(G2, D2, og2, od2, [real2], latent2, **ref_options)  # noqa: E731
     return (lambda: step(real)), ref, ref_name
 
 
