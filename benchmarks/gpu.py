@@ -55,7 +55,7 @@ def step_factory(order: str, variant: str, pair: Callable[[], tuple]) -> Callabl
     step = Step(G, D, opt_g, opt_d, objective="ns", schedule=schedule, latent=latent, **options)
     step.observe_d(real)
     if variant == "graph":
-        graphed = GraphedStep(step, real, generators=[latent.generator])
+        graphed = GraphedStep(step, real, warmup=1, generators=[latent.generator])
         return lambda: graphed(real)
     return lambda: step(real)
 

@@ -203,3 +203,55 @@ def test_fused_refuses_batchnorm_in_training_mode_even_when_switched_on_later():
 def test_fused_flag_must_be_a_bool(value):
     with pytest.raises(ValueError, match="fused must be True or False"):
         simultaneous(fused=value)
+
+
+# --- host syncs ----------------------------------------------------------------------
+
+HOST_READS = {"nonzero", "_local_scalar_dense", "is_nonzero", "item"}
+
+
+class _OpNames(torch.utils._python_dispatch.TorchDispatchMode):
+    """The names of the ATen ops run inside it (what a GPU would launch or sync on)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.names: list[str] = []
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        self.names.append(func.overloadpacket.__name__)
+        return func(*args, **(kwargs or {}))
+
+
+def host_reads(objective):
+    side = Run(objective, batchnorm=False)
+    # SGD: torch's CPU Adam reads its step count on the host (capturable Adam does not)
+    opt_g, opt_d = (torch.optim.SGD(m.parameters(), 0.01) for m in (side.G, side.D))
+    step = Step(side.G, side.D, opt_g, opt_d, objective=objective,
+                schedule=simultaneous(fused=True), latent=side.latent)  # fmt: skip
+    first, second = real_batches(2)
+    step(first)
+    with _OpNames() as ops:
+        step(second)
+    return HOST_READS & set(ops.names)
+
+
+def test_fused_wgan_gp_reads_nothing_on_the_host():
+    """WGAN's slope is one constant: the fused step decides on the host, no sync (a
+    CUDA graph can hold it). ns may have hard samples: it reads one flag."""
+    assert host_reads("wgan_gp") == set()
+    assert host_reads("ns") == {"_local_scalar_dense"}  # hard.any()
+
+
+@pytest.mark.parametrize("d_scale", [0.0, 1e-30, 0.5])
+def test_fused_wgan_gp_with_a_vanishing_d_weight_equals_unfused(d_scale):
+    """d_scale 0 (or below float32's sqrt(tiny) per score) sends every sample through
+    D's extra pass, decided on the host; the result is the unfused step's."""
+
+    def go(fused):
+        side = Run("wgan_gp", batchnorm=False)
+        step = Step(*side.models(), objective="wgan_gp", latent=side.latent, d_scale=d_scale,
+                    schedule=simultaneous(fused=fused))  # fmt: skip
+        torch.manual_seed(7)
+        return side, [step(real) for real in real_batches(3)]
+
+    assert_same_runs(go(True), go(False))

@@ -1,49 +1,62 @@
-"""One whole Step iteration captured in a CUDA graph and replayed (CUDA only).
+"""Whole Step iterations captured in CUDA graphs and replayed (CUDA only).
 
 A replay launches every kernel of the iteration (both forwards, both backwards, both
-optimizer steps, BEGAN's k_t update) with one CPU call. That needs an iteration with
-no host synchronisation and the same work every time, so capture refuses:
+optimizer steps, BEGAN's k_t update) with one CPU call. A graph holds one fixed piece
+of work, so iterations are sorted by what they do (:func:`iteration_kind`: how many
+steps each side takes, and after which of them a lazy R1 phase runs) and each kind
+gets a graph of its own, captured the first time that kind comes after ``warmup``
+eager iterations of it. A plain d_first Step has one kind; lazy R1 two (with and
+without the penalty); WGAN's ``g_every = 5`` two (with and without G's step).
 
-- schedules whose work depends on the iteration (``simultaneous`` with ``d_every`` or
-  ``g_every`` > 1) and the fused step (it reads one flag on the host to find samples
-  where D's slope vanished);
+Capture refuses what a graph cannot replay (each for the reason given):
+
+- the fused step, except for WGAN-GP: it reads one flag on the host to find samples
+  where D's slope vanished;
 - ``fp16`` (the loss scalers read their overflow flag on the host); ``bf16`` is fine;
-- ``distributed=True`` (collectives are left out of the graph);
+- ``distributed=True`` (collectives are left out of the graph), ``accumulate`` > 1;
 - ``check_finite=True`` (each check reads a value on the host);
-- conditional steps and loss terms (not captured yet), lazy R1 (``r1_every`` > 1),
-  ``accumulate`` > 1;
+- G's path-length regularizer (its running mean is replaced, not updated in place),
+  InfoGAN's info step, the fake pool (it draws from Python's random) and adaptive
+  augmentation (ADA's p moves on the host);
 - weights that are functions of the iteration and hooks that read it (a replay would
   repeat the captured iteration's value);
-- optimizers that are not capturable (build Adam/AdamW with ``capturable=True``).
+- optimizers that are not capturable (build Adam/AdamW with ``capturable=True``; a
+  learning rate that changes during training must be a tensor, changed in place).
 
-z must come from a generator the graph can advance: the default CUDA generator, or
-one the caller registers (``CUDAGraph.register_generator_state``, exposed here as
-``generators=``).
+Random draws must come from generators the graph advances: the default CUDA generator
+(augmentation, WGAN-GP's interpolation, a condition sampler that draws on the device)
+or ones the caller registers (``generators=``, e.g. the one behind ``latent``). A
+draw on the CPU, moved to the GPU, would be replayed as the captured numbers.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections import Counter
+from collections.abc import Callable, Hashable, Sequence
+from dataclasses import dataclass
 
 import torch
 from torch import Tensor
 
 from .checks import positive_int
+from .schedules import Schedule
 from .step import Step
 
 
 def check_capturable(step: Step) -> None:
     """Raise ValueError naming what keeps ``step`` out of a CUDA graph."""
     schedule = step.schedule
-    if getattr(schedule, "fused", False):
+    if getattr(schedule, "fused", False) and not step.objective.constant_slopes:
         raise ValueError(
-            "CUDA graph capture: the fused step reads a flag on the host each iteration; "
+            "CUDA graph capture: the fused step reads a flag on the host each iteration "
+            f"(samples where D's slope vanished; {step.objective.name!r} has them); "
             "capture simultaneous() without fused"
         )
-    if getattr(schedule, "d_every", 1) > 1 or getattr(schedule, "g_every", 1) > 1:
+    if type(schedule).updates is Schedule.updates:
         raise ValueError(
-            "CUDA graph capture: with d_every or g_every > 1 iterations differ; "
-            "capture needs the same work every iteration"
+            f"CUDA graph capture: schedule {type(schedule).__name__} does not say which "
+            "steps each iteration takes (Schedule.updates), so its iterations cannot be "
+            "sorted into graphs"
         )
     if step.precision.name == "fp16":
         raise ValueError(
@@ -53,21 +66,21 @@ def check_capturable(step: Step) -> None:
         raise ValueError("CUDA graph capture: distributed steps are not captured")
     if step.accumulate > 1:
         raise ValueError("CUDA graph capture: accumulate > 1 is not captured; use accumulate=1")
-    regularizer = step.objective.regularizer
-    if regularizer is not None and regularizer.weight and regularizer.every > 1:
-        raise ValueError("CUDA graph capture: lazy R1 (r1_every > 1) differs between iterations")
     game, options = step.game, step.game.options
     if options.g_regularizer is not None:
-        raise ValueError("CUDA graph capture: a lazy G regularizer differs between iterations")
+        raise ValueError(
+            "CUDA graph capture: G's path-length regularizer replaces its running mean "
+            "each phase (a graph would read the captured one)"
+        )
     if game.info is not None:
         raise ValueError("CUDA graph capture: InfoGAN's info step is not captured")
-    if options.augment is not None or options.fake_pool is not None:
+    if options.fake_pool is not None:
+        raise ValueError("CUDA graph capture: the fake pool draws from Python's random")
+    if hasattr(options.augment, "end_iteration"):
         raise ValueError(
-            "CUDA graph capture: augmentation and the fake pool are not captured (the "
-            "pool draws from Python's random, ADA's p moves on the host)"
+            "CUDA graph capture: adaptive augmentation moves its p on the host each "
+            "iteration; a fixed policy (DiffAugment) is captured"
         )
-    if options.condition is not None or options.g_terms or options.d_terms:
-        raise ValueError("CUDA graph capture: conditional steps and loss terms are not captured")
     hooks = [*options.before_step.values(), *options.after_step.values()]
     reads_iteration = any(h.with_iteration for h in hooks)
     if callable(options.d_scale) or callable(options.g_scale) or reads_iteration:
@@ -92,57 +105,154 @@ def check_capturable(step: Step) -> None:
         raise ValueError(f"CUDA graph capture needs the models on CUDA, they are on {device}")
 
 
+def iteration_kind(step: Step) -> tuple:
+    """What ``step``'s next iteration does, as far as a graph must know: the steps each
+    side takes and, for each of D's, whether a lazy R1 phase follows it. Two iterations
+    of one kind run the same kernels on the same shapes."""
+    d_steps, g_steps = step.schedule.updates(step.iteration)
+    regularizer = step.objective.regularizer
+    done = step.progress.d_updates
+    r1 = tuple(regularizer is not None and regularizer.due(done + j) for j in range(d_steps))
+    return d_steps, g_steps, r1
+
+
+@dataclass
+class _Captured:
+    graph: torch.cuda.CUDAGraph
+    logs: dict[str, Tensor]
+    moved: tuple[int, int, int]  # what one iteration adds to (iteration, d_updates, g_updates)
+
+
+class IterationGraphs:
+    """``run`` (one iteration of ``step``, and whatever the caller adds to it) captured
+    once per :func:`iteration_kind`, after ``warmup`` eager runs of that kind, and
+    replayed from then on. Each call is one iteration. ``run`` reads its inputs from
+    tensors that stay where they are (the caller copies new data into them first, or
+    ``run`` draws it on the device) and returns its logs."""
+
+    def __init__(
+        self,
+        step: Step,
+        run: Callable[[], dict[str, Tensor]],
+        warmup: int = 3,
+        generators: Sequence[torch.Generator] = (),
+    ) -> None:
+        check_capturable(step)
+        self.step, self.run = step, run
+        self.warmup = positive_int(warmup, "warmup")
+        self.generators = list(generators)
+        self.graphs: dict[Hashable, _Captured] = {}
+        self.eager_runs: Counter = Counter()
+
+    def __call__(self) -> dict[str, Tensor]:
+        kind = iteration_kind(self.step)
+        captured = self.graphs.get(kind)
+        if captured is None and self.eager_runs[kind] < self.warmup:
+            self.eager_runs[kind] += 1
+            return self._eager()
+        if captured is None:
+            captured = self.graphs[kind] = self._capture(kind)
+        captured.graph.replay()
+        progress = self.step.progress
+        progress.iteration += captured.moved[0]
+        progress.d_updates += captured.moved[1]
+        progress.g_updates += captured.moved[2]
+        return {k: v.clone() for k, v in captured.logs.items()}
+
+    def _eager(self) -> dict[str, Tensor]:
+        """One ordinary iteration, on a side stream as torch's capture recipe warms up
+        (lazily made state, cuDNN and cuBLAS plans, exist before capture)."""
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            logs = self.run()
+        torch.cuda.current_stream().wait_stream(side)
+        return logs
+
+    def _capture(self, kind: tuple) -> _Captured:
+        """Record one iteration of ``kind``; nothing runs until it is replayed, so the
+        counters the recording moved are put back (each replay moves them)."""
+        progress = self.step.progress
+        before = (progress.iteration, progress.d_updates, progress.g_updates)
+        graph = torch.cuda.CUDAGraph()
+        for gen in self.generators:
+            graph.register_generator_state(gen)
+        with torch.cuda.graph(graph):
+            logs = self.run()
+        after = (progress.iteration, progress.d_updates, progress.g_updates)
+        progress.iteration, progress.d_updates, progress.g_updates = before
+        moved = (after[0] - before[0], after[1] - before[1], after[2] - before[2])
+        if moved[:2] != (1, kind[0]):
+            raise RuntimeError(  # iteration_kind and the schedule disagree: a ganstep bug
+                f"CUDA graph capture: an iteration of kind {kind} moved the step counters "
+                f"by {moved}; please report this"
+            )
+        return _Captured(graph, logs, moved)
+
+
 class GraphedStep:
-    """``step`` captured on the shapes of ``real``; call it like the Step.
+    """``step`` replayed from CUDA graphs on the shapes of ``real``; call it like the
+    Step: each call is one iteration, the first ``warmup`` of each kind eager.
 
     Args:
         step: the Step to capture.
-        real: an example of what one call takes (tensor or list of tensors); later
-            calls must match its shapes, dtypes and device.
-        warmup: ordinary iterations run on ``real`` before capture, on a side stream,
-            so that lazily created state (optimizer moments, cuDNN plans) exists.
-            They train the models like any iteration does.
+        real: an example of what one call takes (a tensor, ``(x, y)`` for a
+            conditional Step, a list of those for several D steps); later calls must
+            match its structure, shapes, dtypes and device. Each call's data is copied
+            into the graph's own copy of it.
+        warmup: eager iterations of each kind before its graph is captured, on a side
+            stream, so that lazily created state (optimizer moments, cuDNN plans)
+            exists at capture.
         generators: extra CUDA generators the iteration draws from (e.g. the one
-            behind ``latent``), registered with the graph so replays advance them.
+            behind ``latent``), registered with each graph so replays advance them.
     """
 
     def __init__(
         self,
         step: Step,
-        real: Tensor | Sequence[Tensor],
+        real: object,
         warmup: int = 3,
         generators: Sequence[torch.Generator] = (),
     ) -> None:
-        check_capturable(step)
-        positive_int(warmup, "warmup")
+        step.batches_of(real)  # what the Step would refuse, refused now
         self.step = step
-        self.static = [b.x.clone() for b in step.batches_of(real)]
-        side = torch.cuda.Stream()
-        side.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(side):
-            for _ in range(warmup):
-                step(self._arg())
-        torch.cuda.current_stream().wait_stream(side)
-        self.graph = torch.cuda.CUDAGraph()
-        for gen in generators:
-            self.graph.register_generator_state(gen)
-        with torch.cuda.graph(self.graph):
-            self.logs = step(self._arg())  # counts as an iteration; replays count below
-        step.iteration -= 1
+        self.static = _tree_map(lambda t: t.clone(), real)
+        self.graphs = IterationGraphs(step, lambda: step(self.static), warmup, generators)
 
-    def _arg(self) -> Tensor | list[Tensor]:
-        return self.static if len(self.static) > 1 else self.static[0]
-
-    def __call__(self, real: Tensor | Sequence[Tensor]) -> dict[str, Tensor]:
-        """Copy ``real`` into the graph's input and replay one iteration."""
-        batches = [b.x for b in self.step.batches_of(real)]
-        for target, batch in zip(self.static, batches, strict=True):
+    def __call__(self, real: object) -> dict[str, Tensor]:
+        """Copy ``real`` into the graph's input and run one iteration."""
+        targets, batches = _leaves(self.static), _leaves(real)
+        if len(targets) != len(batches):
+            raise ValueError(
+                f"a captured step takes {len(targets)} tensor(s) per call, as it was "
+                f"built on; got {len(batches)}"
+            )
+        for target, batch in zip(targets, batches, strict=True):
             if batch.shape != target.shape or batch.dtype != target.dtype:
                 raise ValueError(
                     f"a captured step takes batches of shape {tuple(target.shape)} "
                     f"{target.dtype}, got {tuple(batch.shape)} {batch.dtype}"
                 )
             target.copy_(batch, non_blocking=True)
-        self.graph.replay()
-        self.step.iteration += 1
-        return {k: v.clone() for k, v in self.logs.items()}
+        return self.graphs()
+
+
+def _leaves(tree: object) -> list[Tensor]:
+    """The tensors of ``tree`` (a tensor, or lists, tuples and dicts of them), in order."""
+    if isinstance(tree, Tensor):
+        return [tree]
+    if isinstance(tree, dict):
+        return [t for key in sorted(tree) for t in _leaves(tree[key])]
+    if isinstance(tree, list | tuple):
+        return [t for item in tree for t in _leaves(item)]
+    raise TypeError(f"a captured step takes tensors (in lists, tuples, dicts); got {tree!r}")
+
+
+def _tree_map(fn: Callable[[Tensor], Tensor], tree: object) -> object:
+    if isinstance(tree, Tensor):
+        return fn(tree)
+    if isinstance(tree, dict):
+        return {key: _tree_map(fn, value) for key, value in tree.items()}
+    if isinstance(tree, list | tuple):
+        return type(tree)(_tree_map(fn, item) for item in tree)
+    raise TypeError(f"a captured step takes tensors (in lists, tuples, dicts); got {tree!r}")

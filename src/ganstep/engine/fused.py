@@ -91,7 +91,9 @@ def fused_joint_phase(game: Game, real: MicroBatches, fake: MicroBatches) -> Log
     Where D's slope h_D'(s_i) is 0 or too small for the product to keep its precision
     (hinge below -1, a saturated ns logit, LSGAN at 0), the rescaled gradient would be
     lost. Those samples alone go through D once more for G's gradient; that check
-    reads one flag on the host.
+    reads one flag on the host (a device sync each iteration on a GPU), except where
+    D's slope is one constant (WGAN-GP: ``Objective.constant_slopes``), where every
+    sample is hard or none is and the host knows which from the loss weights.
     """
     check_fusable(game)
     return run_phase(game, [game.d, game.g], real, fake, partial(_fused_micro, game))
@@ -120,17 +122,24 @@ def _fused_micro(game: Game, real: Batch, fake: Batch, k: int) -> Logs:
     # D's backward carries weight h_D'(s) / (elements * k) (times D's loss scale and
     # d_scale) per score; below sqrt(tiny) of the dtype it runs in, it may underflow.
     scale_d = game.d.factor(fake.x) * d_scale
-    weight = d_slope.abs() * scale_d / (s.numel() * k)
-    hard = ~torch.isfinite(ratio) | (weight < torch.finfo(fake_in.x.dtype).tiny ** 0.5)
-    hard = hard.reshape(n, -1).any(1)
-    ratio = torch.where(hard, torch.zeros_like(hard, dtype=ratio.dtype), ratio.reshape(n, -1)[:, 0])
+    floor = torch.finfo(fake_in.x.dtype).tiny ** 0.5
+    if objective.constant_slopes and precision.name != "fp16":
+        # h_D' is one nonzero constant (WGAN's 1) and the loss scale is 1: every sample
+        # is hard or none is, which the host knows without reading the device.
+        idx, ratio = None, ratio.reshape(n, -1)[:, 0]
+        if not abs(d_scale) / (s.numel() * k) >= floor:
+            idx, ratio = torch.arange(n, device=s.device), torch.zeros_like(ratio)
+    else:
+        weight = d_slope.abs() * scale_d / (s.numel() * k)
+        hard = (~torch.isfinite(ratio) | (weight < floor)).reshape(n, -1).any(1)
+        ratio = torch.where(hard, torch.zeros_like(ratio[:1]), ratio.reshape(n, -1)[:, 0])
+        idx = hard.nonzero().squeeze(1) if hard.any() else None  # the one host sync
     # fake_in's gradient carries D's loss scale and d_scale; G's backward must carry G's
     # (and g_scale). With d_scale 0 at this iteration every sample went the hard way.
     rescale = game.g.factor(fake.x) * g_scale / scale_d if d_scale else 0.0
     grad_in = fake_in.x.grad if fake_in.x.grad is not None else torch.zeros_like(fake_in.x)
     roots, grads = [fake.x], [(grad_in * _rows(ratio * rescale, grad_in)).to(fake.x.dtype)]
-    if hard.any():
-        idx = hard.nonzero().squeeze(1)
+    if idx is not None:
         rows = fake.rows(idx)
         with game.d.frozen(), precision.autocast():
             (s_hard,) = scores(game, d_call(game, rows), rows.x)

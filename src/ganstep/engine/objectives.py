@@ -49,6 +49,9 @@ class Objective:
     # Whether h_G'(s) / h_D'(s) is one constant wherever D's slope is not 0: then the
     # fused step is exact for a map of scores per sample too.
     constant_ratio = False
+    # Whether h_D'(s) is one nonzero constant (the Wasserstein losses): the fused step
+    # then knows on the host that no sample needs D's extra pass (no device sync).
+    constant_slopes = False
     # Why the fused simultaneous step cannot use this objective; None when it can.
     not_fusable: str | None = "its L_G is not a per-sample multiple of L_D at the fake scores"
     # The losses apply a sigmoid to D's scores (BCE with logits): a D whose output comes
@@ -234,6 +237,7 @@ class Wasserstein(Objective):
     their way."""
 
     constant_ratio = True
+    constant_slopes = True
     not_fusable = None
 
     def d_loss(self, real: Tensor, fake: Tensor) -> tuple[Tensor, Logs]:

@@ -53,6 +53,11 @@ class Schedule:
     def run(self, game: Game, reals: list[Batch], iteration: int) -> Logs:
         raise NotImplementedError
 
+    def updates(self, iteration: int) -> tuple[int, int]:
+        """The optimizer steps (D's, G's) that :meth:`run` takes at ``iteration``: what a
+        CUDA graph of one iteration must know to hold the same work as another."""
+        raise NotImplementedError
+
 
 @dataclass(frozen=True)
 class DFirst(Schedule):
@@ -164,6 +169,9 @@ class DFirst(Schedule):
             logs.update(g_phase(game, fake, real))
         return logs
 
+    def updates(self, iteration: int) -> tuple[int, int]:
+        return self.d_steps, self.g_steps if iteration % self.g_every == 0 else 0
+
 
 @dataclass(frozen=True)
 class GFirst(Schedule):
@@ -195,6 +203,9 @@ class GFirst(Schedule):
                 latents = draw(game, real)
             logs.update(d_phase(game, real, generate(game, latents, real, graph=False)))
         return logs
+
+    def updates(self, iteration: int) -> tuple[int, int]:
+        return self.d_steps, self.g_steps
 
 
 @dataclass(frozen=True)
@@ -253,6 +264,9 @@ class Simultaneous(Schedule):
         if update_g:
             return g_phase(game, generate(game, latents, real, graph=True), real)
         return d_phase(game, real, generate(game, latents, real, graph=False))
+
+    def updates(self, iteration: int) -> tuple[int, int]:
+        return int((iteration + 1) % self.d_every == 0), int((iteration + 1) % self.g_every == 0)
 
 
 d_first, g_first, simultaneous = DFirst, GFirst, Simultaneous

@@ -214,7 +214,8 @@ def _graphed(pair: Callable[[], tuple], objective: str) -> Factory:
         opt_d = torch.optim.Adam(D.parameters(), 2e-4, betas=(0.5, 0.999), capturable=True)
         step = Step(G, D, opt_g, opt_d, objective=objective, schedule=d_first(), latent=latent)
         step.observe_d(real)
-        graphed = GraphedStep(step, real, generators=[latent.generator])
+        # one eager call, then capture at the second: both inside the bench's warm-up
+        graphed = GraphedStep(step, real, warmup=1, generators=[latent.generator])
         return (lambda: graphed(real)), G, D
 
     return build
