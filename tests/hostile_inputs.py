@@ -552,6 +552,26 @@ def lr_jump_on_resume(tmp: Path, timeout: float) -> Outcome:
     return Outcome(True, line.split("warning: ")[-1][:120])
 
 
+def cuda_run_resumed_on_cpu(tmp: Path, timeout: float) -> Outcome:
+    """A run written on a GPU (its z stream a CUDA generator's 16 bytes), resumed on a
+    machine without one. Made on the CPU by writing such a stream into its checkpoint."""
+    import torch
+
+    from ganstep.trainer import checkpoint
+
+    run = trained_run(tmp, "run")
+    newest = sorted((run / "checkpoints").glob("step_*.pt"))[-1]
+    state = torch.load(newest, weights_only=True)
+    state.pop("checksum")
+    state["rng"]["latent"] = torch.zeros(16, dtype=torch.uint8)
+    state["rng_ranks"] = [state["rng"]]
+    newest.unlink()
+    checkpoint.save(run / "checkpoints", state["step"], state, keep=3)
+    proc = ganstep(tmp, "train", "--out", run, "--resume", *TINY, "--steps", "3",
+                   timeout=timeout)  # fmt: skip
+    return clear_error(proc, "drawn on CUDA", "--device")
+
+
 def bit_flip(tmp: Path, timeout: float) -> Outcome:
     """One bit of a weight in the newest checkpoint flipped, as a disk or copy would."""
     import torch
@@ -788,6 +808,8 @@ CASES = [
     Case("finished run, its checkpoints moved, a new run in its folder", "lost",
          finished_run_checkpoints_moved, in_suite=False),
     Case("checkpoint of step 100,000,000", "silent", nine_digit_checkpoints),
+    Case("a CUDA run's checkpoint resumed on the CPU", "traceback", cuda_run_resumed_on_cpu,
+         in_suite=False),
     Case("files written under umask 022", "silent", umask_modes),
     Case("bench --json over a file of the user's", "vague", existing_json("bench")),
     Case("class subfolders and two stray images", "silent",

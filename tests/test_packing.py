@@ -20,6 +20,7 @@ from helpers.wild import assert_losses, assert_same_sides
 from ganstep import Step, d_first
 from ganstep.trainer.config import Config
 from ganstep.trainer.data import load_dataset
+from ganstep.trainer.iteration import real_batch
 from ganstep.trainer.models import (
     DCGANDiscriminator,
     DCGANGenerator,
@@ -27,7 +28,6 @@ from ganstep.trainer.models import (
     build_models,
     pack,
 )
-from ganstep.trainer.train import _real_batch
 from ganstep.trainer.trainee import Trainee
 
 M, N, Z, STEPS = 2, 4, 4, 3  # pack size, packs per batch, z size, iterations
@@ -136,7 +136,7 @@ def test_the_trainer_draws_one_batch_per_slot():
     generator, each a batch of ``batch_size``."""
     data = load_dataset("grid")
     cfg = Config(pack=M, batch_size=N).resolved(data)
-    real = _real_batch(data, cfg, torch.Generator().manual_seed(5), torch.device("cpu"))
+    real = real_batch(data, cfg, torch.Generator().manual_seed(5), torch.device("cpu"))
     gen = torch.Generator().manual_seed(5)
     slots = [data.batch(N, gen) for _ in range(M)]
     assert torch.equal(real, torch.cat(slots, dim=1))

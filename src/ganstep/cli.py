@@ -104,6 +104,11 @@ TRAIN_FLAGS = {
         "CUDA: allow TF32 in float32 matmuls and convolutions (faster on Ampere "
         "and later; off by default, as in StyleGAN2-ADA: not float32 arithmetic)",
     ),
+    "graph": (
+        str,
+        "CUDA: replay each iteration from CUDA graphs: auto (the default: on CUDA when "
+        "the run allows it, else a note says why not), on (or fail), off",
+    ),
     "out": (str, "the run folder"),
     "z_dim": (int, "size of z"),
     "width": (int, "model width (hidden units, or base channels)"),

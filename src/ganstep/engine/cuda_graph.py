@@ -216,25 +216,38 @@ class GraphedStep:
     ) -> None:
         step.batches_of(real)  # what the Step would refuse, refused now
         self.step = step
-        self.static = _tree_map(lambda t: t.clone(), real)
-        self.graphs = IterationGraphs(step, lambda: step(self.static), warmup, generators)
+        self.static = StaticInput(real)
+        self.graphs = IterationGraphs(step, lambda: step(self.static.value), warmup, generators)
 
     def __call__(self, real: object) -> dict[str, Tensor]:
         """Copy ``real`` into the graph's input and run one iteration."""
-        targets, batches = _leaves(self.static), _leaves(real)
-        if len(targets) != len(batches):
+        self.static.fill(real)
+        return self.graphs()
+
+
+class StaticInput:
+    """A copy of ``example`` (a tensor, or lists, tuples and dicts of them) that stays
+    where it is: a graph reads its input from there, and each call's data is copied in."""
+
+    def __init__(self, example: object) -> None:
+        self.value = _tree_map(lambda t: t.clone(), example)
+        self.leaves = _leaves(self.value)
+
+    def fill(self, new: object) -> None:
+        """Copy ``new`` in; it must have the example's structure, shapes and dtypes."""
+        batches = _leaves(new)
+        if len(batches) != len(self.leaves):
             raise ValueError(
-                f"a captured step takes {len(targets)} tensor(s) per call, as it was "
+                f"a captured step takes {len(self.leaves)} tensor(s) per call, as it was "
                 f"built on; got {len(batches)}"
             )
-        for target, batch in zip(targets, batches, strict=True):
+        for target, batch in zip(self.leaves, batches, strict=True):
             if batch.shape != target.shape or batch.dtype != target.dtype:
                 raise ValueError(
                     f"a captured step takes batches of shape {tuple(target.shape)} "
                     f"{target.dtype}, got {tuple(batch.shape)} {batch.dtype}"
                 )
             target.copy_(batch, non_blocking=True)
-        return self.graphs()
 
 
 def _leaves(tree: object) -> list[Tensor]:

@@ -39,7 +39,8 @@ IMAGES_DEFAULTS = {"steps": 5000, "batch_size": 64, "lr_g": 2e-4, "lr_d": 2e-4, 
 # What --resume may change: how long the run goes on, how often it reports, where it
 # runs. Everything else defines the run (its math, its data, its metrics) and must stay.
 RESUMABLE = ("steps", "eval_every", "sample_every", "ckpt_every", "keep", "log_every",
-             "device", "compile", "out", "data_dir", "tensorboard", "tf32")  # fmt: skip
+             "device", "compile", "out", "data_dir", "tensorboard", "tf32",
+             "graph")  # fmt: skip
 MAX_SEED = 2**62
 MAX_LR = 1e6  # far beyond any working rate; near float32's range Adam's step overflows
 # Upper bounds, checked before anything is allocated: far beyond any run this trainer is
@@ -143,6 +144,7 @@ class Config:
     seed: int = 0
     device: str = "auto"
     tf32: bool = False
+    graph: str = "auto"
     out: str = "runs/latest"
     eval_every: int = 1000
     eval_samples: int = 2500
@@ -178,6 +180,14 @@ class Config:
             raise ValueError(f"device must be auto, cpu or cuda[:N], got {self.device!r}")
         if self.device.startswith("cuda") and not torch.cuda.is_available():
             raise ValueError(f"device {self.device!r} asked for, but CUDA is not available")
+        on_cuda = self.device.startswith("cuda") or (
+            self.device == "auto" and torch.cuda.is_available()
+        )
+        if self.graph == "on" and not on_cuda:
+            raise ValueError(
+                "graph on captures CUDA graphs, and this run is on the CPU: use --graph "
+                "auto (the default, on CUDA only) or off"
+            )
 
     def _check_names(self) -> None:
         """The fields that name something: a folder, a dataset, a model, an option."""
@@ -205,6 +215,7 @@ class Config:
         check_name("objective", self.objective, OBJECTIVES)
         check_name("schedule", self.schedule, SCHEDULES)
         check_name("precision", self.precision, DTYPES)
+        check_name("graph", self.graph, ("auto", "on", "off"))
         if not is_policy(self.augment):  # a DiffAugment policy such as "translation,cutout"
             check_name("augment", self.augment, (*AUGMENTS, "a policy such as translation,cutout"))
         if self.fused and self.schedule != "simultaneous":

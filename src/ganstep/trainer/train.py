@@ -32,7 +32,8 @@ from .backends import cuda_backends
 from .config import Config
 from .data import Dataset, load_dataset
 from .evaluation import Evaluator
-from .models import image_size, pack
+from .iteration import Iteration
+from .models import image_size
 from .run_folder import RunLock
 from .sampling import class_labels, generate, save_samples
 from .tensorboard import Board
@@ -210,6 +211,7 @@ class RunState:
     writer: bool  # rank 0: evaluates and writes
     evaluator: Evaluator | None
     meta: dict  # the data's description, in every checkpoint
+    iteration: Iteration  # runs one training iteration (eager, or from CUDA graphs)
     board: Board | None = None  # --tensorboard, rank 0
     # The loop's seconds so far: those of the processes before a resume (from the
     # checkpoint) plus this one's since its loop began, so elapsed_s counts the run.
@@ -236,8 +238,9 @@ class RunState:
             return
         self.board.scalars("Loss", {k: v.item() for k, v in logs.items()}, done)
         trainee = self.trainee
-        progress = {"lr_g": trainee.opt_g.param_groups[0]["lr"],
-                    "lr_d": trainee.opt_d.param_groups[0]["lr"], "steps_per_s": rate}  # fmt: skip
+        progress = {f"lr_{who}": float(opt.param_groups[0]["lr"])
+                    for who, opt in (("g", trainee.opt_g), ("d", trainee.opt_d))}  # fmt: skip
+        progress["steps_per_s"] = rate
         for who, scaler in trainee.step.precision.scalers.items():
             progress[f"loss_scale_{who}"] = scaler.get_scale()
         self.board.scalars("Progress", progress, done)
@@ -340,8 +343,9 @@ def _set_up_run(
     meta = {**folder.data_meta(data), "checksum": data.checksum}
     board = Board(out, cfg, start) if writer and cfg.tensorboard else None
     tally.explain = functools.partial(nonfinite.explain, cfg, trainee.G, trainee.D)
-    return RunState(cfg, out, train, trainee, tally, start, writer, evaluator, meta, board,
-                    elapsed)  # fmt: skip
+    iteration = Iteration(cfg, train, trainee, writer)
+    return RunState(cfg, out, train, trainee, tally, start, writer, evaluator, meta, iteration,
+                    board, elapsed)  # fmt: skip
 
 
 def _training_loop(run: RunState, device: torch.device, progress: bool) -> dict:
@@ -361,11 +365,8 @@ def _training_loop(run: RunState, device: torch.device, progress: bool) -> dict:
         for done in range(run.start + 1, cfg.steps + 1):
             if cfg.lr_decay == "linear":  # a function of the step alone: resume stays exact
                 trainee.set_lr(1 - (done - 1) / cfg.steps)
-            reals = [_real_batch(run.data, cfg, trainee.data_gen, device)
-                     for _ in range(trainee.step.real_batches)]  # fmt: skip
-            logs = trainee.step(reals if len(reals) > 1 else reals[0])
+            logs = run.iteration()  # the real batches, the Step, the EMA
             tally.add(logs, done)
-            trainee.update_ema()
             last = done == cfg.steps
             if done % cfg.log_every == 0 or last:
                 tally.check()
@@ -469,16 +470,6 @@ class _StopFlag:
     def __exit__(self, *exc) -> None:
         if self.installed:
             signal.signal(signal.SIGINT, self.previous)
-
-
-def _real_batch(data: Dataset, cfg: Config, gen: torch.Generator, device) -> object:
-    """One real batch on ``device``: x, (x, labels) for a conditional run, or packs."""
-    if cfg.conditional:
-        x, y = data.labelled_batch(cfg.batch_size, gen)
-        return x.to(device), y.to(device)
-    if cfg.pack > 1:  # one batch per pack slot, drawn slot after slot, as PacGAN feeds D
-        return pack([data.batch(cfg.batch_size, gen) for _ in range(cfg.pack)]).to(device)
-    return data.batch(cfg.batch_size, gen).to(device)
 
 
 def _any_process(flag: bool, device: torch.device) -> bool:

@@ -18,6 +18,10 @@ from .data import Dataset
 from .lean_adam import LeanAdam
 from .models import PackedGenerator, build_models
 
+# Training data up to this size is kept on the GPU and drawn from there (MNIST at 32x32
+# is 0.25 GB); larger data stays on the host and each batch is copied.
+DATA_ON_GPU_BYTES = 2 * 2**30
+
 
 class Trainee:
     """What a checkpoint holds: models, optimizers, Step, EMA and every random stream."""
@@ -39,9 +43,19 @@ class Trainee:
         # kernel is the same update in one call per optimizer, and LeanAdam calls it
         # without torch's Python around it (0.88x the default run's iteration). On CUDA
         # the default, foreach, is already one call per group.
-        adam = LeanAdam if device.type == "cpu" else torch.optim.Adam
-        self.opt_g = adam(self.G.parameters(), cfg.lr_g, betas=betas)
-        self.opt_d = adam(self.D.parameters(), d_rates[0], betas=d_rates[1])
+        # For CUDA graphs (--graph), Adam keeps its step count and rate on the device
+        # (capturable, the rate a tensor that --lr-decay changes in place).
+        self.capturable = device.type == "cuda" and cfg.graph != "off"
+        if self.capturable:
+            self.opt_g, self.opt_d = (
+                torch.optim.Adam(m.parameters(), torch.tensor(rate, device=device), betas=b,
+                                 capturable=True, foreach=True)
+                for m, (rate, b) in ((self.G, self.rates["g"]), (self.D, d_rates))
+            )  # fmt: skip
+        else:
+            adam = LeanAdam if device.type == "cpu" else torch.optim.Adam
+            self.opt_g = adam(self.G.parameters(), cfg.lr_g, betas=betas)
+            self.opt_d = adam(self.D.parameters(), d_rates[0], betas=d_rates[1])
         self.ema = copy.deepcopy(self.G).requires_grad_(False) if cfg.ema > 0 else None
         if self.ema is not None:  # listed once: walking the modules each step cost more
             self._ema_params = (list(self.ema.parameters()), list(self.G.parameters()))
@@ -49,7 +63,12 @@ class Trainee:
         # Each process of a data parallel run draws its own z and batches.
         stream = cfg.seed + data_parallel.SEED_STRIDE * self.rank
         self.latent_gen = torch.Generator(device=device).manual_seed(stream + 1)
-        self.data_gen = torch.Generator().manual_seed(stream + 2)
+        # Batches are drawn where the data is: on the GPU when it fits there (no copy
+        # per step, and a CUDA graph draws them itself), else on the host.
+        self.data_device = torch.device("cpu")
+        if device.type == "cuda" and data.training_bytes() <= DATA_ON_GPU_BYTES:
+            self.data_device = device
+        self.data_gen = torch.Generator(device=self.data_device).manual_seed(stream + 2)
         objective = cfg.objective
         if cfg.r1:
             objective = OBJECTIVES[cfg.objective](r1=cfg.r1, r1_every=cfg.r1_every)
@@ -86,7 +105,13 @@ class Trainee:
     def set_lr(self, scale: float) -> None:
         for opt, who in ((self.opt_g, "g"), (self.opt_d, "d")):
             for group in opt.param_groups:
-                group["lr"] = self.rates[who][0] * scale
+                rate, lr = self.rates[who][0] * scale, group["lr"]
+                if not self.capturable:
+                    group["lr"] = rate
+                elif isinstance(lr, Tensor) and lr.device == self.device:
+                    lr.fill_(rate)  # in place: a captured graph reads this tensor
+                else:  # a checkpoint's rate (a float, or a tensor loaded on the CPU)
+                    group["lr"] = torch.tensor(rate, device=self.device)
 
     @torch.no_grad()
     def update_ema(self) -> None:
@@ -108,7 +133,19 @@ class Trainee:
 
     def set_rng_state(self, rng: dict) -> None:
         torch.set_rng_state(rng["torch"])
+        if rng["latent"].numel() != self.latent_gen.get_state().numel():
+            wrote, here = ("CUDA", "the CPU") if self.device.type == "cpu" else ("the CPU", "CUDA")
+            raise ValueError(
+                f"this checkpoint's z stream was drawn on {wrote} and this run is on {here}: "
+                f"resume it on the device it was written on (--device), or its random "
+                "streams cannot continue"
+            )
         self.latent_gen.set_state(rng["latent"])
+        if rng["data"].numel() != self.data_gen.get_state().numel():
+            # the batches were drawn on the other device (a checkpoint from before they
+            # were drawn on the GPU, or data that no longer fits there): go on there
+            other = self.device if self.data_device.type == "cpu" else torch.device("cpu")
+            self.data_device, self.data_gen = other, torch.Generator(device=other)
         self.data_gen.set_state(rng["data"])
         if self.device.type == "cuda" and rng.get("cuda") is not None:
             torch.cuda.set_rng_state(rng["cuda"], self.device)
@@ -137,7 +174,7 @@ class Trainee:
         self.G.load_state_dict(state["G"])
         self.D.load_state_dict(state["D"])
         for opt, key in ((self.opt_g, "opt_g"), (self.opt_d, "opt_d")):
-            opt.load_state_dict(state[key])
+            _load_keeping_kind(opt, state[key])
         self.set_lr(1.0)  # the config wins over the saved rates: a resume may change them
         for opt, who in ((self.opt_g, "g"), (self.opt_d, "d")):
             for group in opt.param_groups:
@@ -152,3 +189,22 @@ class Trainee:
                 f"the same number (now {self.world}), or its random streams cannot continue"
             )
         self.set_rng_state(ranks[self.rank])
+
+
+_KIND = ("capturable", "foreach", "fused")
+
+
+def _load_keeping_kind(opt: torch.optim.Optimizer, saved: dict) -> None:
+    """Load ``saved`` into ``opt`` as the kind of Adam this run built: torch takes the
+    saved groups' flags (a checkpoint of an eager run would make a graphed run's Adam
+    not capturable) and puts each step count where those flags keep it."""
+    own = {k: opt.defaults[k] for k in _KIND if k in opt.defaults}
+    opt.load_state_dict(saved)
+    on_device = bool(own.get("capturable") or own.get("fused"))
+    for group in opt.param_groups:
+        group.update(own)
+        for p in group["params"]:
+            step = opt.state.get(p, {}).get("step")
+            if isinstance(step, Tensor):
+                where = p.device if on_device else torch.device("cpu")
+                opt.state[p]["step"] = step.to(device=where, dtype=torch.float32)

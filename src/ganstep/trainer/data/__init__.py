@@ -82,13 +82,14 @@ class Dataset:
         """n training samples, drawn with ``generator`` (uniformly, with replacement)."""
         if self.modes is not None:
             return sample_mixture(self.modes, self.std, n, generator)
-        return self.train[torch.randint(len(self.train), (n,), generator=generator)]
+        index = torch.randint(len(self.train), (n,), generator=generator, device=self.train.device)
+        return self.train[index]
 
     def labelled_batch(self, n: int, generator: torch.Generator) -> tuple[Tensor, Tensor]:
         """n training samples and their class labels, drawn as :meth:`batch` draws."""
         if self.labels is None:
             raise DataError(f"{self.name} has no class labels: it cannot train conditionally")
-        index = torch.randint(len(self.train), (n,), generator=generator)
+        index = torch.randint(len(self.train), (n,), generator=generator, device=self.train.device)
         return self.train[index], self.labels[index]
 
     def fit(self, size: int | None) -> None:
@@ -115,6 +116,21 @@ class Dataset:
         pick = pick[:limit].sort().values
         labels = None if self.labels is None else self.labels[pick]
         return dataclasses.replace(self, train=self.train[pick], labels=labels)
+
+    def training_bytes(self) -> int:
+        """The size of what batches are drawn from (samples and labels)."""
+        return sum(t.numel() * t.element_size() for t in (self.train, self.labels, self.modes)
+                   if t is not None)  # fmt: skip
+
+    def on(self, device: torch.device) -> Dataset:
+        """The same data with what batches are drawn from (samples, labels, a mixture's
+        modes) on ``device``, so that a draw there needs no copy from the host."""
+
+        def move(t: Tensor | None) -> Tensor | None:
+            return None if t is None else t.to(device)
+
+        return dataclasses.replace(self, train=move(self.train), labels=move(self.labels),
+                                   modes=move(self.modes))  # fmt: skip
 
     def to_raw(self, x: Tensor) -> np.ndarray:
         """Generated samples in the data's own values and size, as a numpy array."""

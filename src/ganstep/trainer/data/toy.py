@@ -27,5 +27,6 @@ TOY = {"ring": (ring_modes, 0.01), "grid": (grid_modes, 0.05)}
 
 def sample_mixture(modes: Tensor, std: float, n: int, generator: torch.Generator) -> Tensor:
     """n points from the equal-weight mixture of Gaussians at ``modes``."""
-    index = torch.randint(len(modes), (n,), generator=generator)
-    return modes[index] + std * torch.randn(n, modes.shape[1], generator=generator)
+    index = torch.randint(len(modes), (n,), generator=generator, device=modes.device)
+    noise = torch.randn(n, modes.shape[1], generator=generator, device=modes.device)
+    return modes[index] + std * noise

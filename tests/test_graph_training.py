@@ -1,0 +1,141 @@
+"""``ganstep train --graph``: CUDA graphs by default on CUDA, eager elsewhere.
+
+On the CPU: the flag's checks, the reasons a run is not captured, the checkpoint of an
+eager run loading into a graphed run's Adam as that Adam (capturable), and a run
+written on CUDA refused by name on the CPU. On CUDA: a graphed run equals the eager one
+(points with lazy R1, a falling rate and the EMA; conditional images), resumes exactly,
+and a run that cannot be captured says why in one line."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+import torch
+from helpers import TINY, build_trainee, checkpoint, ganstep, records
+from torch.testing import assert_close
+
+from ganstep.trainer.config import Config
+from ganstep.trainer.iteration import graph_refusal
+from ganstep.trainer.train import train
+from ganstep.trainer.trainee import _load_keeping_kind
+
+needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+POINTS = {"data": "grid", "model": "mlp", "width": 16, "batch_size": 16, "r1": 0.5,
+          "r1_every": 3, "lr_decay": "linear", "eval_samples": 200}  # fmt: skip
+IMAGES = {"data": "digits", "model": "dcgan", "width": 8, "batch_size": 8, "conditional": True,
+          "eval_samples": 40, "feature_steps": 2}  # fmt: skip
+
+
+def test_the_flag_is_checked_before_anything_runs():
+    with pytest.raises(ValueError, match="unknown graph 'sometimes'; choose one of: auto, on"):
+        Config(graph="sometimes").validate()
+    if not torch.cuda.is_available():
+        with pytest.raises(ValueError, match="graph on captures CUDA graphs, and this run is on"):
+            Config(graph="on").validate()
+    with pytest.raises(ValueError, match="graph on captures CUDA graphs"):
+        Config(graph="on", device="cpu").validate()
+    Config(graph="off", device="cpu").validate()
+    Config(graph="auto", device="cpu").validate()
+
+
+def test_the_cli_refuses_graph_on_for_a_cpu_run(tmp_path):
+    proc = ganstep("train", "--device", "cpu", "--graph", "on", "--steps", "2", "--out",
+                   tmp_path / "run", *TINY, cache=tmp_path / "cache", check=False)  # fmt: skip
+    assert proc.returncode != 0
+    assert "graph on captures CUDA graphs" in proc.stderr
+    assert not (tmp_path / "run").exists()
+
+
+def test_each_reason_a_run_is_not_captured_is_named():
+    trainee, _ = build_trainee(data="grid", model="mlp", width=8, graph="off")
+    assert graph_refusal(trainee.cfg, trainee) == "--graph off"
+    trainee.cfg = dataclasses.replace(trainee.cfg, graph="auto")
+    assert graph_refusal(trainee.cfg, trainee) == "CUDA graphs need a CUDA device"
+    trainee.device = torch.device("cuda")  # as a CUDA run would see it, before its checks
+    trainee.cfg = dataclasses.replace(trainee.cfg, compile="default")
+    assert "torch.compile checks its guards in Python" in graph_refusal(trainee.cfg, trainee)
+    trainee.cfg = dataclasses.replace(trainee.cfg, compile="none")
+    assert "is not capturable" in graph_refusal(trainee.cfg, trainee)  # the CPU's Adam
+
+
+def test_an_eager_checkpoint_loads_into_a_graphed_runs_adam_as_that_adam():
+    """torch takes the saved groups' flags: an eager run's checkpoint would have made
+    the resumed graphed run's Adam not capturable (and the run quietly eager)."""
+    p = torch.nn.Parameter(torch.randn(3))
+    eager = torch.optim.Adam([p], 0.01)
+    p.grad = torch.ones(3)
+    eager.step()
+    graphed = torch.optim.Adam([p], torch.tensor(0.01), capturable=True, foreach=True)
+    _load_keeping_kind(graphed, eager.state_dict())
+    group = graphed.param_groups[0]
+    assert group["capturable"] is True and group["foreach"] is True
+    assert graphed.state[p]["step"].dtype == torch.float32
+    assert torch.equal(graphed.state[p]["exp_avg"], eager.state[p]["exp_avg"])
+    back = torch.optim.Adam([p], 0.01)  # and a graphed run's checkpoint into an eager Adam
+    _load_keeping_kind(back, graphed.state_dict())
+    assert back.param_groups[0]["capturable"] is False
+
+
+def test_a_run_written_on_cuda_is_refused_by_name_on_the_cpu():
+    """Before: torch's 'RNG state is wrong size' from deep inside the resume."""
+    trainee, data = build_trainee(data="grid", model="mlp", width=8)
+    state = trainee.state_dict()
+    cuda_state = torch.zeros(16, dtype=torch.uint8)  # a CUDA generator's (seed, offset)
+    state["rng"] = {**state["rng"], "latent": cuda_state}
+    state["rng_ranks"] = [state["rng"]]
+    again, _ = build_trainee(data="grid", model="mlp", width=8)
+    with pytest.raises(ValueError, match="z stream was drawn on CUDA and this run is on the CPU"):
+        again.load_state_dict(state)
+
+
+# --- on CUDA ---------------------------------------------------------------------------
+
+
+def run(tmp_path, name, graph, steps, values, resume=False):
+    cfg = Config(out=str(tmp_path / name), seed=3, steps=steps, eval_every=4, sample_every=8,
+                 ckpt_every=4, log_every=1, device="cuda", graph=graph, **values)  # fmt: skip
+    train(cfg, resume=resume, progress=False)
+    return checkpoint(tmp_path / name), records(tmp_path / name)
+
+
+@needs_cuda
+@pytest.mark.parametrize("values", [POINTS, IMAGES], ids=["points-lazy_r1", "images-cgan"])
+def test_a_graphed_run_equals_the_eager_run(tmp_path, monkeypatch, values):
+    monkeypatch.setenv("GANSTEP_CACHE", str(tmp_path / "cache"))
+    graphed, graphed_records = run(tmp_path, "graphed", "on", 12, values)
+    eager, eager_records = run(tmp_path, "eager", "off", 12, values)
+    for key in ("G", "D", "ema"):
+        for name, value in graphed[key].items():
+            assert_close(value, eager[key][name], rtol=1e-4, atol=1e-5, msg=f"{key}.{name}")
+    assert graphed["step_state"]["iteration"] == eager["step_state"]["iteration"] == 12
+    assert graphed["step_state"]["d_updates"] == eager["step_state"]["d_updates"]
+    for a, b in zip(graphed_records, eager_records, strict=True):
+        for key in a:
+            if key.startswith("loss"):
+                assert a[key] == pytest.approx(b[key], rel=1e-4, abs=1e-5), key
+
+
+@needs_cuda
+def test_a_graphed_run_resumes_as_if_it_never_stopped(tmp_path, monkeypatch):
+    monkeypatch.setenv("GANSTEP_CACHE", str(tmp_path / "cache"))
+    straight, _ = run(tmp_path, "straight", "on", 16, POINTS)
+    run(tmp_path, "split", "on", 8, POINTS)
+    split, _ = run(tmp_path, "split", "on", 16, POINTS, resume=True)
+    for key in ("G", "D", "ema"):
+        for name, value in straight[key].items():
+            assert_close(value, split[key][name], rtol=1e-5, atol=1e-6, msg=f"{key}.{name}")
+    for key in ("latent", "data"):
+        assert torch.equal(straight["rng"][key], split["rng"][key]), key
+
+
+@needs_cuda
+def test_a_run_that_cannot_be_captured_says_why_and_trains(tmp_path):
+    args = ["train", "--device", "cuda", "--steps", "3", "--schedule", "simultaneous",
+            "--fused", "--objective", "ns", *TINY]  # fmt: skip
+    proc = ganstep(*args, "--out", tmp_path / "a", cache=tmp_path / "cache")
+    note = [line for line in proc.stderr.splitlines() if "not from CUDA graphs" in line]
+    assert len(note) == 1 and "fused step reads a flag on the host" in note[0]
+    refused = ganstep(*args, "--graph", "on", "--out", tmp_path / "b", cache=tmp_path / "cache",
+                      check=False)  # fmt: skip
+    assert refused.returncode != 0 and "--graph on: CUDA graph capture" in refused.stderr
