@@ -3,13 +3,15 @@
     python benchmarks/gpu.py [--json benchmarks/results/gpu.json] [--quick]
 
 For each update order, ganstep's Step eager, replayed from a CUDA graph, under bf16
-autocast and through torch.compile, next to the loops it replaces (the DCGAN example,
-a minimal hand-written d_first loop, Lightning's g_first loop, PyTorch-GAN's loop), at
-DCGAN-32 batch 128 and DCGAN-64 batch 256; BEGAN's two orders as the first seed post
-wrote them ("G first is 8x faster") and as Steps; and the README's ``ganstep train``
-on CUDA against the same command on this machine's CPU. Every figure of a section is
-measured interleaved in one process (A B C A B C ...), so the ratios it prints are
-side by side; the JSON records them with the GPU's name, for benchmarks/RESULTS.md.
+autocast (alone and in a graph) and through torch.compile, next to the loops it
+replaces (the DCGAN example, a minimal hand-written d_first loop, Lightning's g_first
+loop, PyTorch-GAN's loop), at DCGAN-32 batch 128 and DCGAN-64 batch 256; BEGAN's two
+orders as the first seed post wrote them ("G first is 8x faster") and as Steps; the
+fused step with its host sync (ns) and without (WGAN-GP), each against its unfused
+step; and the README's ``ganstep train`` on CUDA against the same command on this
+machine's CPU. Every figure of a section is measured interleaved in one process
+(A B C A B C ...), so the ratios it prints are side by side; the JSON records them
+with the GPU's name, for benchmarks/RESULTS.md.
 
 ``--device cpu`` runs what a CPU can (no graph rows) on small sizes: a smoke test of
 the script, not a measurement to record.
@@ -30,14 +32,14 @@ from pathlib import Path
 
 import torch
 
-from ganstep import Step
+from ganstep import Step, simultaneous
 from ganstep.tools import reference
 from ganstep.tools.bench import PAIRS, hand_minimal_d_first, make_pair, time_interleaved
 from ganstep.trainer.backends import cuda_backends
 
 # (image size, batch, DCGAN width): where the example is written, and where arithmetic counts
 SIZES = {"dcgan32_b128": (32, 128, 64), "dcgan64_b256": (64, 256, 64)}
-VARIANTS = ("eager", "graph", "bf16", "compile")
+VARIANTS = ("eager", "graph", "bf16", "graph_bf16", "compile")
 REFERENCES = {"d_first": "dcgan_example", "g_first": "lightning_g_first",
               "simultaneous": "pytorch_gan_g_first"}  # fmt: skip
 
@@ -46,15 +48,17 @@ def step_factory(order: str, variant: str, pair: Callable[[], tuple]) -> Callabl
     """One iteration of ganstep's ``order`` as ``variant`` runs it, on fresh models."""
     G, D, opt_g, opt_d, latent, real = pair()
     schedule = PAIRS[order][0]
-    options = {"bf16": {"precision": "bf16"}, "compile": {"compile": True}}.get(variant, {})
-    if variant == "graph":
+    options = {"compile": {"compile": True}}.get(variant, {})
+    if "bf16" in variant:  # bf16 alone pays autocast's casts on the host every iteration
+        options["precision"] = "bf16"
+    if variant.startswith("graph"):
         from ganstep.engine.cuda_graph import GraphedStep
 
         opt_g = torch.optim.Adam(G.parameters(), 2e-4, betas=(0.5, 0.999), capturable=True)
         opt_d = torch.optim.Adam(D.parameters(), 2e-4, betas=(0.5, 0.999), capturable=True)
     step = Step(G, D, opt_g, opt_d, objective="ns", schedule=schedule, latent=latent, **options)
     step.observe_d(real)
-    if variant == "graph":
+    if variant.startswith("graph"):
         graphed = GraphedStep(step, real, warmup=1, generators=[latent.generator])
         return lambda: graphed(real)
     return lambda: step(real)
@@ -123,6 +127,28 @@ def began_section(device: str, reps: int, warmup: int, batch: int, width: int) -
              "speedup_vs_post_d_first": round(slow / v, 3)} for k, v in ms.items()]  # fmt: skip
 
 
+def fused_section(device: str, reps: int, warmup: int, batch: int, width: int) -> list[dict]:
+    """The fused simultaneous step against the unfused one, D without BatchNorm: for ns
+    it reads one flag on the host each iteration (a device sync); for WGAN-GP it
+    decides on the host and syncs never. The two ratios side by side show the sync's
+    cost."""
+    fns = {}
+    for objective in ("ns", "wgan_gp"):
+        for fused in (False, True):
+            G, D, opt_g, opt_d, latent, real = make_pair("dcgan_plain", objective, batch,
+                                                         width, device)  # fmt: skip
+            step = Step(G, D, opt_g, opt_d, objective=objective, latent=latent,
+                        schedule=simultaneous(fused=fused))  # fmt: skip
+            fns[f"{objective}:{'fused' if fused else 'unfused'}"] = lambda s=step, r=real: s(r)
+    ms = medians(fns, reps, warmup, device)
+    rows = [{"section": "fused", "impl": k, "ms": round(v, 4)} for k, v in ms.items()]
+    for row in rows:
+        objective, _, kind = row["impl"].partition(":")
+        if kind == "fused":
+            row["fused_over_unfused"] = round(ms[row["impl"]] / ms[f"{objective}:unfused"], 3)
+    return rows
+
+
 def default_run_section(device: str, steps: int | None) -> list[dict]:
     """The README's ``ganstep train`` (the 2D grid) on ``device`` and on the CPU, alternated,
     each the whole command's wall time in its own process."""
@@ -174,8 +200,8 @@ def main(argv: list[str] | None = None) -> list[dict]:
         else:
             size, batch, width = (int(v) for v in spec.split(":"))
             sizes[f"dcgan{size}_b{batch}_w{width}"] = (size, batch, width)
-    variants = [v for v in VARIANTS if (cuda or v != "graph") and not (args.quick and
-                                                                       v == "compile")]  # fmt: skip
+    variants = [v for v in VARIANTS if (cuda or not v.startswith("graph"))
+                and not (args.quick and v == "compile")]  # fmt: skip
     reps, warmup = (10, 3) if args.quick else (args.reps, args.warmup)
     rows = []
     # the flags ganstep train sets for an image model on CUDA (autotuning, TF32 off)
@@ -184,6 +210,7 @@ def main(argv: list[str] | None = None) -> list[dict]:
             rows += orders_section(name, args.device, variants, reps, warmup, sizes)
         size, batch, width = next(iter(sizes.values()))
         rows += began_section(args.device, reps, warmup, batch, max(8, width // 2))
+        rows += fused_section(args.device, reps, warmup, batch, width)
     if not args.no_default_run:
         rows += default_run_section(args.device, args.default_run_steps)
     machine = {"device": torch.cuda.get_device_name() if cuda else platform.processor() or "cpu",

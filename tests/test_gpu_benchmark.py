@@ -46,6 +46,10 @@ def test_a_cpu_run_measures_every_order_beside_its_loops(tmp_path):
         "ganstep_simultaneous",
     }
     assert machine["variants"] == ["eager", "bf16"]
+    fused = {r["impl"]: r for r in rows if r["section"] == "fused"}
+    assert set(fused) == {"ns:unfused", "ns:fused", "wgan_gp:unfused", "wgan_gp:fused"}
+    assert fused["ns:fused"]["fused_over_unfused"] > 0
+    assert fused["wgan_gp:fused"]["fused_over_unfused"] > 0
 
 
 def test_no_cuda_is_refused_in_one_line(capsys):
@@ -61,4 +65,5 @@ def test_a_cuda_run_has_graph_rows(tmp_path):
     rows, machine = run("cuda", tmp_path)
     impls = {r["impl"] for r in rows}
     assert {"d_first:graph", "g_first:graph", "simultaneous:graph"} <= impls
+    assert {"d_first:graph_bf16", "simultaneous:graph_bf16"} <= impls
     assert machine["device"] == torch.cuda.get_device_name()

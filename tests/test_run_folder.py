@@ -98,7 +98,7 @@ def test_resume_through_the_api_checks_against_the_checkpoint(run):
 def test_resume_may_change_the_resumable_keys_and_config_toml_records_it(cli, run):
     assert set(RESUMABLE) == {"steps", "eval_every", "sample_every", "ckpt_every", "keep",
                               "log_every", "device", "compile", "out", "data_dir",
-                              "tensorboard", "tf32"}  # fmt: skip
+                              "tensorboard", "tf32", "graph"}  # fmt: skip
     code, _, err = cli("train", "--resume", "--steps", 6, "--eval-every", 3, "--keep", 5,
                        "--out", run, "--no-progress")  # fmt: skip
     assert code == 0, err
