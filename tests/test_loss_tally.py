@@ -11,7 +11,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ganstep.trainer.train import LossTally, NonFiniteLoss
+from ganstep.trainer.loss_tally import LossTally, NonFiniteLoss
 
 CPU = torch.device("cpu")
 NAMES = ("loss_d", "gp", "loss_g", "score_real")

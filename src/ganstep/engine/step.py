@@ -238,8 +238,7 @@ class Step:
         self.accumulate = positive_int(accumulate, "accumulate")
         objective = get_objective(objective)
         self.schedule = get_schedule(schedule)
-        g_terms = normalize_terms(g_terms, "g_terms")
-        d_terms = normalize_terms(d_terms, "d_terms")
+        g_terms, d_terms = normalize_terms(g_terms, "g_terms"), normalize_terms(d_terms, "d_terms")
         check_objective_fits(objective, self.accumulate, g_terms, g_scale)
         check_compile_fits(compile, objective, g_regularizer)
         device = next(G.parameters()).device

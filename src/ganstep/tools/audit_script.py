@@ -345,7 +345,6 @@ def _run_recorded(rec: ScriptRecorder, path: Path, script, args) -> BaseExceptio
     raised (None when it ran to its end, exited with 0 or was stopped by ``rec``).
     Everything it changed in this process (argv, path, cwd, the hooks, ``os._exit``) is
     put back."""
-    error: BaseException | None = None
     saved = sys.argv, list(sys.path), os.getcwd(), os._exit
     original_init = torch.optim.Optimizer.__init__
 
@@ -386,6 +385,15 @@ def _run_recorded(rec: ScriptRecorder, path: Path, script, args) -> BaseExceptio
     rec.undo = undo
     rec.__enter__()
     try:
+        return _run_as_main(rec, path, script)
+    finally:
+        undo()
+
+
+def _run_as_main(rec: ScriptRecorder, path: Path, script) -> BaseException | None:
+    """``runpy`` the script; note on ``rec`` how it ended; return what it raised that
+    the audit reports (None when it ran to its end, exited with 0 or was stopped)."""
+    try:
         runpy.run_path(str(path), run_name="__main__")
         rec.exit_code, rec.exit_how = 0, "ran to its end"
     except _Stop:
@@ -393,7 +401,7 @@ def _run_recorded(rec: ScriptRecorder, path: Path, script, args) -> BaseExceptio
     except SyntaxError as e:
         if e.filename == str(path):
             raise AuditError(f"{script}:{e.lineno}: not valid Python ({e.msg})") from None
-        error = e
+        return e
     except (SystemExit, _Exit) as e:
         code = e.code if isinstance(e.code, int) else 0 if e.code is None else 1
         called = f"called os._exit({code})" if isinstance(e, _Exit) else None
@@ -401,12 +409,10 @@ def _run_recorded(rec: ScriptRecorder, path: Path, script, args) -> BaseExceptio
         rec.exit_how = called or ("exited with status 0" if code == 0 else f"exited with "
                                   f"status {code}")  # fmt: skip
         if code != 0:
-            error = e
+            return e
     except Exception as e:  # the script's own failure: analysed below
-        error = e
-    finally:
-        undo()
-    return error
+        return e
+    return None
 
 
 def _describe(error: BaseException) -> str:

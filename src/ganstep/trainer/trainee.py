@@ -34,28 +34,7 @@ class Trainee:
         G, D = build_models(cfg.model, data.sample_shape, cfg.objective, cfg.z_dim, cfg.width,
                             classes, pack=cfg.pack)  # fmt: skip
         self.G, self.D = G.to(device), D.to(device)
-        betas = (cfg.beta1, cfg.beta2)
-        d_rates = (cfg.lr_d, betas)
-        if cfg.r1 and cfg.r1_every > 1:  # lazy R1: StyleGAN2's lr and betas for D
-            d_rates = lazy_regularization(cfg.lr_d, betas, cfg.r1_every)
-        self.rates = {"g": (cfg.lr_g, betas), "d": d_rates}
-        # On the CPU, torch's default Adam loops over the parameters in Python; its fused
-        # kernel is the same update in one call per optimizer, and LeanAdam calls it
-        # without torch's Python around it (0.88x the default run's iteration). On CUDA
-        # the default, foreach, is already one call per group.
-        # For CUDA graphs (--graph), Adam keeps its step count and rate on the device
-        # (capturable, the rate a tensor that --lr-decay changes in place).
-        self.capturable = device.type == "cuda" and cfg.graph != "off"
-        if self.capturable:
-            self.opt_g, self.opt_d = (
-                torch.optim.Adam(m.parameters(), torch.tensor(rate, device=device), betas=b,
-                                 capturable=True, foreach=True)
-                for m, (rate, b) in ((self.G, self.rates["g"]), (self.D, d_rates))
-            )  # fmt: skip
-        else:
-            adam = LeanAdam if device.type == "cpu" else torch.optim.Adam
-            self.opt_g = adam(self.G.parameters(), cfg.lr_g, betas=betas)
-            self.opt_d = adam(self.D.parameters(), d_rates[0], betas=d_rates[1])
+        self.opt_g, self.opt_d = self._optimizers(cfg, device)
         self.ema = copy.deepcopy(self.G).requires_grad_(False) if cfg.ema > 0 else None
         if self.ema is not None:  # listed once: walking the modules each step cost more
             self._ema_params = (list(self.ema.parameters()), list(self.G.parameters()))
@@ -89,6 +68,28 @@ class Trainee:
                          log_scores=True)  # fmt: skip
         if self.rank:
             torch.manual_seed(stream)
+
+    def _optimizers(self, cfg: Config, device: torch.device) -> tuple:
+        """G's and D's Adam, and the rates and betas ``set_lr`` and a resume restore."""
+        betas = (cfg.beta1, cfg.beta2)
+        d_rates = (cfg.lr_d, betas)
+        if cfg.r1 and cfg.r1_every > 1:  # lazy R1: StyleGAN2's lr and betas for D
+            d_rates = lazy_regularization(cfg.lr_d, betas, cfg.r1_every)
+        self.rates = {"g": (cfg.lr_g, betas), "d": d_rates}
+        # For CUDA graphs (--graph), Adam keeps its step count and rate on the device
+        # (capturable, the rate a tensor that --lr-decay changes in place).
+        self.capturable = device.type == "cuda" and cfg.graph != "off"
+        pairs = ((self.G, self.rates["g"]), (self.D, d_rates))
+        if self.capturable:
+            return tuple(torch.optim.Adam(m.parameters(), torch.tensor(rate, device=device),
+                                          betas=b, capturable=True, foreach=True)
+                         for m, (rate, b) in pairs)  # fmt: skip
+        # On the CPU, torch's default Adam loops over the parameters in Python; its fused
+        # kernel is the same update in one call per optimizer, and LeanAdam calls it
+        # without torch's Python around it (0.88x the default run's iteration). On CUDA
+        # the default, foreach, is already one call per group.
+        adam = LeanAdam if device.type == "cpu" else torch.optim.Adam
+        return tuple(adam(m.parameters(), rate, betas=b) for m, (rate, b) in pairs)
 
     def latent(self, n: int) -> Tensor:
         """z for ``n`` fakes (n, z_dim); packed, for ``n`` packs (n, pack, z_dim), drawn

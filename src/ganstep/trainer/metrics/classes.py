@@ -13,10 +13,9 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import torch
-import torch.nn.functional as F
 from torch import Tensor
 
-from .fid import FeatureExtractor
+from .fid import FeatureExtractor, fit_cross_entropy
 
 VERSION = 2  # bump when the architecture or training changes: invalidates caches
 
@@ -37,17 +36,12 @@ def train_classifier(
     with torch.random.fork_rng():
         torch.manual_seed(seed)
         net = FeatureExtractor(images.shape[1], outputs=classes)
-    opt = torch.optim.Adam(net.parameters(), 3e-3)
-    net.train()
-    for _ in range(steps):
+
+    def labelled() -> tuple[Tensor, Tensor]:
         index = torch.randint(len(images), (batch,), generator=gen)
-        loss = F.cross_entropy(net(images[index]), labels[index])
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        opt.step()
-        if tick is not None:
-            tick()
-    return net.eval()
+        return images[index], labels[index]
+
+    return fit_cross_entropy(net, 3e-3, steps, labelled, tick)
 
 
 @torch.no_grad()

@@ -61,20 +61,37 @@ class FeatureExtractor(nn.Module):
         with torch.random.fork_rng():
             torch.manual_seed(seed)
             net = cls(images.shape[1])
-        opt = torch.optim.Adam(net.parameters(), 1e-3)
-        net.train()
-        for _ in range(steps):
+
+        def rotated() -> tuple[Tensor, Tensor]:
             x = images[torch.randint(len(images), (batch,), generator=gen)]
             k = torch.randint(4, (batch,), generator=gen)
             for r in range(1, 4):
                 x[k == r] = torch.rot90(x[k == r], r, (2, 3))
-            loss = F.cross_entropy(net(x), k)
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            opt.step()
-            if tick is not None:
-                tick()
-        return net.eval()
+            return x, k
+
+        return fit_cross_entropy(net, 1e-3, steps, rotated, tick)
+
+
+def fit_cross_entropy(
+    net: nn.Module,
+    lr: float,
+    steps: int,
+    batch_of: Callable[[], tuple[Tensor, Tensor]],
+    tick: Callable[[], object] | None = None,
+) -> nn.Module:
+    """``net`` trained with Adam at ``lr`` for ``steps`` steps of cross-entropy on the
+    (inputs, targets) ``batch_of()`` draws; ``tick()`` after each step. In eval mode."""
+    opt = torch.optim.Adam(net.parameters(), lr)
+    net.train()
+    for _ in range(steps):
+        x, y = batch_of()
+        loss = F.cross_entropy(net(x), y)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+        if tick is not None:
+            tick()
+    return net.eval()
 
 
 def fid(a: Tensor, b: Tensor) -> float:
