@@ -1,0 +1,818 @@
+"""The loops of other public codebases (Lightning, pytorch-CycleGAN-and-pix2pix,
+BigGAN-PyTorch, StyleGAN2-ADA, RelativisticGAN, BasicSR, data-efficient-gans,
+pytorch-gan-collections, taming-transformers, HiFi-GAN), each as its source file is."""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Callable
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from .common import (
+    Batches,
+    Latent,
+    Pairs,
+    _bce,
+    _Losses,
+    _set_requires_grad,
+    gradient_penalty,
+    relativistic_loss,
+)
+
+
+def lightning_g_first(G, D, opt_g, opt_d, batches: Batches, latent: Latent, objective="ns"):
+    """Lightning's GAN example with manual optimization: G steps, then D on ``G(z)``
+    regenerated from the same z by the updated G.
+
+    ``toggle_optimizer`` switches off the parameters of the module not being trained,
+    so neither step computes the other module's weight gradients.
+    """
+    loss = _Losses(objective)
+    for imgs in batches:
+        z = latent(imgs.size(0))
+        # train generator
+        _set_requires_grad(D, False)
+        fake = G(z)
+        real_out = D(imgs) if loss.g_needs_real else None
+        g_loss = loss.g(fake, D(fake), real_out)
+        g_loss.backward()
+        opt_g.step()
+        opt_g.zero_grad()
+        _set_requires_grad(D, True)
+        # train discriminator
+        _set_requires_grad(G, False)
+        fake = G(z).detach()
+        d_loss = loss.d(D, imgs, fake, D(imgs), D(fake))
+        d_loss.backward()
+        opt_d.step()
+        opt_d.zero_grad()
+        _set_requires_grad(G, True)
+        loss.end_iteration()
+    return loss.history
+
+
+def pix2pix(G, D, opt_g, opt_d, batches: Pairs, lambda_l1: float = 100.0):
+    """junyanz/pytorch-CycleGAN-and-pix2pix ``Pix2PixModel.optimize_parameters``.
+
+    ``batches`` are (real_B, real_A): the target and the source image. G maps A to B
+    (no z); D is a PatchGAN on ``cat(A, B)`` along channels, judged by ``GANLoss``
+    ('vanilla': BCE with logits against a map of ones or zeros, the mean over every
+    element). D steps on the fake first, then the real, with the loss halved; G steps
+    with D frozen (``set_requires_grad``) on GAN + 100 L1. ganstep: ``d_first()`` with
+    ``latent=None``, ``condition="real"``, ``d_scale=0.5`` and an L1 term.
+    """
+    history = []
+    for real_B, real_A in batches:
+        fake_B = G(real_A)  # forward()
+        # backward_D
+        _set_requires_grad(D, True)
+        opt_d.zero_grad()
+        pred_fake = D(torch.cat((real_A, fake_B), 1).detach())
+        loss_D_fake = _bce(pred_fake, 0.0)
+        pred_real = D(torch.cat((real_A, real_B), 1))
+        loss_D_real = _bce(pred_real, 1.0)
+        loss_D = (loss_D_fake + loss_D_real) * 0.5
+        loss_D.backward()
+        opt_d.step()
+        # backward_G
+        _set_requires_grad(D, False)
+        opt_g.zero_grad()
+        loss_G_GAN = _bce(D(torch.cat((real_A, fake_B), 1)), 1.0)
+        loss_G_L1 = F.l1_loss(fake_B, real_B) * lambda_l1
+        loss_G = loss_G_GAN + loss_G_L1
+        loss_G.backward()
+        opt_g.step()
+        _set_requires_grad(D, True)
+        history.append({"loss_d": loss_D.item(), "loss_g": loss_G.item(), "l1": loss_G_L1.item()})
+    return history
+
+
+def biggan_hinge(G, D, opt_g, opt_d, batches: Pairs, latent: Latent, labels: Latent,
+                 d_steps: int = 2, accumulations: int = 1):  # fmt: skip
+    """ajbrock/BigGAN-PyTorch ``train_fns.GAN_training_function``: ``num_D_steps`` D steps,
+    each on fresh z and sampled labels with G under ``no_grad`` and one D call on
+    ``cat([G_z, x])`` (fake first) split in two; then a G step on fresh z and labels.
+    Hinge losses; a projection D takes ``D(x, y)``. With ``accumulations = k``
+    (``num_D_accumulations`` = ``num_G_accumulations``) each step's batch is cut into k
+    micro-batches, each with its own z and labels, its loss divided by k and
+    backpropagated, then one optimizer step. ganstep: ``d_first(d_steps=k,
+    reuse_fake=False)``, ``condition=labels`` (``concat=True, d_order="fake_first"`` for
+    the single D call, ``accumulate=k``). ``batches`` has ``d_steps`` pairs per iteration.
+    """
+    history = []
+    for start in range(0, len(batches) - d_steps + 1, d_steps):
+        row = {}
+        _set_requires_grad(D, True)
+        _set_requires_grad(G, False)
+        for x_all, y_all in batches[start : start + d_steps]:
+            opt_d.zero_grad()
+            xs, ys = torch.chunk(x_all, accumulations), torch.chunk(y_all, accumulations)
+            D_loss_total = 0.0
+            for x, y in zip(xs, ys, strict=True):
+                n = x.size(0)
+                z_, y_ = latent(n), labels(n)
+                with torch.no_grad():
+                    G_z = G(z_, y_)
+                D_out = D(torch.cat([G_z, x], 0), torch.cat([y_, y], 0))
+                D_fake, D_real = torch.split(D_out, [n, n])
+                D_loss_real = torch.mean(F.relu(1.0 - D_real))
+                D_loss_fake = torch.mean(F.relu(1.0 + D_fake))
+                D_loss = (D_loss_real + D_loss_fake) / float(accumulations)
+                D_loss.backward()
+                D_loss_total += D_loss.item()
+            opt_d.step()
+            row["loss_d"] = D_loss_total
+        _set_requires_grad(D, False)
+        _set_requires_grad(G, True)
+        opt_g.zero_grad()
+        n_all = batches[start + d_steps - 1][0].size(0)
+        G_loss_total = 0.0
+        for _ in range(accumulations):
+            n = n_all // accumulations
+            z_, y_ = latent(n), labels(n)
+            G_loss = -torch.mean(D(G(z_, y_), y_)) / float(accumulations)
+            G_loss.backward()
+            G_loss_total += G_loss.item()
+        opt_g.step()
+        _set_requires_grad(D, True)
+        row["loss_g"] = G_loss_total
+        history.append(row)
+    return history
+
+
+def lightning_conditional_g_first(G, D, opt_g, opt_d, batches: Pairs, latent: Latent):
+    """Lightning's GAN example made conditional as its users write it: a batch is
+    ``(imgs, labels)``; G steps on ``G(z, labels)`` (D toggled off), then D on the real
+    batch and on ``G(z, labels)`` regenerated by the updated G from the same z.
+    Non-saturating losses. ganstep: ``g_first(reuse_z=True)`` with ``condition="real"``.
+    """
+    history = []
+    for imgs, labels in batches:
+        z = latent(imgs.size(0))
+        # generator (toggle_optimizer: D's weights do not require grad)
+        _set_requires_grad(D, False)
+        opt_g.zero_grad()
+        g_loss = _bce(D(G(z, labels), labels), 1.0)
+        g_loss.backward()
+        opt_g.step()
+        _set_requires_grad(D, True)
+        # discriminator (G's weights do not require grad)
+        _set_requires_grad(G, False)
+        opt_d.zero_grad()
+        real_loss = _bce(D(imgs, labels), 1.0)
+        fake_loss = _bce(D(G(z, labels).detach(), labels), 0.0)
+        d_loss = real_loss + fake_loss
+        d_loss.backward()
+        opt_d.step()
+        _set_requires_grad(G, True)
+        history.append({"loss_d": d_loss.item(), "loss_g": g_loss.item()})
+    return history
+
+
+def stylegan2_r1(G, D, opt_g, opt_d, batches: Batches, latent: Latent, r1: float = 1.0,
+                 r1_every: int = 1, augment_pipe=None, ada_target: float | None = None,
+                 ada_interval: int = 4, ada_kimg: float = 500, pl_weight: float = 0.0,
+                 G_reg_interval: int = 4, pl_batch_shrink: int = 2,
+                 pl_decay: float = 0.01, style_mixing_prob: float = 0.0):  # fmt: skip
+    """NVlabs/stylegan2-ada-pytorch's training loop and ``StyleGAN2Loss``, non-saturating,
+    with R1 on the real batch, in its order: phase Gmain (fresh z), then Dmain, which
+    forwards D on a fresh fake batch first and backpropagates its loss, then forwards D
+    on the real batch, whose R1 comes from that same forward when ``r1_every == 1``
+    (phase Dboth), and backpropagates ``(real_logits * 0 + loss_Dreal + loss_Dr1)``.
+    Every ``r1_every``-th iteration a Dreg phase follows: D forward on the real batch,
+    ``(real_logits * 0 + r1_penalty * r1 / 2).mean() * r1_every`` backward, its own
+    optimizer step (build D's Adam with ``objectives.lazy_regularization``, as SG2-ADA
+    scales lr and betas by ``mb_ratio``). The module of each phase alone requires grad.
+    ganstep: ``g_first()`` with ``ns(r1=r1, r1_every=r1_every)`` and
+    ``d_order="fake_first"``.
+
+    ``augment_pipe`` is SG2-ADA's: ``run_D`` calls it on every image D sees (R1's
+    gradient is taken at the image before it). With ``ada_target`` the training loop's
+    ADA heuristic moves ``augment_pipe.p`` (a tensor): every real logit's sign in Dmain
+    and Dreg is collected; after ``batch_idx += 1``, when ``batch_idx % ada_interval ==
+    0``, ``p += sign(mean - ada_target) * batch_size * ada_interval / (ada_kimg *
+    1000)``, clamped at 0. ganstep: ``augment=Adaptive(...)``.
+
+    With ``pl_weight > 0`` a Greg phase follows Gmain every ``G_reg_interval``-th
+    iteration: fresh z, its first ``n // pl_batch_shrink`` rows through
+    ``G.mapping`` and ``G.synthesis``, path lengths of the gradient at ``ws`` against
+    noise ``randn_like(img) / sqrt(H * W)``, ``pl_mean`` lerped by ``pl_decay``,
+    ``(gen_img[:, 0, 0, 0] * 0 + pl_penalty * pl_weight).mean() * G_reg_interval``
+    backward, G's own optimizer step. ganstep: ``g_regularizer=PathLength(pl_weight,
+    G_reg_interval, mapping=G.mapping, synthesis=G.synthesis)``.
+
+    ``style_mixing_prob > 0`` is ``StyleGAN2Loss.run_G``'s style mixing (training/loss.py,
+    commit 375a436), in every phase that runs G: ``ws = G.mapping(z)``, a cutoff drawn by
+    ``random_(1, num_ws)``, kept with probability ``style_mixing_prob`` (``torch.rand``)
+    else ``num_ws``, and ``ws[:, cutoff:]`` replaced in place by the mapping of
+    ``randn_like(z)``; Greg takes the gradient at the mixed ``ws``. ganstep: the same in
+    G's forward and in the ``mapping`` PathLength is given.
+    """
+
+    def run_G(z):
+        if style_mixing_prob == 0:
+            return G(z)
+        return G.synthesis(mixed_ws(z))
+
+    def mixed_ws(z):
+        ws = G.mapping(z)
+        if style_mixing_prob > 0:
+            cutoff = torch.empty([], dtype=torch.int64, device=ws.device).random_(1, ws.shape[1])
+            cutoff = torch.where(torch.rand([], device=ws.device) < style_mixing_prob, cutoff,
+                                 torch.full_like(cutoff, ws.shape[1]))  # fmt: skip
+            ws[:, cutoff:] = G.mapping(torch.randn_like(z))[:, cutoff:]
+        return ws
+
+    def run_D(img):
+        if augment_pipe is not None:
+            img = augment_pipe(img)
+        return D(img)
+
+    history = []
+    signs: list[Tensor] = []  # ada_stats' 'Loss/signs/real'
+    batch_idx = 0
+    pl_mean = torch.zeros([])
+    for index, real in enumerate(batches):
+        n = real.size(0)
+        # Gmain
+        _set_requires_grad(D, False)
+        opt_g.zero_grad(set_to_none=True)
+        loss_Gmain = F.softplus(-run_D(run_G(latent(n)))).mean()
+        loss_Gmain.backward()
+        opt_g.step()
+        # Greg
+        if pl_weight > 0 and index % G_reg_interval == 0:
+            opt_g.zero_grad(set_to_none=True)
+            gen_z = latent(n)
+            batch_size = gen_z.shape[0] // pl_batch_shrink
+            gen_ws = mixed_ws(gen_z[:batch_size])
+            gen_img = G.synthesis(gen_ws)
+            pl_noise = torch.randn_like(gen_img) / math.sqrt(gen_img.shape[2] * gen_img.shape[3])
+            pl_grads = torch.autograd.grad(outputs=[(gen_img * pl_noise).sum()], inputs=[gen_ws],
+                                           create_graph=True, only_inputs=True)[0]  # fmt: skip
+            pl_lengths = pl_grads.square().sum(2).mean(1).sqrt()
+            pl_mean_now = pl_mean.to(pl_lengths).lerp(pl_lengths.mean(), pl_decay)
+            pl_mean = pl_mean_now.detach()
+            pl_penalty = (pl_lengths - pl_mean_now).square()
+            loss_Gpl = pl_penalty * pl_weight
+            (gen_img[:, 0, 0, 0] * 0 + loss_Gpl).mean().mul(G_reg_interval).backward()
+            opt_g.step()
+        _set_requires_grad(D, True)
+        # Dmain / Dboth: generated images first
+        _set_requires_grad(G, False)
+        opt_d.zero_grad(set_to_none=True)
+        gen_logits = run_D(run_G(latent(n)))
+        loss_Dgen = F.softplus(gen_logits)
+        loss_Dgen.mean().backward()
+        # then real images, with R1 from the same forward when it is due
+        do_Dr1 = r1 > 0 and r1_every == 1
+        real_img_tmp = real.detach().requires_grad_(do_Dr1)
+        real_logits = run_D(real_img_tmp)
+        signs.append(real_logits.detach().sign().flatten())
+        loss_Dreal = F.softplus(-real_logits)
+        loss_Dr1 = 0
+        if do_Dr1:
+            (r1_grads,) = torch.autograd.grad(real_logits.sum(), real_img_tmp, create_graph=True)
+            r1_penalty = r1_grads.reshape(n, -1).square().sum(1)
+            loss_Dr1 = r1_penalty * (r1 / 2)
+        (real_logits * 0 + loss_Dreal + loss_Dr1).mean().backward()
+        opt_d.step()
+        loss_D = loss_Dgen.mean() + (loss_Dreal + loss_Dr1).mean()
+        # Dreg
+        if r1 > 0 and r1_every > 1 and index % r1_every == 0:
+            opt_d.zero_grad(set_to_none=True)
+            real_img_tmp = real.detach().requires_grad_(True)
+            real_logits = run_D(real_img_tmp)
+            signs.append(real_logits.detach().sign().flatten())
+            (r1_grads,) = torch.autograd.grad(real_logits.sum(), real_img_tmp, create_graph=True)
+            loss_Dr1 = r1_grads.reshape(n, -1).square().sum(1) * (r1 / 2)
+            (real_logits.reshape(-1) * 0 + loss_Dr1).mean().mul(r1_every).backward()
+            opt_d.step()
+        _set_requires_grad(G, True)
+        row = {"loss_d": loss_D.item(), "loss_g": loss_Gmain.item()}
+        batch_idx += 1
+        if ada_target is not None and batch_idx % ada_interval == 0:
+            mean_sign = torch.cat(signs).double().mean().item()
+            adjust = math.copysign(1.0, mean_sign - ada_target) if mean_sign != ada_target else 0
+            adjust *= n * ada_interval / (ada_kimg * 1000)
+            augment_pipe.p = (augment_pipe.p + adjust).clamp(min=0)
+            signs = []
+        if augment_pipe is not None and hasattr(augment_pipe, "p"):
+            row["augment_p"] = float(augment_pipe.p)
+        history.append(row)
+    return history
+
+
+def alexiajm_relativistic(G, D, opt_g, opt_d, batches: Batches, latent: Latent,
+                          objective: str = "rasgan", d_iters: int = 1):  # fmt: skip
+    """AlexiaJM/RelativisticGAN ``code/GAN_losses_iter.py``: ``Diters`` D steps, each on
+    the next real batch and a fresh z (``y_pred = D(x)``, then ``D(fake.detach())``),
+    then, D frozen, a G step on a fresh real batch and a fresh z, whose loss reads
+    ``y_pred = D(x)``. ``batches`` has ``d_iters + 1`` batches per iteration.
+    ganstep: ``d_first(d_steps=d_iters, reuse_fake=False, fresh_real=True)`` with the
+    objective of the same name."""
+    history = []
+    source = iter(batches)
+    for _ in range(len(batches) // (d_iters + 1)):
+        for p in D.parameters():
+            p.requires_grad = True
+        for _ in range(d_iters):
+            D.zero_grad()
+            x = next(source)
+            y_pred = D(x)
+            fake = G(latent(x.size(0)))
+            y_pred_fake = D(fake.detach())
+            errD = relativistic_loss(objective, y_pred, y_pred_fake)
+            errD.backward()
+            opt_d.step()
+        for p in D.parameters():
+            p.requires_grad = False
+        G.zero_grad()
+        x = next(source)
+        y_pred = D(x)
+        fake = G(latent(x.size(0)))
+        y_pred_fake = D(fake)
+        errG = relativistic_loss(objective, y_pred_fake, y_pred)
+        errG.backward()
+        opt_g.step()
+        history.append({"loss_d": errD.item(), "loss_g": errG.item()})
+    for p in D.parameters():
+        p.requires_grad = True
+    return history
+
+
+def basicsr_esrgan(G, D, opt_g, opt_d, batches: Pairs, gan_weight: float = 0.005,
+                   pixel_weight: float = 0.01):  # fmt: skip
+    """xinntao/BasicSR ``ESRGANModel.optimize_parameters`` (ESRGAN, Real-ESRGAN): D
+    frozen, G steps on ``pixel_weight`` L1 plus ``gan_weight`` times the relativistic
+    average loss, reading ``D(gt).detach()``; then D steps on the same ``output``,
+    real then fake, each half with its own ``backward``, the other batch's mean read
+    as a constant. ``batches`` are (gt, lq) pairs; G(lq) super-resolves (no z).
+    ganstep: ``simultaneous()``, ``latent=None``, ``condition="real"``,
+    ``d_conditional=False``, ``rasgan(detach_mean=True)``, ``g_scale=gan_weight``, an
+    L1 term of weight ``pixel_weight`` and ``d_order="fake_first"``."""
+    history = []
+    for gt, lq in batches:
+        # optimize net_g
+        for p in D.parameters():
+            p.requires_grad = False
+        opt_g.zero_grad()
+        output = G(lq)
+        l_g_pix = pixel_weight * F.l1_loss(output, gt)
+        real_d_pred = D(gt).detach()
+        fake_g_pred = D(output)
+        l_g_real = gan_weight * _bce(real_d_pred - torch.mean(fake_g_pred), 0.0)
+        l_g_fake = gan_weight * _bce(fake_g_pred - torch.mean(real_d_pred), 1.0)
+        l_g_gan = (l_g_real + l_g_fake) / 2
+        l_g_total = l_g_pix + l_g_gan
+        l_g_total.backward()
+        opt_g.step()
+        # optimize net_d
+        for p in D.parameters():
+            p.requires_grad = True
+        opt_d.zero_grad()
+        fake_d_pred = D(output).detach()
+        real_d_pred = D(gt)
+        l_d_real = _bce(real_d_pred - torch.mean(fake_d_pred), 1.0) * 0.5
+        l_d_real.backward()
+        fake_d_pred = D(output.detach())
+        l_d_fake = _bce(fake_d_pred - torch.mean(real_d_pred.detach()), 0.0) * 0.5
+        l_d_fake.backward()
+        opt_d.step()
+        history.append({"loss_d": (l_d_real + l_d_fake).item(), "loss_g": l_g_total.item(),
+                        "l1": l_g_pix.item()})  # fmt: skip
+    return history
+
+
+esrgan = basicsr_esrgan  # its first name here: BasicSR's form, not PyTorch-GAN's esrgan.py
+
+
+def feature_matching(G, D, opt_g, opt_d, batches: Batches, latent: Latent):
+    """Feature matching as PyTorch ports of Salimans et al.'s improved-GAN write it:
+    D(x) returns (logit, features); a D step on ``G(z).detach()`` (BCE), then a G step
+    on a fresh z whose only loss is ``mean((mean f(G(z)) - mean f(x))^2)``.
+    ganstep: ``d_first(reuse_fake=False)``, ``g_scale=0`` and the G term
+    ``views.feature_matching()``."""
+    history = []
+    for x in batches:
+        opt_d.zero_grad()
+        out_real, _ = D(x)
+        out_fake, _ = D(G(latent(x.size(0))).detach())
+        loss_d = _bce(out_real, 1.0) + _bce(out_fake, 0.0)
+        loss_d.backward()
+        opt_d.step()
+        opt_g.zero_grad()
+        _, mom_gen = D(G(latent(x.size(0))))
+        _, mom_real = D(x)
+        mom_gen, mom_real = torch.mean(mom_gen, dim=0), torch.mean(mom_real, dim=0)
+        loss_fm = torch.mean((mom_gen - mom_real) ** 2)
+        loss_fm.backward()
+        opt_g.step()
+        history.append({"loss_d": loss_d.item(), "loss_g": loss_fm.item()})
+    return history
+
+
+def diff_augment(x: Tensor, policy: str = "color,translation,cutout") -> Tensor:
+    """``DiffAugment(x, policy)`` as mit-han-lab/data-efficient-gans writes it
+    (``DiffAugment-stylegan2-pytorch/DiffAugment_pytorch.py``, commit ce71c7e; the
+    top-level ``DiffAugment_pytorch.py`` sizes its shifts as ``h // 8``, the same for
+    sides that are multiples of 8), kept apart from :mod:`ganstep.engine.augment` so that its
+    tests compare two implementations: each function of the policy in order, each
+    drawing from torch's global generator per sample, in this order:
+
+    - color: brightness ``rand - 0.5``, saturation ``rand * 2`` around the per-pixel
+      channel mean, contrast ``rand + 0.5`` around the sample mean;
+    - translation: ``tx`` (rows) then ``ty`` (columns), each ``randint(-s, s + 1)``
+      with ``s = int(side * 0.125 + 0.5)``; output pixel (i, j) is input pixel
+      ``(i + tx, j + ty)`` of the image padded with one ring of zeros, indices clamped
+      into the padded image (so a shift out of the image reads zeros);
+    - cutout: a square of ``int(side * 0.5 + 0.5)``, offsets ``randint(0, side + (1 -
+      size % 2))`` for rows then columns, the square's indices ``offset - size // 2 +
+      k`` clamped into the image and zeroed in a mask.
+    """
+    for name in policy.split(","):
+        for fn in _DIFF_AUGMENT[name]:
+            x = fn(x)
+    return x.contiguous()
+
+
+def _per_sample(x: Tensor) -> Tensor:
+    return torch.rand(x.size(0), 1, 1, 1, dtype=x.dtype, device=x.device)
+
+
+def _brightness(x: Tensor) -> Tensor:
+    return x + (_per_sample(x) - 0.5)
+
+
+def _saturation(x: Tensor) -> Tensor:
+    mean = x.mean(dim=1, keepdim=True)
+    return (x - mean) * (_per_sample(x) * 2) + mean
+
+
+def _contrast(x: Tensor) -> Tensor:
+    mean = x.mean(dim=[1, 2, 3], keepdim=True)
+    return (x - mean) * (_per_sample(x) + 0.5) + mean
+
+
+def _grid(n: int, rows: int, cols: int, device) -> tuple[Tensor, Tensor, Tensor]:
+    along = [torch.arange(k, dtype=torch.long, device=device) for k in (n, rows, cols)]
+    return torch.meshgrid(*along, indexing="ij")
+
+
+def _translation(x: Tensor) -> Tensor:
+    n, _, h, w = x.shape
+    sx, sy = int(h * 0.125 + 0.5), int(w * 0.125 + 0.5)
+    tx = torch.randint(-sx, sx + 1, size=[n, 1, 1], device=x.device)
+    ty = torch.randint(-sy, sy + 1, size=[n, 1, 1], device=x.device)
+    b, i, j = _grid(n, h, w, x.device)
+    i = torch.clamp(i + tx + 1, 0, h + 1)
+    j = torch.clamp(j + ty + 1, 0, w + 1)
+    padded = F.pad(x, [1, 1, 1, 1]).permute(0, 2, 3, 1)  # (n, h + 2, w + 2, channels)
+    return padded[b, i, j].permute(0, 3, 1, 2)
+
+
+def _cutout(x: Tensor) -> Tensor:
+    n, _, h, w = x.shape
+    size = int(h * 0.5 + 0.5), int(w * 0.5 + 0.5)
+    ox = torch.randint(0, h + (1 - size[0] % 2), size=[n, 1, 1], device=x.device)
+    oy = torch.randint(0, w + (1 - size[1] % 2), size=[n, 1, 1], device=x.device)
+    b, i, j = _grid(n, size[0], size[1], x.device)
+    i = torch.clamp(i + ox - size[0] // 2, min=0, max=h - 1)
+    j = torch.clamp(j + oy - size[1] // 2, min=0, max=w - 1)
+    mask = torch.ones(n, h, w, dtype=x.dtype, device=x.device)
+    mask[b, i, j] = 0
+    return x * mask.unsqueeze(1)
+
+
+_DIFF_AUGMENT = {
+    "color": (_brightness, _saturation, _contrast),
+    "translation": (_translation,),
+    "cutout": (_cutout,),
+}
+
+
+def diffaugment(G, D, opt_g, opt_d, batches: Batches, latent: Latent,
+                policy: str = "color,translation,cutout", objective="ns"):  # fmt: skip
+    """mit-han-lab/data-efficient-gans' README loop: ``DiffAugment(x, policy=policy)``
+    (:func:`diff_augment`) before every D call; a D step on the real batch and
+    ``G(z).detach()``, then a G step on a fresh z. ganstep: ``d_first(reuse_fake=False)``
+    with ``augment=policy``."""
+    loss = _Losses(objective)
+    for reals in batches:
+        n = reals.size(0)
+        opt_d.zero_grad()
+        fakes = G(latent(n))
+        real_scores = D(diff_augment(reals, policy))
+        fake_scores = D(diff_augment(fakes.detach(), policy))
+        loss.d(D, reals, fakes.detach(), real_scores, fake_scores).backward()
+        opt_d.step()
+        opt_g.zero_grad()
+        fakes = G(latent(n))
+        real_scores = D(diff_augment(reals, policy)) if loss.g_needs_real else None
+        fake_scores = D(diff_augment(fakes, policy))
+        loss.g(fakes, fake_scores, real_scores).backward()
+        opt_g.step()
+        loss.end_iteration()
+    return loss.history
+
+
+def sngan_collections(G, D, opt_g, opt_d, batches: Batches, latent: Latent, n_dis: int = 5,
+                      loss: str = "hinge"):  # fmt: skip
+    """w86763777/pytorch-gan-collections' training loop (SNGAN on CIFAR-10): per step,
+    ``n_dis`` D steps, each on ``net_G(z).detach()`` made under ``no_grad`` and its own
+    real batch, then one G step on ``batch_size * 2`` fresh z. Its ``HingeLoss`` (or
+    ``BCEWithLogits``). ``batches`` holds ``n_dis`` real batches per step.
+    ganstep: ``d_first(d_steps=n_dis, reuse_fake=False, g_batch=2)``, objective
+    ``hinge`` (or ``ns``)."""
+
+    def loss_fn(pred_real, pred_fake=None):
+        if loss == "hinge":
+            if pred_fake is not None:
+                return F.relu(1 - pred_real).mean() + F.relu(1 + pred_fake).mean()
+            return -pred_real.mean()
+        if pred_fake is not None:
+            return _bce(pred_real, 1.0) + _bce(pred_fake, 0.0)
+        return _bce(pred_real, 1.0)
+
+    history = []
+    looper = iter(batches)
+    for _ in range(len(batches) // n_dis):
+        for _ in range(n_dis):
+            real = next(looper)
+            with torch.no_grad():
+                fake = G(latent(real.size(0))).detach()
+            net_D_real = D(real)
+            net_D_fake = D(fake)
+            loss_d = loss_fn(net_D_real, net_D_fake)
+            opt_d.zero_grad()
+            loss_d.backward()
+            opt_d.step()
+        z = latent(real.size(0) * 2)
+        loss_g = loss_fn(D(G(z)))
+        opt_g.zero_grad()
+        loss_g.backward()
+        opt_g.step()
+        history.append({"loss_d": loss_d.item(), "loss_g": loss_g.item()})
+    return history
+
+
+class ImagePool:
+    """junyanz/pytorch-CycleGAN-and-pix2pix ``util/image_pool.py``: a buffer of past
+    fakes; ``query`` returns, per image, the image (pool filling, or with probability
+    1/2) or a stored one that the image replaces. ganstep: ``Step(fake_pool=size)``."""
+
+    def __init__(self, pool_size: int) -> None:
+        self.pool_size = pool_size
+        if self.pool_size > 0:
+            self.num_imgs = 0
+            self.images: list[Tensor] = []
+
+    def query(self, images: Tensor) -> Tensor:
+        if self.pool_size == 0:
+            return images
+        return_images = []
+        for image in images:
+            image = torch.unsqueeze(image.data, 0)
+            if self.num_imgs < self.pool_size:
+                self.num_imgs = self.num_imgs + 1
+                self.images.append(image)
+                return_images.append(image)
+            else:
+                p = random.uniform(0, 1)
+                if p > 0.5:
+                    random_id = random.randint(0, self.pool_size - 1)
+                    tmp = self.images[random_id].clone()
+                    self.images[random_id] = image
+                    return_images.append(tmp)
+                else:
+                    return_images.append(image)
+        return torch.cat(return_images, 0)
+
+
+class GANLoss(nn.Module):
+    """CycleGAN's ``GANLoss``: ``lsgan`` (MSELoss) or ``vanilla`` (BCEWithLogitsLoss)
+    against a target tensor of D's prediction's shape, 1.0 for real and 0.0 for fake;
+    ``wgangp``: ``-prediction.mean()`` for real, ``prediction.mean()`` for fake."""
+
+    def __init__(self, gan_mode: str, target_real_label=1.0, target_fake_label=0.0):
+        super().__init__()
+        self.register_buffer("real_label", torch.tensor(target_real_label))
+        self.register_buffer("fake_label", torch.tensor(target_fake_label))
+        self.gan_mode = gan_mode
+        if gan_mode == "lsgan":
+            self.loss = nn.MSELoss()
+        elif gan_mode == "vanilla":
+            self.loss = nn.BCEWithLogitsLoss()
+        elif gan_mode == "wgangp":
+            self.loss = None
+        else:
+            raise NotImplementedError(f"gan mode {gan_mode} not implemented")
+
+    def get_target_tensor(self, prediction, target_is_real):
+        target_tensor = self.real_label if target_is_real else self.fake_label
+        return target_tensor.to(prediction.dtype).expand_as(prediction)
+
+    def __call__(self, prediction, target_is_real):
+        if self.gan_mode == "wgangp":
+            return -prediction.mean() if target_is_real else prediction.mean()
+        return self.loss(prediction, self.get_target_tensor(prediction, target_is_real))
+
+
+def cyclegan(G_A, G_B, D_A, D_B, opt_g, opt_d, batches, gan_mode: str = "lsgan",
+             lambda_A: float = 10.0, lambda_B: float = 10.0, lambda_identity: float = 0.5,
+             pool_size: int = 50, lambda_gp: float = 0.0):  # fmt: skip
+    """junyanz/pytorch-CycleGAN-and-pix2pix ``CycleGANModel.optimize_parameters`` over
+    ``batches`` of ``(real_A, real_B)``: ``forward`` (fake_B, rec_A, fake_A, rec_B), G's
+    step with D_A and D_B frozen (``backward_G``: identity, GAN, cycle losses), then
+    D's step: ``backward_D_A`` on ``fake_B_pool.query(fake_B)``, ``backward_D_B`` on
+    ``fake_A_pool.query(fake_A)``, each ``(loss_D_real + loss_D_fake) * 0.5``.
+    ``opt_g`` holds G_A and G_B, ``opt_d`` D_A and D_B. ganstep: ``CycleStep``.
+
+    ``lambda_gp > 0`` is not in CycleGAN's model: it adds ``lambda_gp`` times
+    :func:`gradient_penalty` (on the real batch and the fakes D was shown) to each D's
+    loss after its two forwards, as a user training CycleGAN with ``gan_mode="wgangp"``
+    adds one. ganstep: ``CycleStep(objective=WGANGP(lambda_gp), d_scale=0.5,
+    g_scale=1)``."""
+    criterionGAN = GANLoss(gan_mode)
+    criterionCycle, criterionIdt = nn.L1Loss(), nn.L1Loss()
+    fake_A_pool, fake_B_pool = ImagePool(pool_size), ImagePool(pool_size)
+
+    def backward_D_basic(netD, real, fake):
+        pred_real = netD(real)
+        loss_D_real = criterionGAN(pred_real, True)
+        pred_fake = netD(fake.detach())
+        loss_D_fake = criterionGAN(pred_fake, False)
+        loss_D = (loss_D_real + loss_D_fake) * 0.5
+        if lambda_gp > 0:
+            loss_D = loss_D + lambda_gp * gradient_penalty(netD, real, fake.detach())
+        loss_D.backward()
+        return loss_D
+
+    history = []
+    for real_A, real_B in batches:
+        # forward
+        fake_B = G_A(real_A)
+        rec_A = G_B(fake_B)
+        fake_A = G_B(real_B)
+        rec_B = G_A(fake_A)
+        # G_A and G_B
+        _set_requires_grad(D_A, False)
+        _set_requires_grad(D_B, False)
+        opt_g.zero_grad()
+        if lambda_identity > 0:
+            idt_A = G_A(real_B)
+            loss_idt_A = criterionIdt(idt_A, real_B) * lambda_B * lambda_identity
+            idt_B = G_B(real_A)
+            loss_idt_B = criterionIdt(idt_B, real_A) * lambda_A * lambda_identity
+        else:
+            loss_idt_A = loss_idt_B = 0
+        loss_G_A = criterionGAN(D_A(fake_B), True)
+        loss_G_B = criterionGAN(D_B(fake_A), True)
+        loss_cycle_A = criterionCycle(rec_A, real_A) * lambda_A
+        loss_cycle_B = criterionCycle(rec_B, real_B) * lambda_B
+        loss_G = loss_G_A + loss_G_B + loss_cycle_A + loss_cycle_B + loss_idt_A + loss_idt_B
+        loss_G.backward()
+        opt_g.step()
+        # D_A and D_B
+        _set_requires_grad(D_A, True)
+        _set_requires_grad(D_B, True)
+        opt_d.zero_grad()
+        loss_D_A = backward_D_basic(D_A, real_B, fake_B_pool.query(fake_B))
+        loss_D_B = backward_D_basic(D_B, real_A, fake_A_pool.query(fake_A))
+        opt_d.step()
+        history.append({"loss_g": loss_G.item(), "loss_d": (loss_D_A + loss_D_B).item(),
+                        "loss_d_a": loss_D_A.item(), "cycle_a": loss_cycle_A.item()})  # fmt: skip
+    return history
+
+
+def taming_vqgan(G, D, opt_ae, opt_disc, batches: Batches, perceptual: nn.Module,
+                 last_layer: Tensor, disc_start: int, codebook_weight: float = 1.0,
+                 disc_factor: float = 1.0, disc_weight: float = 1.0,
+                 perceptual_weight: float = 1.0):  # fmt: skip
+    """CompVis/taming-transformers: ``VQModel.training_step`` (``taming/models/vqgan.py``,
+    commit 04c8ad6) with ``VQLPIPSWithDiscriminator`` (``taming/modules/losses/
+    vqperceptual.py``, commit 9944179, hinge loss, unconditional D), run by
+    pytorch-lightning 1.0's loop over its two optimizers: per batch (``global_step`` =
+    the batch's index), for each optimizer in turn ``toggle_optimizer`` (every parameter
+    off, then that optimizer's on), ``training_step``, backward, step, zero_grad.
+
+    ``G(x)`` returns ``(xrec, qloss)``; ``perceptual(x, xrec)`` stands in for LPIPS (a
+    fixed network, one value per sample); ``last_layer`` is the decoder's last weight.
+    The autoencoder's step: ``nll = mean(|x - xrec| + perceptual_weight * p_loss)``,
+    ``g_loss = -mean(D(xrec))``, the adaptive weight ``||grad nll|| / (||grad g_loss|| +
+    1e-4)`` at ``last_layer``, clamped to [0, 1e4], detached, times ``disc_weight``;
+    ``nll + d_weight * factor * g_loss + codebook_weight * mean(qloss)`` with ``factor``
+    ``disc_factor`` from ``disc_start`` on and 0 before (``adopt_weight``). The
+    discriminator's step forwards G again (the updated G, without a graph) and steps on
+    ``factor * 0.5 * (mean relu(1 - D(x)) + mean relu(1 + D(xrec)))``.
+    ganstep: ``g_first()``, ``condition="real"`` (G(x)), ``d_conditional=False``,
+    ``hinge`` with ``d_scale=lambda t: 0.5 * factor(t)``, ``g_scale=0`` and G terms:
+    the nll, the adaptively weighted adversarial loss, the codebook loss read from G's
+    extra output."""
+    history = []
+    every = [*G.parameters(), *D.parameters()]
+    for global_step, x in enumerate(batches):
+        factor = disc_factor if global_step >= disc_start else 0.0
+        row = {}
+        for optimizer_idx, optimizer in enumerate((opt_ae, opt_disc)):
+            for p in every:  # toggle_optimizer
+                p.requires_grad = False
+            for group in optimizer.param_groups:
+                for p in group["params"]:
+                    p.requires_grad = True
+            xrec, qloss = G(x)
+            rec_loss = torch.abs(x.contiguous() - xrec.contiguous())
+            p_loss = perceptual(x.contiguous(), xrec.contiguous())
+            rec_loss = rec_loss + perceptual_weight * p_loss
+            nll_loss = torch.mean(rec_loss)
+            if optimizer_idx == 0:
+                logits_fake = D(xrec.contiguous())
+                g_loss = -torch.mean(logits_fake)
+                nll_grads = torch.autograd.grad(nll_loss, last_layer, retain_graph=True)[0]
+                g_grads = torch.autograd.grad(g_loss, last_layer, retain_graph=True)[0]
+                d_weight = torch.norm(nll_grads) / (torch.norm(g_grads) + 1e-4)
+                d_weight = torch.clamp(d_weight, 0.0, 1e4).detach() * disc_weight
+                loss = nll_loss + d_weight * factor * g_loss + codebook_weight * qloss.mean()
+                row["loss_g"] = loss.item()
+            else:
+                logits_real = D(x.contiguous().detach())
+                logits_fake = D(xrec.contiguous().detach())
+                loss_real = torch.mean(F.relu(1.0 - logits_real))
+                loss_fake = torch.mean(F.relu(1.0 + logits_fake))
+                loss = factor * (0.5 * (loss_real + loss_fake))
+                row["loss_d"] = loss.item()
+            loss.backward()
+            optimizer.step()
+            optimizer.zero_grad()
+        for p in every:
+            p.requires_grad = True
+        history.append(row)
+    return history
+
+
+def _hifigan_discriminator_loss(real_outputs, fake_outputs):
+    loss = 0
+    for dr, dg in zip(real_outputs, fake_outputs, strict=True):
+        loss += torch.mean((1 - dr) ** 2) + torch.mean(dg**2)
+    return loss
+
+
+def _hifigan_generator_loss(fake_outputs):
+    loss = 0
+    for dg in fake_outputs:
+        loss += torch.mean((1 - dg) ** 2)
+    return loss
+
+
+def _hifigan_feature_loss(fmap_r, fmap_g):
+    loss = 0
+    for dr, dg in zip(fmap_r, fmap_g, strict=True):
+        for rl, gl in zip(dr, dg, strict=True):
+            loss += torch.mean(torch.abs(rl - gl))
+    return loss * 2
+
+
+def hifigan(G, mpd, msd, opt_g, opt_d, batches, mel_spectrogram: Callable[[Tensor], Tensor]):
+    """jik876/hifi-gan ``train.py`` (commit 3484fe6) with ``models.py``'s losses: per
+    batch ``(x, y, y_mel)`` (the input mel, the audio, the audio's mel), ``y_g_hat =
+    generator(x)`` once; D's step on ``mpd(y, y_g_hat.detach())`` and ``msd(...)`` (each
+    sub-discriminator on the real, then the fake batch), the least-squares
+    ``discriminator_loss`` summed over sub-discriminators; then G's step on the same
+    ``y_g_hat``: ``45 * L1(y_mel, mel(y_g_hat))``, ``feature_loss`` (2 * the mean L1
+    between D's feature maps on real and fake) and ``generator_loss`` summed. ``mpd`` and
+    ``msd`` are called ``d(y, y_hat)`` and return ``(y_d_rs, y_d_gs, fmap_rs, fmap_gs)``;
+    D is not frozen in G's step (the feature maps on the real batch carry a graph into
+    D's weights, unused). ganstep: ``d_first()``, ``condition="real"``, a D returning
+    ``(scores, feature maps)`` of every sub-discriminator, ``lsgan`` with ``d_scale=2``,
+    ``g_scale=2``, ``d_map=True``, a feature-matching term marked ``reads_real`` and a
+    mel term reading the batch's extra target ``y_mel``."""
+    history = []
+    for x, y, y_mel in batches:
+        y_g_hat = G(x)
+        y_g_hat_mel = mel_spectrogram(y_g_hat)
+        opt_d.zero_grad()
+        y_df_hat_r, y_df_hat_g, _, _ = mpd(y, y_g_hat.detach())
+        loss_disc_f = _hifigan_discriminator_loss(y_df_hat_r, y_df_hat_g)
+        y_ds_hat_r, y_ds_hat_g, _, _ = msd(y, y_g_hat.detach())
+        loss_disc_s = _hifigan_discriminator_loss(y_ds_hat_r, y_ds_hat_g)
+        loss_disc_all = loss_disc_s + loss_disc_f
+        loss_disc_all.backward()
+        opt_d.step()
+        opt_g.zero_grad()
+        loss_mel = F.l1_loss(y_mel, y_g_hat_mel) * 45
+        y_df_hat_r, y_df_hat_g, fmap_f_r, fmap_f_g = mpd(y, y_g_hat)
+        y_ds_hat_r, y_ds_hat_g, fmap_s_r, fmap_s_g = msd(y, y_g_hat)
+        loss_fm_f = _hifigan_feature_loss(fmap_f_r, fmap_f_g)
+        loss_fm_s = _hifigan_feature_loss(fmap_s_r, fmap_s_g)
+        loss_gen_f = _hifigan_generator_loss(y_df_hat_g)
+        loss_gen_s = _hifigan_generator_loss(y_ds_hat_g)
+        loss_gen_all = loss_gen_s + loss_gen_f + loss_fm_s + loss_fm_f + loss_mel
+        loss_gen_all.backward()
+        opt_g.step()
+        history.append({"loss_d": loss_disc_all.item(), "loss_g": loss_gen_all.item(),
+                        "mel": loss_mel.item()})  # fmt: skip
+    return history

@@ -1,0 +1,270 @@
+"""eriklindernoren/PyTorch-GAN's loops, each as its ``implementations/...`` file is
+(the file and commit named in each docstring)."""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from .common import Batches, Latent, Pairs, _as_floats, _Losses, _one_hot
+
+
+def pytorch_gan_g_first(G, D, opt_g, opt_d, batches: Batches, latent: Latent, objective="ns"):
+    """eriklindernoren/PyTorch-GAN's loop: G steps, then D steps on the same ``gen_imgs``.
+
+    Both gradients are taken at (g_t, d_t): this is ``simultaneous``. It forwards D on
+    the fake batch twice and computes D's weight gradients in G's step for nothing.
+    """
+    loss = _Losses(objective)
+    for real_imgs in batches:
+        # Train Generator
+        opt_g.zero_grad()
+        gen_imgs = G(latent(real_imgs.size(0)))
+        real_out = D(real_imgs) if loss.g_needs_real else None
+        g_loss = loss.g(gen_imgs, D(gen_imgs), real_out)
+        g_loss.backward()
+        opt_g.step()
+        # Train Discriminator
+        opt_d.zero_grad()
+        d_loss = loss.d(D, real_imgs, gen_imgs.detach(), D(real_imgs), D(gen_imgs.detach()))
+        d_loss.backward()
+        opt_d.step()
+        loss.end_iteration()
+    return loss.history
+
+
+def pytorch_gan_cgan(G, D, opt_g, opt_d, batches: Pairs, latent: Latent, labels: Latent):
+    """eriklindernoren/PyTorch-GAN ``implementations/cgan/cgan.py``: ``G(z, gen_labels)``
+    with sampled labels, G steps, then D on ``gen_imgs.detach()`` with ``gen_labels``.
+
+    Least squares losses (``MSELoss``) with G's halved as ganstep's ``lsgan`` defines it
+    (a loss scale is not the update order). Both gradients at (g_t, d_t): ganstep's
+    ``simultaneous()`` with ``condition=labels``.
+    """
+    history = []
+    for imgs, real_labels in batches:
+        n = imgs.size(0)
+        # Train Generator
+        opt_g.zero_grad()
+        z, gen_labels = latent(n), labels(n)
+        gen_imgs = G(z, gen_labels)
+        validity = D(gen_imgs, gen_labels)
+        g_loss = 0.5 * F.mse_loss(validity, torch.ones_like(validity))
+        g_loss.backward()
+        opt_g.step()
+        # Train Discriminator
+        opt_d.zero_grad()
+        validity_real = D(imgs, real_labels)
+        d_real_loss = F.mse_loss(validity_real, torch.ones_like(validity_real))
+        validity_fake = D(gen_imgs.detach(), gen_labels)
+        d_fake_loss = F.mse_loss(validity_fake, torch.zeros_like(validity_fake))
+        d_loss = (d_real_loss + d_fake_loss) / 2
+        d_loss.backward()
+        opt_d.step()
+        history.append({"loss_d": d_loss.item(), "loss_g": g_loss.item()})
+    return history
+
+
+def pytorch_gan_acgan(G, D, opt_g, opt_d, batches: Pairs, rng: np.random.RandomState,
+                      latent_dim: int, n_classes: int):  # fmt: skip
+    """eriklindernoren/PyTorch-GAN ``implementations/acgan/acgan.py`` (commit e0a8f3c) as
+    written: ``rng`` stands for ``np.random``, drawn in the script's order (z by
+    ``normal(0, 1, (n, latent_dim))``, then labels by ``randint(0, n_classes, n)``);
+    ``G(z, labels)``; ``D(x)`` (no label) ends in a ``Sigmoid`` and a ``Softmax`` and
+    returns (validity, class probabilities); ``BCELoss`` on the validity, and
+    ``CrossEntropyLoss`` on the softmax's output, read as logits, as the script does.
+    G's step ``0.5 * (adv + aux)``, then D's on the real batch and ``gen_imgs.detach()``:
+    ``((adv_real + aux_real) / 2 + (adv_fake + aux_fake) / 2) / 2``.
+    ganstep: ``simultaneous()``, ``objective=ns(probabilities=True)``,
+    ``condition=labels``, ``d_conditional=False``, ``g_scale=0.5`` with a G term of
+    weight 0.5, ``d_scale=0.25`` with D terms of weight 0.25 on each batch's class
+    output. (Its D has Dropout2d: ganstep forwards D as the loop does.)"""
+    adversarial_loss, auxiliary_loss = nn.BCELoss(), nn.CrossEntropyLoss()
+    history = []
+    for imgs, labels in batches:
+        batch_size = imgs.shape[0]
+        valid = torch.ones(batch_size, 1, dtype=imgs.dtype)
+        fake = torch.zeros(batch_size, 1, dtype=imgs.dtype)
+        real_imgs = imgs
+        # Train Generator
+        opt_g.zero_grad()
+        z = _as_floats(rng.normal(0, 1, (batch_size, latent_dim)), imgs)
+        gen_labels = torch.from_numpy(rng.randint(0, n_classes, batch_size)).long()
+        gen_imgs = G(z, gen_labels)
+        validity, pred_label = D(gen_imgs)
+        g_loss = 0.5 * (adversarial_loss(validity, valid) + auxiliary_loss(pred_label, gen_labels))
+        g_loss.backward()
+        opt_g.step()
+        # Train Discriminator
+        opt_d.zero_grad()
+        real_pred, real_aux = D(real_imgs)
+        d_real_loss = (adversarial_loss(real_pred, valid) + auxiliary_loss(real_aux, labels)) / 2
+        fake_pred, fake_aux = D(gen_imgs.detach())
+        d_fake_loss = (adversarial_loss(fake_pred, fake) + auxiliary_loss(fake_aux, gen_labels)) / 2
+        d_loss = (d_real_loss + d_fake_loss) / 2
+        d_loss.backward()
+        opt_d.step()
+        history.append({"loss_d": d_loss.item(), "loss_g": g_loss.item()})
+    return history
+
+
+def pytorch_gan_wgan(G, D, opt_g, opt_d, batches: Batches, rng: np.random.RandomState,
+                     latent_dim: int, n_critic: int = 5, clip_value: float = 0.01):  # fmt: skip
+    """eriklindernoren/PyTorch-GAN ``implementations/wgan/wgan.py`` (commit c5d6be1), one
+    epoch of it (``i`` counts its batches): per batch, z from numpy's generator
+    (``np.random.normal(0, 1, (n, latent_dim))``; ``rng`` stands for ``np.random``), a
+    D step on ``generator(z).detach()`` (G forwarded with a graph it throws away), D's
+    weights clamped to ``clip_value`` after it; every ``n_critic``-th batch (``i %
+    n_critic == 0``) a G step on ``generator(z)``, G forwarded again on the same z (D
+    not frozen). ganstep: ``d_first(g_every=n_critic, reuse_fake=False,
+    reuse_z=True)`` with ``wgan(clip=clip_value)``."""
+    history = []
+    for i, imgs in enumerate(batches):
+        real_imgs = imgs
+        # Train Discriminator
+        opt_d.zero_grad()
+        z = _as_floats(rng.normal(0, 1, (imgs.shape[0], latent_dim)), imgs)
+        fake_imgs = G(z).detach()
+        loss_D = -torch.mean(D(real_imgs)) + torch.mean(D(fake_imgs))
+        loss_D.backward()
+        opt_d.step()
+        for p in D.parameters():
+            p.data.clamp_(-clip_value, clip_value)
+        row = {"loss_d": loss_D.item()}
+        # Train the generator every n_critic iterations
+        if i % n_critic == 0:
+            opt_g.zero_grad()
+            gen_imgs = G(z)
+            loss_G = -torch.mean(D(gen_imgs))
+            loss_G.backward()
+            opt_g.step()
+            row["loss_g"] = loss_G.item()
+        history.append(row)
+    return history
+
+
+def pytorch_gan_esrgan(G, D, opt_g, opt_d, batches: Pairs, feature_extractor: nn.Module,
+                       lambda_adv: float = 5e-3, lambda_pixel: float = 1e-2,
+                       warmup_batches: int = 500):  # fmt: skip
+    """eriklindernoren/PyTorch-GAN ``implementations/esrgan/esrgan.py`` (commit fd9f071),
+    one epoch of it (``batches_done`` counts its batches). ``batches`` are (imgs_hr,
+    imgs_lr) pairs; ``G(imgs_lr)`` super-resolves; D returns a map of logits per image.
+    Before ``warmup_batches`` batches, a G step on the pixel L1 alone and no D step.
+    After: G's step on ``loss_content + lambda_adv * loss_GAN + lambda_pixel *
+    loss_pixel``, where the content loss is the L1 between ``feature_extractor``'s
+    features of the fake and of the real batch (VGG19's there) and the relativistic
+    loss is one term, ``BCE(pred_fake - pred_real.mean(0, keepdim=True), valid)``, with
+    ``pred_real = D(imgs_hr).detach()`` forwarded first; then D's step on ``D(imgs_hr)``
+    and ``D(gen_hr.detach())``, ``(BCE(real - fake.mean(0), 1) + BCE(fake -
+    real.mean(0), 0)) / 2``, each mean per location of the map. D is not frozen in G's
+    step (its gradients are cleared before its own).
+    ganstep: ``simultaneous()``, ``latent=None``, ``condition="real"``,
+    ``d_conditional=False``, ``RaSGAN(g_real_term=False, per_location=True)``,
+    ``g_scale=lambda_adv``, content and pixel terms, ``d_forwards="loop"`` (its D has
+    BatchNorm: the loop's forwards give the loop's running statistics too); the
+    warm-up is a plain L1 loop before the Step's iterations."""
+    criterion_gan, criterion_content, criterion_pixel = (
+        nn.BCEWithLogitsLoss(),
+        nn.L1Loss(),
+        nn.L1Loss(),
+    )
+    history = []
+    for batches_done, (imgs_hr, imgs_lr) in enumerate(batches):
+        # Train Generators
+        opt_g.zero_grad()
+        gen_hr = G(imgs_lr)
+        loss_pixel = criterion_pixel(gen_hr, imgs_hr)
+        if batches_done < warmup_batches:
+            loss_pixel.backward()
+            opt_g.step()
+            history.append({"l1": loss_pixel.item()})
+            continue
+        pred_real = D(imgs_hr).detach()
+        pred_fake = D(gen_hr)
+        valid, fake = torch.ones_like(pred_fake), torch.zeros_like(pred_fake)
+        loss_gan = criterion_gan(pred_fake - pred_real.mean(0, keepdim=True), valid)
+        gen_features = feature_extractor(gen_hr)
+        real_features = feature_extractor(imgs_hr).detach()
+        loss_content = criterion_content(gen_features, real_features)
+        loss_G = loss_content + lambda_adv * loss_gan + lambda_pixel * loss_pixel
+        loss_G.backward()
+        opt_g.step()
+        # Train Discriminator
+        opt_d.zero_grad()
+        pred_real = D(imgs_hr)
+        pred_fake = D(gen_hr.detach())
+        loss_real = criterion_gan(pred_real - pred_fake.mean(0, keepdim=True), valid)
+        loss_fake = criterion_gan(pred_fake - pred_real.mean(0, keepdim=True), fake)
+        loss_D = (loss_real + loss_fake) / 2
+        loss_D.backward()
+        opt_d.step()
+        history.append({"loss_d": loss_D.item(), "loss_g": loss_G.item(),
+                        "content": loss_content.item(), "l1": loss_pixel.item()})  # fmt: skip
+    return history
+
+
+def pytorch_gan_infogan(G, D, opt_g, opt_d, opt_info, batches: Batches,
+                        rng: np.random.RandomState, latent_dim: int, n_classes: int,
+                        code_dim: int, lambda_cat: float = 1.0,
+                        lambda_con: float = 0.1):  # fmt: skip
+    """eriklindernoren/PyTorch-GAN ``implementations/infogan/infogan.py`` (commit
+    1e35104) as written; ``rng`` stands for ``np.random``. G is ``generator(z,
+    label_input, code_input)`` (labels one-hot) and D returns ``(validity, label,
+    code)``. G's step draws z (``normal(0, 1)``), then labels (``randint``), then the
+    code (``uniform(-1, 1)``), and steps on ``MSE(validity, 1)``; D's step on the real
+    batch and ``gen_imgs.detach()``, ``(d_real_loss + d_fake_loss) / 2``; then the
+    information loss draws labels first, then z, then the code from ``normal(-1, 1)``
+    (the script's own, not the G step's uniform), ``lambda_cat * CrossEntropy(pred_label,
+    gt_labels) + lambda_con * MSE(pred_code, code_input)``, stepped by
+    ``optimizer_info`` over G's and D's parameters (the script's D ends its label head
+    in a ``Softmax``, which the cross-entropy reads as logits).
+    ganstep: ``simultaneous()``, ``lsgan`` with ``g_scale=2``, ``info_optimizer``,
+    ``info_terms`` and ``info_latent`` drawing in the info step's order."""
+    adversarial_loss, categorical_loss, continuous_loss = (
+        nn.MSELoss(),
+        nn.CrossEntropyLoss(),
+        nn.MSELoss(),
+    )
+    history = []
+    for real_imgs in batches:
+        batch_size = real_imgs.shape[0]
+        valid = torch.ones(batch_size, 1, dtype=real_imgs.dtype)
+        fake = torch.zeros(batch_size, 1, dtype=real_imgs.dtype)
+        # Train Generator
+        opt_g.zero_grad()
+        z = _as_floats(rng.normal(0, 1, (batch_size, latent_dim)), real_imgs)
+        label_input = _one_hot(rng.randint(0, n_classes, batch_size), n_classes, real_imgs)
+        code_input = _as_floats(rng.uniform(-1, 1, (batch_size, code_dim)), real_imgs)
+        gen_imgs = G(z, label_input, code_input)
+        validity, _, _ = D(gen_imgs)
+        g_loss = adversarial_loss(validity, valid)
+        g_loss.backward()
+        opt_g.step()
+        # Train Discriminator
+        opt_d.zero_grad()
+        real_pred, _, _ = D(real_imgs)
+        d_real_loss = adversarial_loss(real_pred, valid)
+        fake_pred, _, _ = D(gen_imgs.detach())
+        d_fake_loss = adversarial_loss(fake_pred, fake)
+        d_loss = (d_real_loss + d_fake_loss) / 2
+        d_loss.backward()
+        opt_d.step()
+        # Information Loss
+        opt_info.zero_grad()
+        sampled_labels = rng.randint(0, n_classes, batch_size)
+        gt_labels = torch.from_numpy(sampled_labels).long()
+        z = _as_floats(rng.normal(0, 1, (batch_size, latent_dim)), real_imgs)
+        label_input = _one_hot(sampled_labels, n_classes, real_imgs)
+        code_input = _as_floats(rng.normal(-1, 1, (batch_size, code_dim)), real_imgs)
+        gen_imgs = G(z, label_input, code_input)
+        _, pred_label, pred_code = D(gen_imgs)
+        info_loss = lambda_cat * categorical_loss(
+            pred_label, gt_labels
+        ) + lambda_con * continuous_loss(pred_code, code_input)
+        info_loss.backward()
+        opt_info.step()
+        history.append({"loss_d": d_loss.item(), "loss_g": g_loss.item(),
+                        "loss_info": info_loss.item()})  # fmt: skip
+    return history
