@@ -182,3 +182,83 @@ def test_conditional_simultaneous_saves_one_d_forward_and_d_weight_gradients():
         without_weights = flops(lambda: D(x, y).sum().backward())
     assert forward > 0 and with_weights > without_weights
     assert ref - got == forward + (with_weights - without_weights)
+
+
+# --- a tuple condition, unpacked into G --------------------------------------------------
+
+
+class Translator(nn.Module):
+    """StarGAN's G(x, c): a source sample and its target domain's labels, no z."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = nn.Linear(X + K, X)
+        self.calls: list[tuple] = []
+
+    def forward(self, x, c):
+        self.calls.append((tuple(x.shape), c.dtype))
+        return self.fc(torch.cat([x, F.one_hot(c, K).to(x)], 1))
+
+
+def test_a_tuple_condition_is_unpacked_into_g_and_equals_the_loop():
+    """StarGAN's G(x, c) from a sampler of (source, target labels); D(x) alone. Before,
+    G got the tuple as one argument: 'forward() missing 1 required positional argument'."""
+
+    def sides():
+        torch.manual_seed(0)
+        G, D = Translator().double(), nn.Linear(X, 1).double()
+        return G, D, torch.optim.SGD(G.parameters(), 0.1), torch.optim.SGD(D.parameters(), 0.1)
+
+    def source(n):
+        return torch.randn(n, X, dtype=torch.float64), torch.randint(K, (n,))
+
+    torch.manual_seed(1)
+    reals = [torch.randn(N, X, dtype=torch.float64) for _ in range(3)]
+    pairs = [(x, source(N)) for x in reals]  # real rows come with their own (x, c)
+    G, D, opt_g, opt_d = sides()
+    step = Step(G, D, opt_g, opt_d, objective="ns", schedule=d_first(), latent=None,
+                condition=source, d_conditional=False)  # fmt: skip
+    torch.manual_seed(2)
+    for pair in pairs:  # the general path, then the steady one
+        step(pair)
+    assert G.calls == [((N, X), torch.int64)] * 3
+    g, d, opt_g, opt_d = sides()
+    torch.manual_seed(2)
+    for real in reals:  # the loop, as StarGAN's users write it with ns
+        fake = g(*source(N))
+        opt_d.zero_grad()
+        loss_d = F.softplus(-d(real)).mean() + F.softplus(d(fake.detach())).mean()
+        loss_d.backward()
+        opt_d.step()
+        opt_g.zero_grad()
+        F.softplus(-d(fake)).mean().backward()
+        opt_g.step()
+    for p, q in zip([*G.parameters(), *D.parameters()], [*g.parameters(), *d.parameters()],
+                    strict=True):  # fmt: skip
+        torch.testing.assert_close(p, q, rtol=1e-12, atol=1e-12)
+
+
+def test_a_g_whose_signature_does_not_fit_is_told_what_it_was_called_with():
+    class OneInput(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.fc = nn.Linear(Z, X)
+
+        def forward(self, z):
+            return self.fc(z)
+
+    G, D = OneInput().double(), nn.Linear(X, 1).double()
+    step = Step(G, D, torch.optim.SGD(G.parameters(), 0.1), torch.optim.SGD(D.parameters(), 0.1),
+                objective="ns", schedule=d_first(), d_conditional=False,
+                latent=lambda n: torch.randn(n, Z, dtype=torch.float64),
+                condition=lambda n: (torch.randn(n, 2, dtype=torch.float64),
+                                     torch.randint(K, (n,))))  # fmt: skip
+    real = torch.randn(N, X, dtype=torch.float64)
+    with pytest.raises(TypeError) as e:
+        step((real, (torch.randn(N, 2, dtype=torch.float64), torch.randint(K, (N,)))))
+    message = str(e.value)
+    assert (
+        f"ganstep called G(z: ({N}, {Z}) float64, c[0]: ({N}, 2) float64, c[1]: ({N},) int64)"
+        in message
+    )
+    assert "which G's forward(z) does not take" in message

@@ -4,6 +4,7 @@ needs it), and the images path length differentiates at G's latents."""
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -28,9 +29,26 @@ class Latents:
     c: Condition = None
 
     def args(self) -> list[Tensor]:
-        """G's arguments: the latent's parts, then the condition."""
-        z = [] if self.z is None else [self.z] if isinstance(self.z, Tensor) else list(self.z)
-        return [*z, *([] if self.c is None else [self.c])]
+        """G's arguments: the latent's parts, then the condition's (a tuple condition,
+        such as StarGAN's (image, target labels), is unpacked: ``G(x, c)``)."""
+        return [*_parts(self.z), *_parts(self.c)]
+
+    def described(self) -> str:
+        """G's call as it was made, its arguments' shapes and dtypes."""
+        names = [*_names("z", self.z), *_names("c", self.c)]
+        shown = [f"{name}: {tuple(t.shape)} {str(t.dtype).removeprefix('torch.')}"
+                 for name, t in zip(names, self.args(), strict=True)]  # fmt: skip
+        return f"G({', '.join(shown)})"
+
+
+def _parts(value: Condition) -> list[Tensor]:
+    return [] if value is None else [value] if isinstance(value, Tensor) else list(value)
+
+
+def _names(name: str, value: Condition) -> list[str]:
+    if value is None or isinstance(value, Tensor):
+        return [name] * (value is not None)
+    return [f"{name}[{i}]" for i in range(len(value))]
 
 
 def draw(
@@ -118,6 +136,15 @@ def _generate(game: Game, latents: Latents, like: Batch, graph: bool) -> Batch:
     try:
         with game.precision.autocast(), torch.set_grad_enabled(graph):
             fake = game.g.module(*latents.args())
+    except TypeError as e:
+        fits = _signature_fits(game.g.module, latents.args())
+        if fits is None:
+            raise
+        raise TypeError(
+            f"ganstep called {latents.described()}, which G's forward{fits} does not take "
+            f"({e}). G is called G(z), G(z, c) or G(c), a tuple condition unpacked: "
+            "G(z, c0, c1); a latent that returns a tuple is unpacked likewise"
+        ) from e
     except RuntimeError as e:
         # torch's shape errors name matrices and channels, not z: say where z came from
         words = ("shape", "size", "channels", "dimension")
@@ -135,6 +162,20 @@ def _generate(game: Game, latents: Latents, like: Batch, graph: bool) -> Batch:
         ) from e
     fake, extra = checked_fake(game, fake, like)
     return Batch(fake, latents.c, latents.z, extra)
+
+
+def _signature_fits(G: object, args: list) -> str | None:
+    """G's forward's signature, as text, where ``args`` do not bind to it; None where they
+    do (the TypeError came from inside G) or its signature cannot be read."""
+    try:
+        signature = inspect.signature(G.forward if isinstance(G, torch.nn.Module) else G)
+    except (TypeError, ValueError):
+        return None
+    try:
+        signature.bind(*args)
+    except TypeError:
+        return str(signature)
+    return None
 
 
 def checked_fake(game: Game, fake: object, like: Batch) -> tuple[Tensor, tuple | None]:

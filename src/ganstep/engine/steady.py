@@ -219,7 +219,7 @@ class Steady:
         """G's fakes from ``z`` (and for ``c``): ``G(z)``, ``G(z, c)`` or ``G(c)``."""
         args = (z,) if type(z) is Tensor else () if z is None else tuple(z)
         if c is not None:
-            args = (*args, c)
+            args = (*args, *c) if isinstance(c, tuple | list) else (*args, c)  # unpacked
         if self.autocast is not None:
             with self.autocast(), torch.set_grad_enabled(graph):
                 fake = self.G(*args)
