@@ -132,7 +132,7 @@ def _fused_micro(game: Game, real: Batch, fake: Batch, k: int) -> Logs:
     else:
         weight = d_slope.abs() * scale_d / (s.numel() * k)
         hard = (~torch.isfinite(ratio) | (weight < floor)).reshape(n, -1).any(1)
-        ratio = torch.where(hard, torch.zeros_like(ratio[:1]), ratio.reshape(n, -1)[:, 0])
+        ratio = torch.where(hard, hard.new_zeros((), dtype=ratio.dtype), ratio.reshape(n, -1)[:, 0])
         idx = hard.nonzero().squeeze(1) if hard.any() else None  # the one host sync
     # fake_in's gradient carries D's loss scale and d_scale; G's backward must carry G's
     # (and g_scale). With d_scale 0 at this iteration every sample went the hard way.
