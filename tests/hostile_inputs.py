@@ -572,6 +572,54 @@ def cuda_run_resumed_on_cpu(tmp: Path, timeout: float) -> Outcome:
     return clear_error(proc, "drawn on CUDA", "--device")
 
 
+def tilde_in_toml(tmp: Path, timeout: float) -> Outcome:
+    """``out = "~/x"`` in a config file: the home folder's x, not a folder named ~."""
+    config = tmp / "c.toml"
+    config.write_text('out = "~/run-from-toml"\nsteps = 2\nbatch_size = 16\nwidth = 8\n'
+                      "eval_samples = 50\n")  # fmt: skip
+    proc = ganstep(tmp, "train", "--config", config, "--no-progress", timeout=timeout,
+                   env={"HOME": str(tmp / "home")})  # fmt: skip
+    if proc.returncode != 0:
+        return Outcome(False, proc.stderr.strip()[-200:])
+    if (tmp / "~").exists() or not (tmp / "home" / "run-from-toml" / "metrics.jsonl").exists():
+        return Outcome(False, "the run went to a folder named ~")
+    return Outcome(True, "the run is in ~/run-from-toml")
+
+
+def bom_in_toml(tmp: Path, timeout: float) -> Outcome:
+    """A config file saved with a UTF-8 byte-order mark, as Windows editors save it."""
+    config = tmp / "c.toml"
+    config.write_bytes(b"\xef\xbb\xbfsteps = 2\nbatch_size = 16\nwidth = 8\neval_samples = 50\n")
+    proc = ganstep(tmp, "train", "--config", config, "--out", tmp / "r", "--no-progress",
+                   timeout=timeout)  # fmt: skip
+    ok = proc.returncode == 0 and (tmp / "r" / "metrics.jsonl").exists()
+    return Outcome(ok, "read as TOML" if ok else proc.stderr.strip()[-200:])
+
+
+def out_inside_data(tmp: Path, timeout: float) -> Outcome:
+    """--out inside --data: the run's pictures would join the user's images."""
+    pics = image_folder(tmp, "pics", ["L"] * 4)
+    return clear_error(ganstep(tmp, "train", "--data", pics, "--out", pics / "run", *TINY,
+                               timeout=timeout), "inside the data folder")  # fmt: skip
+
+
+def misnamed_checkpoint(tmp: Path, timeout: float) -> Outcome:
+    """A checkpoint copied to step_99999999.pt, then --resume: before, it resumed from
+    the copy's step and pruned the real newer checkpoints, keeping the copy."""
+    import shutil
+
+    run = trained_run(tmp, "run", "--ckpt-every", "1", "--keep", "5")
+    ckpts = run / "checkpoints"
+    first = sorted(ckpts.glob("step_*.pt"))[0]
+    shutil.copy(first, ckpts / "step_99999999.pt")
+    before = sorted(p.name for p in ckpts.iterdir())
+    proc = ganstep(tmp, "train", "--out", run, "--resume", *TINY, "--steps", "4",
+                   timeout=timeout)  # fmt: skip
+    if sorted(p.name for p in ckpts.iterdir()) != before:
+        return Outcome(False, f"checkpoints changed: {sorted(p.name for p in ckpts.iterdir())}")
+    return clear_error(proc, "holds step 1", "rename")
+
+
 def bit_flip(tmp: Path, timeout: float) -> Outcome:
     """One bit of a weight in the newest checkpoint flipped, as a disk or copy would."""
     import torch
@@ -808,6 +856,15 @@ CASES = [
     Case("finished run, its checkpoints moved, a new run in its folder", "lost",
          finished_run_checkpoints_moved, in_suite=False),
     Case("checkpoint of step 100,000,000", "silent", nine_digit_checkpoints),
+    Case("--data-dir /nonexistent with --data grid", "silent",
+         flag_case("--data-dir", "/nonexistent", words=("drop data_dir",))),
+    Case("TOML out = '~/x'", "silent", tilde_in_toml),
+    Case("--data pics --out pics/run", "silent", out_inside_data),
+    Case("a checkpoint copied to step_99999999.pt, --resume", "silent", misnamed_checkpoint,
+         in_suite=False),
+    Case("a UTF-8 BOM in a TOML config", "vague", bom_in_toml),
+    Case("--objective wgan_gp --r1-every 4", "vague",
+         flag_case("--objective", "wgan_gp", "--r1-every", "4", words=("drop r1_every",))),
     Case("a CUDA run's checkpoint resumed on the CPU", "traceback", cuda_run_resumed_on_cpu,
          in_suite=False),
     Case("files written under umask 022", "silent", umask_modes),

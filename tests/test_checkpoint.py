@@ -217,3 +217,19 @@ def test_a_metrics_line_that_cannot_be_written_names_the_file():
 
     with pytest.raises(OSError, match="/dev/full: could not be written .*earlier lines are intact"):
         append_text(Path("/dev/full"), '{"step": 1}\n')
+
+
+def test_a_checkpoint_whose_name_says_another_step_is_refused_not_trusted(tmp_path):
+    """A copy named step_99999999.pt was the newest by name: resumed from, and kept while
+    the real newer checkpoints were pruned. The step inside is the truth."""
+    import shutil
+
+    from ganstep.trainer import checkpoint
+
+    for step in (1, 2):
+        checkpoint.save(tmp_path, step, {"step": step}, keep=5)
+    shutil.copy(tmp_path / "step_00000001.pt", tmp_path / "step_99999999.pt")
+    with pytest.raises(checkpoint.MisnamedCheckpoint, match="holds step 1, not the step 99999999"):
+        checkpoint.load_latest(tmp_path)
+    (tmp_path / "step_99999999.pt").unlink()
+    assert checkpoint.load_latest(tmp_path)["step"] == 2

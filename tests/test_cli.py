@@ -130,7 +130,16 @@ def test_sigkill_then_resume_from_last_complete_checkpoint(tmp_path, cache):
     assert_same_state(checkpoint(run), checkpoint(straight))
 
 
-def test_ctrl_c_saves_a_checkpoint_and_exits_cleanly(tmp_path, cache):
+@pytest.mark.parametrize(
+    ("sig", "said", "status"),
+    [(signal.SIGINT, "interrupted at step", 130), (signal.SIGTERM, "stopped by SIGTERM at step",
+     143), (signal.SIGHUP, "stopped by SIGHUP at step", 129)],
+    ids=["ctrl-c", "sigterm", "sighup"],
+)  # fmt: skip
+def test_a_stop_signal_saves_a_checkpoint_and_exits_cleanly(tmp_path, cache, sig, said, status):
+    """Ctrl-C, a scheduler's SIGTERM and a closed terminal's SIGHUP: each a checkpoint of
+    the current step, one line, and the signal's exit status (before, SIGTERM and
+    SIGHUP lost up to --ckpt-every steps without a word)."""
     run = tmp_path / "interrupted"
     env = environment(cache)
     proc = subprocess.Popen(
@@ -143,12 +152,12 @@ def test_ctrl_c_saves_a_checkpoint_and_exits_cleanly(tmp_path, cache):
         while time.time() < deadline and not (run / "config.toml").exists():
             time.sleep(0.05)
         time.sleep(0.5)
-        proc.send_signal(signal.SIGINT)
+        proc.send_signal(sig)
         _, err = proc.communicate(timeout=60)
     finally:
-        proc.kill()  # a run of a million steps that ignored the Ctrl-C is not left behind
-    assert proc.returncode == 130, err
-    assert "interrupted at step" in err and "--resume" in err
+        proc.kill()  # a run of a million steps that ignored the signal is not left behind
+    assert proc.returncode == status, err
+    assert said in err and "--resume" in err
     (saved,) = list((run / "checkpoints").glob("step_*.pt"))
     assert torch.load(saved, weights_only=True)["step"] == int(saved.stem.split("_")[1]) > 0
 

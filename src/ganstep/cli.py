@@ -518,8 +518,8 @@ def main(argv: list[str] | None = None) -> int:
         args.script_args = script_args
         commands = {"train": _train, "sample": _sample, "bench": _bench, "audit": _audit}
         return commands[args.command](args)
-    except KeyboardInterrupt:
-        return INTERRUPTED
+    except KeyboardInterrupt as e:
+        return getattr(e, "status", INTERRUPTED)  # a SIGTERM's stop: 143
     except ModuleNotFoundError as e:
         if (e.name or "").split(".")[0] not in TRAIN_EXTRA:
             raise

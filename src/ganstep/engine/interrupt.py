@@ -15,6 +15,15 @@ from pathlib import Path
 INTERRUPTED = 130  # the shell's status for a process ended by SIGINT
 
 
+class Stopped(KeyboardInterrupt):
+    """Training stopped on a signal after saving a checkpoint; ``status`` is the exit
+    status a process ended by that signal has (130 for SIGINT, 143 SIGTERM, 129 SIGHUP)."""
+
+    def __init__(self, status: int = INTERRUPTED) -> None:
+        super().__init__(status)
+        self.status = status
+
+
 def _command() -> bool:
     """Whether this process is the ``ganstep`` command: ``ganstep ...``, or ``python -m
     ganstep``, whose argv[0] is "-m" while the package is imported and then the path of

@@ -49,6 +49,11 @@ class CheckpointError(RuntimeError):
     """No checkpoint of a folder could be read safely; the message names each one."""
 
 
+class MisnamedCheckpoint(CheckpointError):
+    """A checkpoint whose name says another step than the one it holds (a copy or a
+    rename): never skipped, as the newest by name it would outlive every real one."""
+
+
 def path_for(folder: Path, step: int) -> Path:
     return folder / f"step_{step:08d}.pt"
 
@@ -252,6 +257,13 @@ def load(path: Path, map_location="cpu") -> dict:
     problem = _check_payload(state)
     if problem is not None:
         raise CheckpointError(f"{path}: damaged ({problem})")
+    named = PATTERN.match(path.name)
+    if named and int(named.group(1)) != state["step"]:
+        raise MisnamedCheckpoint(
+            f"{path}: holds step {state['step']}, not the step {int(named.group(1))} its name "
+            f"says (a copy or a rename): rename it {path_for(path.parent, state['step']).name} "
+            "if it is the newest, or move it out of the run"
+        )
     return state
 
 
@@ -316,6 +328,8 @@ def load_latest(folder: Path, map_location="cpu") -> dict | None:
     for path in reversed(found):
         try:
             state = load(path, map_location)
+        except MisnamedCheckpoint:
+            raise
         except CheckpointError as e:
             reasons.append(str(e))
             continue

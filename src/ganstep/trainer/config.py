@@ -41,6 +41,8 @@ IMAGES_DEFAULTS = {"steps": 5000, "batch_size": 64, "lr_g": 2e-4, "lr_d": 2e-4, 
 RESUMABLE = ("steps", "eval_every", "sample_every", "ckpt_every", "keep", "log_every",
              "device", "compile", "out", "data_dir", "tensorboard", "tf32",
              "graph")  # fmt: skip
+# The datasets read from files under data_dir (the rest are generated, embedded, or paths).
+DATA_DIR_READERS = ("mnist", "fashion-mnist", "stacked-mnist")
 MAX_SEED = 2**62
 MAX_LR = 1e6  # far beyond any working rate; near float32's range Adam's step overflows
 # Upper bounds, checked before anything is allocated: far beyond any run this trainer is
@@ -189,6 +191,22 @@ class Config:
                 "auto (the default, on CUDA only) or off"
             )
 
+    def _check_paths(self) -> None:
+        """data_dir only where it is read; the run folder not inside the data folder."""
+        if self.data_dir is not None and self.data not in DATA_DIR_READERS:
+            raise ValueError(
+                f"data_dir says where {', '.join(DATA_DIR_READERS)} are read from; data "
+                f"{self.data!r} does not read it: drop data_dir"
+            )
+        data = Path(self.data).expanduser()
+        if data.is_dir():
+            out, data = Path(self.out).expanduser().resolve(), data.resolve()
+            if out == data or data in out.parents:
+                raise ValueError(
+                    f"out {self.out!r} is inside the data folder {self.data!r}: the run's "
+                    "pictures would become part of the data; put the run folder elsewhere"
+                )
+
     def _check_names(self) -> None:
         """The fields that name something: a folder, a dataset, a model, an option."""
         from .models import MODELS
@@ -212,6 +230,7 @@ class Config:
                 "data must name a dataset, a folder or a .npy file, got an empty string"
             )
         check_name("model", self.model, MODELS)
+        self._check_paths()
         check_name("objective", self.objective, OBJECTIVES)
         check_name("schedule", self.schedule, SCHEDULES)
         check_name("precision", self.precision, DTYPES)
@@ -282,6 +301,11 @@ class Config:
                     f"{name} must be at most {MAX_LR:g} (2e-4 to 1e-3 are usual), got {value:g}"
                 )
         if (self.r1_every or 1) > 1 and self.r1 is not None and not self.r1:
+            if self.objective not in R1_OBJECTIVES:
+                raise ValueError(
+                    f"r1_every applies to R1, which objective {self.objective!r} does not take "
+                    f"(R1 is for {', '.join(R1_OBJECTIVES)}): drop r1_every"
+                )
             raise ValueError("r1_every applies to R1: give r1 > 0 with it")
         if self.r1 and self.objective not in R1_OBJECTIVES:
             raise ValueError(
@@ -337,7 +361,8 @@ def read_toml(path: str | Path) -> dict:
     if path.is_dir():
         raise ValueError(f"{path}: a folder, not a TOML config file")
     try:
-        values = tomllib.loads(path.read_text())
+        # utf-8-sig: a byte-order mark (Windows editors write one) is not TOML's first key
+        values = tomllib.loads(path.read_text(encoding="utf-8-sig"))
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as e:
         raise ValueError(f"{path}: cannot read TOML config ({e})") from e
     except RecursionError:  # tomllib recurses once per level of nesting
@@ -345,4 +370,7 @@ def read_toml(path: str | Path) -> dict:
             f"{path}: nested too deeply to read; a ganstep config is flat (key = value)"
         ) from None
     check_values(values, source=path)
+    for key in ("out", "data", "data_dir"):  # a shell expands ~ in a flag; TOML does not
+        if isinstance(values.get(key), str) and values[key].startswith("~"):
+            values[key] = str(Path(values[key]).expanduser())
     return values

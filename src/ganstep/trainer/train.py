@@ -24,7 +24,7 @@ from torch import Tensor
 
 from ..engine import distributed as data_parallel
 from ..engine.errors import GanstepWarning
-from ..engine.interrupt import takes_ctrl_c
+from ..engine.interrupt import Stopped, takes_ctrl_c
 from . import checkpoint, nonfinite, plots
 from . import run_folder as folder
 from .backends import cuda_backends
@@ -305,9 +305,8 @@ def _training_loop(run: RunState, device: torch.device, progress: bool) -> dict:
             if _stopped(run, stop, done, device):
                 if bar is not None:
                     bar.close()
-                print(f"interrupted at step {done}: checkpoint saved; continue with --resume",
-                      file=sys.stderr)  # fmt: skip
-                raise KeyboardInterrupt
+                print(stop.stopped_line(done), file=sys.stderr)
+                raise Stopped(stop.status())
     if bar is not None:
         bar.close()
     return record
@@ -370,27 +369,43 @@ def _stopped(run: RunState, stop: _StopFlag, done: int, device: torch.device) ->
 
 
 class _StopFlag:
-    """Ctrl-C (SIGINT) asks the loop to stop after the current iteration; a second one
-    interrupts at once."""
+    """Ctrl-C (SIGINT), SIGTERM (a scheduler's stop) and SIGHUP (a closed terminal) ask
+    the loop to stop after the current iteration, with a checkpoint of it; a second one
+    interrupts at once. A signal the process was started ignoring (nohup) stays ignored."""
+
+    SIGNALS = tuple(
+        getattr(signal, n) for n in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, n)
+    )
 
     def __init__(self) -> None:
         self.requested = False
+        self.by: signal.Signals | None = None
+        self.previous: dict = {}
 
     def __enter__(self):
-        self.installed = takes_ctrl_c()
-        if self.installed:
-            self.previous = signal.getsignal(signal.SIGINT)
-            signal.signal(signal.SIGINT, self._handle)
+        if takes_ctrl_c():
+            for sig in self.SIGNALS:
+                if signal.getsignal(sig) is not signal.SIG_IGN:
+                    self.previous[sig] = signal.signal(sig, self._handle)
         return self
 
     def _handle(self, signum, frame) -> None:
         if self.requested:
             raise KeyboardInterrupt
-        self.requested = True
+        self.requested, self.by = True, signal.Signals(signum)
+
+    def stopped_line(self, done: int) -> str:
+        """The line said when the loop stops at step ``done``."""
+        how = "interrupted" if self.by in (None, signal.SIGINT) else f"stopped by {self.by.name}"
+        return f"{how} at step {done}: checkpoint saved; continue with --resume"
+
+    def status(self) -> int:
+        """The exit status of a process ended by the signal: 128 + its number."""
+        return 128 + (self.by or signal.SIGINT)
 
     def __exit__(self, *exc) -> None:
-        if self.installed:
-            signal.signal(signal.SIGINT, self.previous)
+        for sig, previous in self.previous.items():
+            signal.signal(sig, previous)
 
 
 def _any_process(flag: bool, device: torch.device) -> bool:
