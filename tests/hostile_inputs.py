@@ -620,6 +620,30 @@ def misnamed_checkpoint(tmp: Path, timeout: float) -> Outcome:
     return clear_error(proc, "holds step 1", "rename")
 
 
+def symlink_folder(kind: str) -> Callable[[Path], Path]:
+    """A folder of images with a broken symbolic link, or a loop of two, among them."""
+
+    def make(tmp: Path) -> Path:
+        folder = image_folder(tmp, kind, ["L"] * 3)
+        if kind == "broken":
+            (folder / "gone.png").symlink_to(tmp / "nowhere.png")
+        else:
+            (folder / "a.png").symlink_to(folder / "b.png")
+            (folder / "b.png").symlink_to(folder / "a.png")
+        return folder
+
+    return make
+
+
+def emptied_config(tmp: Path, timeout: float) -> Outcome:
+    """A run folder whose config.toml was emptied and which has no checkpoint."""
+    run = tmp / "run"
+    run.mkdir()
+    (run / "config.toml").write_text("")
+    return clear_error(ganstep(tmp, "train", "--resume", "--out", run, "--no-progress",
+                               timeout=timeout), "config.toml", "no run's config")  # fmt: skip
+
+
 def bit_flip(tmp: Path, timeout: float) -> Outcome:
     """One bit of a weight in the newest checkpoint flipped, as a disk or copy would."""
     import torch
@@ -863,6 +887,16 @@ CASES = [
     Case("a checkpoint copied to step_99999999.pt, --resume", "silent", misnamed_checkpoint,
          in_suite=False),
     Case("a UTF-8 BOM in a TOML config", "vague", bom_in_toml),
+    Case("identical points", "silent",
+         data_case(npy("same.npy", np.ones((40, 2))), "identical")),
+    Case("a broken symlink in a data folder", "vague",
+         data_case(symlink_folder("broken"), "symbolic link", "broken")),
+    Case("a loop of symlinks in a data folder", "vague",
+         data_case(symlink_folder("loop"), "symbolic link", "loop")),
+    Case("float64 .npy images near +-1e308", "traceback",
+         data_case(npy("vast.npy", np.random.default_rng(0).uniform(-1, 1, (30, 8, 8)) * 1.7e308),
+                   "overflows float64", "rescale")),
+    Case("an emptied config.toml, no checkpoint, --resume", "vague", emptied_config),
     Case("--objective wgan_gp --r1-every 4", "vague",
          flag_case("--objective", "wgan_gp", "--r1-every", "4", words=("drop r1_every",))),
     Case("a CUDA run's checkpoint resumed on the CPU", "traceback", cuda_run_resumed_on_cpu,

@@ -437,7 +437,11 @@ def saved_config(out: Path) -> dict:
     try:
         values = read_toml(path)
         if "steps" not in values:  # every run writes its resolved config, steps and all
-            raise ValueError("it holds no run's config")
+            raise ValueError(
+                f"--resume: {path} holds no run's config (emptied or edited: it has no "
+                "steps), and the run has no checkpoint to take it from; start afresh in "
+                "another folder, or put the file back"
+            )
         return values
     except (ValueError, OSError) as e:
         state = checkpoint.load_latest(out / "checkpoints", map_location="cpu")

@@ -185,6 +185,11 @@ def _images(
         )
     if not hi > lo:
         raise DataError(f"{name}: all pixel values are equal ({lo}); nothing to learn")
+    if not math.isfinite(float(hi) - float(lo)):  # near float64's limit: the span is inf
+        raise DataError(
+            f"{name}: values from {float(lo):.3g} to {float(hi):.3g}; their span overflows "
+            "float64 (the mapping to [-1, 1] would make NaN pixels): rescale the data"
+        )
     if np.ptp(array, axis=0).max() == 0:
         raise DataError(
             f"{name}: all {len(array)} training images are identical; there is no "
@@ -254,6 +259,11 @@ def _image_files(path: Path) -> list[Path]:
     regular file (a FIFO, a device, a folder) is refused: reading it could block."""
     found = sorted(p for p in path.iterdir() if p.suffix.lower() in IMAGE_SUFFIXES)
     odd = [p for p in found if not p.is_file() and not p.is_dir()]
+    if odd and odd[0].is_symlink():  # exists() is False for a broken link and for a loop
+        raise DataError(
+            f"{odd[0]}: a symbolic link that leads to no file (broken, or a loop of links); "
+            "remove it or point it at an image"
+        )
     if odd:
         raise DataError(f"{odd[0]}: not a regular file (a pipe or a device); not an image")
     return [p for p in found if p.is_file()]
@@ -440,6 +450,11 @@ def load_array(path: Path) -> Dataset:
             f"{path}: points of {array.shape[1]} coordinate; ganstep's points need at least 2 "
             "per sample, shape (N, d >= 2) (its metrics compare covariances, its report plots "
             "the first two)"
+        )
+    if array.ndim == 2 and np.ptp(array, axis=0).max() == 0:
+        raise DataError(
+            f"{path}: all {len(array)} points are identical; there is no distribution to "
+            "learn (and the metrics' real-vs-real floor would be 0)"
         )
     if array.ndim == 2:
         data = torch.from_numpy(array.astype(np.float64))
