@@ -635,6 +635,17 @@ def symlink_folder(kind: str) -> Callable[[Path], Path]:
     return make
 
 
+def ascii_console(tmp: Path, timeout: float) -> Outcome:
+    """PYTHONIOENCODING=ascii and a run folder named rü: it trained, checkpointed, then
+    exited 1 printing the folder's name."""
+    proc = ganstep(tmp, "train", "--out", tmp / "rü", *TINY, timeout=timeout,
+                   env={"PYTHONIOENCODING": "ascii"})  # fmt: skip
+    ok = proc.returncode == 0 and (tmp / "rü" / "metrics.jsonl").exists()
+    shown = [line for line in proc.stdout.splitlines() if "run folder" in line]
+    failed = f"exit {proc.returncode}: {proc.stderr[-200:]}"
+    return Outcome(ok, shown[0] if ok and shown else failed)
+
+
 def emptied_config(tmp: Path, timeout: float) -> Outcome:
     """A run folder whose config.toml was emptied and which has no checkpoint."""
     run = tmp / "run"
@@ -897,6 +908,7 @@ CASES = [
          data_case(npy("vast.npy", np.random.default_rng(0).uniform(-1, 1, (30, 8, 8)) * 1.7e308),
                    "overflows float64", "rescale")),
     Case("an emptied config.toml, no checkpoint, --resume", "vague", emptied_config),
+    Case("PYTHONIOENCODING=ascii, --out rü", "vague", ascii_console),
     Case("--objective wgan_gp --r1-every 4", "vague",
          flag_case("--objective", "wgan_gp", "--r1-every", "4", words=("drop r1_every",))),
     Case("a CUDA run's checkpoint resumed on the CPU", "traceback", cuda_run_resumed_on_cpu,

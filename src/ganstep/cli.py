@@ -6,6 +6,7 @@ from .engine.interrupt import INTERRUPTED, deferred
 
 with deferred():  # the command's start-up, until main() handles Ctrl-C itself
     import argparse
+    import io
     import math
     import os
     import sys
@@ -504,6 +505,9 @@ _python_show_warning = warnings.showwarning
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``ganstep`` console script."""
     argv = sys.argv[1:] if argv is None else list(argv)
+    for stream in (sys.stdout, sys.stderr):  # a path the console's encoding cannot show
+        if isinstance(stream, io.TextIOWrapper):  # (PYTHONIOENCODING=ascii) is escaped
+            stream.reconfigure(errors="backslashreplace")
     if WITHOUT_EXTRA is not None:
         print(_extra_missing(WITHOUT_EXTRA), file=sys.stderr)
         return 1
