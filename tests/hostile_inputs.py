@@ -646,6 +646,15 @@ def ascii_console(tmp: Path, timeout: float) -> Outcome:
     return Outcome(ok, shown[0] if ok and shown else failed)
 
 
+def shadowed_folder(tmp: Path, timeout: float) -> Outcome:
+    """A user's own ./grid folder while --data grid names the built-in set: said, once."""
+    image_folder(tmp, "grid", ["L"] * 4)
+    proc = ganstep(tmp, "train", "--data", "grid", "--out", tmp / "r", *TINY, timeout=timeout)
+    said = [line for line in proc.stderr.splitlines() if "is not read" in line]
+    ok = proc.returncode == 0 and len(said) == 1 and "--data ./grid" in said[0]
+    return Outcome(ok, said[0] if said else f"exit {proc.returncode}, nothing said")
+
+
 def emptied_config(tmp: Path, timeout: float) -> Outcome:
     """A run folder whose config.toml was emptied and which has no checkpoint."""
     run = tmp / "run"
@@ -909,6 +918,7 @@ CASES = [
                    "overflows float64", "rescale")),
     Case("an emptied config.toml, no checkpoint, --resume", "vague", emptied_config),
     Case("PYTHONIOENCODING=ascii, --out rü", "vague", ascii_console),
+    Case("a folder ./grid beside --data grid", "silent", shadowed_folder),
     Case("--objective wgan_gp --r1-every 4", "vague",
          flag_case("--objective", "wgan_gp", "--r1-every", "4", words=("drop r1_every",))),
     Case("a CUDA run's checkpoint resumed on the CPU", "traceback", cuda_run_resumed_on_cpu,

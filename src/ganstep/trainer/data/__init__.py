@@ -12,6 +12,7 @@ import dataclasses
 import hashlib
 import math
 import os
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -20,6 +21,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
+from ...engine.errors import GanstepWarning
 from . import stacked
 from .idx import CHECKSUMS, DataError, load_idx
 from .toy import TOY, sample_mixture
@@ -481,6 +483,13 @@ def load_array(path: Path) -> Dataset:
 def load_dataset(name: str, data_dir: str | os.PathLike | None = None) -> Dataset:
     """A dataset by name (``grid``, ``ring``, ``digits``, ``mnist``, ``fashion-mnist``,
     ``stacked-mnist``) or by path (a folder of images or a ``.npy`` file)."""
+    if name in NAMES and Path(name).is_dir():
+        warnings.warn(
+            f"{name!r} names the built-in dataset; your folder ./{name} is not read (give "
+            f"--data ./{name} to train on it)",
+            GanstepWarning,
+            stacklevel=2,
+        )
     if name in TOY:
         modes_fn, std = TOY[name]
         return Dataset(name=name, kind="points", train=None, modes=modes_fn(), std=std)
