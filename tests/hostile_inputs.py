@@ -655,6 +655,22 @@ def shadowed_folder(tmp: Path, timeout: float) -> Outcome:
     return Outcome(ok, said[0] if said else f"exit {proc.returncode}, nothing said")
 
 
+def non_square_images(tmp: Path, timeout: float) -> Outcome:
+    """A folder of 12x8 images with the default --model mlp: the metric network's quarter
+    turns failed ("shape mismatch ... cannot be broadcast") where dcgan (padded square)
+    trained."""
+    from PIL import Image
+
+    folder = tmp / "wide"
+    folder.mkdir()
+    rng = np.random.default_rng(0)
+    for i in range(6):
+        Image.fromarray(rng.integers(0, 256, (8, 12), dtype=np.uint8)).save(folder / f"{i}.png")
+    proc = ganstep(tmp, "train", "--data", folder, "--out", tmp / "r", *TINY, timeout=timeout)
+    ok = proc.returncode == 0 and (tmp / "r" / "metrics.jsonl").exists()
+    return Outcome(ok, "trained, metrics written" if ok else proc.stderr.strip()[-200:])
+
+
 def emptied_config(tmp: Path, timeout: float) -> Outcome:
     """A run folder whose config.toml was emptied and which has no checkpoint."""
     run = tmp / "run"
@@ -919,6 +935,7 @@ CASES = [
     Case("an emptied config.toml, no checkpoint, --resume", "vague", emptied_config),
     Case("PYTHONIOENCODING=ascii, --out rü", "vague", ascii_console),
     Case("a folder ./grid beside --data grid", "silent", shadowed_folder),
+    Case("12x8 images, --model mlp", "traceback", non_square_images, in_suite=False),
     Case("--objective wgan_gp --r1-every 4", "vague",
          flag_case("--objective", "wgan_gp", "--r1-every", "4", words=("drop r1_every",))),
     Case("a CUDA run's checkpoint resumed on the CPU", "traceback", cuda_run_resumed_on_cpu,

@@ -108,3 +108,16 @@ def test_a_cached_network_is_loaded_without_training(tmp_path, monkeypatch):
 
     net = evaluation._cached_net("net", lambda: nn.Linear(2, 1), fit, 1)
     assert torch.equal(net.weight, saved.weight)
+
+
+def test_the_metric_network_trains_on_non_square_images():
+    """A quarter turn of a 8x12 image is 12x8: such images learn half turns alone
+    (before: 'shape mismatch: value tensor of shape [28, 1, 12, 8] cannot be broadcast')."""
+
+    from ganstep.trainer.metrics.fid import FeatureExtractor
+
+    images = torch.rand(10, 1, 8, 12) * 2 - 1
+    net = FeatureExtractor.train_on(images, steps=3, batch=6)
+    assert net.features(images).shape[0] == 10
+    square = FeatureExtractor.train_on(torch.rand(10, 1, 8, 8), steps=3, batch=6)
+    assert square.features(torch.rand(4, 1, 8, 8)).isfinite().all()

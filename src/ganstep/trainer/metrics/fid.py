@@ -55,17 +55,20 @@ class FeatureExtractor(nn.Module):
         seed: int = 0,
         tick: Callable[[], object] | None = None,
     ) -> FeatureExtractor:
-        """Train on rotation prediction over ``images`` (N, C, S, S), on the CPU;
-        ``tick()`` after each step (a progress bar's)."""
+        """Train on rotation prediction over ``images`` (N, C, H, W), on the CPU (half
+        turns alone where H != W); ``tick()`` after each step (a progress bar's)."""
         gen = torch.Generator().manual_seed(seed)
         with torch.random.fork_rng():
             torch.manual_seed(seed)
             net = cls(images.shape[1])
 
+        # a quarter turn of a non-square image changes its shape: half turns only there
+        turns = 1 if images.shape[-1] == images.shape[-2] else 2
+
         def rotated() -> tuple[Tensor, Tensor]:
             x = images[torch.randint(len(images), (batch,), generator=gen)]
-            k = torch.randint(4, (batch,), generator=gen)
-            for r in range(1, 4):
+            k = torch.randint(4 // turns, (batch,), generator=gen) * turns
+            for r in range(turns, 4, turns):
                 x[k == r] = torch.rot90(x[k == r], r, (2, 3))
             return x, k
 
