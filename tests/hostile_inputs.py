@@ -509,6 +509,16 @@ def function_with_argument(tmp: Path, timeout: float) -> Outcome:
     return clear_error(proc, "takes arguments", "wrap it")
 
 
+def function_that_does_nothing(tmp: Path, timeout: float) -> Outcome:
+    """``audit --function idle`` where idle() trains nothing: exit 0 before, where a
+    script that trains nothing exits 1."""
+    script = tmp / "fn.py"
+    script.write_text("import torch\nG, D = torch.nn.Linear(2, 2), torch.nn.Linear(2, 1)\n"
+                      "def idle():\n    pass\n")  # fmt: skip
+    proc = ganstep(tmp, "audit", script, "--function", "idle", timeout=timeout)
+    return clear_error(proc, "without an optimizer step", "nothing to audit")
+
+
 def loop_in_a_thread(tmp: Path, timeout: float) -> Outcome:
     """The training loop in a threading.Thread the main thread joins."""
     proc = audit_source(
@@ -965,6 +975,7 @@ CASES = [
                    "1 coordinate")),
     Case("a --data folder named in Latin-1", "vague", latin1_folder),
     Case("audit --function that takes an argument", "vague", function_with_argument),
+    Case("audit --function that does nothing", "silent", function_that_does_nothing),
     Case("library: an objective of per-sample losses", "vague",
          library_case("step(lambda n: torch.randn(n, 2), objective=PerSample())(torch.randn(4, 2))",
                       "not a scalar")),

@@ -408,7 +408,7 @@ def _bench_variants_run(args: argparse.Namespace) -> None:
 
 
 def _audit(args: argparse.Namespace) -> int:
-    from .tools.audit import report_json
+    from .tools.audit import NO_STEPS, report_json
     from .tools.audit_script import audit_script
     from .trainer.checkpoint import atomic_write_text
 
@@ -431,7 +431,13 @@ def _audit(args: argparse.Namespace) -> int:
         os._exit(code)
 
     if args.function is not None:
-        return show(_audit_function(args))
+        report = _audit_function(args)
+        if report.error is None and report.pattern == NO_STEPS:  # as a script's audit says
+            raise ValueError(
+                f"{args.script}: {args.function}() ran {args.iterations} time(s) without an "
+                "optimizer step of G or D: nothing to audit (does it train?)"
+            )
+        return show(report)
     return show(audit_script(args.script, args.script_args, iterations=args.iterations,
                              G=args.g_name, D=args.d_name, on_swallowed=leave))  # fmt: skip
 

@@ -89,6 +89,9 @@ class _Step:
     iteration: int = 0
 
 
+NO_STEPS = "no optimizer step of G or D ran"  # a report's pattern when nothing trained
+
+
 @dataclass
 class Report:
     """What ``audit`` found. ``forwards``, ``backwards``, ``double_backwards`` and
@@ -795,7 +798,7 @@ class _Analysis:
         if not shapes or any(s is None for s in shapes):
             counts = Counter(s.label for s in self.steps)
             if not self.steps:
-                return "other", None, "no optimizer step of G or D ran"
+                return "other", None, NO_STEPS
             per_iteration = ", ".join(
                 "+".join(s.label for s in self.steps if s.iteration == i) or "-"
                 for i in range(self.n)
