@@ -509,6 +509,30 @@ def function_with_argument(tmp: Path, timeout: float) -> Outcome:
     return clear_error(proc, "takes arguments", "wrap it")
 
 
+def audit_of_a_step(tmp: Path, timeout: float) -> Outcome:
+    """A script that already trains with Step(schedule="d_first"): its one-time look at
+    D (three forwards without a graph) was reported as 8.7% wasted recomputation."""
+    proc = audit_source(
+        tmp,
+        """
+        import torch
+        from ganstep import Step
+        G = torch.nn.Sequential(torch.nn.Linear(2, 8), torch.nn.ReLU(), torch.nn.Linear(8, 2))
+        D = torch.nn.Sequential(torch.nn.Linear(2, 8), torch.nn.ReLU(), torch.nn.Linear(8, 1))
+        og, od = torch.optim.Adam(G.parameters()), torch.optim.Adam(D.parameters())
+        step = Step(G, D, og, od, objective="ns", schedule="d_first",
+                    latent=lambda n: torch.randn(n, 2))
+        for _ in range(20):
+            step(torch.randn(16, 2))
+    """,
+        timeout,
+    )
+    waste = [line.strip() for line in proc.stdout.splitlines() if "wasted" in line]
+    ok = proc.returncode == 0 and waste and "wasted 0 GFLOP" in waste[0]
+    ok = ok and "forwarded again" not in proc.stdout
+    return Outcome(bool(ok), waste[0] if waste else f"exit {proc.returncode}: {proc.stderr[-200:]}")
+
+
 def function_that_does_nothing(tmp: Path, timeout: float) -> Outcome:
     """``audit --function idle`` where idle() trains nothing: exit 0 before, where a
     script that trains nothing exits 1."""
@@ -976,6 +1000,7 @@ CASES = [
     Case("a --data folder named in Latin-1", "vague", latin1_folder),
     Case("audit --function that takes an argument", "vague", function_with_argument),
     Case("audit --function that does nothing", "silent", function_that_does_nothing),
+    Case("audit: a script that trains with Step", "silent", audit_of_a_step),
     Case("library: an objective of per-sample losses", "vague",
          library_case("step(lambda n: torch.randn(n, 2), objective=PerSample())(torch.randn(4, 2))",
                       "not a scalar")),

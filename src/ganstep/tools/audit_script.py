@@ -26,6 +26,7 @@ import torch
 from torch import nn
 
 from ..engine.checks import positive_int
+from ..engine.d_profile import observing
 from .audit import MODULES, Recorder, Report, analyse, crash_location
 
 
@@ -128,8 +129,8 @@ class ScriptRecorder(Recorder):
         inside = any(call is not None for call in self.calls)
         scope = next((s for s in reversed(self.scopes) if s is not None), None)
         units = None
-        if inside or (scope is not None and id(module) not in scope):
-            label = None
+        if inside or observing() or (scope is not None and id(module) not in scope):
+            label = None  # (observing: a Step's own one-time look at D, not the user's loop)
         elif self._container(module):
             label, units = None, self._units(module)
         else:
