@@ -533,6 +533,25 @@ def audit_of_a_step(tmp: Path, timeout: float) -> Outcome:
     return Outcome(bool(ok), waste[0] if waste else f"exit {proc.returncode}: {proc.stderr[-200:]}")
 
 
+def one_optimizer_for_both(tmp: Path, timeout: float) -> Outcome:
+    """One optimizer over G and D, 50 steps: "ran to its end before any optimizer step"."""
+    proc = audit_source(
+        tmp,
+        """
+        import torch
+        G, D = torch.nn.Linear(2, 2), torch.nn.Linear(2, 1)
+        opt = torch.optim.SGD([*G.parameters(), *D.parameters()], 0.1)
+        for _ in range(50):
+            opt.zero_grad()
+            loss = D(torch.randn(4, 2)).mean() - D(G(torch.randn(4, 2))).mean()
+            loss.backward()
+            opt.step()
+    """,
+        timeout,
+    )
+    return clear_error(proc, "50 optimizer step(s)", "one optimizer", "its own optimizer")
+
+
 def function_that_does_nothing(tmp: Path, timeout: float) -> Outcome:
     """``audit --function idle`` where idle() trains nothing: exit 0 before, where a
     script that trains nothing exits 1."""
@@ -1001,6 +1020,7 @@ CASES = [
     Case("audit --function that takes an argument", "vague", function_with_argument),
     Case("audit --function that does nothing", "silent", function_that_does_nothing),
     Case("audit: a script that trains with Step", "silent", audit_of_a_step),
+    Case("audit: one optimizer over G and D", "vague", one_optimizer_for_both),
     Case("library: an objective of per-sample losses", "vague",
          library_case("step(lambda n: torch.randn(n, 2), objective=PerSample())(torch.randn(4, 2))",
                       "not a scalar")),

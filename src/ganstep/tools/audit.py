@@ -256,6 +256,7 @@ class Recorder:
         self.forwards: list[_Forward] = []
         self.backwards: list[_Backward] = []
         self.opt_steps: list[_Step] = []
+        self.joint_steps = 0  # steps of one optimizer over several modules (G and D at once)
         self.events: list[tuple[str, object]] = []  # ("backward", b) / ("step", s), in order
         self.current: _Backward | None = None
         self.contrib: dict[int, set[int]] = {}  # param id -> backward indices in its .grad
@@ -413,6 +414,8 @@ class Recorder:
 
     def _step_hook(self, opt, args, kwargs) -> None:
         labels = self._labels_of(opt)
+        if len(labels) > 1:
+            self.joint_steps += 1
         if len(labels) != 1:
             return  # an optimizer of something else, or of both: not one module's step
         (label,) = labels

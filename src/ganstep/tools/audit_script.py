@@ -312,6 +312,12 @@ def audit_script(
 def _report(rec: ScriptRecorder, path: Path, script, G, D, error) -> Report:
     """The report of what ``rec`` recorded; ``error``: what the script raised, if any."""
     location = crash_location(error, str(path)) if error is not None else None
+    if error is None and rec.exit_code is not None and not rec.opt_steps and rec.joint_steps:
+        raise AuditError(
+            f"{script} {rec.exit_how} after {rec.joint_steps} optimizer step(s), each of one "
+            "optimizer over several modules at once (G and D in one optimizer): the audit "
+            "reads G's and D's steps apart; give each its own optimizer"
+        )
     if error is None and rec.exit_code is not None and not rec.opt_steps:
         raise AuditError(
             f"{script} {rec.exit_how} before any optimizer step: nothing to audit (does it "
