@@ -552,6 +552,40 @@ def one_optimizer_for_both(tmp: Path, timeout: float) -> Outcome:
     return clear_error(proc, "50 optimizer step(s)", "one optimizer", "its own optimizer")
 
 
+def waiting_script(tmp: Path, timeout: float) -> Outcome:
+    """A script that waits forever before training: the audit had no time limit."""
+    script = tmp / "wait.py"
+    script.write_text("import time\nimport torch\nG, D = torch.nn.Linear(2, 2), "
+                      "torch.nn.Linear(2, 1)\nwhile True:\n    time.sleep(0.1)\n")  # fmt: skip
+    proc = ganstep(tmp, "audit", script, "--timeout", "3", timeout=timeout)
+    return clear_error(proc, "ran 3 s without finishing", "--timeout")
+
+
+def lingering_thread(tmp: Path, timeout: float) -> Outcome:
+    """A script that leaves a non-daemon thread running: the report printed, then the
+    process never exited."""
+    proc = audit_source(
+        tmp,
+        """
+        import threading, time
+        import torch
+        G, D = torch.nn.Linear(2, 2), torch.nn.Linear(2, 1)
+        og, od = torch.optim.SGD(G.parameters(), 0.1), torch.optim.SGD(D.parameters(), 0.1)
+        threading.Thread(target=lambda: time.sleep(3600), name="prefetch").start()
+        for _ in range(10):
+            od.zero_grad()
+            (D(torch.randn(4, 2)).mean() - D(G(torch.randn(4, 2)).detach()).mean()).backward()
+            od.step()
+            og.zero_grad()
+            (-D(G(torch.randn(4, 2))).mean()).backward()
+            og.step()
+    """,
+        timeout,
+    )
+    ok = proc.returncode == 0 and "update order" in proc.stdout and "prefetch" in proc.stderr
+    return Outcome(ok, proc.stderr.strip().splitlines()[-1] if ok else f"exit {proc.returncode}")
+
+
 def function_that_does_nothing(tmp: Path, timeout: float) -> Outcome:
     """``audit --function idle`` where idle() trains nothing: exit 0 before, where a
     script that trains nothing exits 1."""
@@ -1021,6 +1055,8 @@ CASES = [
     Case("audit --function that does nothing", "silent", function_that_does_nothing),
     Case("audit: a script that trains with Step", "silent", audit_of_a_step),
     Case("audit: one optimizer over G and D", "vague", one_optimizer_for_both),
+    Case("audit: a script that waits before training", "hang", waiting_script),
+    Case("audit: a script leaving a non-daemon thread", "hang", lingering_thread),
     Case("library: an objective of per-sample losses", "vague",
          library_case("step(lambda n: torch.randn(n, 2), objective=PerSample())(torch.randn(4, 2))",
                       "not a scalar")),

@@ -10,6 +10,7 @@ with deferred():  # the command's start-up, until main() handles Ctrl-C itself
     import math
     import os
     import sys
+    import threading
     import warnings
     from pathlib import Path
 
@@ -229,6 +230,9 @@ def _add_audit(sub) -> None:
     )
     audit.add_argument("script", type=Path, help="a Python file")
     audit.add_argument("--iterations", type=int, default=2, help="iterations to run")
+    audit.add_argument("--timeout", type=float, default=600.0, metavar="SECONDS",
+                       help="stop a script that has not run its iterations by then "
+                       "(default 600)")  # fmt: skip
     g_help = "G's name in the script (a global, or a dotted path from one)"
     audit.add_argument("--G", dest="g_name", metavar="NAME", help=g_help)
     audit.add_argument("--D", dest="d_name", metavar="NAME", help="D's name, likewise")
@@ -438,8 +442,20 @@ def _audit(args: argparse.Namespace) -> int:
                 "optimizer step of G or D: nothing to audit (does it train?)"
             )
         return show(report)
-    return show(audit_script(args.script, args.script_args, iterations=args.iterations,
-                             G=args.g_name, D=args.d_name, on_swallowed=leave))  # fmt: skip
+    if not args.timeout > 0 or args.timeout == math.inf:
+        raise ValueError(f"--timeout must be a number of seconds > 0, got {args.timeout}")
+    code = show(audit_script(args.script, args.script_args, iterations=args.iterations,
+                             G=args.g_name, D=args.d_name, on_swallowed=leave,
+                             timeout=args.timeout))  # fmt: skip
+    left = [t.name for t in threading.enumerate()
+            if t.is_alive() and not t.daemon and t is not threading.main_thread()]  # fmt: skip
+    if left:  # the script's own threads would keep the process alive after the report
+        print(f"ganstep: the script left thread(s) running ({', '.join(left)}); ended here",
+              file=sys.stderr)  # fmt: skip
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    return code
 
 
 AUDITED_LOOP_CRASHED = 3

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import os
 import runpy
+import signal
 import sys
 import threading
 from collections.abc import Callable
@@ -38,6 +39,10 @@ class AuditError(ValueError):
 class _Stop(BaseException):
     """Raised at the step that begins the iteration after the last one audited; a
     BaseException so that the script's ``except Exception`` does not swallow it."""
+
+
+class _Timeout(BaseException):
+    """The script ran past the audit's time limit (raised by the timer's signal)."""
 
 
 class _Exit(BaseException):
@@ -277,6 +282,7 @@ def audit_script(
     G: str | None = None,
     D: str | None = None,
     on_swallowed: Callable[[Report], object] | None = None,
+    timeout: float | None = None,
 ) -> Report:
     """Run ``script`` as ``__main__`` with ``sys.argv = [script, *args]``, stop it after
     ``iterations`` iterations, and report on them.
@@ -290,8 +296,14 @@ def audit_script(
     each module call and optimizer step; ``on_swallowed(report)`` is called with the
     report the first time, and should leave the process (the command line does), since
     such a loop may catch every stop.
+
+    ``timeout``: seconds the script may run before its iterations are done (a loop that
+    never trains, or waits forever); past them it is stopped and :class:`AuditError`
+    says so. Needs the main thread of a POSIX process (a timer signal); None: no limit.
     """
     positive_int(iterations, "iterations")
+    if timeout is not None and not (isinstance(timeout, int | float) and timeout > 0):
+        raise ValueError(f"timeout must be a number of seconds > 0, got {timeout!r}")
     path = Path(script).resolve()
     if not path.is_file():
         raise AuditError(f"{script}: no such script")
@@ -305,7 +317,13 @@ def audit_script(
             on_swallowed(_report(rec, path, script, G, D, None))
 
         rec.on_swallowed = leave
-    error = _run_recorded(rec, path, script, args)
+    error = _run_recorded(rec, path, script, args, timeout)
+    if isinstance(error, _Timeout):
+        raise AuditError(
+            f"{script} ran {timeout:g} s without finishing {iterations} iteration(s) (it took "
+            f"{len(rec.opt_steps)} optimizer step(s) of G or D): stopped. A loop that waits or "
+            "never trains? Give --timeout more seconds if it is only slow"
+        )
     return _report(rec, path, script, G, D, error)
 
 
@@ -347,7 +365,9 @@ def _ended(rec: ScriptRecorder) -> str:
     return f" (the script {rec.exit_how} after {len(rec.opt_steps)} optimizer step(s))"
 
 
-def _run_recorded(rec: ScriptRecorder, path: Path, script, args) -> BaseException | None:
+def _run_recorded(
+    rec: ScriptRecorder, path: Path, script, args, timeout: float | None = None
+) -> BaseException | None:
     """Run the script as ``__main__`` under ``rec``'s hooks, its argv ``args``; what it
     raised (None when it ran to its end, exited with 0 or was stopped by ``rec``).
     Everything it changed in this process (argv, path, cwd, the hooks, ``os._exit``) is
@@ -391,10 +411,34 @@ def _run_recorded(rec: ScriptRecorder, path: Path, script, args) -> BaseExceptio
 
     rec.undo = undo
     rec.__enter__()
+    timer = _time_limit(timeout)
     try:
         return _run_as_main(rec, path, script)
+    except _Timeout as e:
+        return e
     finally:
+        timer()
         undo()
+
+
+def _time_limit(seconds: float | None) -> Callable[[], None]:
+    """Raise :class:`_Timeout` in the main thread after ``seconds``; return what stops the
+    timer. No limit without a main thread's timer signal (or with ``seconds`` None)."""
+    usable = hasattr(signal, "setitimer") and threading.current_thread() is threading.main_thread()
+    if seconds is None or not usable:
+        return lambda: None
+
+    def expire(signum, frame) -> None:
+        raise _Timeout()
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+
+    def stop() -> None:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+    return stop
 
 
 def _run_as_main(rec: ScriptRecorder, path: Path, script) -> BaseException | None:
