@@ -586,6 +586,46 @@ def lingering_thread(tmp: Path, timeout: float) -> Outcome:
     return Outcome(ok, proc.stderr.strip().splitlines()[-1] if ok else f"exit {proc.returncode}")
 
 
+TWO_STEPS = """
+        od.zero_grad()
+        (D(torch.randn(4, 2)).mean() - D(G(torch.randn(4, 2)).detach()).mean()).backward()
+        od.step()
+        og.zero_grad()
+        (-D(G(torch.randn(4, 2))).mean()).backward()
+        og.step()
+"""
+SETUP = """
+import os, sys
+import torch
+G, D = torch.nn.Linear(2, 2), torch.nn.Linear(2, 1)
+og, od = torch.optim.SGD(G.parameters(), 0.1), torch.optim.SGD(D.parameters(), 0.1)
+"""
+
+
+def closed_stdout(tmp: Path, timeout: float) -> Outcome:
+    """A script that closes sys.stdout: the report was lost ("I/O operation on closed
+    file")."""
+    loop = "sys.stdout.close()\nfor _ in range(10):" + textwrap.indent(TWO_STEPS, "    ")
+    proc = audit_source(tmp, SETUP + loop, timeout)
+    ok = proc.returncode == 0 and "update order" in proc.stdout
+    return Outcome(ok, "the report printed" if ok else f"exit {proc.returncode}: "
+                   f"{proc.stderr.strip()[-200:]}")  # fmt: skip
+
+
+def forked_child(tmp: Path, timeout: float) -> Outcome:
+    """The loop in a forked child: the child printed the audit's _Stop traceback, the
+    parent said "ran to its end before any optimizer step"."""
+    loop = (
+        "pid = os.fork()\nif pid == 0:\n    for _ in range(10):"
+        + textwrap.indent(TWO_STEPS, "        ")
+        + "    os._exit(0)\nos.waitpid(pid, 0)\n"
+    )
+    proc = audit_source(tmp, SETUP + loop, timeout)
+    if "_Stop" in proc.stderr:
+        return Outcome(False, "the child printed the audit's stop")
+    return clear_error(proc, "child process", "--function")
+
+
 def function_that_does_nothing(tmp: Path, timeout: float) -> Outcome:
     """``audit --function idle`` where idle() trains nothing: exit 0 before, where a
     script that trains nothing exits 1."""
@@ -1057,6 +1097,8 @@ CASES = [
     Case("audit: one optimizer over G and D", "vague", one_optimizer_for_both),
     Case("audit: a script that waits before training", "hang", waiting_script),
     Case("audit: a script leaving a non-daemon thread", "hang", lingering_thread),
+    Case("audit: a script that closes sys.stdout", "vague", closed_stdout),
+    Case("audit: the loop in a forked child", "traceback", forked_child),
     Case("library: an objective of per-sample losses", "vague",
          library_case("step(lambda n: torch.randn(n, 2), objective=PerSample())(torch.randn(4, 2))",
                       "not a scalar")),

@@ -65,6 +65,7 @@ class ScriptRecorder(Recorder):
         self.calls: list[tuple[str, tuple] | None] = []
         self.scopes: list[set[int] | None] = []  # per open call: a container's parts
         self.optimizers: list[torch.optim.Optimizer] = []
+        self.forks = 0  # child processes the script forked (their steps are not seen)
         self.leader: str | None = None
         self.followed = False
         self.completed = 0
@@ -330,6 +331,13 @@ def audit_script(
 def _report(rec: ScriptRecorder, path: Path, script, G, D, error) -> Report:
     """The report of what ``rec`` recorded; ``error``: what the script raised, if any."""
     location = crash_location(error, str(path)) if error is not None else None
+    if error is None and rec.exit_code is not None and not rec.opt_steps and rec.forks:
+        raise AuditError(
+            f"{script} {rec.exit_how} after starting {rec.forks} child process(es) "
+            "(os.fork, multiprocessing), and took no optimizer step itself: its training "
+            "seems to run in a child, which the audit does not follow; audit the function "
+            "the child runs (--function), or run the loop in the main process"
+        )
     if error is None and rec.exit_code is not None and not rec.opt_steps and rec.joint_steps:
         raise AuditError(
             f"{script} {rec.exit_how} after {rec.joint_steps} optimizer step(s), each of one "
@@ -373,6 +381,7 @@ def _run_recorded(
     Everything it changed in this process (argv, path, cwd, the hooks, ``os._exit``) is
     put back."""
     saved = sys.argv, list(sys.path), os.getcwd(), os._exit
+    streams = sys.stdout, sys.stderr  # the report is printed on them, whatever the script did
     original_init = torch.optim.Optimizer.__init__
 
     def noting_init(opt, *a, **k):
@@ -408,8 +417,11 @@ def _run_recorded(
         threading.excepthook = original_excepthook
         sys.argv, sys.path[:], os._exit = saved[0], saved[1], saved[3]
         os.chdir(saved[2])
+        sys.stdout, sys.stderr = _reopened(streams[0], 1), _reopened(streams[1], 2)
+        _FORKS.recorder = None
 
     rec.undo = undo
+    _FORKS.recorder = rec  # a fork: the child runs un-instrumented, the parent counts it
     rec.__enter__()
     timer = _time_limit(timeout)
     try:
@@ -419,6 +431,38 @@ def _run_recorded(
     finally:
         timer()
         undo()
+
+
+def _reopened(stream, fd: int):
+    """``stream``, or if the script closed it, a new one on a copy of ``fd`` (1 or 2)."""
+    if not getattr(stream, "closed", False):
+        return stream
+    try:
+        return os.fdopen(os.dup(fd), "w", encoding=getattr(stream, "encoding", None) or "utf-8",
+                         errors="backslashreplace")  # fmt: skip
+    except OSError:  # the descriptor itself is gone: nothing to print on
+        return stream
+
+
+class _Forks:
+    """Told of every os.fork (os.register_at_fork cannot be undone, so it is registered
+    once): the child stops being audited, the parent counts the children."""
+
+    def __init__(self) -> None:
+        self.recorder: ScriptRecorder | None = None
+        os.register_at_fork(after_in_child=self._child, after_in_parent=self._parent)
+
+    def _child(self) -> None:
+        if self.recorder is not None and self.recorder.undo is not None:
+            self.recorder.undo()
+            self.recorder = None
+
+    def _parent(self) -> None:
+        if self.recorder is not None:
+            self.recorder.forks += 1
+
+
+_FORKS = _Forks()
 
 
 def _time_limit(seconds: float | None) -> Callable[[], None]:
