@@ -132,6 +132,7 @@ from .pytorch_gan import (  # noqa: F401
     pytorch_gan_esrgan,
     pytorch_gan_g_first,
     pytorch_gan_infogan,
+    pytorch_gan_srgan,
     pytorch_gan_wgan,
 )
 from .seed_posts import (  # noqa: F401

@@ -205,6 +205,49 @@ def pytorch_gan_esrgan(G, D, opt_g, opt_d, batches: Pairs, feature_extractor: nn
     return history
 
 
+def pytorch_gan_srgan(G, D, opt_g, opt_d, batches: Pairs, feature_extractor: nn.Module):
+    """eriklindernoren/PyTorch-GAN ``implementations/srgan/srgan.py`` (commit ce0e5b5),
+    one epoch of it. ``batches`` are (imgs_hr, imgs_lr) pairs; ``G(imgs_lr)``
+    super-resolves; D returns a map of scores per image (its PatchGAN, with BatchNorm).
+    G's step first: ``loss_content + 1e-3 * MSE(D(gen_hr), valid)``, the content loss
+    the L1 between ``feature_extractor``'s features of the fake and of the real batch
+    (VGG19's there, in eval mode), the real features detached; then D's step on
+    ``D(imgs_hr)`` and ``D(gen_hr.detach())``: ``(MSE(real, valid) + MSE(fake, fake)) / 2``.
+    (``valid`` and ``fake`` are ones and zeros of D's output shape, made there with
+    ``Tensor(np.ones(...))``: float32 there, D's dtype here.) D's step runs at the D that
+    took G's loss, on the fakes of the G before its step: both gradients at (g_t, d_t).
+    ganstep: ``simultaneous()``, ``objective="lsgan"`` (0.5 (s - 1)^2: ``g_scale=2e-3``
+    is the file's 1e-3 MSE; its halved D loss is lsgan's), ``latent=None``,
+    ``condition="real"``, ``d_conditional=False``, the content term, and
+    ``d_forwards="loop"``: D forwarded three times as the loop does, so that its
+    BatchNorm's running statistics are the loop's too (its parameters equal without)."""
+    criterion_gan, criterion_content = nn.MSELoss(), nn.L1Loss()
+    history = []
+    for imgs_hr, imgs_lr in batches:
+        # Train Generators
+        opt_g.zero_grad()
+        gen_hr = G(imgs_lr)
+        pred_fake = D(gen_hr)
+        valid, fake = torch.ones_like(pred_fake), torch.zeros_like(pred_fake)
+        loss_gan = criterion_gan(pred_fake, valid)
+        gen_features = feature_extractor(gen_hr)
+        real_features = feature_extractor(imgs_hr)
+        loss_content = criterion_content(gen_features, real_features.detach())
+        loss_G = loss_content + 1e-3 * loss_gan
+        loss_G.backward()
+        opt_g.step()
+        # Train Discriminator
+        opt_d.zero_grad()
+        loss_real = criterion_gan(D(imgs_hr), valid)
+        loss_fake = criterion_gan(D(gen_hr.detach()), fake)
+        loss_D = (loss_real + loss_fake) / 2
+        loss_D.backward()
+        opt_d.step()
+        history.append({"loss_d": loss_D.item(), "loss_g": loss_G.item(),
+                        "content": loss_content.item()})  # fmt: skip
+    return history
+
+
 def pytorch_gan_infogan(G, D, opt_g, opt_d, opt_info, batches: Batches,
                         rng: np.random.RandomState, latent_dim: int, n_classes: int,
                         code_dim: int, lambda_cat: float = 1.0,
