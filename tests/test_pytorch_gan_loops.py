@@ -4,12 +4,20 @@ for it, in float64: parameters, buffers and both Adams' states to 1e-12."""
 
 from __future__ import annotations
 
+import numpy as np
+import torch
 import torch.nn.functional as F
 from helpers.wild import assert_losses, assert_same_sides, build, run_step
 from test_relativistic import UpG, features, hr_lr_pairs
 from torch import nn
 
-from ganstep import Step, reference, simultaneous
+from ganstep import Step, objectives, reference, simultaneous
+
+
+def images(count: int, n: int = 6):
+    gen = torch.Generator().manual_seed(5)
+    return [torch.rand(n, 1, 8, 8, generator=gen, dtype=torch.float64) * 2 - 1
+            for _ in range(count)]  # fmt: skip
 
 
 def srgan_d() -> nn.Module:
@@ -46,7 +54,6 @@ def test_pytorch_gan_srgan_as_written_equals_simultaneous_lsgan():
 def test_srgan_is_not_the_d_first_order():
     """The check can fail: D stepping before G's loss (d_first) is another update."""
     import pytest
-    import torch
 
     from ganstep import d_first
 
@@ -61,3 +68,75 @@ def test_srgan_is_not_the_d_first_order():
     with pytest.raises(AssertionError):
         assert_same_sides(ours, theirs)
     assert torch.isfinite(ours[0].net[1].weight).all()
+
+
+# --- DRAGAN: a penalty of the user's own, D's step on it alone ---------------------------
+
+
+class DraganG(nn.Module):
+    """dragan.py's Generator in small: Linear, BatchNorm, upsampling convs, Tanh."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.l1 = nn.Linear(4, 8 * 4 * 4)
+        self.conv = nn.Sequential(nn.BatchNorm2d(8), nn.Upsample(scale_factor=2),
+                                  nn.Conv2d(8, 1, 3, 1, 1), nn.Tanh())  # fmt: skip
+
+    def forward(self, z):
+        return self.conv(self.l1(z).view(z.shape[0], 8, 4, 4))
+
+
+class DraganD(nn.Module):
+    """dragan.py's Discriminator in small: strided convs, LeakyReLU, Dropout2d(0.25),
+    BatchNorm after the first block, a Linear and a Sigmoid."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.model = nn.Sequential(
+            nn.Conv2d(1, 4, 3, 2, 1), nn.LeakyReLU(0.2), nn.Dropout2d(0.25),
+            nn.Conv2d(4, 8, 3, 2, 1), nn.LeakyReLU(0.2), nn.Dropout2d(0.25),
+            nn.BatchNorm2d(8, 0.8),
+        )  # fmt: skip
+        self.adv_layer = nn.Sequential(nn.Linear(8 * 2 * 2, 1), nn.Sigmoid())
+
+    def forward(self, img):
+        return self.adv_layer(self.model(img).view(img.shape[0], -1))
+
+
+class DRAGAN(objectives.NS):
+    """ns on D's probabilities with dragan.py's penalty: what docs/guide/objectives.md
+    shows for a penalty of one's own (its draws from the caller's numpy stream)."""
+
+    def __init__(self, rng, weight: float = 10.0) -> None:
+        super().__init__(probabilities=True)
+        self.rng, self.weight = rng, weight
+
+    def penalty(self, D, real, fake):
+        X = real.detach()
+        alpha = torch.from_numpy(self.rng.random(size=X.shape)).to(X)
+        noise = 0.5 * X.std() * torch.rand(X.size())
+        x = (alpha * X + (1 - alpha) * (X + noise)).requires_grad_(True)
+        out = D(x)
+        (grad,) = torch.autograd.grad(out, x, torch.ones_like(out), create_graph=True)
+        return self.weight * ((grad.norm(2, dim=1) - 1) ** 2).mean()
+
+
+def test_pytorch_gan_dragan_as_written_equals_simultaneous_with_its_penalty_alone():
+    """dragan.py: G first; D forwarded on the real batch and the old fakes (Dropout2d's
+    draws and BatchNorm's statistics advance), its step on the penalty alone
+    (d_scale=0); z and alpha from one numpy stream, the penalty's noise and the
+    dropout masks from torch's."""
+    theirs, ours = build(DraganG, DraganD)
+    batches = images(4)
+    torch.manual_seed(11)
+    expected = reference.pytorch_gan_dragan(*theirs, batches, np.random.RandomState(3),
+                                            latent_dim=4)  # fmt: skip
+    ours_rng = np.random.RandomState(3)  # the Step's numpy stream: z, then alpha
+    latent = lambda n: torch.from_numpy(ours_rng.normal(0, 1, (n, 4)))  # noqa: E731
+    step = Step(*ours, objective=DRAGAN(ours_rng), schedule=simultaneous(), latent=latent,
+                d_scale=0.0)  # fmt: skip
+    torch.manual_seed(11)
+    got = run_step(step, batches)
+    assert_losses(got, expected, ("loss_g", "gp"))
+    assert_same_sides(ours, theirs)
+    assert all(row["loss_d"] == row["gp"] for row in got)  # L_D is the penalty alone

@@ -129,6 +129,7 @@ from .pytorch_examples import (  # noqa: F401
 from .pytorch_gan import (  # noqa: F401
     pytorch_gan_acgan,
     pytorch_gan_cgan,
+    pytorch_gan_dragan,
     pytorch_gan_esrgan,
     pytorch_gan_g_first,
     pytorch_gan_infogan,

@@ -248,6 +248,56 @@ def pytorch_gan_srgan(G, D, opt_g, opt_d, batches: Pairs, feature_extractor: nn.
     return history
 
 
+def pytorch_gan_dragan(G, D, opt_g, opt_d, batches: Batches, rng: np.random.RandomState,
+                       latent_dim: int, lambda_gp: float = 10.0):  # fmt: skip
+    """eriklindernoren/PyTorch-GAN ``implementations/dragan/dragan.py`` (commit c5d6be1),
+    one epoch of it. D ends in a Sigmoid (``BCELoss``) and has Dropout2d and BatchNorm.
+    G's step first, on ``BCE(D(G(z)), valid)`` with z from numpy's generator (``rng``
+    stands for ``np.random``); then D's step: it forwards D on the real batch and on
+    the fakes of the G before its step and computes ``d_loss = (real_loss +
+    fake_loss) / 2``, but backpropagates the gradient penalty alone
+    (``gradient_penalty.backward()``; ``d_loss`` is only printed). The penalty, on the
+    real batch: ``alpha = np.random.random(size=X.shape)`` per element, the
+    interpolates ``alpha X + (1 - alpha)(X + 0.5 X.std() torch.rand(X.size()))``, D's
+    gradient there (``grad_outputs`` ones), and ``lambda_gp * mean((|grad|_2 over dim
+    1 - 1)^2)``. ganstep: ``simultaneous()``, ``ns(probabilities=True)`` subclassed
+    with this ``penalty`` (docs/guide/objectives.md), ``d_scale=0`` (D's step on the
+    penalty alone), z from the same numpy stream."""
+    criterion = nn.BCELoss()
+    history = []
+    for imgs in batches:
+        real_imgs = imgs
+        # Train Generator
+        opt_g.zero_grad()
+        z = _as_floats(rng.normal(0, 1, (imgs.shape[0], latent_dim)), imgs)
+        gen_imgs = G(z)
+        pred = D(gen_imgs)
+        valid, fake = torch.ones_like(pred), torch.zeros_like(pred)
+        g_loss = criterion(pred, valid)
+        g_loss.backward()
+        opt_g.step()
+        # Train Discriminator
+        opt_d.zero_grad()
+        real_loss = criterion(D(real_imgs), valid)
+        fake_loss = criterion(D(gen_imgs.detach()), fake)
+        d_loss = (real_loss + fake_loss) / 2
+        # the gradient penalty, as compute_gradient_penalty(D, real_imgs.data) does
+        X = real_imgs.data
+        alpha = _as_floats(rng.random(size=X.shape), X)
+        interpolates = alpha * X + ((1 - alpha) * (X + 0.5 * X.std() * torch.rand(X.size())))
+        interpolates = interpolates.requires_grad_(True)
+        d_interpolates = D(interpolates)
+        (gradients,) = torch.autograd.grad(d_interpolates, interpolates,
+                                           torch.ones_like(d_interpolates),
+                                           create_graph=True, retain_graph=True)  # fmt: skip
+        gradient_penalty = lambda_gp * ((gradients.norm(2, dim=1) - 1) ** 2).mean()
+        gradient_penalty.backward()
+        opt_d.step()
+        history.append({"loss_d": d_loss.item(), "loss_g": g_loss.item(),
+                        "gp": gradient_penalty.item()})  # fmt: skip
+    return history
+
+
 def pytorch_gan_infogan(G, D, opt_g, opt_d, opt_info, batches: Batches,
                         rng: np.random.RandomState, latent_dim: int, n_classes: int,
                         code_dim: int, lambda_cat: float = 1.0,
