@@ -9,8 +9,10 @@ Hugging Face Accelerate, exact under data parallelism through ganstep.accelerate
 (`--multi_gpu` is Accelerate's multi-process launcher, on CPU too; `--cpu` would start one
 process.)
 
-Each process draws its own z; the Step all-reduces each phase; rank 0 logs the losses
-to TensorBoard (accelerate_logs/) and saves the state at the end (accelerate_state/).
+Each process draws its own z (and, reseeded by ``prepare``, its own global stream);
+the Step all-reduces each phase and BatchNorm's statistics are averaged after each
+iteration; rank 0 logs the losses to TensorBoard (accelerate_logs/) and saves the
+state at the end (accelerate_state/).
 """
 
 from __future__ import annotations

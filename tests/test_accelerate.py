@@ -90,3 +90,32 @@ def test_a_prepared_model_is_refused(tmp_path):
         prepare(accelerator, G, D, opt_g, opt_d, objective="ns", schedule="d_first",
                 latent=lambda n: torch.randn(n, 3))  # fmt: skip
     AcceleratorState._reset_state(True)
+
+
+def test_each_process_draws_its_own_noise_as_the_docs_write_it(two_processes):
+    """The docs' snippet (a latent reading the global stream, models from one seed):
+    before, every process drew the same z and the same Dropout masks on every step.
+    BatchNorm's running statistics are averaged after each iteration: equal everywhere."""
+    ranks = [torch.load(two_processes / f"noise-rank{r}.pt") for r in range(2)]
+    assert not torch.equal(ranks[0]["z"], ranks[1]["z"])
+    assert not torch.equal(ranks[0]["dropout"], ranks[1]["dropout"])
+    assert ranks[0]["buffers"] and all(
+        torch.equal(a, b) for a, b in zip(ranks[0]["buffers"], ranks[1]["buffers"], strict=True)
+    )
+
+
+def test_a_dropout_d_with_wgan_gp_equals_the_hand_written_ddp_loop(two_processes, tmp_path):
+    """Two processes through prepare and step.feed (a shuffled DistributedSampler, moved
+    to its next epoch by feed) against pytorch/examples' loop in DistributedDataParallel,
+    each process reseeded by the documented formula: every parameter bit-equal."""
+    import socket
+
+    from helpers import ddp_reference
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    ranks = [torch.load(two_processes / f"ddp-rank{r}.pt") for r in range(2)]
+    expected = ddp_reference.run(tmp_path, "wgan_gp", epochs=2, port=port)
+    for p, q, e in zip(*ranks, expected, strict=True):
+        assert torch.equal(p, q) and torch.equal(p, e)

@@ -71,3 +71,39 @@ def test_feed_from_a_dataloader_with_d_steps_and_epoch_ends(kind):
                  objective="ns", schedule="d_first", latent=latent)  # fmt: skip
     (first,) = list(plain.feed(DataLoader(data, batch_size=N), iterations=1))
     assert torch.equal(first.x, xs[:N]) and first.c is None
+
+
+def _feed_rows(loader, calls: int) -> list[list[int]]:
+    """The rows (first column of x) of each call ``feed`` makes from ``loader``."""
+    G, D = nn.Linear(Z, X), nn.Linear(X, 1)
+    step = Step(G, D, torch.optim.SGD(G.parameters(), 0.1), torch.optim.SGD(D.parameters(), 0.1),
+                objective="ns", schedule=d_first(), latent=lambda n: torch.randn(n, Z))  # fmt: skip
+    return [batch.x[:, 0].long().tolist() for batch in step.feed(loader, calls)]
+
+
+@pytest.mark.parametrize("kind", ["resumable", "distributed_sampler"])
+def test_feed_moves_a_loader_to_its_next_epoch_at_each_end(kind):
+    """Before, feed restarted the loader without set_epoch: a ResumableLoader (or a
+    DistributedSampler) repeated epoch 0's shuffle every epoch, where Lightning and
+    Accelerate move it on. Now each epoch's order is the one set_epoch(e) gives."""
+    from torch.utils.data import DistributedSampler
+
+    from ganstep.adapters.resumable import ResumableLoader
+
+    rows = torch.arange(8, dtype=torch.float32)[:, None].repeat(1, X)
+    dataset = TensorDataset(rows)
+
+    def make():
+        if kind == "resumable":
+            return ResumableLoader(dataset, batch_size=4, shuffle=True, seed=3)
+        sampler = DistributedSampler(dataset, num_replicas=1, rank=0, shuffle=True, seed=3)
+        return DataLoader(dataset, batch_size=4, sampler=sampler)
+
+    fed = _feed_rows(make(), 6)  # three epochs of two batches
+    expected = []
+    for epoch in range(3):
+        loader = make()
+        (loader if kind == "resumable" else loader.sampler).set_epoch(epoch)
+        expected += [x[:, 0].long().tolist() for (x,) in loader]
+    assert fed == expected
+    assert fed[0:2] != fed[2:4]  # the epochs' orders differ (seed 3): the check can fail

@@ -34,6 +34,7 @@ except ImportError as e:  # pragma: no cover - the extra is not installed
         "ganstep.accelerate needs Accelerate: pip install 'ganstep[accelerate]'"
     ) from e
 
+from ..engine import distributed as data_parallel
 from ..engine.step import Step
 
 __all__ = ["log", "prepare"]
@@ -75,14 +76,29 @@ def prepare(
     opt_g: torch.optim.Optimizer,
     opt_d: torch.optim.Optimizer,
     loader: Iterable | None = None,
+    *,
+    seed: int = 0,
+    sync_batchnorm_stats: bool = True,
     **step_options: Any,
 ) -> tuple[Step, Iterable | None]:
     """G and D on ``accelerator.device``, ``loader`` sharded across processes by
     Accelerate, and the Step over them (data parallel when Accelerate runs more than
     one process). ``step_options`` are the Step's (``objective``, ``schedule``,
-    ``latent``, ...; not ``distributed``). Returns ``(step, loader)``."""
+    ``latent``, ...; not ``distributed``). Returns ``(step, loader)``.
+
+    With several processes each draws its own noise, as under ``GANModule``: process
+    r > 0 reseeds torch's global stream with ``seed + 1000003 * r`` (Dropout's masks,
+    WGAN-GP's interpolation, augmentation, and a ``latent`` that reads the global
+    stream, such as ``lambda n: torch.randn(n, z_dim)``); process 0 keeps the stream it
+    has. Call it after building G and D from one seed, so that every process starts
+    from the same models. With ``sync_batchnorm_stats`` (the default) BatchNorm's
+    running statistics are averaged over the processes after each iteration (one
+    all-reduce), so that every process, and ``accelerator.save_state``, holds the same.
+    """
     if "distributed" in step_options:
         raise ValueError("prepare decides distributed from the Accelerator; leave it out")
+    if isinstance(seed, bool) or not isinstance(seed, int):
+        raise TypeError(f"seed must be an integer, got {seed!r}")
     _refuse_what_the_step_does(accelerator, {"G": G, "D": D})
     G.to(accelerator.device)  # in place: the optimizers keep holding these parameters
     D.to(accelerator.device)
@@ -90,8 +106,23 @@ def prepare(
     _optimizer_state_to(opt_d, accelerator.device)
     if loader is not None:
         loader = accelerator.prepare_data_loader(loader)
-    step = Step(G, D, opt_g, opt_d, distributed=accelerator.num_processes > 1, **step_options)
+    several = accelerator.num_processes > 1
+    if several and accelerator.process_index:  # every process its own noise
+        torch.manual_seed(seed + data_parallel.SEED_STRIDE * accelerator.process_index)
+    kind = _BatchNormSynced if several and sync_batchnorm_stats else Step
+    step = kind(G, D, opt_g, opt_d, distributed=several, **step_options)
     return step, loader
+
+
+class _BatchNormSynced(Step):
+    """A data parallel Step that averages BatchNorm's running statistics over the
+    processes after each iteration (what ``GANModule`` does by default)."""
+
+    def __call__(self, real: object) -> dict[str, Tensor]:
+        logs = super().__call__(real)
+        G, D = self._models[:2]
+        data_parallel.average_batchnorm_stats(G, D)
+        return logs
 
 
 def _optimizer_state_to(opt: torch.optim.Optimizer, device: torch.device) -> None:

@@ -69,14 +69,18 @@ def feed(
     loader: Iterable, iterations: int | None, per_call: int, take_one: Callable[[object], Batch]
 ) -> Iterator[object]:
     """``per_call`` items of ``loader`` per call (``take_one`` of each), for ``iterations``
-    calls (forever if None), restarting ``loader`` at each epoch's end."""
-    source = iter(loader)
+    calls (forever if None), restarting ``loader`` at each epoch's end and, where the
+    loader (or its sampler) has ``set_epoch``, moving it to the next epoch first: a
+    DistributedSampler's or ResumableLoader's shuffle then differs per epoch, as under
+    Lightning or Accelerate (a loader that counts its epochs itself is left to it)."""
+    source, began = iter(loader), _epoch_of(loader)
 
     def take() -> object:
-        nonlocal source
+        nonlocal source, began
         try:
             item = next(source)
         except StopIteration:
+            began = _next_epoch(loader, began)
             source = iter(loader)  # a new epoch
             try:
                 item = next(source)
@@ -89,6 +93,31 @@ def feed(
         items = [take() for _ in range(per_call)]
         yield items[0] if per_call == 1 else items
         done += 1
+
+
+def _epoch_of(loader: Iterable) -> int | None:
+    """The epoch ``loader`` says it is in (Accelerate's ``iteration``, its sampler's
+    ``epoch``), or None where it keeps no count."""
+    for owner, name in ((loader, "iteration"), (getattr(loader, "sampler", None), "epoch")):
+        value = getattr(owner, name, None)
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+    return None
+
+
+def _next_epoch(loader: Iterable, began: int | None) -> int | None:
+    """Move ``loader`` from the epoch it ``began`` to the next one, unless it moved itself
+    (Accelerate's loader does); return the epoch it is in now."""
+    now = _epoch_of(loader)
+    if now is not None and began is not None and now != began:
+        return now  # it counted its epoch itself
+    target = next((o for o in (loader, getattr(loader, "sampler", None))
+                   if callable(getattr(o, "set_epoch", None))), None)  # fmt: skip
+    if target is None:
+        return now
+    epoch = (began if began is not None else 0) + 1
+    target.set_epoch(epoch)
+    return epoch
 
 
 def _batches_for(schedule: Schedule) -> str:
