@@ -119,3 +119,33 @@ def test_a_dropout_d_with_wgan_gp_equals_the_hand_written_ddp_loop(two_processes
     expected = ddp_reference.run(tmp_path, "wgan_gp", epochs=2, port=port)
     for p, q, e in zip(*ranks, expected, strict=True):
         assert torch.equal(p, q) and torch.equal(p, e)
+
+
+def test_feed_over_a_resumable_loader_follows_accelerates_epochs():
+    """A ResumableLoader fed through step.feed for three epochs gives Accelerate's
+    prepared loader's order of those epochs (before, feed repeated epoch 0's order)."""
+    from accelerate.state import AcceleratorState
+    from torch.utils.data import TensorDataset
+
+    from ganstep.adapters.resumable import ResumableLoader
+
+    AcceleratorState._reset_state(True)
+    dataset = TensorDataset(torch.arange(8, dtype=torch.float64)[:, None].repeat(1, 2))
+    prepared = Accelerator(cpu=True).prepare_data_loader(
+        ResumableLoader(dataset, batch_size=4, shuffle=True, seed=5)
+    )
+    accelerated = [batch[0][:, 0].tolist() for _ in range(3) for batch in prepared]
+    G, D = models(batchnorm=False)
+    step = plain_step_for_feeding(G, D)
+    loader = ResumableLoader(dataset, batch_size=4, shuffle=True, seed=5)
+    fed = [batch.x[:, 0].tolist() for batch in step.feed(loader, 6)]
+    assert fed == accelerated and fed[:2] != fed[2:4]
+    AcceleratorState._reset_state(True)
+
+
+def plain_step_for_feeding(G, D):
+    from ganstep import Step
+
+    opt_g, opt_d = optimizers(G, D)
+    return Step(G, D, opt_g, opt_d, objective="ns", schedule="d_first",
+                latent=lambda n: torch.randn(n, 3, dtype=torch.float64))  # fmt: skip
