@@ -466,11 +466,11 @@ def nul_in_out(tmp: Path, timeout: float) -> Outcome:
     return clear_error(ganstep(tmp, "train", "--config", config, *TINY, timeout=timeout), "NUL")
 
 
-def audit_source(tmp: Path, source: str, timeout: float) -> subprocess.CompletedProcess:
-    """``ganstep audit`` of a script whose ``source`` is given here."""
+def audit_source(tmp: Path, source: str, timeout: float, *args: str) -> subprocess.CompletedProcess:
+    """``ganstep audit`` of a script whose ``source`` is given here (and ``args``)."""
     script = tmp / "loop.py"
     script.write_text(textwrap.dedent(source))
-    return ganstep(tmp, "audit", script, timeout=timeout)
+    return ganstep(tmp, "audit", script, *args, timeout=timeout)
 
 
 def never_backward(tmp: Path, timeout: float) -> Outcome:
@@ -500,12 +500,13 @@ def latin1_folder(tmp: Path, timeout: float) -> Outcome:
                                timeout=timeout), "UTF-8")  # fmt: skip
 
 
+MODELS = "import torch\nG, D = torch.nn.Linear(2, 2), torch.nn.Linear(2, 1)\n"
+
+
 def function_with_argument(tmp: Path, timeout: float) -> Outcome:
     """``audit --function train_step`` where train_step(x) takes a batch."""
-    script = tmp / "fn.py"
-    script.write_text("import torch\nG, D = torch.nn.Linear(2, 2), torch.nn.Linear(2, 1)\n"
-                      "def train_step(x):\n    pass\n")  # fmt: skip
-    proc = ganstep(tmp, "audit", script, "--function", "train_step", timeout=timeout)
+    source = MODELS + "def train_step(x):\n    pass\n"
+    proc = audit_source(tmp, source, timeout, "--function", "train_step")
     return clear_error(proc, "takes arguments", "wrap it")
 
 
@@ -554,36 +555,9 @@ def one_optimizer_for_both(tmp: Path, timeout: float) -> Outcome:
 
 def waiting_script(tmp: Path, timeout: float) -> Outcome:
     """A script that waits forever before training: the audit had no time limit."""
-    script = tmp / "wait.py"
-    script.write_text("import time\nimport torch\nG, D = torch.nn.Linear(2, 2), "
-                      "torch.nn.Linear(2, 1)\nwhile True:\n    time.sleep(0.1)\n")  # fmt: skip
-    proc = ganstep(tmp, "audit", script, "--timeout", "3", timeout=timeout)
+    source = "import time\n" + MODELS + "while True:\n    time.sleep(0.1)\n"
+    proc = audit_source(tmp, source, timeout, "--timeout", "3")
     return clear_error(proc, "ran 3 s without finishing", "--timeout")
-
-
-def lingering_thread(tmp: Path, timeout: float) -> Outcome:
-    """A script that leaves a non-daemon thread running: the report printed, then the
-    process never exited."""
-    proc = audit_source(
-        tmp,
-        """
-        import threading, time
-        import torch
-        G, D = torch.nn.Linear(2, 2), torch.nn.Linear(2, 1)
-        og, od = torch.optim.SGD(G.parameters(), 0.1), torch.optim.SGD(D.parameters(), 0.1)
-        threading.Thread(target=lambda: time.sleep(3600), name="prefetch").start()
-        for _ in range(10):
-            od.zero_grad()
-            (D(torch.randn(4, 2)).mean() - D(G(torch.randn(4, 2)).detach()).mean()).backward()
-            od.step()
-            og.zero_grad()
-            (-D(G(torch.randn(4, 2))).mean()).backward()
-            og.step()
-    """,
-        timeout,
-    )
-    ok = proc.returncode == 0 and "update order" in proc.stdout and "prefetch" in proc.stderr
-    return Outcome(ok, proc.stderr.strip().splitlines()[-1] if ok else f"exit {proc.returncode}")
 
 
 TWO_STEPS = """
@@ -600,6 +574,17 @@ import torch
 G, D = torch.nn.Linear(2, 2), torch.nn.Linear(2, 1)
 og, od = torch.optim.SGD(G.parameters(), 0.1), torch.optim.SGD(D.parameters(), 0.1)
 """
+
+
+def lingering_thread(tmp: Path, timeout: float) -> Outcome:
+    """A script that leaves a non-daemon thread running: the report printed, then the
+    process never exited."""
+    thread = "import threading, time\n"
+    thread += 'threading.Thread(target=lambda: time.sleep(3600), name="prefetch").start()\n'
+    loop = "for _ in range(10):" + textwrap.indent(TWO_STEPS, "    ")
+    proc = audit_source(tmp, SETUP + thread + loop, timeout)
+    ok = proc.returncode == 0 and "update order" in proc.stdout and "prefetch" in proc.stderr
+    return Outcome(ok, proc.stderr.strip().splitlines()[-1] if ok else f"exit {proc.returncode}")
 
 
 def closed_stdout(tmp: Path, timeout: float) -> Outcome:
@@ -629,10 +614,7 @@ def forked_child(tmp: Path, timeout: float) -> Outcome:
 def function_that_does_nothing(tmp: Path, timeout: float) -> Outcome:
     """``audit --function idle`` where idle() trains nothing: exit 0 before, where a
     script that trains nothing exits 1."""
-    script = tmp / "fn.py"
-    script.write_text("import torch\nG, D = torch.nn.Linear(2, 2), torch.nn.Linear(2, 1)\n"
-                      "def idle():\n    pass\n")  # fmt: skip
-    proc = ganstep(tmp, "audit", script, "--function", "idle", timeout=timeout)
+    proc = audit_source(tmp, MODELS + "def idle():\n    pass\n", timeout, "--function", "idle")
     return clear_error(proc, "without an optimizer step", "nothing to audit")
 
 
