@@ -156,3 +156,38 @@ def test_hooks_are_callables_in_a_dict():
              before_step={"d": 1})  # fmt: skip
     with pytest.raises(ValueError, match="wgan clip must be a number >= 0"):
         WGAN(clip=-1)
+
+
+def _wgan_gp_run(objective, dtype=torch.float32):
+    side = Run("wgan_gp", batchnorm=False, dtype=dtype)
+    step = Step(*side.models(), objective=objective, schedule=d_first(), latent=side.latent)
+    torch.manual_seed(7)
+    for real in real_batches(3, dtype=dtype):
+        step(real)
+    return [p.detach().clone() for p in [*side.G.parameters(), *side.D.parameters()]]
+
+
+def test_wgan_gp_takes_its_interpolation_weights_from_the_callers_draw():
+    """alpha(shape) replaces torch.rand: given torch.rand itself it is the default run to
+    the bit; given numpy's draw (PyTorch-GAN's scripts, StarGAN) it uses those weights,
+    one per sample, once per D step."""
+    import numpy as np
+
+    from ganstep.engine.objectives import WGANGP
+
+    default = _wgan_gp_run(WGANGP())
+    same = _wgan_gp_run(WGANGP(alpha=lambda shape: torch.rand(shape)))
+    assert all(torch.equal(p, q) for p, q in zip(default, same, strict=True))
+    shapes, rng = [], np.random.RandomState(0)
+
+    def numpy_alpha(shape):
+        shapes.append(shape)
+        return torch.from_numpy(rng.random(shape))
+
+    drawn = _wgan_gp_run(WGANGP(alpha=numpy_alpha))
+    assert shapes == [(6, 1)] * 3  # one weight per sample of each D step's batch
+    assert not all(torch.equal(p, q) for p, q in zip(drawn, default, strict=True))
+    with pytest.raises(ValueError, match=r"alpha\(shape\) must return weights of shape \(6, 1\)"):
+        _wgan_gp_run(WGANGP(alpha=lambda shape: torch.rand(6)))
+    with pytest.raises(TypeError, match="alpha must be callable"):
+        WGANGP(alpha=0.5)

@@ -257,18 +257,40 @@ class WGANGP(Wasserstein):
     x_hat = e x + (1 - e) G(z) with e ~ U[0, 1] per sample (drawn with ``torch.rand``
     from the global generator, one draw per D step); L_G = -mean(D(G(z))).
     The penalty is reported as ``gp``.
+
+    ``alpha``: where e comes from instead, ``alpha(shape)`` returning e of that shape
+    (``(n, 1, ..., 1)``), e.g. numpy's draw as PyTorch-GAN's scripts make it,
+    ``lambda shape: torch.from_numpy(rng.random(shape))``; it is moved to the batch's
+    dtype and device.
     """
 
     name = "wgan_gp"
     # The penalty reads the fake batch too, but cut from G's graph, so it adds
     # nothing to the gradient at the fake samples that the fused step rescales.
 
-    def __init__(self, weight: float = 10.0) -> None:
+    def __init__(
+        self, weight: float = 10.0, alpha: Callable[[tuple[int, ...]], Tensor] | None = None
+    ) -> None:
         self.weight = non_negative(weight, f"{self.name} weight")
+        if alpha is not None and not callable(alpha):
+            raise TypeError(f"{self.name} alpha must be callable (alpha(shape)), got {alpha!r}")
+        self.alpha = alpha
+
+    def _weights(self, real: Tensor) -> Tensor:
+        """The interpolation weights e, one per sample, shaped to broadcast over it."""
+        shape = (real.shape[0],) + (1,) * (real.dim() - 1)
+        if self.alpha is None:
+            return torch.rand(shape, dtype=real.dtype, device=real.device)
+        e = torch.as_tensor(self.alpha(shape))
+        if tuple(e.shape) != shape:
+            raise ValueError(
+                f"{self.name} alpha(shape) must return weights of shape {shape}, got "
+                f"{tuple(e.shape)}"
+            )
+        return e.to(dtype=real.dtype, device=real.device)
 
     def penalty(self, D: Callable[[Tensor], Tensor], real: Tensor, fake: Tensor) -> Tensor:
-        shape = (real.shape[0],) + (1,) * (real.dim() - 1)
-        e = torch.rand(shape, dtype=real.dtype, device=real.device)
+        e = self._weights(real)
         x_hat = (e * real + (1 - e) * fake).requires_grad_(True)
         scores = self.score(D(x_hat), x_hat)
         (grad,) = torch.autograd.grad(scores.sum(), x_hat, create_graph=True)
@@ -276,7 +298,8 @@ class WGANGP(Wasserstein):
         return self.weight * (norms - 1).square().mean()
 
     def __repr__(self) -> str:
-        return f"WGANGP(weight={self.weight})"
+        alpha = "" if self.alpha is None else f", alpha={self.alpha!r}"
+        return f"WGANGP(weight={self.weight}{alpha})"
 
 
 class WGAN(Wasserstein):
