@@ -162,3 +162,52 @@ def test_cycle_step_hooks_may_read_the_iteration():
     for a, b in domains(3, 1, 1):
         step(a, b)
     assert seen == [0, 1, 2]
+
+
+class GradientNorms(WGANGP):
+    """A penalty on D's squared gradient norms at the real and the fake samples, which
+    can run on forwards of its own (before or after the loss forwards) or read the loss
+    forwards: for a pure D the three give the same numbers."""
+
+    def __init__(self, penalty_at: str) -> None:
+        super().__init__(1.0)
+        self.penalty_at = penalty_at
+
+    def penalty_on_outputs(self, real, real_out, fake, fake_out):
+        grads = torch.autograd.grad((real_out.sum(), fake_out.sum()), (real, fake),
+                                    create_graph=True)  # fmt: skip
+        return sum(g.square().sum() for g in grads) / real.shape[0]
+
+    def penalty(self, D, real, fake):
+        real = real.detach().requires_grad_(True)
+        fake = fake.detach().requires_grad_(True)
+        return self.penalty_on_outputs(real, D(real), fake, D(fake))
+
+
+def test_cycle_step_runs_a_penalty_where_penalty_at_says():
+    """Read from the loss forwards, or on forwards of its own before or after them: the
+    same parameters for a pure D (each D's gradients at the same points), all logged."""
+    batches = domains(3, 1, 1)
+    runs = []
+    for at in ("after", "before", "loss_forwards"):
+        side = models(1, 1)[0]
+        random.seed(7)
+        step = CycleStep(*side, objective=GradientNorms(at), fake_pool=3)
+        runs.append((side, [step(a, b) for a, b in batches]))
+    (first, first_logs), *others = runs
+    for side, logs in others:
+        assert_losses(logs, first_logs, keys=("gp_a", "gp_b", "loss_d"))
+        for mine, theirs in zip(side[:4], first[:4], strict=True):
+            assert_same(mine, theirs)
+
+
+def test_a_penalty_at_no_known_place_is_refused():
+    from ganstep import Step, d_first
+
+    objective = GradientNorms("sometimes")
+    with pytest.raises(ValueError, match="penalty_at='sometimes'; choose one of after, before"):
+        CycleStep(*models(1, 1)[0], objective=objective)
+    G, D = nn.Linear(2, 2), nn.Linear(2, 1)
+    with pytest.raises(ValueError, match="penalty_at='sometimes'"):
+        Step(G, D, torch.optim.SGD(G.parameters(), 0.1), torch.optim.SGD(D.parameters(), 0.1),
+             objective=objective, schedule=d_first(), latent=torch.randn)  # fmt: skip

@@ -5,6 +5,7 @@ for it, in float64: parameters, buffers and both Adams' states to 1e-12."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 import torch
 import torch.nn.functional as F
 from helpers.wild import assert_losses, assert_same_sides, build, run_step
@@ -53,7 +54,6 @@ def test_pytorch_gan_srgan_as_written_equals_simultaneous_lsgan():
 
 def test_srgan_is_not_the_d_first_order():
     """The check can fail: D stepping before G's loss (d_first) is another update."""
-    import pytest
 
     from ganstep import d_first
 
@@ -140,3 +140,95 @@ def test_pytorch_gan_dragan_as_written_equals_simultaneous_with_its_penalty_alon
     assert_losses(got, expected, ("loss_g", "gp"))
     assert_same_sides(ours, theirs)
     assert all(row["loss_d"] == row["gp"] for row in got)  # L_D is the penalty alone
+
+
+# --- WGAN-div: a penalty read from D's loss forwards --------------------------------------
+
+
+class WGANDiv(objectives.Wasserstein):
+    """wgan_div.py's objective as docs/guide/objectives.md writes it: the Wasserstein
+    losses and the W-div penalty on D's gradients at the real and fake samples, read
+    from the loss forwards (no D forward of its own)."""
+
+    name = "wgan_div"
+    penalty_at = "loss_forwards"
+
+    def __init__(self, k: float = 2.0, p: float = 6.0) -> None:
+        self.k, self.p = k, p
+
+    def penalty_on_outputs(self, real, real_out, fake, fake_out):
+        norms = []
+        for x, out in ((real, real_out), (fake, fake_out)):
+            (grad,) = torch.autograd.grad(out, x, torch.ones_like(out), create_graph=True)
+            norms.append(grad.reshape(grad.shape[0], -1).pow(2).sum(1) ** (self.p / 2))
+        return torch.mean(norms[0] + norms[1]) * self.k / 2
+
+
+def wgan_div_d(dropout: bool) -> nn.Module:
+    """wgan_div.py's Discriminator in small (an MLP); with ``dropout`` an impure one, to
+    show the penalty reads the very forwards of the loss."""
+    drop = nn.Dropout(0.3) if dropout else nn.Identity()
+    return nn.Sequential(nn.Flatten(), nn.Linear(16, 8), nn.LeakyReLU(0.2), drop, nn.Linear(8, 1))
+
+
+class WganDivG(nn.Module):
+    """wgan_div.py's Generator in small: Linear blocks with BatchNorm1d(0.8), Tanh."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.model = nn.Sequential(nn.Linear(4, 8), nn.LeakyReLU(0.2), nn.Linear(8, 8),
+                                   nn.BatchNorm1d(8, 0.8), nn.LeakyReLU(0.2), nn.Linear(8, 16),
+                                   nn.Tanh())  # fmt: skip
+
+    def forward(self, z):
+        return self.model(z).view(z.shape[0], 1, 4, 4)
+
+
+def small_images(count: int, n: int = 6):
+    gen = torch.Generator().manual_seed(7)
+    return [torch.rand(n, 1, 4, 4, generator=gen, dtype=torch.float64) * 2 - 1
+            for _ in range(count)]  # fmt: skip
+
+
+def wgan_div_run(dropout: bool, objective, batches):
+    from helpers.wild import numpy_normal
+
+    from ganstep import d_first
+
+    theirs, ours = build(WganDivG, lambda: wgan_div_d(dropout))
+    latent, rng = numpy_normal(6, 4)
+    torch.manual_seed(12)
+    expected = reference.pytorch_gan_wgan_div(*theirs, batches, rng, latent_dim=4, n_critic=2)
+    step = Step(*ours, objective=objective, latent=latent,
+                schedule=d_first(g_every=2, reuse_fake=False, reuse_z=True))  # fmt: skip
+    torch.manual_seed(12)
+    return theirs, ours, expected, run_step(step, batches)
+
+
+@pytest.mark.parametrize("dropout", [False, True], ids=["pure_d", "dropout_d"])
+def test_pytorch_gan_wgan_div_as_written_equals_d_first_with_a_penalty_on_its_forwards(dropout):
+    """wgan_div.py: D's step reads its W-div penalty off the D(real) and D(fake) forwards
+    of its loss (the fakes in G's graph, the reals requiring grad); G every n_critic-th
+    batch on the same z, forwarded again. Equal for a D with Dropout too: the penalty
+    reads the very forwards whose masks the loss used."""
+    theirs, ours, expected, got = wgan_div_run(dropout, WGANDiv(), small_images(5))
+    assert [sorted(r) for r in got] == [sorted(r) for r in expected]
+    assert_losses(got[::2], expected[::2], ("loss_d", "loss_g", "gp"))
+    assert_same_sides(ours, theirs)  # G's BatchNorm statistics: forwarded twice on G steps
+
+
+def test_wgan_div_penalty_on_forwards_of_its_own_is_another_update():
+    """The check can fail: the same penalty on D forwards of its own (penalty_at
+    "after") draws other Dropout masks than the loss forwards did."""
+
+    class OwnForwards(WGANDiv):
+        penalty_at = "after"
+
+        def penalty(self, D, real, fake):
+            real, fake = real.detach().requires_grad_(True), fake.requires_grad_(True)
+            return self.penalty_on_outputs(real, D(real), fake, D(fake))
+
+    theirs, ours, _, got = wgan_div_run(True, OwnForwards(), small_images(3))
+    assert "gp" in got[0]
+    with pytest.raises(AssertionError):
+        assert_same_sides(ours, theirs)

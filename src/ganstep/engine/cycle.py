@@ -14,8 +14,9 @@ junyanz/pytorch-CycleGAN-and-pix2pix's ``optimize_parameters``:
    graph and passed through each domain's pool of past fakes: ``D_A`` on ``b`` then
    on the pooled ``fake_B``, then ``D_B`` on ``a`` and the pooled ``fake_A``, each D's
    adversarial loss scaled by ``d_scale``, plus the objective's penalty on that D
-   (WGAN-GP's, or your own objective's ``penalty``) between its real batch and the
-   fakes it was shown, unscaled, after its two forwards.
+   (WGAN-GP's, or your own objective's) between its real batch and the fakes it was
+   shown, unscaled, where the objective's ``penalty_at`` puts it (after its two
+   forwards, before them, or read from them).
 
 Both gradients are taken at the iteration's parameters, as ``simultaneous()`` takes
 them; D's forwards are the loop's own (the pool gives D other fakes than G's, so no
@@ -34,7 +35,7 @@ from torch import Tensor, nn
 
 from .checks import scale_factor
 from .game import Game, check_hooks
-from .losses import penalty_of, scores, summed
+from .losses import joined, penalty_of, scores, summed
 from .objectives import Logs, Objective, get_objective
 from .options import Options, Progress
 from .phases import guard, run_phase
@@ -190,13 +191,7 @@ class CycleStep:
                                               ("loss_d_b", "gp_b", D_B, 1, a, fake_A)):  # fmt: skip
             if self.pools is not None:
                 fake = self.pools[pool].query(fake)
-            objective = game.options.objective
-            with self.precision.autocast():
-                s_real = scores(game, D(x), x)
-                s_fake = scores(game, D(fake), fake)
-                parts = [objective.d_loss(r, f) for r, f in zip(s_real, s_fake, strict=True)]
-                loss = game.options.d_scale * summed(parts)[0]
-                penalty = penalty_of(objective, D, x, fake)
+            loss, penalty = self._d_loss(D, x, fake)
             if penalty is not None:
                 logs[gp_key] = penalty.detach()
                 loss = loss + penalty
@@ -207,6 +202,28 @@ class CycleStep:
         if "gp_a" in logs:
             logs["gp"] = logs["gp_a"] + logs["gp_b"]
         return logs
+
+    def _d_loss(self, D: nn.Module, x: Tensor, fake: Tensor) -> tuple[Tensor, Tensor | None]:
+        """One D's scaled adversarial loss on its real batch ``x`` and ``fake``, and the
+        objective's penalty, where ``penalty_at`` puts it: before the two forwards, read
+        from them (their inputs then require grad), or after them on forwards of its own."""
+        game, objective = self.game, self.game.options.objective
+        at = objective.penalty_at
+        if at == "loss_forwards":
+            x = x.detach().requires_grad_(True).view_as(x)
+            fake = fake.detach().requires_grad_(True).view_as(fake)
+        with self.precision.autocast():
+            penalty = penalty_of(objective, D, x, fake) if at == "before" else None
+            out_real, out_fake = D(x), D(fake)
+            s_real, s_fake = scores(game, out_real, x), scores(game, out_fake, fake)
+            parts = [objective.d_loss(r, f) for r, f in zip(s_real, s_fake, strict=True)]
+            loss = game.options.d_scale * summed(parts)[0]
+            if at == "loss_forwards":
+                outputs = joined(out_real, x.shape[0]), joined(out_fake, fake.shape[0])
+                penalty = objective.penalty_on_outputs(x, outputs[0], fake, outputs[1])
+            elif at == "after":
+                penalty = penalty_of(objective, D, x, fake)
+        return loss, penalty
 
     def state_dict(self) -> dict:
         """The iteration count, the loss scalers (fp16) and the two pools of past fakes."""

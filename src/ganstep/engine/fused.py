@@ -25,6 +25,11 @@ def check_fusable(game: Game) -> None:
             f"simultaneous(fused=True) cannot use objective {objective.name!r}: "
             f"{objective.not_fusable}. Use simultaneous() without fused."
         )
+    if objective.penalty_at != "after":
+        raise ValueError(
+            f"simultaneous(fused=True) runs the objective's penalty after D's loss forwards; "
+            f"this one's penalty_at is {objective.penalty_at!r}: use simultaneous() without fused"
+        )
     if game.options.g_terms or game.options.d_terms:
         raise ValueError(
             "simultaneous(fused=True) rescales D's gradient at the fake batch into G's, which "

@@ -89,24 +89,58 @@ def _penalty(game: Game, real: Batch, fake_x: Tensor) -> Tensor | None:
     return penalty_of(game.options.objective, call, real.x, fake_x)
 
 
+def early_penalty(game: Game, real: Batch, fake: Batch) -> Tensor | None:
+    """The objective's penalty where it runs before D's loss forwards (``penalty_at =
+    "before"``, DualGAN's); ``None`` elsewhere. Pass it to :func:`d_loss`."""
+    if game.options.objective.penalty_at != "before":
+        return None
+    return _penalty(game, real, fake.x.detach())
+
+
+def joined(out: object, n: int) -> Tensor:
+    """D's adversarial output in ``out``: a multi-scale D's side by side, one row per
+    sample (what a penalty reads)."""
+    found = adversarial(out)
+    if len(found) == 1:
+        return found[0]
+    return torch.cat([o.reshape(n, -1) for o in found], 1)
+
+
 def penalty_of(objective: Objective, call: Callable[[Tensor], object], real_x: Tensor,
                fake_x: Tensor) -> Tensor | None:  # fmt: skip
     """``objective``'s penalty on the D that ``call(x)`` forwards (its whole output; the
     penalty reads the adversarial one, a multi-scale D's side by side)."""
-
-    def adversarial_of(x: Tensor) -> Tensor:
-        found = adversarial(call(x))
-        if len(found) == 1:
-            return found[0]
-        return torch.cat([o.reshape(x.shape[0], -1) for o in found], 1)
-
-    return objective.penalty(adversarial_of, real_x, fake_x)
+    return objective.penalty(lambda x: joined(call(x), x.shape[0]), real_x, fake_x)
 
 
-def d_loss(game: Game, view: View) -> tuple[Tensor, Logs, list[Tensor], list[Tensor]]:
-    """L_D from the view: the scaled adversarial loss, the penalty (R1 from the D(real)
-    forward when it is due there, or the objective's own) and D's terms; its logs; and
-    the scores on real and fake, which L_G may reuse."""
+def loss_penalty(game: Game, view: View, s_real: list[Tensor],
+                 early: Tensor | None) -> Tensor | None:  # fmt: skip
+    """L_D's penalties, in the order they run: R1 from the D(real) forward when it is
+    due there, then the objective's own (``early``, read from the loss forwards, or on
+    D forwards of its own after them). ``None`` when there is none."""
+    objective = game.options.objective
+    real, fake = view.real, view.fake
+    found = []
+    regularizer = objective.regularizer
+    if regularizer is not None and regularizer.in_loss():
+        found.append(regularizer.penalty(real.x, sum(s.sum() for s in s_real)))
+    if objective.penalty_at == "before":
+        found.append(early)
+    elif objective.penalty_at == "loss_forwards":
+        outputs = joined(view.d_real_out, real.n), joined(view.d_fake_out, fake.n)
+        found.append(objective.penalty_on_outputs(real.x, outputs[0], fake.x, outputs[1]))
+    else:
+        found.append(_penalty(game, real, fake.x.detach()))  # a penalty trains D only
+    found = [p for p in found if p is not None]
+    return sum(found[1:], found[0]) if found else None
+
+
+def d_loss(game: Game, view: View, early: Tensor | None = None
+           ) -> tuple[Tensor, Logs, list[Tensor], list[Tensor]]:  # fmt: skip
+    """L_D from the view: the scaled adversarial loss, the penalties
+    (:func:`loss_penalty`; ``early`` is the one :func:`early_penalty` ran before the
+    loss forwards) and D's terms; its logs; and the scores on real and fake, which L_G
+    may reuse."""
     real, fake = view.real, view.fake
     s_real = scores(game, view.d_real_out, real.x)
     s_fake = scores(game, view.d_fake_out, fake.x)
@@ -116,11 +150,7 @@ def d_loss(game: Game, view: View) -> tuple[Tensor, Logs, list[Tensor], list[Ten
     d_scale = game.d_weight()
     if d_scale != 1.0:
         loss = d_scale * loss
-    regularizer = objective.regularizer
-    if regularizer is not None and regularizer.in_loss():  # from the D(real) forward above
-        penalty = regularizer.penalty(real.x, sum(s.sum() for s in s_real))
-    else:
-        penalty = _penalty(game, real, fake.x.detach())  # a penalty trains D only
+    penalty = loss_penalty(game, view, s_real, early)
     if penalty is not None:
         logs["gp"] = penalty.detach()
         loss = loss + penalty

@@ -58,6 +58,10 @@ class Objective:
     # out of a sigmoid is refused (ganstep.engine.views.ends_in_sigmoid), as a probability read
     # as a logit trains on the sigmoid of a probability.
     applies_sigmoid = False
+    # When D's step runs the penalty: "after" its loss forwards (:meth:`penalty`, on D
+    # forwards of its own, as most loops add it), "before" them (DualGAN's), or
+    # "loss_forwards" (:meth:`penalty_on_outputs`: it reads those forwards, WGAN-div's).
+    penalty_at = "after"
 
     def score(self, out: Tensor, inp: Tensor) -> Tensor:
         """The scores of D's adversarial output ``out`` on ``inp``: shape ``(n,)`` for one
@@ -81,7 +85,22 @@ class Objective:
 
         ``D(x)`` gives D's adversarial output on samples ``x`` (at the real batch's
         condition, for a conditional Step: a penalty differentiates with respect to x
-        only). ``fake`` is cut from G's graph: a penalty trains D only.
+        only). ``fake`` is cut from G's graph: a penalty trains D only. It runs after D's
+        loss forwards, or before them where ``penalty_at = "before"``.
+        """
+        return None
+
+    def penalty_on_outputs(
+        self, real: Tensor, real_out: Tensor, fake: Tensor, fake_out: Tensor
+    ) -> Tensor | None:
+        """With ``penalty_at = "loss_forwards"``: an extra term of L_D read from D's loss
+        forwards, with no D forward of its own; ``None`` if there is none.
+
+        ``real_out`` and ``fake_out`` are D's adversarial outputs on ``real`` and
+        ``fake``, and both inputs require grad, so ``torch.autograd.grad(real_out, real,
+        ..., create_graph=True)`` is D's gradient at the real batch (WGAN-div's). ``fake``
+        is cut from G's graph in a step of D alone and carries it in ``simultaneous()``;
+        either way the penalty trains D only.
         """
         return None
 
@@ -558,6 +577,21 @@ _ALL = (minimax, ns, lsgan, hinge, wgan_gp, began, softmax, wgan, rsgan, rasgan,
 OBJECTIVES: dict[str, type[Objective]] = {cls.name: cls for cls in _ALL}
 
 
+PENALTY_AT = ("after", "before", "loss_forwards")
+
+
 def get_objective(spec: str | Objective) -> Objective:
     """Return an objective from its name or pass an :class:`Objective` through."""
-    return resolve(spec, OBJECTIVES, Objective, "objective")
+    objective = resolve(spec, OBJECTIVES, Objective, "objective")
+    if objective.penalty_at not in PENALTY_AT:
+        raise ValueError(
+            f"objective {objective.name or type(objective).__name__!r} has penalty_at="
+            f"{objective.penalty_at!r}; choose one of {', '.join(PENALTY_AT)}"
+        )
+    return objective
+
+
+def has_penalty(objective: Objective) -> bool:
+    """Whether ``objective`` defines a penalty of its own (WGAN-GP's, or a user's)."""
+    method = "penalty_on_outputs" if objective.penalty_at == "loss_forwards" else "penalty"
+    return getattr(type(objective), method) is not getattr(Objective, method)

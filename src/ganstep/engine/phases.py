@@ -25,7 +25,7 @@ from .batch import Batch
 from .errors import NonFiniteError
 from .fakes import Latents, MicroBatches, detach, draw, generate, images_at_latents
 from .game import Game
-from .losses import d_call, d_loss, d_outputs, g_loss, scores
+from .losses import d_call, d_loss, d_outputs, early_penalty, g_loss, scores
 from .objectives import Logs
 from .regularizers import PathLength, Regularizer
 from .sides import Side
@@ -94,13 +94,29 @@ def run_phase(
     return logs
 
 
+def _requiring_grad(batch: Batch) -> Batch:
+    # a view, not a leaf: module hooks (FlopCounterMode) accept it
+    return batch.with_x(batch.x.detach().requires_grad_(True).view_as(batch.x))
+
+
 def real_for_d(game: Game, real: Batch) -> Batch:
-    """The real batch of a D step: requiring grad when R1 reads its forward's graph."""
-    regularizer = game.options.objective.regularizer
-    if regularizer is not None and regularizer.in_loss():
-        # a view, not a leaf: module hooks (FlopCounterMode) accept it
-        return real.with_x(real.x.detach().requires_grad_(True).view_as(real.x))
+    """The real batch of a D step: requiring grad when R1 or the objective's penalty
+    reads its forward's graph."""
+    objective = game.options.objective
+    regularizer = objective.regularizer
+    if (regularizer is not None and regularizer.in_loss()) or (
+            objective.penalty_at == "loss_forwards"):  # fmt: skip
+        return _requiring_grad(real)
     return real
+
+
+def inputs_for_d(game: Game, real: Batch, fake: Batch) -> tuple[Batch, Batch]:
+    """The real and fake batch of D's loss forwards (:func:`real_for_d`; the fake one
+    requiring grad too where the penalty reads its forward's graph)."""
+    real = real_for_d(game, real)
+    if game.options.objective.penalty_at == "loss_forwards" and not fake.x.requires_grad:
+        fake = _requiring_grad(fake)
+    return real, fake
 
 
 def d_phase(game: Game, real: MicroBatches, fake: MicroBatches) -> Logs:
@@ -113,11 +129,12 @@ def d_phase(game: Game, real: MicroBatches, fake: MicroBatches) -> Logs:
 
 def d_micro_batch(game: Game, real: Batch, fake: Batch, k: int) -> Logs:
     """One micro-batch of D's step: D on real and fake, L_D, its share of D's gradients."""
-    real = real_for_d(game, real)
+    real, fake = inputs_for_d(game, real, fake)
     with game.precision.autocast():
+        early = early_penalty(game, real, fake)
         out_real, out_fake = d_outputs(game, real, fake)
         view = View("D", real, fake, out_real, out_fake, game.progress.iteration)
-        loss, logs, _, _ = d_loss(game, view)
+        loss, logs, _, _ = d_loss(game, view, early)
     guard(game, loss_d=loss)
     game.d.backward(micro_batch_share(loss, k))
     return logs
@@ -162,11 +179,12 @@ def joint_phase(game: Game, real: MicroBatches, fake: MicroBatches) -> Logs:
 def joint_micro_batch(game: Game, real: Batch, fake: Batch, k: int) -> Logs:
     """One micro-batch of the joint step: D's forwards once, L_D and L_G from them, a
     backward for each into its own side."""
-    real = real_for_d(game, real)
+    real, fake = inputs_for_d(game, real, fake)
     with game.precision.autocast():
+        early = early_penalty(game, real, fake)
         out_real, out_fake = d_outputs(game, real, fake)
         view = View("joint", real, fake, out_real, out_fake, game.progress.iteration)
-        loss_d, logs, s_real, s_fake = d_loss(game, view)
+        loss_d, logs, s_real, s_fake = d_loss(game, view, early)
         loss_g, g_logs = g_loss(game, view, s_real, s_fake)
     guard(game, loss_d=loss_d, loss_g=loss_g)
     game.d.backward(micro_batch_share(loss_d, k), retain_graph=True)

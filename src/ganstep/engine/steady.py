@@ -58,6 +58,7 @@ def steady_for(game: Game, schedule: Schedule, reals: list[Batch], D: nn.Module,
         and all(type(b.x) is Tensor and b.extra is None and (b.c is None or type(b.c) is Tensor)
                 for b in reals)
         and game.most_d_outputs == 1  # one adversarial output (not a multi-scale D)
+        and o.objective.penalty_at == "after"
     )  # fmt: skip
     return Steady(game, schedule, reals[0], D) if plain else None
 
@@ -277,13 +278,15 @@ class Steady:
         loss, logs = self.objective.d_loss(s_real, s_fake)
         if self.d_scale != 1.0:
             loss = self.d_scale * loss
-        penalty = None
+        penalty = None  # losses.loss_penalty: R1, then the objective's own
         if self.r1 is not None:  # from the D(real) forward above
             penalty = self.r1.penalty(x, s_real.sum())
-        elif self.penalty:  # losses._penalty: D at the real batch's condition
+        if self.penalty:  # losses._penalty: D at the real batch's condition
             dc = c if self.d_conditional else None
             call = self.D if dc is None else lambda inp: self.D(inp, dc)
-            penalty = penalty_of(self.objective, call, x, fake.detach())
+            own = penalty_of(self.objective, call, x, fake.detach())
+            if own is not None:
+                penalty = own if penalty is None else penalty + own
         if penalty is not None:
             logs["gp"] = penalty.detach()
             loss = loss + penalty

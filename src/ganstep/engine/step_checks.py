@@ -13,7 +13,7 @@ from torch import nn
 from . import distributed as data_parallel
 from .checks import flag
 from .game import D_FORWARDS, D_ORDERS
-from .objectives import Objective
+from .objectives import Objective, has_penalty
 from .precision import Precision
 from .regularizers import Regularizer
 from .sides import Side, trainable
@@ -64,7 +64,7 @@ def check_compile_fits(compile: object, objective: Objective, g_regularizer: obj
     takes = []
     if objective.r1 > 0:
         takes.append(f"{objective.name}'s R1 penalty")
-    if type(objective).penalty is not Objective.penalty:
+    if has_penalty(objective):
         takes.append(f"{objective.name}'s gradient penalty")
     if g_regularizer is not None:
         takes.append("G's path length regularizer")

@@ -60,7 +60,8 @@ and commit named in each docstring: the source's random draws (PyTorch-GAN's
 its modules' outputs (a D ending in a sigmoid stays so). Their tests compare ganstep
 with these, never with a re-writing of them: ``pytorch_examples_dcgan``,
 ``pytorch_gan_wgan``, ``pytorch_gan_acgan``, ``pytorch_gan_infogan``,
-``pytorch_gan_esrgan`` (and BasicSR's ``basicsr_esrgan``), ``diffaugment`` with
+``pytorch_gan_esrgan`` (and BasicSR's ``basicsr_esrgan``), ``pytorch_gan_srgan``,
+``pytorch_gan_dragan``, ``pytorch_gan_wgan_div``, ``diffaugment`` with
 ``diff_augment``, ``taming_vqgan``, ``hifigan``, and the conditional,
 image-to-image and StyleGAN2-ADA loops. docs/loops.md shows each beside its Step.
 
@@ -135,6 +136,7 @@ from .pytorch_gan import (  # noqa: F401
     pytorch_gan_infogan,
     pytorch_gan_srgan,
     pytorch_gan_wgan,
+    pytorch_gan_wgan_div,
 )
 from .seed_posts import (  # noqa: F401
     _backward_memo_d_step,

@@ -145,6 +145,55 @@ def pytorch_gan_wgan(G, D, opt_g, opt_d, batches: Batches, rng: np.random.Random
     return history
 
 
+def pytorch_gan_wgan_div(G, D, opt_g, opt_d, batches: Batches, rng: np.random.RandomState,
+                         latent_dim: int, n_critic: int = 5, k: float = 2,
+                         p: float = 6):  # fmt: skip
+    """eriklindernoren/PyTorch-GAN ``implementations/wgan_div/wgan_div.py`` (commit
+    2281f6d), one epoch of it: per batch, the real images require grad (``Variable(...,
+    requires_grad=True)``), z from numpy's generator (``rng`` stands for ``np.random``),
+    ``fake_imgs = generator(z)`` kept in G's graph, D on both; the W-div penalty from
+    those two forwards (D's gradient at the real and at the fake images, ``grad_outputs``
+    ones, ``|grad|^p`` per sample, ``k / 2 * mean(real + fake)``), ``d_loss =
+    -mean(D(real)) + mean(D(fake)) + div_gp`` backpropagated (into G's weights too,
+    which ``optimizer_G.zero_grad()`` then clears) and D's step; every ``n_critic``-th
+    batch a G step on ``generator(z)`` forwarded again on the same z. ganstep:
+    ``d_first(g_every=n_critic, reuse_fake=False, reuse_z=True)`` with ``wgan`` whose
+    penalty reads the loss forwards (``penalty_at = "loss_forwards"``,
+    docs/guide/objectives.md)."""
+    history = []
+    for i, imgs in enumerate(batches):
+        real_imgs = imgs.clone().requires_grad_(True)
+        # Train Discriminator
+        opt_d.zero_grad()
+        z = _as_floats(rng.normal(0, 1, (imgs.shape[0], latent_dim)), imgs)
+        fake_imgs = G(z)
+        real_validity = D(real_imgs)
+        fake_validity = D(fake_imgs)
+        real_grad = torch.autograd.grad(real_validity, real_imgs, torch.ones_like(real_validity),
+                                        create_graph=True, retain_graph=True,
+                                        only_inputs=True)[0]  # fmt: skip
+        real_grad_norm = real_grad.view(real_grad.size(0), -1).pow(2).sum(1) ** (p / 2)
+        fake_grad = torch.autograd.grad(fake_validity, fake_imgs, torch.ones_like(fake_validity),
+                                        create_graph=True, retain_graph=True,
+                                        only_inputs=True)[0]  # fmt: skip
+        fake_grad_norm = fake_grad.view(fake_grad.size(0), -1).pow(2).sum(1) ** (p / 2)
+        div_gp = torch.mean(real_grad_norm + fake_grad_norm) * k / 2
+        d_loss = -torch.mean(real_validity) + torch.mean(fake_validity) + div_gp
+        d_loss.backward()
+        opt_d.step()
+        opt_g.zero_grad()
+        row = {"loss_d": d_loss.item(), "gp": div_gp.item()}
+        # Train the generator every n_critic steps
+        if i % n_critic == 0:
+            fake_imgs = G(z)
+            g_loss = -torch.mean(D(fake_imgs))
+            g_loss.backward()
+            opt_g.step()
+            row["loss_g"] = g_loss.item()
+        history.append(row)
+    return history
+
+
 def pytorch_gan_esrgan(G, D, opt_g, opt_d, batches: Pairs, feature_extractor: nn.Module,
                        lambda_adv: float = 5e-3, lambda_pixel: float = 1e-2,
                        warmup_batches: int = 500):  # fmt: skip
