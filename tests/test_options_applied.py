@@ -123,6 +123,7 @@ STEP_OPTIONS: dict[str, tuple] = {
     ),
     "d_order": ("fake_first", lambda a, b: a.d_calls != b.d_calls),
     "d_forwards": ("loop", lambda a, b: len(a.d_calls) > len(b.d_calls), {"simultaneous"}),
+    "g_forwards": (("real", "fake", "fake"), lambda a, b: len(a.d_calls) > len(b.d_calls)),
     "d_profile": (
         {"stochastic": True},
         lambda a, b: len(a.d_calls) > len(b.d_calls),

@@ -232,3 +232,102 @@ def test_wgan_div_penalty_on_forwards_of_its_own_is_another_update():
     assert "gp" in got[0]
     with pytest.raises(AssertionError):
         assert_same_sides(ours, theirs)
+
+
+# --- relativistic_gan: G's phase as written (D three times, the last loss kept) -----------
+
+
+class RelativisticD(nn.Module):
+    """relativistic_gan.py's Discriminator in small: blocks of a strided conv,
+    LeakyReLU, Dropout2d(0.25) and (after the first) BatchNorm2d(eps=0.8), then a
+    Linear. A relativistic D loss reads score differences, so a bias added to every
+    score has a gradient that is zero in arithmetic and rounding noise in floating
+    point, which Adam turns into steps of size lr (helpers.wild.TOLERANCE: 9e-11 on the
+    BatchNorm's shift with --rel_avg_gan): here the Linear has no bias and the last
+    BatchNorm's shift does not train."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.model = nn.Sequential(
+            nn.Conv2d(1, 4, 3, 2, 1), nn.LeakyReLU(0.2), nn.Dropout2d(0.25),
+            nn.Conv2d(4, 8, 3, 2, 1), nn.LeakyReLU(0.2), nn.Dropout2d(0.25),
+            nn.BatchNorm2d(8, 0.8),
+        )  # fmt: skip
+        self.model[6].bias.requires_grad_(False)
+        self.adv_layer = nn.Linear(8 * 2 * 2, 1, bias=False)
+
+    def forward(self, img):
+        return self.adv_layer(self.model(img).view(img.shape[0], -1))
+
+
+def plain_g(relativistic: type) -> objectives.Objective:
+    """The script's objective: a relativistic D loss, and ns's L_G (the line that
+    overwrites the relativistic one), so L_G reads no real scores."""
+
+    class PlainG(relativistic):
+        g_needs_real = False
+
+        def g_loss(self, fake, real=None):
+            return F.softplus(-fake).mean(), {}
+
+    return PlainG()
+
+
+@pytest.mark.parametrize("rel_avg_gan, relativistic",
+                         [(False, objectives.RSGAN), (True, objectives.RaSGAN)],
+                         ids=["rsgan", "rel_avg_gan"])  # fmt: skip
+def test_pytorch_gan_relativistic_as_written_equals_simultaneous_with_its_g_forwards(
+    rel_avg_gan, relativistic
+):
+    """relativistic_gan.py: G's step forwards D on the real batch, on the fakes, and on
+    the fakes again for the loss it keeps (Dropout2d masks and BatchNorm statistics
+    advance three times); D's step on the real batch and the fakes of the G before its
+    step, relativistic."""
+    theirs, ours = build(DraganG, RelativisticD)
+    batches = images(4)
+    torch.manual_seed(11)
+    rng = np.random.RandomState(3)
+    expected = reference.pytorch_gan_relativistic(*theirs, batches, rng, latent_dim=4,
+                                                  rel_avg_gan=rel_avg_gan)  # fmt: skip
+    rng = np.random.RandomState(3)
+    latent = lambda n: torch.from_numpy(rng.normal(0, 1, (n, 4)))  # noqa: E731
+    step = Step(*ours, objective=plain_g(relativistic), schedule=simultaneous(), latent=latent,
+                g_forwards=("real", "fake", "fake"))  # fmt: skip
+    torch.manual_seed(11)
+    got = run_step(step, batches)
+    assert_losses(got, expected)
+    assert_same_sides(ours, theirs)
+    assert ours[1].model[6].num_batches_tracked.item() == 5 * len(batches)
+
+
+def test_relativistic_gan_without_its_thrown_away_forwards_is_another_update():
+    """The check can fail: G's phase with D on the fakes alone (what L_G reads) draws
+    other Dropout2d masks for every later forward."""
+    theirs, ours = build(DraganG, RelativisticD)
+    batches = images(3)
+    torch.manual_seed(11)
+    reference.pytorch_gan_relativistic(*theirs, batches, np.random.RandomState(3), latent_dim=4)
+    rng = np.random.RandomState(3)
+    latent = lambda n: torch.from_numpy(rng.normal(0, 1, (n, 4)))  # noqa: E731
+    step = Step(*ours, objective=plain_g(objectives.RSGAN), schedule=simultaneous(),
+                latent=latent)  # fmt: skip
+    torch.manual_seed(11)
+    run_step(step, batches)
+    with pytest.raises(AssertionError):
+        assert_same_sides(ours, theirs)
+
+
+def test_g_forwards_is_checked():
+    G, D = nn.Linear(2, 2), nn.Linear(2, 1)
+    opts = torch.optim.SGD(G.parameters(), 0.1), torch.optim.SGD(D.parameters(), 0.1)
+    for bad, error in ((("real",), 'needs a "fake"'), (("fake", "twice"), "only, got 'twice'"),
+                       ("fake", "must be a tuple"), ((), 'needs a "fake"')):  # fmt: skip
+        with pytest.raises((ValueError, TypeError), match=error):
+            Step(G, D, *opts, objective="ns", schedule="d_first", latent=torch.randn,
+                 g_forwards=bad)  # fmt: skip
+    with pytest.raises(ValueError, match='needs a "real" forward'):
+        Step(G, D, *opts, objective="rsgan", schedule="d_first", latent=torch.randn,
+             g_forwards=("fake",))  # fmt: skip
+    with pytest.raises(ValueError, match="fused"):
+        Step(G, D, *opts, objective="ns", schedule=simultaneous(fused=True),
+             latent=lambda n: torch.randn(n, 2), g_forwards=("fake", "fake"))(torch.randn(4, 2))

@@ -30,6 +30,11 @@ def check_fusable(game: Game) -> None:
             f"simultaneous(fused=True) runs the objective's penalty after D's loss forwards; "
             f"this one's penalty_at is {objective.penalty_at!r}: use simultaneous() without fused"
         )
+    if game.options.g_forwards is not None:
+        raise ValueError(
+            "simultaneous(fused=True) takes G's gradient from D's one backward; g_forwards "
+            "lists D forwards of a G phase of its own: use simultaneous() without fused"
+        )
     if game.options.g_terms or game.options.d_terms:
         raise ValueError(
             "simultaneous(fused=True) rescales D's gradient at the fake batch into G's, which "

@@ -49,6 +49,9 @@ class Options:
     # "auto": merge D forwards where D's profile allows it; "loop": the loop's forwards
     # always; "merged": merge whatever D is (the user asked, knowing the difference).
     d_forwards: str = "auto"
+    # G's phase's D forwards as the loop writes them ("real", "fake", in order; L_G reads
+    # the last of each), or None: what L_G needs (D on real where it reads it, then fake).
+    g_forwards: tuple[str, ...] | None = None
     # Augmentation of every D input (DiffAugment, ADA), or None.
     augment: Callable[[Tensor], Tensor] | None = None
     # Past fakes that D's steps see in place of some new ones (CycleGAN's ImagePool).

@@ -147,15 +147,24 @@ def g_phase(game: Game, fake: MicroBatches, real: MicroBatches) -> Logs:
 
 
 def g_micro_batch(game: Game, real: Batch, fake: Batch, k: int) -> Logs:
-    """One micro-batch of G's step: D on the fakes (on real without a graph, when L_G
-    reads it), L_G, its share of G's gradients."""
+    """One micro-batch of G's step: D's forwards (on real without a graph, when L_G
+    reads it; as the Step's ``g_forwards`` lists them, where given), L_G from the last
+    of each kind, its share of G's gradients."""
+    options = game.options
+    needs_real = options.objective.g_needs_real or any_reads_real(options.g_terms)
+    forwards = options.g_forwards or (("real", "fake") if needs_real else ("fake",))
+    last_real = len(forwards) - 1 - forwards[::-1].index("real") if "real" in forwards else -1
+    last_fake = len(forwards) - 1 - forwards[::-1].index("fake")
     with game.precision.autocast():
         out_real = s_real = None
-        if game.options.objective.g_needs_real or any_reads_real(game.options.g_terms):
-            with torch.no_grad():  # D(x) is a constant for G
-                out_real = d_call(game, real)
-                s_real = scores(game, out_real, real.x)
-        out_fake = d_call(game, fake)
+        for i, forward in enumerate(forwards):
+            if i == last_fake:
+                out_fake = d_call(game, fake)
+                continue
+            with torch.no_grad():  # D(x) is a constant for G; a thrown-away D(G(z)) too
+                out = d_call(game, real if forward == "real" else fake)
+            if i == last_real and needs_real:
+                out_real, s_real = out, scores(game, out, real.x)
         s_fake = scores(game, out_fake, fake.x)
         view = View("G", real, fake, out_real, out_fake, game.progress.iteration)
         loss, logs = g_loss(game, view, s_real, s_fake)

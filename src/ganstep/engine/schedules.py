@@ -258,7 +258,7 @@ class Simultaneous(Schedule):
             fake = generate(game, latents, real, graph=True)
             if self.fused:
                 return fused_joint_phase(game, real, fake)
-            if game.merge_d_forwards():
+            if game.merge_d_forwards() and game.options.g_forwards is None:
                 return joint_phase(game, real, fake)
             return separate_phases(game, real, fake)
         if update_g:

@@ -29,6 +29,7 @@ from .steady import Steady, steady_for
 from .step_checks import (
     check_compile_fits,
     check_d_arity,
+    check_g_forwards,
     check_g_regularizer,
     check_models,
     check_objective_fits,
@@ -38,7 +39,7 @@ from .step_checks import (
     compiled,
     info_step,
 )
-from .views import Term, normalize_terms
+from .views import Term, any_reads_real, normalize_terms
 
 Terms = dict[str, Term | tuple[float, Term]]  # extra loss terms: {"name": fn or (weight, fn)}
 
@@ -134,6 +135,15 @@ class Step:
             loop's running statistics too). ``"merged"``: merge whatever D is (its
             random draws and power iterations then advance once where the loop's
             advance twice; the parameters differ from the loop's).
+        g_forwards: G's step's D forwards as the loop writes them, in order: ``"real"``
+            (D on the real batch, without a graph) and ``"fake"``; L_G reads the last of
+            each, the others are forwarded and thrown away, as loops that compute a loss
+            and then overwrite it do (PyTorch-GAN's ``relativistic_gan.py``: ``("real",
+            "fake", "fake")``). Only where D draws random numbers or changes state does
+            a thrown-away forward change anything (its masks, BatchNorm's statistics).
+            ``None`` (default): what L_G reads, D on the real batch first where it does.
+            With ``simultaneous()`` it runs G's phase of its own (as
+            ``d_forwards="loop"``).
         d_profile: what D is, where observation cannot decide: a
             :class:`~ganstep.engine.d_profile.DProfile`, or a dict of some of its fields
             (``stochastic``, ``stateful``, ``eval_state``, ``mixing``) put over what is
@@ -221,6 +231,7 @@ class Step:
         concat: bool | str = False, precision: str = "fp32", distributed: bool | None = None,
         compile: bool | str = False, check_finite: bool = False, accumulate: int = 1,
         d_order: str = "real_first", d_forwards: str = "auto",
+        g_forwards: tuple[str, ...] | None = None,
         d_profile: DProfile | dict[str, bool] | None = None, d_map: bool = False,
         augment: str | Callable[[Tensor], Tensor] | None = None,
         fake_pool: int | None = None, g_regularizer: Regularizer | None = None,
@@ -254,6 +265,8 @@ class Step:
             d_scale=weight(d_scale, "d_scale"), g_scale=weight(g_scale, "g_scale"),
             d_conditional=d_conditional, concat=concat, d_order=d_order, d_map=d_map,
             d_forwards=d_forwards, augment=get_augment(augment), check_finite=check_finite,
+            g_forwards=check_g_forwards(
+                g_forwards, objective.g_needs_real or any_reads_real(g_terms)),
             fake_pool=None if fake_pool is None else FakePool(fake_pool),
             g_regularizer=check_g_regularizer(g_regularizer, latent),
             before_step=check_hooks(before_step, "before_step"),

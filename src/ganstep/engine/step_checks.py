@@ -221,6 +221,33 @@ def check_options(
         )
 
 
+G_FORWARDS = ("real", "fake")
+
+
+def check_g_forwards(g_forwards: object, needs_real: bool) -> tuple[str, ...] | None:
+    """``g_forwards`` as a tuple of ``"real"`` and ``"fake"`` with a ``"fake"`` (L_G's)
+    and a ``"real"`` where L_G reads D on the real batch; ``None`` passes through."""
+    if g_forwards is None:
+        return None
+    if isinstance(g_forwards, str) or not isinstance(g_forwards, (tuple, list)):
+        raise TypeError(
+            f'g_forwards must be a tuple of "real" and "fake", such as ("real", "fake", '
+            f'"fake"), got {g_forwards!r}'
+        )
+    forwards = tuple(g_forwards)
+    unknown = [f for f in forwards if f not in G_FORWARDS]
+    if unknown:
+        raise ValueError(f'g_forwards holds "real" and "fake" only, got {unknown[0]!r}')
+    if "fake" not in forwards:
+        raise ValueError('g_forwards needs a "fake" forward: L_G reads D on the fakes')
+    if needs_real and "real" not in forwards:
+        raise ValueError(
+            'g_forwards needs a "real" forward: the objective (or a reads_real term) reads D '
+            "on the real batch in G's loss"
+        )
+    return forwards
+
+
 def check_objective_fits(
     objective: Objective, accumulate: int, g_terms: dict, g_scale: object
 ) -> None:

@@ -194,6 +194,55 @@ def pytorch_gan_wgan_div(G, D, opt_g, opt_d, batches: Batches, rng: np.random.Ra
     return history
 
 
+def pytorch_gan_relativistic(G, D, opt_g, opt_d, batches: Batches, rng: np.random.RandomState,
+                             latent_dim: int, rel_avg_gan: bool = False):  # fmt: skip
+    """eriklindernoren/PyTorch-GAN ``implementations/relativistic_gan/relativistic_gan.py``
+    (commit 9372efe), one epoch of it. G's step first: z from numpy's generator (``rng``
+    stands for ``np.random``), ``gen_imgs = generator(z)``, D on the real batch
+    (``.detach()``) and on ``gen_imgs``, a relativistic G loss from them that the next
+    line overwrites with ``BCEWithLogits(discriminator(gen_imgs), valid)``: D runs three
+    times, and G trains on the plain non-saturating loss of the third forward. Then D's
+    step on the real batch and ``gen_imgs.detach()`` with the relativistic D loss
+    (paired, or averaged with ``--rel_avg_gan``), halved. ganstep: ``simultaneous()``,
+    an ``rsgan`` (``rasgan``) whose L_G is ``ns``'s, ``g_forwards=("real", "fake",
+    "fake")``."""
+    adversarial_loss = nn.BCEWithLogitsLoss()
+    history = []
+    for imgs in batches:
+        valid = torch.ones(imgs.shape[0], 1, dtype=imgs.dtype)
+        fake = torch.zeros(imgs.shape[0], 1, dtype=imgs.dtype)
+        real_imgs = imgs
+        # Train Generator
+        opt_g.zero_grad()
+        z = _as_floats(rng.normal(0, 1, (imgs.shape[0], latent_dim)), imgs)
+        gen_imgs = G(z)
+        real_pred = D(real_imgs).detach()
+        fake_pred = D(gen_imgs)
+        if rel_avg_gan:
+            g_loss = adversarial_loss(fake_pred - real_pred.mean(0, keepdim=True), valid)
+        else:
+            g_loss = adversarial_loss(fake_pred - real_pred, valid)
+        # Loss measures generator's ability to fool the discriminator
+        g_loss = adversarial_loss(D(gen_imgs), valid)
+        g_loss.backward()
+        opt_g.step()
+        # Train Discriminator
+        opt_d.zero_grad()
+        real_pred = D(real_imgs)
+        fake_pred = D(gen_imgs.detach())
+        if rel_avg_gan:
+            real_loss = adversarial_loss(real_pred - fake_pred.mean(0, keepdim=True), valid)
+            fake_loss = adversarial_loss(fake_pred - real_pred.mean(0, keepdim=True), fake)
+        else:
+            real_loss = adversarial_loss(real_pred - fake_pred, valid)
+            fake_loss = adversarial_loss(fake_pred - real_pred, fake)
+        d_loss = (real_loss + fake_loss) / 2
+        d_loss.backward()
+        opt_d.step()
+        history.append({"loss_d": d_loss.item(), "loss_g": g_loss.item()})
+    return history
+
+
 def pytorch_gan_esrgan(G, D, opt_g, opt_d, batches: Pairs, feature_extractor: nn.Module,
                        lambda_adv: float = 5e-3, lambda_pixel: float = 1e-2,
                        warmup_batches: int = 500):  # fmt: skip
