@@ -329,5 +329,6 @@ def test_g_forwards_is_checked():
         Step(G, D, *opts, objective="rsgan", schedule="d_first", latent=torch.randn,
              g_forwards=("fake",))  # fmt: skip
     with pytest.raises(ValueError, match="fused"):
-        Step(G, D, *opts, objective="ns", schedule=simultaneous(fused=True),
-             latent=lambda n: torch.randn(n, 2), g_forwards=("fake", "fake"))(torch.randn(4, 2))
+        fused = Step(G, D, *opts, objective="ns", schedule=simultaneous(fused=True),
+                     latent=lambda n: torch.randn(n, 2), g_forwards=("fake", "fake"))  # fmt: skip
+        fused(torch.randn(4, 2))
