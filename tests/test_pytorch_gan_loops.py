@@ -332,3 +332,89 @@ def test_g_forwards_is_checked():
         fused = Step(G, D, *opts, objective="ns", schedule=simultaneous(fused=True),
                      latent=lambda n: torch.randn(n, 2), g_forwards=("fake", "fake"))  # fmt: skip
         fused(torch.randn(4, 2))
+
+
+# --- StarGAN: a tuple condition into G, numpy's alpha, terms on D's class head -----------
+
+C_DIM = 3
+
+
+class StarG(nn.Module):
+    """stargan's GeneratorResNet in small: the target labels tiled next to the image,
+    a conv, InstanceNorm2d(affine, track_running_stats), ReLU, a conv, Tanh. The conv
+    before the InstanceNorm has no bias (its gradient is zero in arithmetic)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.model = nn.Sequential(nn.Conv2d(1 + C_DIM, 4, 3, 1, 1, bias=False),
+                                   nn.InstanceNorm2d(4, affine=True, track_running_stats=True),
+                                   nn.ReLU(), nn.Conv2d(4, 1, 3, 1, 1), nn.Tanh())  # fmt: skip
+
+    def forward(self, x, c):
+        c = c.view(c.size(0), c.size(1), 1, 1).repeat(1, 1, x.size(2), x.size(3))
+        return self.model(torch.cat((x, c), 1))
+
+
+class StarD(nn.Module):
+    """stargan's Discriminator in small: strided convs with LeakyReLU(0.01), a PatchGAN
+    map (out1) and the class logits (out2, flattened), both without bias."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.model = nn.Sequential(nn.Conv2d(1, 4, 4, 2, 1), nn.LeakyReLU(0.01),
+                                   nn.Conv2d(4, 8, 4, 2, 1), nn.LeakyReLU(0.01))  # fmt: skip
+        self.out1 = nn.Conv2d(8, 1, 3, padding=1, bias=False)
+        self.out2 = nn.Conv2d(8, C_DIM, 2, bias=False)
+
+    def forward(self, img):
+        h = self.model(img)
+        out_cls = self.out2(h)
+        return self.out1(h), out_cls.view(out_cls.size(0), -1)
+
+
+def criterion_cls(logit, target):
+    return F.binary_cross_entropy_with_logits(logit, target, reduction="sum") / logit.size(0)
+
+
+def stargan_step(side, rng, n_critic: int) -> Step:
+    """What docs/loops.md shows for stargan.py: the condition (imgs, sampled_c)
+    unpacked into G, the real labels an extra of the batch, numpy's alpha."""
+    from ganstep import d_first
+
+    G = side[0]
+    alpha = lambda shape: torch.from_numpy(rng.random(shape))  # noqa: E731
+    rec = lambda v: F.l1_loss(G(v.fake.x, v.real.extra["labels"]), v.real.x)  # noqa: E731
+    return Step(*side, objective=objectives.WGANGP(10.0, alpha=alpha), latent=None,
+                schedule=d_first(g_every=n_critic, reuse_fake=False, reuse_z=True),
+                condition="real", d_conditional=False,
+                d_terms={"d_cls": lambda v: criterion_cls(v.d_real[1], v.real.extra["labels"])},
+                g_terms={"g_cls": lambda v: criterion_cls(v.d_fake[1], v.fake.c[1]),
+                         "rec": (10.0, rec)})  # fmt: skip
+
+
+def attribute_batches(count: int, n: int = 6):
+    gen = torch.Generator().manual_seed(9)
+    return [(torch.rand(n, 1, 8, 8, generator=gen, dtype=torch.float64) * 2 - 1,
+             torch.randint(0, 2, (n, C_DIM), generator=gen).double())
+            for _ in range(count)]  # fmt: skip
+
+
+def test_pytorch_gan_stargan_as_written_equals_d_first_with_a_tuple_condition():
+    """stargan.py: target labels from numpy, G(imgs, sampled_c) forwarded for D's step
+    and again for G's (InstanceNorm's running statistics advance each time), WGAN-GP
+    with numpy's alpha after D's two forwards, the class terms on D's second head, the
+    reconstruction G(gen_imgs, labels); G every n_critic-th batch."""
+    theirs, ours = build(StarG, StarD)
+    batches = attribute_batches(5)
+    expected = reference.pytorch_gan_stargan(*theirs, batches, np.random.RandomState(4),
+                                             c_dim=C_DIM, n_critic=2)  # fmt: skip
+    rng = np.random.RandomState(4)  # the script's np.random: sampled_c, then alpha
+    step = stargan_step(ours, rng, n_critic=2)
+    got = []
+    for imgs, labels in batches:
+        sampled_c = torch.from_numpy(rng.randint(0, 2, (imgs.size(0), C_DIM))).double()
+        logs = step({"x": imgs, "c": (imgs, sampled_c), "labels": labels})
+        got.append({k: v.item() for k, v in logs.items()})
+    assert_losses(got, expected, ("loss_d", "gp", "d_cls"))
+    assert_losses(got[::2], expected[::2], ("loss_g", "g_cls", "rec"))
+    assert_same_sides(ours, theirs)  # G's InstanceNorm statistics too

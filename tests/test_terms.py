@@ -275,3 +275,14 @@ def test_a_g_term_reading_real_without_the_mark_says_how_to_ask_for_it():
                 g_terms={"fm": unmarked})  # fmt: skip
     with pytest.raises(ValueError, match="reads_real"):
         step(real_batches(1)[0])
+
+
+def test_a_name_in_both_g_terms_and_d_terms_is_refused():
+    """One iteration's logs hold one value per name: a D term and a G term of the same
+    name would log one and hide the other (StarGAN's two class losses)."""
+    G, D = nn.Linear(2, 2), nn.Linear(2, 1)
+    with pytest.raises(ValueError, match=r"both name \['cls'\].*apart"):
+        Step(G, D, torch.optim.SGD(G.parameters(), 0.1), torch.optim.SGD(D.parameters(), 0.1),
+             objective="ns", schedule="d_first", latent=torch.randn,
+             g_terms={"cls": lambda v: v.fake.x.mean()},
+             d_terms={"cls": lambda v: v.real.x.mean()})  # fmt: skip

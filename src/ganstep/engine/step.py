@@ -250,6 +250,12 @@ class Step:
         objective = get_objective(objective)
         self.schedule = get_schedule(schedule)
         g_terms, d_terms = normalize_terms(g_terms, "g_terms"), normalize_terms(d_terms, "d_terms")
+        shared = sorted(set(g_terms) & set(d_terms))
+        if shared:
+            raise ValueError(
+                f"g_terms and d_terms both name {shared}: an iteration's logs keep one value "
+                "per name, so one would hide the other; name them apart (g_cls, d_cls)"
+            )
         check_objective_fits(objective, self.accumulate, g_terms, g_scale)
         check_compile_fits(compile, objective, g_regularizer)
         device = next(G.parameters()).device

@@ -243,6 +243,75 @@ def pytorch_gan_relativistic(G, D, opt_g, opt_d, batches: Batches, rng: np.rando
     return history
 
 
+def pytorch_gan_stargan(G, D, opt_g, opt_d, batches: Pairs, rng: np.random.RandomState,
+                        c_dim: int, n_critic: int = 5, lambda_cls: float = 1.0,
+                        lambda_rec: float = 10.0, lambda_gp: float = 10.0):  # fmt: skip
+    """eriklindernoren/PyTorch-GAN ``implementations/stargan/stargan.py`` (commit
+    ce0e5b5; its ``models.py`` at e0a8f3c: ``D(x)`` returns a PatchGAN map and the
+    class logits), one epoch of it on ``(imgs, labels)`` batches (float attribute
+    labels). Per batch: target labels ``sampled_c = np.random.randint(0, 2, (n,
+    c_dim))`` (``rng`` stands for ``np.random``), ``fake_imgs = generator(imgs,
+    sampled_c)``; D's step on the real images and ``fake_imgs.detach()``: ``-mean(real)
+    + mean(fake)``, the gradient penalty after both forwards (numpy's alpha per sample,
+    ``lambda_gp`` times), and ``criterion_cls(pred_cls, labels)`` (BCE with logits
+    summed, over n: the script's ``size_average=False``, written ``reduction="sum"``).
+    Every ``n_critic``-th batch (``i % n_critic == 0``) G's step: ``generator(imgs,
+    sampled_c)`` again, the reconstruction ``generator(gen_imgs, labels)``, D on the
+    translation, ``-mean(validity) + lambda_cls * cls(pred, sampled_c) + lambda_rec *
+    L1(recov, imgs)``. ganstep: ``d_first(g_every=n_critic, reuse_fake=False,
+    reuse_z=True)``, ``latent=None``, the condition ``(imgs, sampled_c)`` unpacked into
+    G, ``d_conditional=False``, ``WGANGP(alpha=...)`` on the same numpy stream, a D
+    term and two G terms (docs/loops.md)."""
+
+    def criterion_cls(logit, target):
+        return F.binary_cross_entropy_with_logits(logit, target, reduction="sum") / logit.size(0)
+
+    history = []
+    for i, (imgs, labels) in enumerate(batches):
+        # Sample labels as generator inputs
+        sampled_c = _as_floats(rng.randint(0, 2, (imgs.size(0), c_dim)), imgs)
+        fake_imgs = G(imgs, sampled_c)
+        # Train Discriminator
+        opt_d.zero_grad()
+        real_validity, pred_cls = D(imgs)
+        fake_validity, _ = D(fake_imgs.detach())
+        # compute_gradient_penalty(discriminator, imgs.data, fake_imgs.data)
+        real_samples, fake_samples = imgs.detach(), fake_imgs.detach()
+        alpha = _as_floats(rng.random((real_samples.size(0), 1, 1, 1)), imgs)
+        interpolates = (alpha * real_samples + ((1 - alpha) * fake_samples)).requires_grad_(True)
+        d_interpolates, _ = D(interpolates)
+        gradients = torch.autograd.grad(outputs=d_interpolates, inputs=interpolates,
+                                        grad_outputs=torch.ones_like(d_interpolates),
+                                        create_graph=True, retain_graph=True,
+                                        only_inputs=True)[0]  # fmt: skip
+        gradients = gradients.view(gradients.size(0), -1)
+        gradient_penalty = ((gradients.norm(2, dim=1) - 1) ** 2).mean()
+        loss_D_adv = (-torch.mean(real_validity) + torch.mean(fake_validity)
+                      + lambda_gp * gradient_penalty)  # fmt: skip
+        loss_D_cls = criterion_cls(pred_cls, labels)
+        loss_D = loss_D_adv + lambda_cls * loss_D_cls
+        loss_D.backward()
+        opt_d.step()
+        opt_g.zero_grad()
+        row = {"loss_d": loss_D.item(), "gp": lambda_gp * gradient_penalty.item(),
+               "d_cls": loss_D_cls.item()}  # fmt: skip
+        # Every n_critic times update generator
+        if i % n_critic == 0:
+            gen_imgs = G(imgs, sampled_c)
+            recov_imgs = G(gen_imgs, labels)
+            fake_validity, pred_cls = D(gen_imgs)
+            loss_G_adv = -torch.mean(fake_validity)
+            loss_G_cls = criterion_cls(pred_cls, sampled_c)
+            loss_G_rec = F.l1_loss(recov_imgs, imgs)
+            loss_G = loss_G_adv + lambda_cls * loss_G_cls + lambda_rec * loss_G_rec
+            loss_G.backward()
+            opt_g.step()
+            row.update(loss_g=loss_G.item(), g_cls=loss_G_cls.item(),
+                       rec=lambda_rec * loss_G_rec.item())
+        history.append(row)
+    return history
+
+
 def pytorch_gan_esrgan(G, D, opt_g, opt_d, batches: Pairs, feature_extractor: nn.Module,
                        lambda_adv: float = 5e-3, lambda_pixel: float = 1e-2,
                        warmup_batches: int = 500):  # fmt: skip
