@@ -306,8 +306,9 @@ def pytorch_gan_stargan(G, D, opt_g, opt_d, batches: Pairs, rng: np.random.Rando
             loss_G = loss_G_adv + lambda_cls * loss_G_cls + lambda_rec * loss_G_rec
             loss_G.backward()
             opt_g.step()
-            row.update(loss_g=loss_G.item(), g_cls=loss_G_cls.item(),
-                       rec=lambda_rec * loss_G_rec.item())
+            row.update(
+                loss_g=loss_G.item(), g_cls=loss_G_cls.item(), rec=lambda_rec * loss_G_rec.item()
+            )
         history.append(row)
     return history
 
