@@ -190,9 +190,11 @@ def test_each_step_option_is_applied_or_refused(option):
 
 
 def cycle_run(options: dict) -> list[torch.Tensor]:
+    """A short CycleStep run; its Gs and Ds draw Dropout masks, so the order of their
+    forwards shows in the parameters."""
     torch.manual_seed(0)
-    G_A, G_B = (nn.Linear(X_DIM, X_DIM).double() for _ in range(2))
-    D_A, D_B = (nn.Linear(X_DIM, 1).double() for _ in range(2))
+    G_A, G_B = (nn.Sequential(nn.Linear(X_DIM, X_DIM), nn.Dropout(0.3)).double() for _ in range(2))
+    D_A, D_B = (nn.Sequential(nn.Dropout(0.3), nn.Linear(X_DIM, 1)).double() for _ in range(2))
     opt_g = torch.optim.Adam([*G_A.parameters(), *G_B.parameters()], 0.02)
     opt_d = torch.optim.Adam([*D_A.parameters(), *D_B.parameters()], 0.02)
     step = CycleStep(G_A, G_B, D_A, D_B, opt_g, opt_d, **options)
@@ -214,6 +216,12 @@ CYCLE_OPTIONS: dict[str, object] = {
     "precision": "bf16",
     "before_step": {"d": lambda D: [p.grad.mul_(0) for p in D.parameters()]},
     "after_step": {"g": lambda G: [p.data.mul_(0.5) for p in G.parameters()]},
+    "order": "d_first",
+    "g_every": 2,  # with order="d_first" (refused with "simultaneous", in words)
+    "g_order": ("fake_A", "fake_B", "rec_A", "rec_B"),
+    "discriminator_order": ("D_B", "D_A"),
+    "g_terms": {"size": lambda v: v.fake_A.square().mean()},
+    "d_terms": {"size": lambda v: v.d_real.square().mean()},
 }
 
 
@@ -223,9 +231,10 @@ def test_every_cycle_step_option_has_a_row():
 
 @pytest.mark.parametrize("option", list(CYCLE_OPTIONS))
 def test_each_cycle_step_option_is_applied_or_refused(option):
-    default = cycle_run({})
+    base = {"order": "d_first"} if option == "g_every" else {}  # where it is taken
+    default = cycle_run(base)
     try:
-        changed = cycle_run({option: CYCLE_OPTIONS[option]})
+        changed = cycle_run({**base, option: CYCLE_OPTIONS[option]})
     except (ValueError, TypeError):
         return  # refused, in words
     assert any(not torch.equal(p, q) for p, q in zip(changed, default, strict=True)), option

@@ -20,20 +20,29 @@ junyanz/pytorch-CycleGAN-and-pix2pix's ``optimize_parameters``:
 
 Both gradients are taken at the iteration's parameters, as ``simultaneous()`` takes
 them; D's forwards are the loop's own (the pool gives D other fakes than G's, so no
-forward is shared). CycleGAN's ``lsgan`` (plain MSE) is ganstep's ``lsgan`` with
-``g_scale=2`` (its D loss, ``0.5 * (real + fake)``, is ganstep's); its ``vanilla``
-(BCE) is ``ns`` with ``d_scale=0.5``.
+forward is shared). ``order="d_first"`` is DualGAN's loop instead: D's phase on fakes
+of the iteration's G (made without a graph), then, on every ``g_every``-th iteration,
+G's phase with its forwards run again after D's step. ``g_order`` runs G's four
+forwards in the loop's order (DiscoGAN's, DualGAN's), which matters where G draws
+random numbers (Dropout in a U-Net) or keeps running statistics; ``discriminator_order``
+does the same for the two Ds' steps; ``g_terms`` and ``d_terms`` add loss terms.
+
+CycleGAN's ``lsgan`` (plain MSE) is ganstep's ``lsgan`` with ``g_scale=2`` (its D
+loss, ``0.5 * (real + fake)``, is ganstep's); its ``vanilla`` (BCE) is ``ns`` with
+``d_scale=0.5``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from .checks import scale_factor
+from .batch import Batch
+from .checks import positive_int, scale_factor
 from .game import Game, check_hooks
 from .losses import joined, penalty_of, scores, summed
 from .objectives import Logs, Objective, get_objective
@@ -42,6 +51,28 @@ from .phases import guard, run_phase
 from .pool import FakePool
 from .precision import Precision
 from .sides import Side, frozen
+from .views import View, add_terms, normalize_terms
+
+# G's four forwards: fake_B = G_A(a), rec_A = G_B(fake_B), fake_A = G_B(b), rec_B = G_A(fake_A).
+CYCLEGAN_G_ORDER = ("fake_B", "rec_A", "fake_A", "rec_B")
+ORDERS = ("simultaneous", "d_first")
+
+
+@dataclass(frozen=True, eq=False)
+class CycleView:
+    """What a ``g_terms`` term of a CycleStep reads: both real batches, G's fakes and
+    reconstructions of this G phase, and the iteration (counting from 0)."""
+
+    real_A: Tensor
+    real_B: Tensor
+    fake_A: Tensor
+    fake_B: Tensor
+    rec_A: Tensor
+    rec_B: Tensor
+    iteration: int
+    phase: str = "G"
+    d_real_out: object = None
+    d_fake_out: object = None
 
 
 class CycleStep:
@@ -66,6 +97,26 @@ class CycleStep:
         before_step: hooks by phase (``"g"``, ``"d"``) before its optimizer step, called
             with the ``nn.ModuleList`` of the two modules that phase steps.
         after_step: the same, after the step.
+        order: ``"simultaneous"`` (CycleGAN's: G's step, then D's on the same fakes, both
+            at the iteration's parameters) or ``"d_first"`` (DualGAN's: D's step on fakes
+            made without a graph, then G's phase forwarded anew).
+        g_every: with ``order="d_first"``, G steps on every ``g_every``-th iteration,
+            counting from 0 (DualGAN's ``i % n_critic == 0``); D steps every iteration.
+        g_order: the order of G's four forwards, a permutation of ``("fake_B", "rec_A",
+            "fake_A", "rec_B")`` (CycleGAN's, the default) with each reconstruction after
+            its fake: DiscoGAN's ``("fake_B", "fake_A", "rec_A", "rec_B")``, DualGAN's
+            ``("fake_A", "fake_B", "rec_A", "rec_B")``. ``d_first``'s D phase makes its two
+            fakes in this order too.
+        discriminator_order: the order of the two Ds' forwards in G's loss and of their
+            losses and backward passes in D's phase, ``("D_A", "D_B")`` (CycleGAN's) or
+            ``("D_B", "D_A")`` (DiscoGAN's and DualGAN's domain A first).
+        g_terms: extra terms of G's loss, ``{"name": fn}`` or ``{"name": (weight, fn)}``,
+            ``fn(view)`` reading a :class:`CycleView` (DiscoGAN's pixelwise L1); logged by
+            name.
+        d_terms: extra terms of each D's loss, ``fn(view)`` reading a
+            :class:`~ganstep.engine.views.View` of that D (``view.phase`` is ``"D_A"`` or
+            ``"D_B"``; its real batch, the fakes it was shown, its outputs on both);
+            logged by name with ``_a``, ``_b``.
 
     Returns a dict of detached tensors: ``loss_g``, ``loss_d`` and their parts
     (``loss_g_a``, ``loss_g_b``, ``cycle_a``, ``cycle_b``, ``idt_a``, ``idt_b``,
@@ -91,6 +142,12 @@ class CycleStep:
         precision: str = "fp32",
         before_step: dict[str, Callable[[nn.Module], object]] | None = None,
         after_step: dict[str, Callable[[nn.Module], object]] | None = None,
+        order: str = "simultaneous",
+        g_every: int = 1,
+        g_order: tuple[str, ...] = CYCLEGAN_G_ORDER,
+        discriminator_order: tuple[str, str] = ("D_A", "D_B"),
+        g_terms: dict | None = None,
+        d_terms: dict | None = None,
     ) -> None:
         modules = {"G_A": G_A, "G_B": G_B, "D_A": D_A, "D_B": D_B}
         for name, module in modules.items():
@@ -106,6 +163,14 @@ class CycleStep:
             )
         if objective.regularizer is not None and objective.regularizer.weight > 0:
             raise ValueError("CycleStep does not take R1: build the objective without r1")
+        self.order, self.g_every = _check_order(order, g_every)
+        self.g_order = _check_g_order(g_order)
+        if tuple(discriminator_order) not in (("D_A", "D_B"), ("D_B", "D_A")):
+            raise ValueError(
+                f'discriminator_order must be ("D_A", "D_B") or ("D_B", "D_A"), got '
+                f"{discriminator_order!r}"
+            )
+        self.discriminator_order = tuple(discriminator_order)
         self.cycle = scale_factor(cycle, "cycle", zero=True)
         self.identity = scale_factor(identity, "identity", zero=True)
         generators, discriminators = nn.ModuleList([G_A, G_B]), nn.ModuleList([D_A, D_B])
@@ -117,7 +182,9 @@ class CycleStep:
                           g_scale=scale_factor(g_scale, "g_scale", zero=True),
                           d_scale=scale_factor(d_scale, "d_scale"),
                           before_step=check_hooks(before_step, "before_step"),
-                          after_step=check_hooks(after_step, "after_step"))  # fmt: skip
+                          after_step=check_hooks(after_step, "after_step"),
+                          g_terms=normalize_terms(g_terms, "g_terms"),
+                          d_terms=normalize_terms(d_terms, "d_terms"))  # fmt: skip
         self.progress = Progress()
         self.game = Game(Side("G", generators, opt_g, self.precision),
                          Side("D", discriminators, opt_d, self.precision), options,
@@ -144,19 +211,42 @@ class CycleStep:
                 "takes one batch of each domain, of the same size, as CycleGAN's loop does"
             )
         game = self.game
-        G_A, G_B = game.g.module
-        with self.precision.autocast():
-            fake_B = G_A(real_A)
-            rec_A = G_B(fake_B)
-            fake_A = G_B(real_B)
-            rec_B = G_A(fake_A)
         reals = [(real_A, real_B)]
-        with frozen(game.d.module):
-            logs = run_phase(game, [game.g], reals, [(fake_B, rec_A, fake_A, rec_B)], self._g_micro)
-        fakes = [(fake_B.detach(), fake_A.detach())]
-        logs.update(run_phase(game, [game.d], reals, fakes, self._d_micro))
+        if self.order == "d_first":
+            with torch.no_grad():
+                made = self._forwards(real_A, real_B, reconstruct=False)
+            logs = run_phase(game, [game.d], reals, [(made["fake_B"], made["fake_A"])],
+                             self._d_micro)  # fmt: skip
+            if self.iteration % self.g_every == 0:
+                logs.update(self._g_phase(reals, self._forwards(real_A, real_B)))
+        else:
+            made = self._forwards(real_A, real_B)
+            logs = self._g_phase(reals, made)
+            fakes = [(made["fake_B"].detach(), made["fake_A"].detach())]
+            logs.update(run_phase(game, [game.d], reals, fakes, self._d_micro))
         self.iteration += 1
         return logs
+
+    def _forwards(self, a: Tensor, b: Tensor, reconstruct: bool = True) -> dict[str, Tensor]:
+        """G's forwards in ``g_order``: the two fakes and, with ``reconstruct``, the two
+        reconstructions."""
+        G_A, G_B = self.game.g.module
+        calls = {"fake_B": (G_A, lambda: a), "fake_A": (G_B, lambda: b),
+                 "rec_A": (G_B, lambda: made["fake_B"]),
+                 "rec_B": (G_A, lambda: made["fake_A"])}  # fmt: skip
+        made: dict[str, Tensor] = {}
+        with self.precision.autocast():
+            for name in self.g_order:
+                if reconstruct or name.startswith("fake"):
+                    G, inp = calls[name]
+                    made[name] = G(inp())
+        return made
+
+    def _g_phase(self, reals: list, made: dict[str, Tensor]) -> Logs:
+        game = self.game
+        forwards = [(made["fake_B"], made["rec_A"], made["fake_A"], made["rec_B"])]
+        with frozen(game.d.module):
+            return run_phase(game, [game.g], reals, forwards, self._g_micro)
 
     def _adversarial_g(self, D: nn.Module, fake: Tensor) -> Tensor:
         found = scores(self.game, D(fake), fake)
@@ -173,11 +263,16 @@ class CycleStep:
                 weight = self.cycle * self.identity
                 logs["idt_a"] = F.l1_loss(G_A(b), b) * weight
                 logs["idt_b"] = F.l1_loss(G_B(a), a) * weight
-            logs["loss_g_a"] = game.options.g_scale * self._adversarial_g(D_A, fake_B)
-            logs["loss_g_b"] = game.options.g_scale * self._adversarial_g(D_B, fake_A)
+            judged = {"D_A": ("loss_g_a", D_A, fake_B), "D_B": ("loss_g_b", D_B, fake_A)}
+            for name in self.discriminator_order:  # each D's forward, in the loop's order
+                key, D, fake = judged[name]
+                logs[key] = game.options.g_scale * self._adversarial_g(D, fake)
             logs["cycle_a"] = F.l1_loss(rec_A, a) * self.cycle
             logs["cycle_b"] = F.l1_loss(rec_B, b) * self.cycle
             loss = sum(logs.values())
+            view = CycleView(a, b, fake_A, fake_B, rec_A, rec_B, self.iteration)
+            loss, term_logs = add_terms(loss, game.options.g_terms, view)
+        logs.update(term_logs)
         guard(game, loss_g=loss)
         game.g.backward(loss / k)
         return {**{key: v.detach() for key, v in logs.items()}, "loss_g": loss.detach()}
@@ -187,26 +282,32 @@ class CycleStep:
         game = self.game
         D_A, D_B = game.d.module
         logs: Logs = {}
-        for key, gp_key, D, pool, x, fake in (("loss_d_a", "gp_a", D_A, 0, b, fake_B),
-                                              ("loss_d_b", "gp_b", D_B, 1, a, fake_A)):  # fmt: skip
+        each = {"D_A": ("_a", D_A, 0, b, fake_B), "D_B": ("_b", D_B, 1, a, fake_A)}
+        for name in self.discriminator_order:
+            suffix, D, pool, x, fake = each[name]
             if self.pools is not None:
                 fake = self.pools[pool].query(fake)
-            loss, penalty = self._d_loss(D, x, fake)
+            loss, penalty, view = self._d_loss(D, x, fake, name)
             if penalty is not None:
-                logs[gp_key] = penalty.detach()
+                logs["gp" + suffix] = penalty.detach()
                 loss = loss + penalty
-            guard(game, **{key: loss})
+            with self.precision.autocast():
+                loss, term_logs = add_terms(loss, game.options.d_terms, view)
+            logs.update({key + suffix: v for key, v in term_logs.items()})
+            guard(game, **{"loss_d" + suffix: loss})
             game.d.backward(loss / k)  # each D's backward, as backward_D_A then _B
-            logs[key] = loss.detach()
+            logs["loss_d" + suffix] = loss.detach()
         logs["loss_d"] = logs["loss_d_a"] + logs["loss_d_b"]
         if "gp_a" in logs:
             logs["gp"] = logs["gp_a"] + logs["gp_b"]
         return logs
 
-    def _d_loss(self, D: nn.Module, x: Tensor, fake: Tensor) -> tuple[Tensor, Tensor | None]:
-        """One D's scaled adversarial loss on its real batch ``x`` and ``fake``, and the
-        objective's penalty, where ``penalty_at`` puts it: before the two forwards, read
-        from them (their inputs then require grad), or after them on forwards of its own."""
+    def _d_loss(self, D: nn.Module, x: Tensor, fake: Tensor, name: str
+                ) -> tuple[Tensor, Tensor | None, View]:  # fmt: skip
+        """One D's scaled adversarial loss on its real batch ``x`` and ``fake``, the
+        objective's penalty, where ``penalty_at`` puts it (before the two forwards, read
+        from them, their inputs then requiring grad, or after them on forwards of its
+        own), and the view its terms read."""
         game, objective = self.game, self.game.options.objective
         at = objective.penalty_at
         if at == "loss_forwards":
@@ -223,7 +324,8 @@ class CycleStep:
                 penalty = objective.penalty_on_outputs(x, outputs[0], fake, outputs[1])
             elif at == "after":
                 penalty = penalty_of(objective, D, x, fake)
-        return loss, penalty
+        view = View(name, Batch(x), Batch(fake), out_real, out_fake, self.iteration)
+        return loss, penalty, view
 
     def state_dict(self) -> dict:
         """The iteration count, the loss scalers (fp16) and the two pools of past fakes."""
@@ -258,3 +360,26 @@ def _check_holds(opt: object, modules: nn.ModuleList, arg: str, names: str) -> N
     missing = [p for p in modules.parameters() if p.requires_grad and id(p) not in held]
     if missing:
         raise ValueError(f"{arg} must hold the parameters of {names} (one optimizer for both)")
+
+
+def _check_order(order: object, g_every: object) -> tuple[str, int]:
+    if order not in ORDERS:
+        raise ValueError(f"order must be one of {ORDERS}, got {order!r}")
+    g_every = positive_int(g_every, "g_every")
+    if g_every > 1 and order != "d_first":
+        raise ValueError(
+            "g_every > 1 skips G's phase on some iterations, which order='simultaneous' "
+            "shares its forwards with: use order='d_first' (DualGAN's n_critic)"
+        )
+    return order, g_every
+
+
+def _check_g_order(g_order: object) -> tuple[str, ...]:
+    """A permutation of G's four forwards with each reconstruction after its fake."""
+    if isinstance(g_order, str) or sorted(g_order) != sorted(CYCLEGAN_G_ORDER):
+        raise ValueError(f"g_order must be a permutation of {CYCLEGAN_G_ORDER}, got {g_order!r}")
+    g_order = tuple(g_order)
+    for rec, fake in (("rec_A", "fake_B"), ("rec_B", "fake_A")):
+        if g_order.index(rec) < g_order.index(fake):
+            raise ValueError(f"g_order: {rec} reconstructs from {fake}, so it comes after it")
+    return g_order

@@ -313,6 +313,119 @@ def pytorch_gan_stargan(G, D, opt_g, opt_d, batches: Pairs, rng: np.random.Rando
     return history
 
 
+def pytorch_gan_discogan(G_AB, G_BA, D_A, D_B, opt_g, opt_d_a, opt_d_b, batches: Pairs):
+    """eriklindernoren/PyTorch-GAN ``implementations/discogan/discogan.py`` (commit
+    e0a8f3c), one epoch of it on ``(real_A, real_B)`` batches. G's step first (one Adam
+    over G_AB and G_BA): ``fake_B = G_AB(real_A)`` judged by D_B, ``fake_A =
+    G_BA(real_B)`` by D_A (``MSELoss`` against ones, the two averaged), the pixelwise L1
+    of each fake against the other domain's real batch (averaged), the cycle L1 of
+    ``G_BA(fake_B)`` and ``G_AB(fake_A)`` (averaged). Then D_A's step on ``real_A`` and
+    ``fake_A.detach()``, then D_B's (each its own Adam), ``(MSE(real, 1) + MSE(fake,
+    0)) / 2``. ganstep: ``CycleStep`` (its D_A judges domain B: DiscoGAN's D_B) with
+    ``lsgan``, ``g_scale=1``, ``cycle=0.5``, ``identity=0``, no pool, DiscoGAN's
+    ``g_order`` and ``discriminator_order`` and the pixelwise term."""
+    adversarial_loss, cycle_loss, pixelwise_loss = nn.MSELoss(), nn.L1Loss(), nn.L1Loss()
+    history = []
+    for real_A, real_B in batches:
+        # Train Generators
+        G_AB.train()
+        G_BA.train()
+        opt_g.zero_grad()
+        fake_B = G_AB(real_A)
+        pred = D_B(fake_B)
+        valid, fake = torch.ones_like(pred), torch.zeros_like(pred)
+        loss_GAN_AB = adversarial_loss(pred, valid)
+        fake_A = G_BA(real_B)
+        loss_GAN_BA = adversarial_loss(D_A(fake_A), valid)
+        loss_GAN = (loss_GAN_AB + loss_GAN_BA) / 2
+        loss_pixelwise = (pixelwise_loss(fake_A, real_A) + pixelwise_loss(fake_B, real_B)) / 2
+        loss_cycle_A = cycle_loss(G_BA(fake_B), real_A)
+        loss_cycle_B = cycle_loss(G_AB(fake_A), real_B)
+        loss_cycle = (loss_cycle_A + loss_cycle_B) / 2
+        loss_G = loss_GAN + loss_cycle + loss_pixelwise
+        loss_G.backward()
+        opt_g.step()
+        # Train Discriminator A
+        opt_d_a.zero_grad()
+        loss_real = adversarial_loss(D_A(real_A), valid)
+        loss_fake = adversarial_loss(D_A(fake_A.detach()), fake)
+        loss_D_A = (loss_real + loss_fake) / 2
+        loss_D_A.backward()
+        opt_d_a.step()
+        # Train Discriminator B
+        opt_d_b.zero_grad()
+        loss_real = adversarial_loss(D_B(real_B), valid)
+        loss_fake = adversarial_loss(D_B(fake_B.detach()), fake)
+        loss_D_B = (loss_real + loss_fake) / 2
+        loss_D_B.backward()
+        opt_d_b.step()
+        history.append({"loss_G": loss_G.item(), "pixel": loss_pixelwise.item(),
+                        "loss_D_A": loss_D_A.item(), "loss_D_B": loss_D_B.item()})  # fmt: skip
+    return history
+
+
+def pytorch_gan_dualgan(G_AB, G_BA, D_A, D_B, opt_g, opt_d_a, opt_d_b, batches: Pairs,
+                        rng: np.random.RandomState, n_critic: int = 5, lambda_adv: float = 1.0,
+                        lambda_cycle: float = 100.0, lambda_gp: float = 10.0):  # fmt: skip
+    """eriklindernoren/PyTorch-GAN ``implementations/dualgan/dualgan.py`` (commit
+    06c59c1), one epoch of it on ``(imgs_A, imgs_B)`` batches. D's step first (each D
+    its Adam): ``fake_A = G_BA(imgs_B)``, ``fake_B = G_AB(imgs_A)`` (in G's graph, which
+    ``optimizer_G.zero_grad()`` later clears); domain A: the gradient penalty first
+    (numpy's alpha per sample, ``rng`` standing for ``np.random``), then ``-mean(D_A(
+    imgs_A)) + mean(D_A(fake_A)) + lambda_gp * gp_A``; domain B likewise; both backward,
+    both step. Every ``n_critic``-th batch (``i % n_critic == 0``) G's step: G's four
+    forwards anew (``fake_A``, ``fake_B``, ``recov_A``, ``recov_B``), ``-mean(D_A(fake_A))
+    - mean(D_B(fake_B))`` plus ``lambda_cycle`` times the two cycle L1s. ganstep:
+    ``CycleStep(order="d_first", g_every=n_critic)`` with ``WGANGP(alpha=...)`` whose
+    penalty runs before the loss forwards (``penalty_at = "before"``), DualGAN's
+    ``g_order`` and ``discriminator_order``, ``cycle=lambda_cycle``, ``identity=0``."""
+    cycle_loss = nn.L1Loss()
+
+    def compute_gradient_penalty(D, real_samples, fake_samples):
+        alpha = _as_floats(rng.random((real_samples.size(0), 1, 1, 1)), real_samples)
+        interpolates = (alpha * real_samples + ((1 - alpha) * fake_samples)).requires_grad_(True)
+        d_interpolates = D(interpolates)
+        gradients = torch.autograd.grad(outputs=d_interpolates, inputs=interpolates,
+                                        grad_outputs=torch.ones_like(d_interpolates),
+                                        create_graph=True, retain_graph=True,
+                                        only_inputs=True)[0]  # fmt: skip
+        gradients = gradients.view(gradients.size(0), -1)
+        return ((gradients.norm(2, dim=1) - 1) ** 2).mean()
+
+    history = []
+    for i, (imgs_A, imgs_B) in enumerate(batches):
+        # Train Discriminators
+        opt_d_a.zero_grad()
+        opt_d_b.zero_grad()
+        fake_A = G_BA(imgs_B)
+        fake_B = G_AB(imgs_A)
+        gp_A = compute_gradient_penalty(D_A, imgs_A.data, fake_A.data)
+        D_A_loss = -torch.mean(D_A(imgs_A)) + torch.mean(D_A(fake_A)) + lambda_gp * gp_A
+        gp_B = compute_gradient_penalty(D_B, imgs_B.data, fake_B.data)
+        D_B_loss = -torch.mean(D_B(imgs_B)) + torch.mean(D_B(fake_B)) + lambda_gp * gp_B
+        D_A_loss.backward()
+        D_B_loss.backward()
+        opt_d_a.step()
+        opt_d_b.step()
+        row = {"D_A_loss": D_A_loss.item(), "D_B_loss": D_B_loss.item(),
+               "gp_A": lambda_gp * gp_A.item(), "gp_B": lambda_gp * gp_B.item()}  # fmt: skip
+        if i % n_critic == 0:
+            # Train Generators
+            opt_g.zero_grad()
+            fake_A = G_BA(imgs_B)
+            fake_B = G_AB(imgs_A)
+            recov_A = G_BA(fake_B)
+            recov_B = G_AB(fake_A)
+            G_adv = -torch.mean(D_A(fake_A)) - torch.mean(D_B(fake_B))
+            G_cycle = cycle_loss(recov_B, imgs_B) + cycle_loss(recov_A, imgs_A)
+            G_loss = lambda_adv * G_adv + lambda_cycle * G_cycle
+            G_loss.backward()
+            opt_g.step()
+            row["G_loss"] = G_loss.item()
+        history.append(row)
+    return history
+
+
 def pytorch_gan_esrgan(G, D, opt_g, opt_d, batches: Pairs, feature_extractor: nn.Module,
                        lambda_adv: float = 5e-3, lambda_pixel: float = 1e-2,
                        warmup_batches: int = 500):  # fmt: skip

@@ -1,0 +1,219 @@
+"""PyTorch-GAN's unpaired translation loops of issue 52, DiscoGAN and DualGAN, each as
+its file is written (ganstep.reference.pytorch_gan_discogan, _dualgan), against the
+CycleStep the docs show for it, in float64: parameters, buffers and the Adam states
+(theirs one Adam per D, ours one over both: compared parameter by parameter) to 1e-12.
+Their Gs have Dropout (and DualGAN's BatchNorm), so the order of G's forwards counts."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+from helpers.wild import TOLERANCE, assert_losses, assert_same
+from torch import nn
+from torch.testing import assert_close
+
+from ganstep import reference
+from ganstep.engine.cycle import CycleStep
+from ganstep.engine.objectives import WGANGP
+
+N = 4
+
+
+class DiscoG(nn.Module):
+    """discogan's GeneratorUNet in small: a strided conv, InstanceNorm, LeakyReLU,
+    Dropout(0.5), a skip connection, a transposed conv, Tanh. The conv before the
+    InstanceNorm has no bias (its gradient is zero in arithmetic)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.down = nn.Sequential(nn.Conv2d(1, 4, 4, 2, 1, bias=False), nn.InstanceNorm2d(4),
+                                  nn.LeakyReLU(0.2), nn.Dropout(0.5))  # fmt: skip
+        self.up = nn.Sequential(nn.ConvTranspose2d(4, 1, 4, 2, 1), nn.Tanh())
+
+    def forward(self, x):
+        return self.up(self.down(x)) + 0.1 * x
+
+
+def disco_d() -> nn.Module:
+    """discogan's PatchGAN Discriminator in small (InstanceNorm, LeakyReLU)."""
+    return nn.Sequential(nn.Conv2d(1, 4, 4, 2, 1), nn.LeakyReLU(0.2),
+                         nn.Conv2d(4, 8, 4, 2, 1, bias=False), nn.InstanceNorm2d(8),
+                         nn.LeakyReLU(0.2), nn.Conv2d(8, 1, 3, 1, 1))  # fmt: skip
+
+
+class DualG(nn.Module):
+    """dualgan's U-Net Generator in small: BatchNorm2d(eps=0.8) and Dropout(0.5)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.down = nn.Sequential(nn.Conv2d(1, 4, 3, 2, 1, bias=False), nn.BatchNorm2d(4, 0.8),
+                                  nn.LeakyReLU(0.2), nn.Dropout(0.5))  # fmt: skip
+        self.up = nn.Sequential(nn.Upsample(scale_factor=2), nn.Conv2d(4, 1, 3, 1, 1), nn.Tanh())
+
+    def forward(self, x):
+        return self.up(self.down(x))
+
+
+def dual_d() -> nn.Module:
+    """dualgan's Discriminator in small: BatchNorm2d(eps=0.8) in training mode, a map
+    of scores without bias (a WGAN critic's last bias has a zero gradient)."""
+    return nn.Sequential(nn.Conv2d(1, 4, 3, 2, 1), nn.LeakyReLU(0.2),
+                         nn.Conv2d(4, 8, 3, 2, 1, bias=False), nn.BatchNorm2d(8, 0.8),
+                         nn.LeakyReLU(0.2), nn.Conv2d(8, 1, 3, 1, 1, bias=False))  # fmt: skip
+
+
+def models(make_g, make_d):
+    """Theirs (G_AB, G_BA, D_A, D_B, opt_g, opt_d_a, opt_d_b) and ours as CycleStep names
+    them (G_A = G_AB, G_B = G_BA, its D_A = their D_B, which judges domain B, its D_B =
+    their D_A, one Adam over both Ds), from identical float64 weights."""
+    sides = []
+    for _ in range(2):
+        torch.manual_seed(0)
+        G_AB, G_BA, D_A, D_B = (
+            make_g().double(),
+            make_g().double(),
+            make_d().double(),
+            make_d().double(),
+        )
+        adam = lambda params: torch.optim.Adam(params, 0.01, betas=(0.5, 0.999))  # noqa: E731
+        sides.append((G_AB, G_BA, D_A, D_B, adam([*G_AB.parameters(), *G_BA.parameters()]),
+                      adam(D_A.parameters()), adam(D_B.parameters()),
+                      adam([*D_B.parameters(), *D_A.parameters()])))  # fmt: skip
+    theirs, (G_AB, G_BA, D_A, D_B, opt_g, _, _, opt_d) = sides
+    return theirs[:7], (G_AB, G_BA, D_B, D_A, opt_g, opt_d)
+
+
+def domains(count: int):
+    gen = torch.Generator().manual_seed(4)
+    return [(torch.rand(N, 1, 8, 8, generator=gen, dtype=torch.float64) * 2 - 1,
+             torch.rand(N, 1, 8, 8, generator=gen, dtype=torch.float64) * 2 - 1)
+            for _ in range(count)]  # fmt: skip
+
+
+def assert_same_runs(theirs, ours) -> None:
+    """Modules equal (buffers too), and each parameter's Adam state equal to theirs."""
+    G_AB, G_BA, D_A, D_B, opt_g, opt_d_a, opt_d_b = theirs
+    mine = dict(zip(("G_AB", "G_BA", "D_B", "D_A"), ours[:4], strict=True))
+    for name, module in (("G_AB", G_AB), ("G_BA", G_BA), ("D_A", D_A), ("D_B", D_B)):
+        assert_same(mine[name], module, exact=True)
+    both = lambda a, b: [*a.parameters(), *b.parameters()]  # noqa: E731
+    pairs = [(opt_g, ours[4], both(G_AB, G_BA), both(ours[0], ours[1])),
+             (opt_d_a, ours[5], list(D_A.parameters()), list(ours[3].parameters())),
+             (opt_d_b, ours[5], list(D_B.parameters()), list(ours[2].parameters()))]  # fmt: skip
+    for opt_theirs, opt_ours, params_theirs, params_ours in pairs:
+        for p, q in zip(params_theirs, params_ours, strict=True):
+            for key, value in opt_theirs.state[p].items():
+                assert_close(opt_ours.state[q][key], value, **TOLERANCE)
+
+
+DISCO_ORDER = {"g_order": ("fake_B", "fake_A", "rec_A", "rec_B"),
+               "discriminator_order": ("D_B", "D_A")}  # fmt: skip
+
+
+def pixelwise(v) -> torch.Tensor:
+    """DiscoGAN's pixelwise translation loss: each fake against the other domain's
+    real batch, averaged."""
+    return (F.l1_loss(v.fake_A, v.real_A) + F.l1_loss(v.fake_B, v.real_B)) / 2
+
+
+def disco_step(ours, **order) -> CycleStep:
+    return CycleStep(*ours, objective="lsgan", g_scale=1.0, cycle=0.5, identity=0.0,
+                     fake_pool=None, g_terms={"pixel": pixelwise}, **order)  # fmt: skip
+
+
+def test_pytorch_gan_discogan_as_written_equals_cycle_step_in_its_order():
+    """discogan.py: G's forwards fake_B, fake_A, then the two reconstructions (Dropout's
+    masks in that order), the pixelwise term, then each D on the fakes of the G before
+    its step; both gradients at the iteration's parameters."""
+    theirs, ours = models(DiscoG, disco_d)
+    batches = domains(4)
+    torch.manual_seed(3)
+    expected = reference.pytorch_gan_discogan(*theirs, batches)
+    step = disco_step(ours, **DISCO_ORDER)
+    torch.manual_seed(3)
+    got = [{k: v.item() for k, v in step(a, b).items()} for a, b in batches]
+    renamed = [{"loss_g": e["loss_G"], "pixel": e["pixel"], "loss_d_a": e["loss_D_B"],
+                "loss_d_b": e["loss_D_A"]} for e in expected]  # fmt: skip
+    assert_losses(got, renamed, ("loss_g", "pixel", "loss_d_a", "loss_d_b"))
+    assert_same_runs(theirs, ours)
+
+
+def test_discogan_in_cyclegans_forward_order_is_another_update():
+    """The check can fail: CycleGAN's order of G's forwards draws other Dropout masks."""
+    theirs, ours = models(DiscoG, disco_d)
+    batches = domains(3)
+    torch.manual_seed(3)
+    reference.pytorch_gan_discogan(*theirs, batches)
+    step = disco_step(ours)
+    torch.manual_seed(3)
+    for a, b in batches:
+        step(a, b)
+    with pytest.raises(AssertionError):
+        assert_same_runs(theirs, ours)
+
+
+class GPFirst(WGANGP):
+    """WGAN-GP whose penalty runs before D's loss forwards, as dualgan.py computes it."""
+
+    penalty_at = "before"
+
+
+def dual_step(ours, rng, n_critic: int) -> CycleStep:
+    alpha = lambda shape: torch.from_numpy(rng.random(shape))  # noqa: E731
+    return CycleStep(*ours, objective=GPFirst(10.0, alpha=alpha), g_scale=1.0, cycle=100.0,
+                     identity=0.0, fake_pool=None, order="d_first", g_every=n_critic,
+                     g_order=("fake_A", "fake_B", "rec_A", "rec_B"),
+                     discriminator_order=("D_B", "D_A"))  # fmt: skip
+
+
+def test_pytorch_gan_dualgan_as_written_equals_cycle_step_d_first():
+    """dualgan.py: D's phase first on fakes of the iteration's G, each domain's penalty
+    before its D(real), D(fake) (numpy's alpha; BatchNorm in D sees the interpolates
+    first), G every n_critic-th batch with its four forwards anew."""
+    theirs, ours = models(DualG, dual_d)
+    batches = domains(5)
+    torch.manual_seed(3)
+    expected = reference.pytorch_gan_dualgan(*theirs, batches, np.random.RandomState(2),
+                                             n_critic=2)  # fmt: skip
+    step = dual_step(ours, np.random.RandomState(2), n_critic=2)
+    torch.manual_seed(3)
+    got = [{k: v.item() for k, v in step(a, b).items()} for a, b in batches]
+    renamed = [{"loss_d_a": e["D_B_loss"], "loss_d_b": e["D_A_loss"], "gp_a": e["gp_B"],
+                "gp_b": e["gp_A"], **({"loss_g": e["G_loss"]} if "G_loss" in e else {})}
+               for e in expected]  # fmt: skip
+    assert all(set(r) <= set(g) for g, r in zip(got, renamed, strict=True))
+    assert_losses(got, renamed, ("loss_d_a", "loss_d_b", "gp_a", "gp_b"))
+    assert_losses(got[::2], renamed[::2], ("loss_g",))
+    assert "loss_g" not in got[1]
+    assert_same_runs(theirs, ours)
+
+
+def test_dualgan_with_its_penalty_after_the_loss_forwards_is_another_update():
+    """The check can fail: WGAN-GP's penalty after D(real), D(fake) (the default) runs
+    BatchNorm on the interpolates last, so its running statistics differ."""
+    theirs, ours = models(DualG, dual_d)
+    batches = domains(3)
+    torch.manual_seed(3)
+    reference.pytorch_gan_dualgan(*theirs, batches, np.random.RandomState(2), n_critic=2)
+    rng = np.random.RandomState(2)
+    step = dual_step(ours, rng, n_critic=2)
+    step.game.options.objective.penalty_at = "after"
+    torch.manual_seed(3)
+    for a, b in batches:
+        step(a, b)
+    with pytest.raises(AssertionError):
+        assert_same_runs(theirs, ours)
+
+
+def test_cycle_step_orders_are_checked():
+    _, ours = models(DiscoG, disco_d)
+    for options, error in (({"g_every": 2}, "order='d_first'"),
+                           ({"order": "g_first"}, "order must be one of"),
+                           ({"g_order": ("rec_A", "fake_B", "fake_A", "rec_B")}, "after it"),
+                           ({"g_order": ("fake_B", "fake_A")}, "permutation"),
+                           ({"discriminator_order": ("D_A", "D_A")}, "discriminator_order"),
+                           ({"g_every": 0, "order": "d_first"}, "g_every")):  # fmt: skip
+        with pytest.raises(ValueError, match=error):
+            CycleStep(*ours, **options)
