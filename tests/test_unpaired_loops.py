@@ -217,3 +217,188 @@ def test_cycle_step_orders_are_checked():
                            ({"g_every": 0, "order": "d_first"}, "g_every")):  # fmt: skip
         with pytest.raises(ValueError, match=error):
             CycleStep(*ours, **options)
+
+
+# --- BicycleGAN: E steps between G's two backward passes ---------------------------------
+
+LATENT = 3
+
+
+class BicycleG(nn.Module):
+    """bicyclegan's Generator in small: the code through a Linear to an image-sized map
+    next to the source, a conv, BatchNorm2d(eps=0.8), LeakyReLU, a conv, Tanh."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = nn.Linear(LATENT, 64)
+        self.net = nn.Sequential(nn.Conv2d(2, 4, 3, 1, 1, bias=False),
+                                 nn.BatchNorm2d(4, 0.8), nn.LeakyReLU(0.2),
+                                 nn.Conv2d(4, 1, 3, 1, 1), nn.Tanh())  # fmt: skip
+
+    def forward(self, x, z):
+        return self.net(torch.cat((x, self.fc(z).view(z.size(0), 1, 8, 8)), 1))
+
+
+class Encoder(nn.Module):
+    """bicyclegan's Encoder in small: features, average pooling, (mu, logvar) heads."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.features = nn.Sequential(nn.Conv2d(1, 4, 3, 2, 1), nn.ReLU(), nn.AvgPool2d(4))
+        self.fc_mu, self.fc_logvar = nn.Linear(4, LATENT), nn.Linear(4, LATENT)
+
+    def forward(self, img):
+        out = self.features(img).view(img.size(0), -1)
+        return self.fc_mu(out), self.fc_logvar(out)
+
+
+class MultiD(nn.Module):
+    """bicyclegan's MultiDiscriminator in small: two scales, each a PatchGAN with
+    BatchNorm2d(eps=0.8), the input average-pooled between them; a list of maps."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.models = nn.ModuleList(
+            nn.Sequential(
+                nn.Conv2d(1, 4, 4, 2, 1),
+                nn.LeakyReLU(0.2),
+                nn.Conv2d(4, 4, 3, 1, 1, bias=False),
+                nn.BatchNorm2d(4, 0.8),
+                nn.LeakyReLU(0.2),
+                nn.Conv2d(4, 1, 3, padding=1),
+            )  # fmt: skip
+            for _ in range(2)
+        )
+        self.downsample = nn.AvgPool2d(3, stride=2, padding=[1, 1], count_include_pad=False)
+
+    def forward(self, x):
+        outputs = []
+        for m in self.models:
+            outputs.append(m(x))
+            x = self.downsample(x)
+        return outputs
+
+
+def bicycle_models():
+    """Theirs as bicyclegan.py builds them (four Adams) and ours for BicycleStep (one
+    Adam over both Ds), from identical float64 weights."""
+    sides = []
+    for _ in range(2):
+        torch.manual_seed(0)
+        G, E, D_VAE, D_LR = (
+            BicycleG().double(),
+            Encoder().double(),
+            MultiD().double(),
+            MultiD().double(),
+        )
+        adam = lambda params: torch.optim.Adam(params, 0.01, betas=(0.5, 0.999))  # noqa: E731
+        sides.append((G, E, D_VAE, D_LR, adam(E.parameters()), adam(G.parameters()),
+                      adam(D_VAE.parameters()), adam(D_LR.parameters()),
+                      adam([*D_VAE.parameters(), *D_LR.parameters()])))  # fmt: skip
+    G, E, D_VAE, D_LR, opt_e, opt_g, _, _, opt_d = sides[1]
+    return sides[0][:8], (G, E, D_VAE, D_LR, opt_g, opt_e, opt_d)
+
+
+def test_pytorch_gan_bicyclegan_as_written_equals_bicycle_step():
+    """bicyclegan.py: G and E's loss, E's step, the latent regression through the
+    updated E into G's gradient, G's step; then each multi-scale D (BatchNorm) on the
+    fakes of the G before its step. numpy draws the reparameterization's noise, then
+    the cLR-GAN's code."""
+    from ganstep.engine.bicycle import BicycleStep
+
+    theirs, ours = bicycle_models()
+    batches = domains(4)
+    expected = reference.pytorch_gan_bicyclegan(*theirs, batches, np.random.RandomState(5),
+                                                latent_dim=LATENT)  # fmt: skip
+    rng = np.random.RandomState(5)
+    step = BicycleStep(*ours, latent=lambda n: torch.from_numpy(rng.normal(0, 1, (n, LATENT))))
+    got = [{k: v.item() for k, v in step(a, b).items()} for a, b in batches]
+    renamed = [{"loss_g": e["loss_GE"], "pixel": 10 * e["loss_pixel"], "kl": 0.01 * e["loss_kl"],
+                "latent": e["loss_latent"], "loss_d_vae": e["loss_D_VAE"],
+                "loss_d_lr": e["loss_D_LR"]} for e in expected]  # fmt: skip
+    assert_losses(got, renamed, tuple(renamed[0]))
+    G, E, D_VAE, D_LR, opt_e, opt_g, opt_d_vae, opt_d_lr = theirs
+    for mine, module in zip(ours[:4], (G, E, D_VAE, D_LR), strict=True):
+        assert_same(mine, module, exact=True)
+    pairs = [(opt_g, ours[4], G, ours[0]), (opt_e, ours[5], E, ours[1]),
+             (opt_d_vae, ours[6], D_VAE, ours[2]), (opt_d_lr, ours[6], D_LR, ours[3])]  # fmt: skip
+    for opt_theirs, opt_ours, module_theirs, module_ours in pairs:
+        for p, q in zip(module_theirs.parameters(), module_ours.parameters(), strict=True):
+            for key, value in opt_theirs.state[p].items():
+                assert_close(opt_ours.state[q][key], value, **TOLERANCE)
+
+
+def test_bicyclegan_with_the_latent_loss_through_the_old_encoder_is_another_update():
+    """The check can fail: G's latent regression through E before E's step (both
+    backward passes first, then both steps) is another update of G."""
+    from ganstep.engine.bicycle import BicycleStep
+
+    theirs, ours = bicycle_models()
+    batches = domains(3)
+    reference.pytorch_gan_bicyclegan(*theirs, batches, np.random.RandomState(5), latent_dim=LATENT)
+    rng = np.random.RandomState(5)
+    step = BicycleStep(*ours, latent=lambda n: torch.from_numpy(rng.normal(0, 1, (n, LATENT))))
+    opt_e = ours[5]
+    real_step = opt_e.step
+    held = []
+    opt_e.step = lambda: held.append(1)  # E's step deferred to after G's latent loss
+    ours[4].register_step_pre_hook(lambda *_: real_step() if held and not held.clear() else None)
+    for a, b in batches:
+        step(a, b)
+    with pytest.raises(AssertionError):
+        assert_same(ours[0], theirs[0], exact=True)
+
+
+def test_bicycle_step_arguments_are_checked():
+    from ganstep.engine.bicycle import BicycleStep
+
+    _, (G, E, D_VAE, D_LR, opt_g, opt_e, opt_d) = bicycle_models()
+    latent = lambda n: torch.randn(n, LATENT, dtype=torch.float64)  # noqa: E731
+    with pytest.raises(ValueError, match="opt_e must hold the parameters of E"):
+        BicycleStep(G, E, D_VAE, D_LR, opt_g, opt_g, opt_d, latent=latent)
+    with pytest.raises(ValueError, match="four different modules"):
+        BicycleStep(G, E, D_VAE, D_VAE, opt_g, opt_e, opt_d, latent=latent)
+    with pytest.raises(ValueError, match="no penalty"):
+        BicycleStep(G, E, D_VAE, D_LR, opt_g, opt_e, opt_d, latent=latent, objective="wgan_gp")
+    with pytest.raises(ValueError, match="reads D on the fakes alone"):
+        BicycleStep(G, E, D_VAE, D_LR, opt_g, opt_e, opt_d, latent=latent, objective="rsgan")
+    with pytest.raises(TypeError, match="latent must be callable"):
+        BicycleStep(G, E, D_VAE, D_LR, opt_g, opt_e, opt_d, latent=3)
+    step = BicycleStep(G, E, D_VAE, D_LR, opt_g, opt_e, opt_d, latent=latent)
+    a, b = domains(1)[0]
+    with pytest.raises(ValueError, match="pairs each source with its target"):
+        step(a, b[:2])
+    step(a, b)
+    assert step.state_dict() == {"iteration": 1}
+
+
+BICYCLE_OPTIONS = {"objective": "ns", "g_scale": 1.0, "d_scale": 1.0, "pixel": 1.0,
+                   "latent_l1": 2.0, "kl": 0.5}  # fmt: skip
+
+
+def bicycle_run(options: dict) -> list[torch.Tensor]:
+    from ganstep.engine.bicycle import BicycleStep
+
+    _, ours = bicycle_models()
+    gen = torch.Generator().manual_seed(6)
+    latent = lambda n: torch.randn(n, LATENT, generator=gen, dtype=torch.float64)  # noqa: E731
+    step = BicycleStep(*ours, latent=latent, **options)
+    for a, b in domains(2):
+        step(a, b)
+    return [p.detach().clone() for m in ours[:4] for p in m.parameters()]
+
+
+def test_every_bicycle_step_option_has_a_row():
+    import inspect
+
+    from ganstep.engine.bicycle import BicycleStep
+
+    signature = inspect.signature(BicycleStep.__init__).parameters.values()
+    keywords = {p.name for p in signature if p.kind is p.KEYWORD_ONLY}
+    assert keywords == {"latent", *BICYCLE_OPTIONS}  # latent: every run draws through it
+
+
+@pytest.mark.parametrize("option", list(BICYCLE_OPTIONS))
+def test_each_bicycle_step_option_is_applied(option):
+    default, changed = bicycle_run({}), bicycle_run({option: BICYCLE_OPTIONS[option]})
+    assert any(not torch.equal(p, q) for p, q in zip(changed, default, strict=True)), option

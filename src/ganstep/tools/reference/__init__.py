@@ -63,9 +63,9 @@ with these, never with a re-writing of them: ``pytorch_examples_dcgan``,
 ``pytorch_gan_esrgan`` (and BasicSR's ``basicsr_esrgan``), ``pytorch_gan_srgan``,
 ``pytorch_gan_dragan``, ``pytorch_gan_wgan_div``, ``pytorch_gan_relativistic``,
 ``pytorch_gan_stargan``, ``pytorch_gan_discogan``, ``pytorch_gan_dualgan``,
-``diffaugment`` with
-``diff_augment``, ``taming_vqgan``, ``hifigan``, and the conditional,
-image-to-image and StyleGAN2-ADA loops. docs/loops.md shows each beside its Step.
+``pytorch_gan_bicyclegan``, ``diffaugment`` with ``diff_augment``, ``taming_vqgan``,
+``hifigan``, and the conditional, image-to-image and StyleGAN2-ADA loops. docs/loops.md
+shows each beside its Step.
 
 Why the retain_graph loops raise: ``backward(retain_graph=True)`` keeps D's graph,
 which saved D's weights for the input gradient; ``optimizer_D.step()`` then changes
@@ -131,6 +131,7 @@ from .pytorch_examples import (  # noqa: F401
 )
 from .pytorch_gan import (  # noqa: F401
     pytorch_gan_acgan,
+    pytorch_gan_bicyclegan,
     pytorch_gan_cgan,
     pytorch_gan_discogan,
     pytorch_gan_dragan,

@@ -426,6 +426,70 @@ def pytorch_gan_dualgan(G_AB, G_BA, D_A, D_B, opt_g, opt_d_a, opt_d_b, batches: 
     return history
 
 
+def pytorch_gan_bicyclegan(generator, encoder, D_VAE, D_LR, opt_e, opt_g, opt_d_vae, opt_d_lr,
+                           batches: Pairs, rng: np.random.RandomState, latent_dim: int,
+                           lambda_pixel: float = 10.0, lambda_latent: float = 0.5,
+                           lambda_kl: float = 0.01):  # fmt: skip
+    """eriklindernoren/PyTorch-GAN ``implementations/bicyclegan/bicyclegan.py`` (commit
+    2786f1a), one epoch of it on ``(real_A, real_B)`` batches; ``rng`` stands for
+    ``np.random``, ``D.compute_loss(x, gt)`` is ``models.py``'s (the sum over the
+    multi-scale D's outputs of ``mean((out - gt)^2)``). Generator and encoder: the
+    cVAE-GAN's ``fake_B`` from the reparameterized encoding of ``real_B`` (the noise
+    from numpy), its pixel L1, KL and D_VAE loss; the cLR-GAN's ``_fake_B`` from a numpy
+    code and its D_LR loss; ``loss_GE.backward(retain_graph=True)``, **E steps**; then
+    the latent L1 of ``encoder(_fake_B)`` (the updated E) against the code, backward,
+    G steps. Then D_VAE's step on ``real_B`` and ``fake_B.detach()``, D_LR's on
+    ``real_B`` and ``_fake_B.detach()``, each its own Adam. ganstep: ``BicycleStep``."""
+
+    def compute_loss(D, x, gt):
+        return sum([torch.mean((out - gt) ** 2) for out in D(x)])
+
+    def reparameterization(mu, logvar):
+        std = torch.exp(logvar / 2)
+        sampled_z = _as_floats(rng.normal(0, 1, (mu.size(0), latent_dim)), mu)
+        return sampled_z * std + mu
+
+    mae_loss = nn.L1Loss()
+    valid, fake = 1, 0
+    history = []
+    for real_A, real_B in batches:
+        # Train Generator and Encoder
+        opt_e.zero_grad()
+        opt_g.zero_grad()
+        mu, logvar = encoder(real_B)
+        encoded_z = reparameterization(mu, logvar)
+        fake_B = generator(real_A, encoded_z)
+        loss_pixel = mae_loss(fake_B, real_B)
+        loss_kl = 0.5 * torch.sum(torch.exp(logvar) + mu**2 - logvar - 1)
+        loss_VAE_GAN = compute_loss(D_VAE, fake_B, valid)
+        sampled_z = _as_floats(rng.normal(0, 1, (real_A.size(0), latent_dim)), real_A)
+        _fake_B = generator(real_A, sampled_z)
+        loss_LR_GAN = compute_loss(D_LR, _fake_B, valid)
+        loss_GE = loss_VAE_GAN + loss_LR_GAN + lambda_pixel * loss_pixel + lambda_kl * loss_kl
+        loss_GE.backward(retain_graph=True)
+        opt_e.step()
+        # Generator Only Loss
+        _mu, _ = encoder(_fake_B)
+        loss_latent = lambda_latent * mae_loss(_mu, sampled_z)
+        loss_latent.backward()
+        opt_g.step()
+        # Train Discriminator (cVAE-GAN)
+        opt_d_vae.zero_grad()
+        loss_D_VAE = compute_loss(D_VAE, real_B, valid) + compute_loss(D_VAE, fake_B.detach(), fake)
+        loss_D_VAE.backward()
+        opt_d_vae.step()
+        # Train Discriminator (cLR-GAN)
+        opt_d_lr.zero_grad()
+        loss_D_LR = compute_loss(D_LR, real_B, valid) + compute_loss(D_LR, _fake_B.detach(), fake)
+        loss_D_LR.backward()
+        opt_d_lr.step()
+        row = {"loss_GE": loss_GE, "loss_pixel": loss_pixel, "loss_kl": loss_kl,
+               "loss_latent": loss_latent, "loss_D_VAE": loss_D_VAE,
+               "loss_D_LR": loss_D_LR}  # fmt: skip
+        history.append({key: value.item() for key, value in row.items()})
+    return history
+
+
 def pytorch_gan_esrgan(G, D, opt_g, opt_d, batches: Pairs, feature_extractor: nn.Module,
                        lambda_adv: float = 5e-3, lambda_pixel: float = 1e-2,
                        warmup_batches: int = 500):  # fmt: skip
