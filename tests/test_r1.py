@@ -160,3 +160,31 @@ def test_lazy_r1_is_held_by_cuda_graphs_and_needs_r1_in_the_trainer():
         Config(r1=0.0, r1_every=4).validate()
     with pytest.raises(ValueError, match="r1_every must be a positive integer"):
         Config(r1=1.0, r1_every=0).validate()
+
+
+class R1AndOwn(NS):
+    """R1 from the objective, and a penalty of the subclass's own: a constant 0.5 on
+    D's graph (so the parameters are R1's alone and the log tells both apart)."""
+
+    def penalty(self, D, real, fake):
+        return 0.5 + 0 * D(real).sum()
+
+
+@pytest.mark.parametrize("schedule", ["d_first", "simultaneous"])
+def test_r1_in_the_loss_and_an_objectives_own_penalty_both_apply(schedule):
+    """Before, R1 due in D's loss replaced the objective's own penalty in silence."""
+    runs = []
+    for objective in (NS(r1=1.0), R1AndOwn(r1=1.0)):
+        torch.manual_seed(0)
+        G, D = nn.Linear(3, 2).double(), nn.Linear(2, 1).double()
+        opts = torch.optim.SGD(G.parameters(), 0.1), torch.optim.SGD(D.parameters(), 0.1)
+        step = Step(G, D, *opts, objective=objective, schedule=schedule,
+                    latent=latent_stream(3, seed=1))  # fmt: skip
+        gen = torch.Generator().manual_seed(2)
+        logs = [step(torch.randn(4, 2, generator=gen, dtype=torch.float64)) for _ in range(3)]
+        runs.append((logs, [p.detach().clone() for p in (*G.parameters(), *D.parameters())]))
+    (r1_logs, r1_params), (both_logs, both_params) = runs
+    for r1, both in zip(r1_logs, both_logs, strict=True):  # the general path, then the steady one
+        assert_close(both["gp"], r1["gp"] + 0.5)
+    for p, q in zip(r1_params, both_params, strict=True):
+        assert_close(p, q, rtol=0, atol=1e-15)
