@@ -237,27 +237,19 @@ def test_wgan_div_penalty_on_forwards_of_its_own_is_another_update():
 # --- relativistic_gan: G's phase as written (D three times, the last loss kept) -----------
 
 
-class RelativisticD(nn.Module):
-    """relativistic_gan.py's Discriminator in small: blocks of a strided conv,
-    LeakyReLU, Dropout2d(0.25) and (after the first) BatchNorm2d(eps=0.8), then a
-    Linear. A relativistic D loss reads score differences, so a bias added to every
-    score has a gradient that is zero in arithmetic and rounding noise in floating
-    point, which Adam turns into steps of size lr (helpers.wild.TOLERANCE: 9e-11 on the
-    BatchNorm's shift with --rel_avg_gan): here the Linear has no bias and the last
-    BatchNorm's shift does not train."""
+class RelativisticD(DraganD):
+    """relativistic_gan.py's Discriminator in small: dragan.py's blocks (a strided conv,
+    LeakyReLU, Dropout2d(0.25), BatchNorm2d(eps=0.8)), then a Linear with no Sigmoid.
+    A relativistic D loss reads score differences, so a bias added to every score has a
+    gradient that is zero in arithmetic and rounding noise in floating point, which Adam
+    turns into steps of size lr (helpers.wild.TOLERANCE: 9e-11 on the BatchNorm's shift
+    with --rel_avg_gan): here the Linear has no bias and the last BatchNorm's shift does
+    not train."""
 
     def __init__(self) -> None:
         super().__init__()
-        self.model = nn.Sequential(
-            nn.Conv2d(1, 4, 3, 2, 1), nn.LeakyReLU(0.2), nn.Dropout2d(0.25),
-            nn.Conv2d(4, 8, 3, 2, 1), nn.LeakyReLU(0.2), nn.Dropout2d(0.25),
-            nn.BatchNorm2d(8, 0.8),
-        )  # fmt: skip
         self.model[6].bias.requires_grad_(False)
         self.adv_layer = nn.Linear(8 * 2 * 2, 1, bias=False)
-
-    def forward(self, img):
-        return self.adv_layer(self.model(img).view(img.shape[0], -1))
 
 
 def plain_g(relativistic: type) -> objectives.Objective:

@@ -32,7 +32,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from .checks import scale_factor
-from .cycle import _check_holds
+from .cycle import _check_holds, check_batches
 from .game import Game
 from .losses import scores, summed
 from .objectives import Logs, Objective, get_objective, has_penalty
@@ -126,14 +126,7 @@ class BicycleStep:
 
     def __call__(self, real_A: Tensor, real_B: Tensor) -> dict[str, Tensor]:
         """One iteration on a batch of sources ``real_A`` and their targets ``real_B``."""
-        for name, x in (("real_A", real_A), ("real_B", real_B)):
-            if not isinstance(x, Tensor) or x.dim() < 2 or x.shape[0] == 0:
-                raise ValueError(f"{name} must be a batch tensor (n, ...), got {x!r}")
-        if real_A.shape[0] != real_B.shape[0]:
-            raise ValueError(
-                f"real_A has {real_A.shape[0]} rows and real_B {real_B.shape[0]}: BicycleGAN "
-                "pairs each source with its target"
-            )
+        check_batches(real_A, real_B, "BicycleGAN pairs each source with its target")
         game = self.game
         D_VAE, D_LR = game.d.module
         with frozen(game.d.module):

@@ -202,14 +202,8 @@ class CycleStep:
 
     def __call__(self, real_A: Tensor, real_B: Tensor) -> dict[str, Tensor]:
         """One iteration on a batch of each domain (the same number of rows)."""
-        for name, x in (("real_A", real_A), ("real_B", real_B)):
-            if not isinstance(x, Tensor) or x.dim() < 2 or x.shape[0] == 0:
-                raise ValueError(f"{name} must be a batch tensor (n, ...), got {x!r}")
-        if real_A.shape[0] != real_B.shape[0]:
-            raise ValueError(
-                f"real_A has {real_A.shape[0]} rows and real_B {real_B.shape[0]}: a CycleStep "
-                "takes one batch of each domain, of the same size, as CycleGAN's loop does"
-            )
+        check_batches(real_A, real_B, "a CycleStep takes one batch of each domain, of the "
+                      "same size, as CycleGAN's loop does")  # fmt: skip
         game = self.game
         reals = [(real_A, real_B)]
         if self.order == "d_first":
@@ -360,6 +354,15 @@ def _check_holds(opt: object, modules: nn.ModuleList, arg: str, names: str) -> N
     missing = [p for p in modules.parameters() if p.requires_grad and id(p) not in held]
     if missing:
         raise ValueError(f"{arg} must hold the parameters of {names} (one optimizer for both)")
+
+
+def check_batches(real_A: object, real_B: object, why: str) -> None:
+    """Two batch tensors of the same number of rows (``why`` says why they must be)."""
+    for name, x in (("real_A", real_A), ("real_B", real_B)):
+        if not isinstance(x, Tensor) or x.dim() < 2 or x.shape[0] == 0:
+            raise ValueError(f"{name} must be a batch tensor (n, ...), got {x!r}")
+    if real_A.shape[0] != real_B.shape[0]:
+        raise ValueError(f"real_A has {real_A.shape[0]} rows and real_B {real_B.shape[0]}: {why}")
 
 
 def _check_order(order: object, g_every: object) -> tuple[str, int]:
