@@ -139,7 +139,7 @@ def test_cycle_step_resumes_with_its_pools():
 
 def test_cycle_step_arguments_are_checked():
     (G_A, G_B, D_A, D_B, opt_g, opt_d), _ = models(1, 1)
-    with pytest.raises(ValueError, match="four different modules"):
+    with pytest.raises(ValueError, match="D_B must be 4 different modules"):
         CycleStep(G_A, G_A, D_A, D_B, opt_g, opt_d)
     with pytest.raises(ValueError, match="opt_g must hold the parameters of G_A and G_B"):
         CycleStep(G_A, G_B, D_A, D_B, torch.optim.SGD(G_A.parameters(), 0.1), opt_d)

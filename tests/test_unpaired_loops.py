@@ -356,7 +356,7 @@ def test_bicycle_step_arguments_are_checked():
     latent = lambda n: torch.randn(n, LATENT, dtype=torch.float64)  # noqa: E731
     with pytest.raises(ValueError, match="opt_e must hold the parameters of E"):
         BicycleStep(G, E, D_VAE, D_LR, opt_g, opt_g, opt_d, latent=latent)
-    with pytest.raises(ValueError, match="four different modules"):
+    with pytest.raises(ValueError, match="D_LR must be 4 different modules"):
         BicycleStep(G, E, D_VAE, D_VAE, opt_g, opt_e, opt_d, latent=latent)
     with pytest.raises(ValueError, match="no penalty"):
         BicycleStep(G, E, D_VAE, D_LR, opt_g, opt_e, opt_d, latent=latent, objective="wgan_gp")

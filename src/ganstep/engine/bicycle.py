@@ -32,7 +32,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from .checks import scale_factor
-from .cycle import _check_holds, check_batches
+from .cycle import _check_holds, check_batches, check_modules
 from .game import Game
 from .losses import scores, summed
 from .objectives import Logs, Objective, get_objective, has_penalty
@@ -86,12 +86,7 @@ class BicycleStep:
         latent_l1: float = 0.5,
         kl: float = 0.01,
     ) -> None:
-        modules = {"G": G, "E": E, "D_VAE": D_VAE, "D_LR": D_LR}
-        for name, module in modules.items():
-            if not isinstance(module, nn.Module):
-                raise TypeError(f"{name} must be a torch.nn.Module, got {type(module).__name__}")
-        if len({id(m) for m in modules.values()}) < 4:
-            raise ValueError("G, E, D_VAE and D_LR must be four different modules")
+        check_modules({"G": G, "E": E, "D_VAE": D_VAE, "D_LR": D_LR})
         if not callable(latent):
             raise TypeError(f"latent must be callable as latent(n), got {latent!r}")
         objective = get_objective(objective)

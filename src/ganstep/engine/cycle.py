@@ -149,12 +149,7 @@ class CycleStep:
         g_terms: dict | None = None,
         d_terms: dict | None = None,
     ) -> None:
-        modules = {"G_A": G_A, "G_B": G_B, "D_A": D_A, "D_B": D_B}
-        for name, module in modules.items():
-            if not isinstance(module, nn.Module):
-                raise TypeError(f"{name} must be a torch.nn.Module, got {type(module).__name__}")
-        if len({id(m) for m in modules.values()}) < 4:
-            raise ValueError("G_A, G_B, D_A and D_B must be four different modules")
+        check_modules({"G_A": G_A, "G_B": G_B, "D_A": D_A, "D_B": D_B})
         objective = get_objective(objective)
         if objective.g_needs_real or objective.name == "began":
             raise ValueError(
@@ -165,12 +160,7 @@ class CycleStep:
             raise ValueError("CycleStep does not take R1: build the objective without r1")
         self.order, self.g_every = _check_order(order, g_every)
         self.g_order = _check_g_order(g_order)
-        if tuple(discriminator_order) not in (("D_A", "D_B"), ("D_B", "D_A")):
-            raise ValueError(
-                f'discriminator_order must be ("D_A", "D_B") or ("D_B", "D_A"), got '
-                f"{discriminator_order!r}"
-            )
-        self.discriminator_order = tuple(discriminator_order)
+        self.discriminator_order = _check_discriminator_order(discriminator_order)
         self.cycle = scale_factor(cycle, "cycle", zero=True)
         self.identity = scale_factor(identity, "identity", zero=True)
         generators, discriminators = nn.ModuleList([G_A, G_B]), nn.ModuleList([D_A, D_B])
@@ -356,6 +346,16 @@ def _check_holds(opt: object, modules: nn.ModuleList, arg: str, names: str) -> N
         raise ValueError(f"{arg} must hold the parameters of {names} (one optimizer for both)")
 
 
+def check_modules(modules: dict[str, object]) -> None:
+    """Each a ``torch.nn.Module``, no two the same."""
+    for name, module in modules.items():
+        if not isinstance(module, nn.Module):
+            raise TypeError(f"{name} must be a torch.nn.Module, got {type(module).__name__}")
+    if len({id(m) for m in modules.values()}) < len(modules):
+        *first, last = modules
+        raise ValueError(f"{', '.join(first)} and {last} must be {len(modules)} different modules")
+
+
 def check_batches(real_A: object, real_B: object, why: str) -> None:
     """Two batch tensors of the same number of rows (``why`` says why they must be)."""
     for name, x in (("real_A", real_A), ("real_B", real_B)):
@@ -375,6 +375,14 @@ def _check_order(order: object, g_every: object) -> tuple[str, int]:
             "shares its forwards with: use order='d_first' (DualGAN's n_critic)"
         )
     return order, g_every
+
+
+def _check_discriminator_order(order: object) -> tuple[str, str]:
+    if isinstance(order, str) or tuple(order) not in (("D_A", "D_B"), ("D_B", "D_A")):
+        raise ValueError(
+            f'discriminator_order must be ("D_A", "D_B") or ("D_B", "D_A"), got {order!r}'
+        )
+    return tuple(order)
 
 
 def _check_g_order(g_order: object) -> tuple[str, ...]:

@@ -38,8 +38,9 @@ from .step_checks import (
     check_sources,
     compiled,
     info_step,
+    loss_terms,
 )
-from .views import Term, any_reads_real, normalize_terms
+from .views import Term
 
 Terms = dict[str, Term | tuple[float, Term]]  # extra loss terms: {"name": fn or (weight, fn)}
 
@@ -249,19 +250,11 @@ class Step:
         self.accumulate = positive_int(accumulate, "accumulate")
         objective = get_objective(objective)
         self.schedule = get_schedule(schedule)
-        g_terms, d_terms = normalize_terms(g_terms, "g_terms"), normalize_terms(d_terms, "d_terms")
-        shared = sorted(set(g_terms) & set(d_terms))
-        if shared:
-            raise ValueError(
-                f"g_terms and d_terms both name {shared}: an iteration's logs keep one value "
-                "per name, so one would hide the other; name them apart (g_cls, d_cls)"
-            )
+        g_terms, d_terms = loss_terms(g_terms, d_terms)
         check_objective_fits(objective, self.accumulate, g_terms, g_scale)
         check_compile_fits(compile, objective, g_regularizer)
-        device = next(G.parameters()).device
-        self.precision = Precision(precision, device.type)
-        self.distributed = bool(distributed)
-        self._group_checked = distributed is not None
+        self.precision = Precision(precision, next(G.parameters()).device.type)
+        self.distributed, self._group_checked = bool(distributed), distributed is not None
         info = info_step(G, D, info_optimizer, info_terms, info_latent, latent, self.precision)
         if distributed:
             data_parallel.broadcast_module(G)
@@ -271,8 +264,7 @@ class Step:
             d_scale=weight(d_scale, "d_scale"), g_scale=weight(g_scale, "g_scale"),
             d_conditional=d_conditional, concat=concat, d_order=d_order, d_map=d_map,
             d_forwards=d_forwards, augment=get_augment(augment), check_finite=check_finite,
-            g_forwards=check_g_forwards(
-                g_forwards, objective.g_needs_real or any_reads_real(g_terms)),
+            g_forwards=check_g_forwards(g_forwards, objective, g_terms),
             fake_pool=None if fake_pool is None else FakePool(fake_pool),
             g_regularizer=check_g_regularizer(g_regularizer, latent),
             before_step=check_hooks(before_step, "before_step"),

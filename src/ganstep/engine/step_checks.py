@@ -17,7 +17,7 @@ from .objectives import Objective, has_penalty
 from .precision import Precision
 from .regularizers import Regularizer
 from .sides import Side, trainable
-from .views import normalize_terms
+from .views import any_reads_real, normalize_terms
 
 
 def check_optimizer(opt: object, module: nn.Module, own: str, other: nn.Module) -> None:
@@ -224,9 +224,11 @@ def check_options(
 G_FORWARDS = ("real", "fake")
 
 
-def check_g_forwards(g_forwards: object, needs_real: bool) -> tuple[str, ...] | None:
+def check_g_forwards(g_forwards: object, objective: Objective,
+                     g_terms: dict) -> tuple[str, ...] | None:  # fmt: skip
     """``g_forwards`` as a tuple of ``"real"`` and ``"fake"`` with a ``"fake"`` (L_G's)
     and a ``"real"`` where L_G reads D on the real batch; ``None`` passes through."""
+    needs_real = objective.g_needs_real or any_reads_real(g_terms)
     if g_forwards is None:
         return None
     if isinstance(g_forwards, str) or not isinstance(g_forwards, (tuple, list)):
@@ -246,6 +248,19 @@ def check_g_forwards(g_forwards: object, needs_real: bool) -> tuple[str, ...] | 
             "on the real batch in G's loss"
         )
     return forwards
+
+
+def loss_terms(g_terms: object, d_terms: object) -> tuple[dict, dict]:
+    """G's and D's terms, normalized; a name in both is refused, since an iteration's
+    logs keep one value per name."""
+    g_terms, d_terms = normalize_terms(g_terms, "g_terms"), normalize_terms(d_terms, "d_terms")
+    shared = sorted(set(g_terms) & set(d_terms))
+    if shared:
+        raise ValueError(
+            f"g_terms and d_terms both name {shared}: an iteration's logs keep one value "
+            "per name, so one would hide the other; name them apart (g_cls, d_cls)"
+        )
+    return g_terms, d_terms
 
 
 def check_objective_fits(
