@@ -195,3 +195,75 @@ def test_stylegan2_ada_with_modules_frozen_between_phases(tmp_path):
     assert r["double_backwards"]["D"] == 2 / 4  # R1's gradient, in Dreg's two rounds
     assert r["wasted_flops"] == 0 and r["hazards"] == []
     assert "regularization steps of their own" in proc.stdout
+
+
+# --- audit --port / --verify: the Step that equals the script, verified -----------------
+
+
+def ported(tmp_path: Path, script: str, *script_args, flag=("--port",)) -> tuple:
+    """The audit of ``script`` with ``flag`` (3 iterations), its output and its JSON's port."""
+    out = tmp_path / f"{script}.json"
+    proc = ganstep("audit", SCRIPTS / f"{script}.py", "--iterations", 3, "--json", out, *flag,
+                   "--", *script_args, cache=tmp_path, cwd=tmp_path, check=False)  # fmt: skip
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return proc, json.loads(out.read_text())["port"]
+
+
+def test_port_prints_the_dcgan_examples_step_verified_and_runnable(tmp_path):
+    """The DCGAN example: BCELoss on a Sigmoid D, D first, G on the same fakes. The
+    printed Step equals the script's update over the audited iterations (parameters,
+    Adam states), and the code runs when pasted beside the script's names."""
+    proc, port = ported(tmp_path, "dcgan_example", "--batchSize", N, "--niter", 3,
+                        "--outf", tmp_path)  # fmt: skip
+    assert "this Step equals the script's update over 3 iteration(s)" in proc.stdout
+    assert port["max_difference"] <= 1e-6 and port["iterations"] == 3
+    code = port["code"]
+    assert "objective=NS(probabilities=True)" in code and "schedule=d_first()" in code
+    assert "netG, netD, optimizerG, optimizerD" in code and "d_scale" not in code
+    torch.manual_seed(0)
+    netG = torch.nn.Linear(NZ, NX)
+    netD = torch.nn.Sequential(torch.nn.Linear(NX, 1), torch.nn.Sigmoid())
+    names = {"torch": torch, "netG": netG, "netD": netD,
+             "optimizerG": torch.optim.Adam(netG.parameters()),
+             "optimizerD": torch.optim.Adam(netD.parameters())}  # fmt: skip
+    exec(code, names)  # noqa: S102 - the code the port printed
+    logs = names["step"](torch.rand(4, NX))
+    assert {"loss_d", "loss_g"} <= set(logs)
+
+
+def test_port_finds_pytorch_gans_halved_d_loss(tmp_path):
+    """PyTorch-GAN's G-first loop: simultaneous(), and its (real + fake) / 2 as
+    d_scale=0.5 (Adam's moments tell the scale apart)."""
+    _, port = ported(tmp_path, "pytorch_gan_dcgan")
+    assert port["max_difference"] <= 1e-6
+    assert "schedule=simultaneous()" in port["code"] and "d_scale=0.5" in port["code"]
+
+
+def test_verify_follows_wgan_gps_n_critic_loop_and_its_penalty_draws(tmp_path):
+    """wgan_gp.py: a D step per batch with torch.rand's interpolation weights, G every
+    5th batch on the same z: the port replays the script's generator state at each of
+    G's calls, so the penalty draws what the script drew."""
+    proc, port = ported(tmp_path, "wgan_gp", flag=("--verify", 3))
+    assert port["max_difference"] <= 1e-6, port["notes"]
+    code = port["code"]
+    assert "objective=WGANGP(10.0)" in code
+    assert "schedule=d_first(g_every=5, reuse_fake=False, reuse_z=True)" in code
+    assert "once per real batch" in code
+
+
+def test_port_names_what_it_cannot_map_instead_of_guessing(tmp_path):
+    proc, port = ported(tmp_path, "biggan")
+    assert port["code"] is None
+    assert port["notes"] == ["G is called with 2 tensors (a condition): the port maps "
+                             "unconditional G(z) and D(x) so far"]  # fmt: skip
+    assert "no Step found that equals this script's update" in proc.stdout
+
+
+@pytest.mark.parametrize("args, message", [
+    (("--verify", "0"), "--verify must be at least 1 iteration, got 0"),
+    (("--port", "--function", "step"), "--port replays a script's own run"),
+])  # fmt: skip
+def test_port_flags_are_checked(tmp_path, args, message):
+    proc = ganstep("audit", SCRIPTS / "dcgan_example.py", *args, cache=tmp_path, cwd=tmp_path,
+                   check=False)  # fmt: skip
+    assert proc.returncode != 0 and message in proc.stderr

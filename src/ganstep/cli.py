@@ -217,7 +217,7 @@ def _add_audit(sub) -> None:
     audit = sub.add_parser(
         "audit",
         usage="ganstep audit SCRIPT [--iterations N] [--G NAME] [--D NAME] [--json FILE] "
-        "[--function NAME] [-- SCRIPT ARGS...]",
+        "[--function NAME] [--port] [--verify N] [-- SCRIPT ARGS...]",
         help="instrument your training script, unmodified: passes, waste, hazards",
         description="Runs SCRIPT as __main__ with its own arguments (those after --), "
         "finds G and D (the modules its optimizers train; D consumes G's output), lets it "
@@ -226,7 +226,9 @@ def _add_audit(sub) -> None:
         "(the report covers the steps before the crash). With --function, SCRIPT is "
         "instead run as the module __ganstep_audit__ (its main block does not run) and "
         "must define G and D (or the names --G/--D give) and that function, one training "
-        "iteration with no arguments; opt_g and opt_d are used if defined.",
+        "iteration with no arguments; opt_g and opt_d are used if defined. With --port, "
+        "the report ends with the Step that equals the script's update, found and verified "
+        "on copies of its own models, batches and random draws (or what stood in the way).",
     )
     audit.add_argument("script", type=Path, help="a Python file")
     audit.add_argument("--iterations", type=int, default=2, help="iterations to run")
@@ -240,6 +242,11 @@ def _add_audit(sub) -> None:
     audit.add_argument("--force", action="store_true", help=_FORCE)
     audit.add_argument("--function", metavar="NAME",
                        help="audit this function of SCRIPT instead of running SCRIPT")  # fmt: skip
+    audit.add_argument("--port", action="store_true",
+                       help="print the Step that equals the script's update, verified over "
+                       "the audited iterations")  # fmt: skip
+    audit.add_argument("--verify", type=int, metavar="N",
+                       help="--port, verified over N iterations (the audit runs N)")  # fmt: skip
 
 
 def _train(args: argparse.Namespace) -> int:
@@ -418,6 +425,12 @@ def _audit(args: argparse.Namespace) -> int:
 
     if args.iterations < 1:
         raise ValueError(f"--iterations must be at least 1, got {args.iterations}")
+    if args.verify is not None:
+        if args.verify < 1:
+            raise ValueError(f"--verify must be at least 1 iteration, got {args.verify}")
+        args.port, args.iterations = True, args.verify
+    if args.port and args.function is not None:
+        raise ValueError("--port replays a script's own run; it does not take --function")
     _writable_output(args.json, "--json", args.force, script=args.script)
 
     def show(report) -> int:
@@ -446,7 +459,7 @@ def _audit(args: argparse.Namespace) -> int:
         raise ValueError(f"--timeout must be a number of seconds > 0, got {args.timeout}")
     code = show(audit_script(args.script, args.script_args, iterations=args.iterations,
                              G=args.g_name, D=args.d_name, on_swallowed=leave,
-                             timeout=args.timeout))  # fmt: skip
+                             timeout=args.timeout, port=args.port))  # fmt: skip
     left = [t.name for t in threading.enumerate()
             if t.is_alive() and not t.daemon and t is not threading.main_thread()]  # fmt: skip
     if left:  # the script's own threads would keep the process alive after the report

@@ -119,6 +119,8 @@ class Report:
     # optimizer steps on a regularizer alone (lazy R1, path length), per iteration: left
     # out of the update order and the step counts
     regularization: dict[str, float] = field(default_factory=lambda: dict.fromkeys(MODULES, 0.0))
+    # the Step that equals the script, when asked for (ganstep.tools.port.Port)
+    port: object = None
 
     def as_dict(self) -> dict:
         """A JSON-ready dict (the error as its message)."""
@@ -141,6 +143,7 @@ class Report:
             "d_order": self.d_order,
             "d_concat": self.d_concat,
             "regularization": self.regularization,
+            **({} if self.port is None else {"port": self.port.as_dict()}),
         }
 
     def __str__(self) -> str:
@@ -187,6 +190,8 @@ class Report:
             )
         else:
             lines.append("  ganstep: no single ganstep schedule matches this update order.")
+        if self.port is not None:
+            lines += ["", str(self.port)]
         return "\n".join(lines)
 
     def _d_lines(self) -> list[str]:

@@ -29,6 +29,8 @@ from torch import nn
 from ..engine.checks import positive_int
 from ..engine.d_profile import observing
 from .audit import MODULES, Recorder, Report, analyse, crash_location
+from .port import Capture
+from .port import port as port_of
 
 
 class AuditError(ValueError):
@@ -78,6 +80,22 @@ class ScriptRecorder(Recorder):
         # Called when the script goes on after the stop (it swallowed it: a bare except,
         # ``except BaseException``); the command line reports and leaves the process.
         self.on_swallowed: Callable[[], object] | None = None
+        self.capture: Capture | None = None  # what --port keeps to replay the update
+
+    def add_module(self, label: str, module: nn.Module) -> None:
+        super().add_module(label, module)
+        if self.capture is not None:  # its state before the script's first call of it
+            self.capture.module_seen(module)
+
+    def forward_end(self, label: str, args: tuple, out: object, start: tuple) -> None:
+        super().forward_end(label, args, out, start)
+        if self.capture is not None:
+            self.capture.called(self.forwards[-1].seq, args, start[1])
+
+    def _after_step(self, opt, args, kwargs) -> None:
+        super()._after_step(opt, args, kwargs)
+        if self.capture is not None:
+            self.capture.stepped(list(self.modules.values()), self.optimizers)
 
     def _after_stop(self) -> None:
         """The script ran on after being stopped: stop it again, or leave. Another thread
@@ -284,6 +302,7 @@ def audit_script(
     D: str | None = None,
     on_swallowed: Callable[[Report], object] | None = None,
     timeout: float | None = None,
+    port: bool = False,
 ) -> Report:
     """Run ``script`` as ``__main__`` with ``sys.argv = [script, *args]``, stop it after
     ``iterations`` iterations, and report on them.
@@ -301,6 +320,10 @@ def audit_script(
     ``timeout``: seconds the script may run before its iterations are done (a loop that
     never trains, or waits forever); past them it is stopped and :class:`AuditError`
     says so. Needs the main thread of a POSIX process (a timer signal); None: no limit.
+
+    ``port``: find the Step that equals the script's update over the audited
+    iterations, verified on copies of its models (:mod:`ganstep.tools.port`); it is the
+    report's ``port``.
     """
     positive_int(iterations, "iterations")
     if timeout is not None and not (isinstance(timeout, int | float) and timeout > 0):
@@ -309,6 +332,7 @@ def audit_script(
     if not path.is_file():
         raise AuditError(f"{script}: no such script")
     rec = ScriptRecorder(iterations)
+    rec.capture = Capture() if port else None
     if on_swallowed is not None:
 
         def leave() -> None:
@@ -325,7 +349,10 @@ def audit_script(
             f"{len(rec.opt_steps)} optimizer step(s) of G or D): stopped. A loop that waits or "
             "never trains? Give --timeout more seconds if it is only slow"
         )
-    return _report(rec, path, script, G, D, error)
+    report = _report(rec, path, script, G, D, error)
+    if port:
+        report.port = port_of(rec, report, rec.capture, _names(rec))
+    return report
 
 
 def _report(rec: ScriptRecorder, path: Path, script, G, D, error) -> Report:
@@ -387,6 +414,8 @@ def _run_recorded(
     def noting_init(opt, *a, **k):
         original_init(opt, *a, **k)
         rec.optimizers.append(opt)
+        if rec.capture is not None:
+            rec.capture.optimizer_made(opt)
 
     def exit_now(code: int = 0) -> None:  # os._exit would leave without a report
         raise _Exit(code)

@@ -1,0 +1,354 @@
+"""``ganstep audit --port``: from an audited script to the Step that equals its update,
+found by verification on the script's own models, batches and random draws.
+
+While the script runs (:class:`Capture`), the audit keeps what it needs to replay the
+update: each module's state when the script first called it, each optimizer's state
+when the script made it, every top-level call's arguments with torch's generator
+state at that call, and G's and D's state after each optimizer step. Afterwards
+(:func:`port`), copies of G and D start from the first states, new optimizers of the
+script's kinds from theirs, and candidate Steps (the audit's schedule with each
+objective and loss scale that could be the script's) run the audited iterations on
+the real batches the script gave D, with ``latent`` returning the z the script gave G
+and setting torch's generator to its state at that call (so that a penalty's draws
+and D's Dropout masks follow the script's stream). A candidate whose parameters,
+buffers and optimizer states end equal to the script's is printed as code, with the
+largest difference; none is printed otherwise, and what stood in the way is said.
+Nothing is guessed: every choice printed is one that was verified.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+import torch
+from torch import Tensor, nn
+
+from ..engine.objectives import LSGAN, NS, WGANGP, Hinge, Objective, Wasserstein
+from ..engine.schedules import d_first, g_first, simultaneous
+from ..engine.step import Step
+from ..engine.views import adversarial, ends_in_sigmoid
+
+# float32's rounding after a few Adam steps, the order of sums being another one's
+TOLERANCE = 1e-5
+
+
+@dataclass
+class Capture:
+    """What the audit keeps for the port while the script runs."""
+
+    first_state: dict[int, dict[str, Tensor]] = field(default_factory=dict)  # by id(module)
+    made_state: dict[int, dict] = field(default_factory=dict)  # by id(optimizer)
+    calls: dict[int, tuple[tuple, list[Tensor]]] = field(default_factory=dict)  # by seq
+    after_step: dict[int, dict] = field(default_factory=dict)  # by id: the latest state
+
+    def module_seen(self, module: nn.Module) -> None:
+        if id(module) not in self.first_state:
+            self.first_state[id(module)] = _cloned(module.state_dict())
+
+    def optimizer_made(self, opt: torch.optim.Optimizer) -> None:
+        self.made_state[id(opt)] = copy.deepcopy(opt.state_dict())
+
+    def called(self, seq: int, args: tuple, rng: list[Tensor]) -> None:
+        kept = tuple(a.detach().clone() if isinstance(a, Tensor) else a for a in args)
+        self.calls[seq] = (kept, rng)
+
+    def stepped(self, modules: list[nn.Module], optimizers: list) -> None:
+        for m in modules:
+            self.after_step[id(m)] = _cloned(m.state_dict())
+        for opt in optimizers:
+            self.after_step[id(opt)] = copy.deepcopy(opt.state_dict())
+
+
+def _cloned(state: dict) -> dict:
+    return {k: v.detach().clone() if isinstance(v, Tensor) else v for k, v in state.items()}
+
+
+@dataclass
+class Port:
+    """The Step that equals the script (``code``), verified over ``iterations`` with
+    ``max_difference``; or ``code`` None and ``notes`` saying what stood in the way."""
+
+    code: str | None
+    iterations: int
+    max_difference: float | None = None
+    notes: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict:
+        return {"code": self.code, "iterations": self.iterations,
+                "max_difference": self.max_difference, "notes": self.notes}  # fmt: skip
+
+    def __str__(self) -> str:
+        if self.code is None:
+            head = "ganstep audit --port: no Step found that equals this script's update"
+            return "\n".join([head, *(f"  - {n}" for n in self.notes)])
+        head = (f"ganstep audit --port: this Step equals the script's update over "
+                f"{self.iterations} iteration(s) (largest difference in parameters, buffers "
+                f"and optimizer states: {self.max_difference:.3g})")  # fmt: skip
+        return "\n".join([head, *(f"  note: {n}" for n in self.notes), "", self.code])
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """An objective and loss scales to try, as code and as objects, and why."""
+
+    objective: str
+    make: type[Objective] | object
+    d_scale: float
+    g_scale: float
+    why: str
+
+
+def candidates(d_output: Tensor, penalty: bool) -> list[Candidate]:
+    """The objectives the script's D loss could be: on probabilities where D's output
+    comes out of a Sigmoid, with a gradient penalty where D's step took a double
+    backward; the scales the public scripts use (PyTorch-GAN halves D's BCE, MSE is
+    twice ganstep's halved least squares)."""
+    if penalty:
+        why = "D's step took a double backward (a gradient penalty) on Wasserstein losses"
+        return [Candidate("WGANGP(10.0)", lambda: WGANGP(10.0), 1.0, 1.0, why)]
+    if ends_in_sigmoid(d_output):
+        why = "D's output comes out of a Sigmoid: BCE on its probabilities"
+        return [Candidate("NS(probabilities=True)", lambda: NS(probabilities=True), d, 1.0, why)
+                for d in (1.0, 0.5)]  # fmt: skip
+    found = [Candidate("NS()", NS, d, 1.0, "BCE with logits on D's output") for d in (1.0, 0.5)]
+    found += [Candidate("LSGAN()", LSGAN, d, g, "least squares on D's output")
+              for d in (1.0, 2.0) for g in (1.0, 2.0)]  # fmt: skip
+    found.append(Candidate("Hinge()", Hinge, 1.0, 1.0, "hinge losses on D's output"))
+    found.append(Candidate("Wasserstein()", Wasserstein, 1.0, 1.0, "Wasserstein losses"))
+    return found
+
+
+@dataclass
+class Replay:
+    """What the audited iterations fed G and D, by iteration."""
+
+    reals: list[list[Tensor]]
+    zs: list[tuple[Tensor, list[Tensor]]]
+
+
+def replay(rec, capture: Capture, iterations: int) -> Replay | str:
+    """Each iteration's real batches (D's inputs not made by G, nor requiring grad as a
+    penalty's interpolates do) and G's inputs with the generator states at those calls
+    (a z given again is one draw); or why not."""
+    reals: list[list[Tensor]] = [[] for _ in range(iterations)]
+    zs: list[tuple[Tensor, list[Tensor]]] = []
+    for f in rec.forwards:
+        if f.iteration >= iterations or not f.used or f.seq not in capture.calls:
+            continue
+        args, rng = capture.calls[f.seq]
+        tensors = [a for a in args if isinstance(a, Tensor)]
+        if f.label in ("G", "D") and len(tensors) != 1:
+            return (f"{f.label} is called with {len(tensors)} tensors (a condition): the port "
+                    "maps unconditional G(z) and D(x) so far")  # fmt: skip
+        if f.label == "G" and not (zs and torch.equal(zs[-1][0], tensors[0])):
+            zs.append((tensors[0], rng))
+        elif f.label == "D" and f.producer is None and f.concat is None and not f.input_grad:
+            # (an input that requires grad is a penalty's: interpolates, not data)
+            same = reals[f.iteration] and torch.equal(reals[f.iteration][-1], tensors[0])
+            if not same:
+                reals[f.iteration].append(tensors[0])
+    return Replay(reals, zs)
+
+
+def _set_rng(states: list[Tensor]) -> None:
+    torch.random.set_rng_state(states[0])
+    if len(states) > 1:
+        torch.cuda.set_rng_state_all(states[1:])
+
+
+def _copy(module: nn.Module, state: dict) -> nn.Module:
+    twin = copy.deepcopy(module)
+    twin.load_state_dict(state)
+    return twin
+
+
+def _optimizer_like(opt, made_state: dict, original: nn.Module, twin: nn.Module):
+    """An optimizer of ``opt``'s kind over ``twin``'s parameters, in the state the script
+    made ``opt`` in."""
+    index = {id(p): i for i, p in enumerate(original.parameters())}
+    params = list(twin.parameters())
+    groups = [{**{k: v for k, v in g.items() if k != "params"},
+               "params": [params[index[id(p)]] for p in g["params"]]}
+              for g in opt.param_groups]  # fmt: skip
+    new = type(opt)(groups)
+    new.load_state_dict(made_state)
+    return new
+
+
+def _leaves(value: object) -> Iterator[Tensor]:
+    if isinstance(value, Tensor):
+        yield value
+    elif isinstance(value, dict):
+        for v in value.values():
+            yield from _leaves(v)
+    elif isinstance(value, (list, tuple)):
+        for v in value:
+            yield from _leaves(v)
+
+
+def difference(mine: dict, theirs: dict) -> float:
+    """The largest absolute difference between two states' tensors (inf if they differ
+    in shape or in what they hold)."""
+    a, b = list(_leaves(mine)), list(_leaves(theirs))
+    if len(a) != len(b) or any(x.shape != y.shape for x, y in zip(a, b, strict=True)):
+        return float("inf")
+    floats = [(x, y) for x, y in zip(a, b, strict=True) if x.is_floating_point()]
+    if any(not torch.equal(x, y) for x, y in zip(a, b, strict=True) if not x.is_floating_point()):
+        return float("inf")
+    return max((float((x.double() - y.double()).abs().max()) for x, y in floats if x.numel()),
+               default=0.0)  # fmt: skip
+
+
+@dataclass
+class _Script:
+    """The script's G and D, their optimizers and names, as the audit found them."""
+
+    G: nn.Module
+    D: nn.Module
+    opt_g: torch.optim.Optimizer
+    opt_d: torch.optim.Optimizer
+    names: dict[str, str]
+
+
+def _find(rec, names: dict[str, str]) -> _Script | str:
+    G, D = rec.modules["G"], rec.modules["D"]
+    found = {}
+    for role, module in (("G", G), ("D", D)):
+        ids = {id(p) for p in module.parameters()}
+        held = [o for o in rec.optimizers if any(id(p) in ids for g in o.param_groups
+                                                for p in g["params"])]  # fmt: skip
+        if len(held) != 1:
+            return f"{role}'s parameters are in {len(held)} optimizers: the port maps one each"
+        found[role] = held[0]
+    namespace = rec.namespace or {}
+    by_id = {id(v): k for k, v in namespace.items() if not k.startswith("_")}
+    shown = {"G": names.get("G", "G"), "D": names.get("D", "D"),
+             "opt_g": by_id.get(id(found["G"]), "opt_g"),
+             "opt_d": by_id.get(id(found["D"]), "opt_d")}  # fmt: skip
+    return _Script(G, D, found["G"], found["D"], shown)
+
+
+def schedules(audited: str) -> list[tuple[str, bool]]:
+    """The schedules that could be the script's, each with whether a Step call takes one
+    real batch per D step: the audit's, and for its ``d_first(d_steps=k)`` the n_critic
+    loop that steps G on every k-th batch from the first (PyTorch-GAN's ``i % n_critic ==
+    0``, G forwarded again on the same z), whose first audited iteration has one D step."""
+    found = [(audited, False)]
+    match = re.fullmatch(r"d_first\(d_steps=(\d+)\)", audited)
+    if match:
+        found.append((f"d_first(g_every={match[1]}, reuse_fake=False, reuse_z=True)", True))
+    return found
+
+
+def _run(script: _Script, capture: Capture, data: Replay, schedule: tuple[str, bool],
+         candidate: Candidate, iterations: int) -> float:  # fmt: skip
+    """The largest difference from the script's end state after ``iterations`` of the
+    candidate Step (the audit's iterations, or with ``schedule[1]`` one call per real
+    batch) on copies of the script's models and its replayed inputs."""
+    G = _copy(script.G, capture.first_state[id(script.G)])
+    D = _copy(script.D, capture.first_state[id(script.D)])
+    opt_g = _optimizer_like(script.opt_g, capture.made_state[id(script.opt_g)], script.G, G)
+    opt_d = _optimizer_like(script.opt_d, capture.made_state[id(script.opt_d)], script.D, D)
+    queue = list(data.zs)
+
+    def latent(n: int) -> Tensor:
+        z, states = queue.pop(0)
+        _set_rng(states)
+        return z.clone()
+
+    code, per_batch = schedule
+    sched = eval(code, {"d_first": d_first, "g_first": g_first,  # noqa: S307 - ganstep's own text
+                        "simultaneous": simultaneous})  # fmt: skip
+    step = Step(G, D, opt_g, opt_d, objective=candidate.make(), schedule=sched, latent=latent,
+                d_scale=candidate.d_scale, g_scale=candidate.g_scale)  # fmt: skip
+    k = sched.real_batches
+    calls = ([[r] for reals in data.reals[:iterations] for r in reals] if per_batch
+             else data.reals[:iterations])  # fmt: skip
+    for reals in calls:
+        if len(reals) < k:
+            return float("inf")
+        step(reals[0] if k == 1 else list(reals[:k]))
+    ends = capture.after_step
+    pairs = [(G.state_dict(), ends[id(script.G)]), (D.state_dict(), ends[id(script.D)]),
+             (opt_g.state_dict()["state"], ends[id(script.opt_g)]["state"]),
+             (opt_d.state_dict()["state"], ends[id(script.opt_d)]["state"])]  # fmt: skip
+    return max(difference(mine, theirs) for mine, theirs in pairs)
+
+
+def port(rec, report, capture: Capture, names: dict[str, str]) -> Port:
+    """The verified Step of an audited script (see the module's docstring)."""
+    n = report.iterations
+    notes = []
+    if report.error is not None:
+        return Port(None, n, notes=["the script's loop crashed (see above): nothing to verify"])
+    if report.schedule is None:
+        return Port(None, n, notes=["no ganstep schedule matches this update order (see above)"])
+    if any(report.regularization.values()):
+        notes.append("its lazy regularization steps (R1, path length) are not mapped yet")
+    script = _find(rec, names)
+    data = replay(rec, capture, n)
+    for problem in (script, data):
+        if isinstance(problem, str):
+            notes.append(problem)
+    if notes:
+        return Port(None, n, notes=notes)
+    state = torch.random.get_rng_state()
+    tried = []
+    try:
+        probe = _copy(script.D, capture.first_state[id(script.D)])
+        with torch.enable_grad():  # D's output with its graph: whether a Sigmoid made it
+            d_out = adversarial(probe(data.reals[0][0]))[0]
+        penalty = report.double_backwards.get("D", 0) > 0
+        tries = [(s, c) for s in schedules(report.schedule) for c in candidates(d_out, penalty)]
+        for schedule, candidate in tries:
+            try:
+                gap = _run(script, capture, data, schedule, candidate, n)
+            except Exception as e:  # a candidate the script's models refuse: not it
+                gap = float("inf")
+                tried.append(f"{schedule[0]}, {candidate.objective}: {type(e).__name__}: "
+                             f"{e}".splitlines()[0])  # fmt: skip
+            if gap <= TOLERANCE:
+                return Port(_code(script, schedule, candidate, data), n, gap)
+            tried.append(f"{schedule[0]}, {candidate.objective} d_scale={candidate.d_scale} "
+                         f"g_scale={candidate.g_scale}: differs by {gap:.3g}")  # fmt: skip
+    finally:
+        torch.random.set_rng_state(state)
+    return Port(None, n, notes=["each schedule and objective tried:", *tried])
+
+
+def _code(script: _Script, schedule: tuple[str, bool], candidate: Candidate,
+          data: Replay) -> str:  # fmt: skip
+    """The Step as code a person pastes into the script, a comment per choice."""
+    z = data.zs[0][0]
+    shape = ", ".join(str(s) for s in z.shape[1:])
+    normal = bool((z < 0).any())
+    draw = f"torch.randn(n, {shape})" if normal else f"torch.rand(n, {shape})"
+    seen = (f"mean {float(z.float().mean()):.2f}, std {float(z.float().std()):.2f}"
+            if z.numel() > 1 else "one value")  # fmt: skip
+    scales = ""
+    if candidate.d_scale != 1.0:
+        scales += f"\n    d_scale={candidate.d_scale},  # the script scales D's loss by this"
+    if candidate.g_scale != 1.0:
+        scales += f"\n    g_scale={candidate.g_scale},  # the script scales G's loss by this"
+    make = candidate.objective.split("(")[0]
+    names = script.names
+    code, per_batch = schedule
+    where = ("the script's n_critic loop: G on every k-th batch from the first, on the same z"
+             if per_batch else "the audit's update order")  # fmt: skip
+    each = "real batch" if per_batch else "iteration"
+    return (
+        f"from ganstep import Step, {code.split('(')[0]}\n"
+        f"from ganstep.engine.objectives import {make}\n\n"
+        f"step = Step(\n"
+        f"    {names['G']}, {names['D']}, {names['opt_g']}, {names['opt_d']},\n"
+        f"    objective={candidate.objective},  # {candidate.why}\n"
+        f"    schedule={code},  # {where}\n"
+        f"    latent=lambda n: {draw},  # G's input: shape (n, {shape}), {z.dtype}, as the "
+        f"script drew it ({seen})"
+        f"{scales}\n"
+        f")\n"
+        f"# then, in place of the script's update, once per {each}: step(real_batch)"
+    )
