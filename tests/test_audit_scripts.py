@@ -231,31 +231,42 @@ def test_port_prints_the_dcgan_examples_step_verified_and_runnable(tmp_path):
     assert {"loss_d", "loss_g"} <= set(logs)
 
 
-def test_port_finds_pytorch_gans_halved_d_loss(tmp_path):
-    """PyTorch-GAN's G-first loop: simultaneous(), and its (real + fake) / 2 as
-    d_scale=0.5 (Adam's moments tell the scale apart)."""
-    _, port = ported(tmp_path, "pytorch_gan_dcgan")
-    assert port["max_difference"] <= 1e-6
-    assert "schedule=simultaneous()" in port["code"] and "d_scale=0.5" in port["code"]
+PORTED = {  # script: what its verified Step must say
+    # PyTorch-GAN's G-first loop: its (real + fake) / 2 is d_scale=0.5 (Adam's moments
+    # tell the scale apart)
+    "pytorch_gan_dcgan": ("objective=NS(probabilities=True)", "schedule=simultaneous()",
+                          "d_scale=0.5"),
+    # MSE against 1 and 0 on a D without Sigmoid: least squares, G's twice ganstep's
+    "pytorch_gan_lsgan": ("objective=LSGAN()", "schedule=simultaneous()", "g_scale=2.0"),
+    # numpy's z and labels into G(z, labels), D(img, labels) with Dropout: the replayed
+    # generator states give D the script's masks
+    "pytorch_gan_cgan": ("objective=LSGAN()", "condition=lambda n: torch.randint(0, 4, (n,))",
+                         "step((real_batch, its_labels))"),
+    # a D step per batch with torch.rand's interpolation weights, G every 5th batch on
+    # the same z: the penalty draws what the script drew
+    "wgan_gp": ("objective=WGANGP(10.0)",
+                "schedule=d_first(g_every=5, reuse_fake=False, reuse_z=True)",
+                "once per real batch"),
+    # RMSprop, D's weights clamped after each of its steps
+    "pytorch_gan_wgan": ("objective=WGAN(clip=0.01)", "d_first(g_every=5, reuse_fake=False"),
+}  # fmt: skip
 
 
-def test_verify_follows_wgan_gps_n_critic_loop_and_its_penalty_draws(tmp_path):
-    """wgan_gp.py: a D step per batch with torch.rand's interpolation weights, G every
-    5th batch on the same z: the port replays the script's generator state at each of
-    G's calls, so the penalty draws what the script drew."""
-    proc, port = ported(tmp_path, "wgan_gp", flag=("--verify", 3))
+@pytest.mark.parametrize("script", list(PORTED))
+def test_verify_3_finds_each_scripts_step_equal(tmp_path, script):
+    proc, port = ported(tmp_path, script, flag=("--verify", 3))
     assert port["max_difference"] <= 1e-6, port["notes"]
-    code = port["code"]
-    assert "objective=WGANGP(10.0)" in code
-    assert "schedule=d_first(g_every=5, reuse_fake=False, reuse_z=True)" in code
-    assert "once per real batch" in code
+    assert port["iterations"] == 3
+    for fragment in PORTED[script]:
+        assert fragment in port["code"], port["code"]
 
 
 def test_port_names_what_it_cannot_map_instead_of_guessing(tmp_path):
     proc, port = ported(tmp_path, "biggan")
     assert port["code"] is None
-    assert port["notes"] == ["G is called with 2 tensors (a condition): the port maps "
-                             "unconditional G(z) and D(x) so far"]  # fmt: skip
+    assert port["notes"] == ["an audited iteration gave D no real batch of its own (D saw it "
+                             "concatenated with the fakes, or it came from another module): "
+                             "not mapped"]  # fmt: skip
     assert "no Step found that equals this script's update" in proc.stdout
 
 

@@ -29,7 +29,7 @@ from torch import nn
 from ..engine.checks import positive_int
 from ..engine.d_profile import observing
 from .audit import MODULES, Recorder, Report, analyse, crash_location
-from .port import Capture
+from .port import Capture, Port
 from .port import port as port_of
 
 
@@ -351,7 +351,11 @@ def audit_script(
         )
     report = _report(rec, path, script, G, D, error)
     if port:
-        report.port = port_of(rec, report, rec.capture, _names(rec))
+        try:
+            report.port = port_of(rec, report, rec.capture, _names(rec))
+        except Exception as e:  # the report stands without it; say what failed
+            report.port = Port(None, report.iterations, notes=[
+                f"the port failed ({type(e).__name__}: {e}); the report above stands"])  # fmt: skip
     return report
 
 

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 import torch
 from torch import Tensor, nn
 
-from ..engine.objectives import LSGAN, NS, WGANGP, Hinge, Objective, Wasserstein
+from ..engine.objectives import LSGAN, NS, WGAN, WGANGP, Hinge, Objective, Wasserstein
 from ..engine.schedules import d_first, g_first, simultaneous
 from ..engine.step import Step
 from ..engine.views import adversarial, ends_in_sigmoid
@@ -101,11 +101,15 @@ class Candidate:
     why: str
 
 
-def candidates(d_output: Tensor, penalty: bool) -> list[Candidate]:
+def candidates(d_output: Tensor, penalty: bool, clip: float | None) -> list[Candidate]:
     """The objectives the script's D loss could be: on probabilities where D's output
     comes out of a Sigmoid, with a gradient penalty where D's step took a double
-    backward; the scales the public scripts use (PyTorch-GAN halves D's BCE, MSE is
-    twice ganstep's halved least squares)."""
+    backward, WGAN's clipping where D's weights end clamped to ``clip``; the scales the
+    public scripts use (PyTorch-GAN halves D's BCE, MSE is twice ganstep's halved least
+    squares)."""
+    if clip is not None:
+        why = f"D's weights end clamped to +-{clip:g} after its steps: WGAN's clipping"
+        return [Candidate(f"WGAN(clip={clip:g})", lambda: WGAN(clip=clip), 1.0, 1.0, why)]
     if penalty:
         why = "D's step took a double backward (a gradient penalty) on Wasserstein losses"
         return [Candidate("WGANGP(10.0)", lambda: WGANGP(10.0), 1.0, 1.0, why)]
@@ -123,34 +127,62 @@ def candidates(d_output: Tensor, penalty: bool) -> list[Candidate]:
 
 @dataclass
 class Replay:
-    """What the audited iterations fed G and D, by iteration."""
+    """What the audited iterations fed G and D: each iteration's real batches (a tensor,
+    or ``(x, c)`` for a conditional D), G's inputs (``(z,)`` or ``(z, c)``) with
+    torch's generator state at each of G's calls, and whether D took the condition."""
 
-    reals: list[list[Tensor]]
-    zs: list[tuple[Tensor, list[Tensor]]]
+    reals: list[list[object]]
+    zs: list[tuple[tuple[Tensor, ...], list[Tensor]]]
+    d_conditional: bool = False
+
+    @property
+    def conditional(self) -> bool:
+        return len(self.zs[0][0]) == 2
+
+
+def _same(a: object, b: object) -> bool:
+    if isinstance(a, Tensor) and isinstance(b, Tensor):
+        return a.shape == b.shape and a.dtype == b.dtype and torch.equal(a, b)
+    if isinstance(a, tuple) and isinstance(b, tuple) and len(a) == len(b):
+        return all(_same(x, y) for x, y in zip(a, b, strict=True))
+    return False
 
 
 def replay(rec, capture: Capture, iterations: int) -> Replay | str:
     """Each iteration's real batches (D's inputs not made by G, nor requiring grad as a
     penalty's interpolates do) and G's inputs with the generator states at those calls
-    (a z given again is one draw); or why not."""
-    reals: list[list[Tensor]] = [[] for _ in range(iterations)]
-    zs: list[tuple[Tensor, list[Tensor]]] = []
+    (the same z given again is one draw); or why not."""
+    reals: list[list[object]] = [[] for _ in range(iterations)]
+    zs: list[tuple[tuple[Tensor, ...], list[Tensor]]] = []
+    d_takes = set()
     for f in rec.forwards:
         if f.iteration >= iterations or not f.used or f.seq not in capture.calls:
             continue
         args, rng = capture.calls[f.seq]
-        tensors = [a for a in args if isinstance(a, Tensor)]
-        if f.label in ("G", "D") and len(tensors) != 1:
-            return (f"{f.label} is called with {len(tensors)} tensors (a condition): the port "
-                    "maps unconditional G(z) and D(x) so far")  # fmt: skip
-        if f.label == "G" and not (zs and torch.equal(zs[-1][0], tensors[0])):
-            zs.append((tensors[0], rng))
-        elif f.label == "D" and f.producer is None and f.concat is None and not f.input_grad:
-            # (an input that requires grad is a penalty's: interpolates, not data)
-            same = reals[f.iteration] and torch.equal(reals[f.iteration][-1], tensors[0])
-            if not same:
-                reals[f.iteration].append(tensors[0])
-    return Replay(reals, zs)
+        tensors = tuple(a for a in args if isinstance(a, Tensor))
+        if f.label in ("G", "D") and not 1 <= len(tensors) <= 2:
+            return (f"{f.label} is called with {len(tensors)} tensors: the port maps G(z), "
+                    "G(z, c), D(x) and D(x, c) so far")  # fmt: skip
+        if f.label == "G" and not (zs and _same(zs[-1][0], tensors)):
+            zs.append((tensors, rng))
+        elif f.label == "D":
+            d_takes.add(len(tensors))
+            if f.producer is None and f.concat is None and not f.input_grad:
+                # (an input that requires grad is a penalty's: interpolates, not data)
+                real = tensors[0] if len(tensors) == 1 else tensors
+                if not (reals[f.iteration] and _same(reals[f.iteration][-1], real)):
+                    reals[f.iteration].append(real)
+    if not zs or len({len(t) for t, _ in zs}) != 1 or len(d_takes) != 1:
+        return "G or D is called with a varying number of tensors: not mapped"
+    if not all(reals):
+        return (
+            "an audited iteration gave D no real batch of its own (D saw it concatenated "
+            "with the fakes, or it came from another module): not mapped"
+        )
+    data = Replay(reals, zs, d_takes == {2})
+    if data.d_conditional and not data.conditional:
+        return "D takes a condition that G does not: not mapped"
+    return data
 
 
 def _set_rng(states: list[Tensor]) -> None:
@@ -252,18 +284,24 @@ def _run(script: _Script, capture: Capture, data: Replay, schedule: tuple[str, b
     D = _copy(script.D, capture.first_state[id(script.D)])
     opt_g = _optimizer_like(script.opt_g, capture.made_state[id(script.opt_g)], script.G, G)
     opt_d = _optimizer_like(script.opt_d, capture.made_state[id(script.opt_d)], script.D, D)
-    queue = list(data.zs)
+    queue, drawn = list(data.zs), []
 
     def latent(n: int) -> Tensor:
-        z, states = queue.pop(0)
+        inputs, states = queue.pop(0)
+        drawn[:] = inputs
         _set_rng(states)
-        return z.clone()
+        return inputs[0].clone()
+
+    def condition(n: int) -> Tensor:  # called right after latent: G's second input
+        return drawn[1].clone()
 
     code, per_batch = schedule
     sched = eval(code, {"d_first": d_first, "g_first": g_first,  # noqa: S307 - ganstep's own text
                         "simultaneous": simultaneous})  # fmt: skip
     step = Step(G, D, opt_g, opt_d, objective=candidate.make(), schedule=sched, latent=latent,
-                d_scale=candidate.d_scale, g_scale=candidate.g_scale)  # fmt: skip
+                d_scale=candidate.d_scale, g_scale=candidate.g_scale,
+                condition=condition if data.conditional else None,
+                d_conditional=data.d_conditional)  # fmt: skip
     k = sched.real_batches
     calls = ([[r] for reals in data.reals[:iterations] for r in reals] if per_batch
              else data.reals[:iterations])  # fmt: skip
@@ -300,9 +338,11 @@ def port(rec, report, capture: Capture, names: dict[str, str]) -> Port:
     try:
         probe = _copy(script.D, capture.first_state[id(script.D)])
         with torch.enable_grad():  # D's output with its graph: whether a Sigmoid made it
-            d_out = adversarial(probe(data.reals[0][0]))[0]
+            real = data.reals[0][0]
+            d_out = adversarial(probe(*real) if isinstance(real, tuple) else probe(real))[0]
         penalty = report.double_backwards.get("D", 0) > 0
-        tries = [(s, c) for s in schedules(report.schedule) for c in candidates(d_out, penalty)]
+        found = candidates(d_out, penalty, _clip(script.D, capture.after_step[id(script.D)]))
+        tries = [(s, c) for s in schedules(report.schedule) for c in found]
         for schedule, candidate in tries:
             try:
                 gap = _run(script, capture, data, schedule, candidate, n)
@@ -319,26 +359,44 @@ def port(rec, report, capture: Capture, names: dict[str, str]) -> Port:
     return Port(None, n, notes=["each schedule and objective tried:", *tried])
 
 
+def _clip(D: nn.Module, end: dict[str, Tensor]) -> float | None:
+    """The bound D's weights end clamped to, where a tenth of them sit on it (WGAN's
+    clipping leaves most there), rounded to 6 digits; else None."""
+    names = {name for name, _ in D.named_parameters()}
+    weights = torch.cat([v.detach().reshape(-1).abs().float() for k, v in end.items()
+                         if k in names])  # fmt: skip
+    if weights.numel() == 0:
+        return None
+    bound = float(weights.max())
+    on_it = float((weights == weights.max()).float().mean())
+    return float(f"{bound:.6g}") if on_it > 0.1 and bound > 0 else None
+
+
 def _code(script: _Script, schedule: tuple[str, bool], candidate: Candidate,
           data: Replay) -> str:  # fmt: skip
-    """The Step as code a person pastes into the script, a comment per choice."""
-    z = data.zs[0][0]
+    """The Step as code a person pastes into the script, a comment per choice (the
+    draws described from what the script drew: its own draws were replayed)."""
+    z = data.zs[0][0][0]
     shape = ", ".join(str(s) for s in z.shape[1:])
-    normal = bool((z < 0).any())
-    draw = f"torch.randn(n, {shape})" if normal else f"torch.rand(n, {shape})"
+    draw = f"torch.randn(n, {shape})" if bool((z < 0).any()) else f"torch.rand(n, {shape})"
     seen = (f"mean {float(z.float().mean()):.2f}, std {float(z.float().std()):.2f}"
             if z.numel() > 1 else "one value")  # fmt: skip
-    scales = ""
+    more = ""
+    if data.conditional:
+        more += "\n    " + _condition_line(data.zs[0][0][1])
+        if not data.d_conditional:
+            more += "\n    d_conditional=False,  # D is called D(x): G alone takes the condition"
     if candidate.d_scale != 1.0:
-        scales += f"\n    d_scale={candidate.d_scale},  # the script scales D's loss by this"
+        more += f"\n    d_scale={candidate.d_scale},  # the script scales D's loss by this"
     if candidate.g_scale != 1.0:
-        scales += f"\n    g_scale={candidate.g_scale},  # the script scales G's loss by this"
+        more += f"\n    g_scale={candidate.g_scale},  # the script scales G's loss by this"
     make = candidate.objective.split("(")[0]
     names = script.names
     code, per_batch = schedule
     where = ("the script's n_critic loop: G on every k-th batch from the first, on the same z"
              if per_batch else "the audit's update order")  # fmt: skip
     each = "real batch" if per_batch else "iteration"
+    batch = "(real_batch, its_labels)" if data.d_conditional else "real_batch"
     return (
         f"from ganstep import Step, {code.split('(')[0]}\n"
         f"from ganstep.engine.objectives import {make}\n\n"
@@ -348,7 +406,22 @@ def _code(script: _Script, schedule: tuple[str, bool], candidate: Candidate,
         f"    schedule={code},  # {where}\n"
         f"    latent=lambda n: {draw},  # G's input: shape (n, {shape}), {z.dtype}, as the "
         f"script drew it ({seen})"
-        f"{scales}\n"
+        f"{more}\n"
         f")\n"
-        f"# then, in place of the script's update, once per {each}: step(real_batch)"
+        f"# then, in place of the script's update, once per {each}: step({batch})"
+    )
+
+
+def _condition_line(c: Tensor) -> str:
+    """``condition=...`` drawing what the script's fakes were made for, as seen."""
+    if not c.is_floating_point():
+        low, high = int(c.min()), int(c.max())
+        return (
+            f"condition=lambda n: torch.randint({low}, {high + 1}, (n,)),  # G's second "
+            f"input: labels from {low} to {high}, {c.dtype}, as the script drew them"
+        )
+    shape = ", ".join(str(s) for s in c.shape[1:])
+    return (
+        f"condition=lambda n: ...,  # G's second input: shape (n, {shape}), {c.dtype}: "
+        "draw it as the script does"
     )
