@@ -278,3 +278,19 @@ def test_port_flags_are_checked(tmp_path, args, message):
     proc = ganstep("audit", SCRIPTS / "dcgan_example.py", *args, cache=tmp_path, cwd=tmp_path,
                    check=False)  # fmt: skip
     assert proc.returncode != 0 and message in proc.stderr
+
+
+def test_port_says_where_each_candidate_parts_from_a_loss_it_does_not_know(tmp_path):
+    """SmoothL1Loss is no objective ganstep has: no Step is printed, and each candidate
+    says at which iteration and in which tensor it parted from the script."""
+    source = (SCRIPTS / "pytorch_gan_lsgan.py").read_text()
+    script = tmp_path / "smooth_l1_gan.py"
+    script.write_text(source.replace("torch.nn.MSELoss()", "torch.nn.SmoothL1Loss()"))
+    out = tmp_path / "report.json"
+    proc = ganstep("audit", script, "--verify", 2, "--json", out, cache=tmp_path, cwd=tmp_path,
+                   check=False)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    port = json.loads(out.read_text())["port"]
+    assert port["code"] is None and port["notes"][0] == "each schedule and objective tried:"
+    assert all("they part at iteration 0, most in " in note for note in port["notes"][1:])
+    assert "no Step found that equals this script's update" in proc.stdout

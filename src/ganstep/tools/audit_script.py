@@ -95,7 +95,7 @@ class ScriptRecorder(Recorder):
     def _after_step(self, opt, args, kwargs) -> None:
         super()._after_step(opt, args, kwargs)
         if self.capture is not None:
-            self.capture.stepped(list(self.modules.values()), self.optimizers)
+            self.capture.stepped(list(self.modules.values()), self.optimizers, len(self.opt_steps))
 
     def _after_stop(self) -> None:
         """The script ran on after being stopped: stop it again, or leave. Another thread

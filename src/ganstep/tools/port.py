@@ -43,6 +43,8 @@ class Capture:
     made_state: dict[int, dict] = field(default_factory=dict)  # by id(optimizer)
     calls: dict[int, tuple[tuple, list[Tensor]]] = field(default_factory=dict)  # by seq
     after_step: dict[int, dict] = field(default_factory=dict)  # by id: the latest state
+    # after the step that made len(opt_steps) so: every module's and optimizer's state
+    history: dict[int, dict[int, dict]] = field(default_factory=dict)
 
     def module_seen(self, module: nn.Module) -> None:
         if id(module) not in self.first_state:
@@ -55,11 +57,12 @@ class Capture:
         kept = tuple(a.detach().clone() if isinstance(a, Tensor) else a for a in args)
         self.calls[seq] = (kept, rng)
 
-    def stepped(self, modules: list[nn.Module], optimizers: list) -> None:
-        for m in modules:
-            self.after_step[id(m)] = _cloned(m.state_dict())
-        for opt in optimizers:
-            self.after_step[id(opt)] = copy.deepcopy(opt.state_dict())
+    def stepped(self, modules: list[nn.Module], optimizers: list, steps: int) -> None:
+        """After an optimizer step, the ``steps``-th one recorded: everyone's state."""
+        states = {id(m): _cloned(m.state_dict()) for m in modules}
+        states.update({id(opt): copy.deepcopy(opt.state_dict()) for opt in optimizers})
+        self.after_step = states
+        self.history[steps] = states
 
 
 def _cloned(state: dict) -> dict:
@@ -134,6 +137,7 @@ class Replay:
     reals: list[list[object]]
     zs: list[tuple[tuple[Tensor, ...], list[Tensor]]]
     d_conditional: bool = False
+    ends: list[int] = field(default_factory=list)  # Capture.history's key at each end
 
     @property
     def conditional(self) -> bool:
@@ -179,7 +183,12 @@ def replay(rec, capture: Capture, iterations: int) -> Replay | str:
             "an audited iteration gave D no real batch of its own (D saw it concatenated "
             "with the fakes, or it came from another module): not mapped"
         )
-    data = Replay(reals, zs, d_takes == {2})
+    ends = []
+    for i in range(iterations):  # the last step of G or D in iteration i
+        last = max(j for j, st in enumerate(rec.opt_steps) if st.iteration == i
+                   and st.label in ("G", "D"))  # fmt: skip
+        ends.append(last + 1)
+    data = Replay(reals, zs, d_takes == {2}, ends)
     if data.d_conditional and not data.conditional:
         return "D takes a condition that G does not: not mapped"
     return data
@@ -210,28 +219,31 @@ def _optimizer_like(opt, made_state: dict, original: nn.Module, twin: nn.Module)
     return new
 
 
-def _leaves(value: object) -> Iterator[Tensor]:
+def _named_leaves(value: object, name: str) -> Iterator[tuple[str, Tensor]]:
     if isinstance(value, Tensor):
-        yield value
+        yield name, value
     elif isinstance(value, dict):
-        for v in value.values():
-            yield from _leaves(v)
+        for k, v in value.items():
+            yield from _named_leaves(v, f"{name}.{k}" if name else str(k))
     elif isinstance(value, (list, tuple)):
-        for v in value:
-            yield from _leaves(v)
+        for i, v in enumerate(value):
+            yield from _named_leaves(v, f"{name}[{i}]")
 
 
-def difference(mine: dict, theirs: dict) -> float:
-    """The largest absolute difference between two states' tensors (inf if they differ
-    in shape or in what they hold)."""
-    a, b = list(_leaves(mine)), list(_leaves(theirs))
-    if len(a) != len(b) or any(x.shape != y.shape for x, y in zip(a, b, strict=True)):
-        return float("inf")
-    floats = [(x, y) for x, y in zip(a, b, strict=True) if x.is_floating_point()]
-    if any(not torch.equal(x, y) for x, y in zip(a, b, strict=True) if not x.is_floating_point()):
-        return float("inf")
-    return max((float((x.double() - y.double()).abs().max()) for x, y in floats if x.numel()),
-               default=0.0)  # fmt: skip
+def difference(mine: dict, theirs: dict, name: str = "") -> tuple[float, str]:
+    """The largest absolute difference between two states' tensors and where it is (inf
+    where they differ in shape or in what they hold)."""
+    a, b = list(_named_leaves(mine, name)), list(_named_leaves(theirs, name))
+    if [k for k, _ in a] != [k for k, _ in b]:
+        return float("inf"), f"{name} (other entries)"
+    worst = (0.0, name)
+    for (key, x), (_, y) in zip(a, b, strict=True):
+        if x.shape != y.shape or (not x.is_floating_point() and not torch.equal(x, y)):
+            return float("inf"), key
+        if x.is_floating_point() and x.numel():
+            gap = float((x.double() - y.double()).abs().max())
+            worst = max(worst, (gap, key))
+    return worst
 
 
 @dataclass
@@ -276,10 +288,11 @@ def schedules(audited: str) -> list[tuple[str, bool]]:
 
 
 def _run(script: _Script, capture: Capture, data: Replay, schedule: tuple[str, bool],
-         candidate: Candidate, iterations: int) -> float:  # fmt: skip
-    """The largest difference from the script's end state after ``iterations`` of the
-    candidate Step (the audit's iterations, or with ``schedule[1]`` one call per real
-    batch) on copies of the script's models and its replayed inputs."""
+         candidate: Candidate, iterations: int) -> tuple[float, str]:  # fmt: skip
+    """The largest difference from the script's states at the end of each of
+    ``iterations`` (the candidate Step called once per audited iteration, or with
+    ``schedule[1]`` once per real batch, on copies of the script's models and its
+    replayed inputs), and where they first part (empty if they do not)."""
     G = _copy(script.G, capture.first_state[id(script.G)])
     D = _copy(script.D, capture.first_state[id(script.D)])
     opt_g = _optimizer_like(script.opt_g, capture.made_state[id(script.opt_g)], script.G, G)
@@ -303,17 +316,24 @@ def _run(script: _Script, capture: Capture, data: Replay, schedule: tuple[str, b
                 condition=condition if data.conditional else None,
                 d_conditional=data.d_conditional)  # fmt: skip
     k = sched.real_batches
-    calls = ([[r] for reals in data.reals[:iterations] for r in reals] if per_batch
-             else data.reals[:iterations])  # fmt: skip
-    for reals in calls:
-        if len(reals) < k:
-            return float("inf")
-        step(reals[0] if k == 1 else list(reals[:k]))
-    ends = capture.after_step
-    pairs = [(G.state_dict(), ends[id(script.G)]), (D.state_dict(), ends[id(script.D)]),
-             (opt_g.state_dict()["state"], ends[id(script.opt_g)]["state"]),
-             (opt_d.state_dict()["state"], ends[id(script.opt_d)]["state"])]  # fmt: skip
-    return max(difference(mine, theirs) for mine, theirs in pairs)
+    worst, parted = (0.0, ""), None
+    for i in range(iterations):
+        for reals in [[r] for r in data.reals[i]] if per_batch else [data.reals[i]]:
+            if len(reals) < k:
+                return float("inf"), f"iteration {i}: {len(reals)} real batch(es) for {k}"
+            step(reals[0] if k == 1 else list(reals[:k]))
+        ends = capture.history[data.ends[i]]  # the script's states at iteration i's end
+        names = script.names
+        pairs = [(G.state_dict(), ends[id(script.G)], names["G"]),
+                 (D.state_dict(), ends[id(script.D)], names["D"]),
+                 (opt_g.state_dict()["state"], ends[id(script.opt_g)]["state"], names["opt_g"]),
+                 (opt_d.state_dict()["state"], ends[id(script.opt_d)]["state"],
+                  names["opt_d"])]  # fmt: skip
+        here = max(difference(mine, theirs, name) for mine, theirs, name in pairs)
+        worst = max(worst, here)
+        if parted is None and here[0] > TOLERANCE:
+            parted = f"they part at iteration {i}, most in {here[1]} ({here[0]:.3g})"
+    return worst[0], parted or ""
 
 
 def port(rec, report, capture: Capture, names: dict[str, str]) -> Port:
@@ -344,16 +364,16 @@ def port(rec, report, capture: Capture, names: dict[str, str]) -> Port:
         found = candidates(d_out, penalty, _clip(script.D, capture.after_step[id(script.D)]))
         tries = [(s, c) for s in schedules(report.schedule) for c in found]
         for schedule, candidate in tries:
+            label = (f"{schedule[0]}, {candidate.objective} d_scale={candidate.d_scale} "
+                     f"g_scale={candidate.g_scale}")  # fmt: skip
             try:
-                gap = _run(script, capture, data, schedule, candidate, n)
+                gap, parted = _run(script, capture, data, schedule, candidate, n)
             except Exception as e:  # a candidate the script's models refuse: not it
-                gap = float("inf")
-                tried.append(f"{schedule[0]}, {candidate.objective}: {type(e).__name__}: "
-                             f"{e}".splitlines()[0])  # fmt: skip
+                tried.append(f"{label}: {type(e).__name__}: {e}".splitlines()[0])
+                continue
             if gap <= TOLERANCE:
                 return Port(_code(script, schedule, candidate, data), n, gap)
-            tried.append(f"{schedule[0]}, {candidate.objective} d_scale={candidate.d_scale} "
-                         f"g_scale={candidate.g_scale}: differs by {gap:.3g}")  # fmt: skip
+            tried.append(f"{label}: {parted}")
     finally:
         torch.random.set_rng_state(state)
     return Port(None, n, notes=["each schedule and objective tried:", *tried])
