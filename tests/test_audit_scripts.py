@@ -294,3 +294,25 @@ def test_port_says_where_each_candidate_parts_from_a_loss_it_does_not_know(tmp_p
     assert port["code"] is None and port["notes"][0] == "each schedule and objective tried:"
     assert all("they part at iteration 0, most in " in note for note in port["notes"][1:])
     assert "no Step found that equals this script's update" in proc.stdout
+
+
+def test_port_of_crashed_loops_verifies_only_whole_updates_and_says_so(tmp_path):
+    """began.py crashes after both steps of its first batch: two BEGANs (gamma 0.5 and
+    0.75) equal that one iteration, and the port prints neither. softmax_gan.py crashes
+    before G steps: nothing of its own to verify against."""
+    out = tmp_path / "began.json"
+    proc = ganstep("audit", SCRIPTS / "began.py", "--port", "--json", out, cache=tmp_path,
+                   cwd=tmp_path, check=False)  # fmt: skip
+    port = json.loads(out.read_text())["port"]
+    assert proc.returncode == 3 and port["code"] is None and port["iterations"] == 1
+    assert port["notes"][0] == ("2 Steps equal the script over 1 iteration(s), which cannot "
+                                "tell them apart (the script's loop crashed after them: fix it "
+                                "to verify more):")  # fmt: skip
+    assert [n.split(", ")[1].split(" ")[0] for n in port["notes"][1:]] == [
+        "BEGAN(gamma=0.5)", "BEGAN(gamma=0.75)"]  # fmt: skip
+    out = tmp_path / "softmax.json"
+    ganstep("audit", SCRIPTS / "softmax_gan.py", "--port", "--json", out, cache=tmp_path,
+            cwd=tmp_path, check=False)  # fmt: skip
+    assert json.loads(out.read_text())["port"]["notes"] == [
+        "the script's loop crashed before G and D had both stepped: no update of its own to "
+        "verify against"]  # fmt: skip

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 import torch
 from torch import Tensor, nn
 
-from ..engine.objectives import LSGAN, NS, WGAN, WGANGP, Hinge, Objective, Wasserstein
+from ..engine.objectives import BEGAN, LSGAN, NS, WGAN, WGANGP, Hinge, Objective, Wasserstein
 from ..engine.schedules import d_first, g_first, simultaneous
 from ..engine.step import Step
 from ..engine.views import adversarial, ends_in_sigmoid
@@ -104,12 +104,17 @@ class Candidate:
     why: str
 
 
-def candidates(d_output: Tensor, penalty: bool, clip: float | None) -> list[Candidate]:
+def candidates(d_output: Tensor, penalty: bool, clip: float | None,
+               autoencoder: bool = False) -> list[Candidate]:  # fmt: skip
     """The objectives the script's D loss could be: on probabilities where D's output
     comes out of a Sigmoid, with a gradient penalty where D's step took a double
     backward, WGAN's clipping where D's weights end clamped to ``clip``; the scales the
     public scripts use (PyTorch-GAN halves D's BCE, MSE is twice ganstep's halved least
-    squares)."""
+    squares), and BEGAN's where D's output is shaped like its input (an autoencoder)."""
+    if autoencoder:
+        why = "D's output is shaped like its input: BEGAN's autoencoder losses"
+        return [Candidate(f"BEGAN(gamma={g})", lambda g=g: BEGAN(gamma=g), 1.0, 1.0, why)
+                for g in (0.5, 0.75)]  # fmt: skip
     if clip is not None:
         why = f"D's weights end clamped to +-{clip:g} after its steps: WGAN's clipping"
         return [Candidate(f"WGAN(clip={clip:g})", lambda: WGAN(clip=clip), 1.0, 1.0, why)]
@@ -336,46 +341,77 @@ def _run(script: _Script, capture: Capture, data: Replay, schedule: tuple[str, b
     return worst[0], parted or ""
 
 
+def _verifiable(rec, report) -> int:
+    """How many iterations can be verified: all, or after a crash those before it in
+    which both G and D stepped (the script's own update, whole)."""
+    if report.error is None:
+        return report.iterations
+    count = 0
+    for i in range(report.iterations):
+        if {s.label for s in rec.opt_steps if s.iteration == i} >= {"G", "D"}:
+            count += 1
+        else:
+            break
+    return count
+
+
 def port(rec, report, capture: Capture, names: dict[str, str]) -> Port:
     """The verified Step of an audited script (see the module's docstring)."""
-    n = report.iterations
-    notes = []
-    if report.error is not None:
-        return Port(None, n, notes=["the script's loop crashed (see above): nothing to verify"])
+    n = _verifiable(rec, report)
     if report.schedule is None:
         return Port(None, n, notes=["no ganstep schedule matches this update order (see above)"])
+    if n == 0:
+        return Port(None, n, notes=["the script's loop crashed before G and D had both "
+                                    "stepped: no update of its own to verify against"])  # fmt: skip
+    notes = []
     if any(report.regularization.values()):
         notes.append("its lazy regularization steps (R1, path length) are not mapped yet")
-    script = _find(rec, names)
-    data = replay(rec, capture, n)
-    for problem in (script, data):
-        if isinstance(problem, str):
-            notes.append(problem)
+    script, data = _find(rec, names), replay(rec, capture, n)
+    notes += [problem for problem in (script, data) if isinstance(problem, str)]
     if notes:
         return Port(None, n, notes=notes)
     state = torch.random.get_rng_state()
-    tried = []
     try:
-        probe = _copy(script.D, capture.first_state[id(script.D)])
-        with torch.enable_grad():  # D's output with its graph: whether a Sigmoid made it
-            real = data.reals[0][0]
-            d_out = adversarial(probe(*real) if isinstance(real, tuple) else probe(real))[0]
-        penalty = report.double_backwards.get("D", 0) > 0
-        found = candidates(d_out, penalty, _clip(script.D, capture.after_step[id(script.D)]))
-        tries = [(s, c) for s in schedules(report.schedule) for c in found]
-        for schedule, candidate in tries:
-            label = (f"{schedule[0]}, {candidate.objective} d_scale={candidate.d_scale} "
-                     f"g_scale={candidate.g_scale}")  # fmt: skip
-            try:
-                gap, parted = _run(script, capture, data, schedule, candidate, n)
-            except Exception as e:  # a candidate the script's models refuse: not it
-                tried.append(f"{label}: {type(e).__name__}: {e}".splitlines()[0])
-                continue
-            if gap <= TOLERANCE:
-                return Port(_code(script, schedule, candidate, data), n, gap)
-            tried.append(f"{label}: {parted}")
+        return _search(script, capture, data, report, n)
     finally:
         torch.random.set_rng_state(state)
+
+
+def _search(script: _Script, capture: Capture, data: Replay, report, n: int) -> Port:
+    """Every candidate run; the one that equals the script printed, or none where none
+    does, or where several do (the iterations verified cannot tell them apart)."""
+    probe = _copy(script.D, capture.first_state[id(script.D)])
+    with torch.enable_grad():  # D's output with its graph: whether a Sigmoid made it
+        real = data.reals[0][0]
+        d_out = adversarial(probe(*real) if isinstance(real, tuple) else probe(real))[0]
+    penalty = report.double_backwards.get("D", 0) > 0
+    found = candidates(d_out, penalty, _clip(script.D, capture.after_step[id(script.D)]),
+                       autoencoder=d_out.shape == real.shape if isinstance(real, Tensor)
+                       else False)  # fmt: skip
+    tried, equal = [], []
+    for schedule, candidate in [(s, c) for s in schedules(report.schedule) for c in found]:
+        label = (f"{schedule[0]}, {candidate.objective} d_scale={candidate.d_scale} "
+                 f"g_scale={candidate.g_scale}")  # fmt: skip
+        try:
+            gap, parted = _run(script, capture, data, schedule, candidate, n)
+        except Exception as e:  # a candidate the script's models refuse: not it
+            tried.append(f"{label}: {type(e).__name__}: {e}".splitlines()[0])
+            continue
+        if gap <= TOLERANCE:
+            equal.append((gap, schedule, candidate, label))
+        else:
+            tried.append(f"{label}: {parted}")
+    if len(equal) == 1:
+        gap, schedule, candidate, _ = equal[0]
+        note = [] if report.error is None else [
+            f"verified over the {n} iteration(s) before the script's loop crashed"]  # fmt: skip
+        return Port(_code(script, schedule, candidate, data), n, gap, note)
+    if equal:
+        more = ("the script's loop crashed after them: fix it to verify more" if report.error
+                else "verify more iterations")  # fmt: skip
+        return Port(None, n, notes=[f"{len(equal)} Steps equal the script over {n} "
+                                    f"iteration(s), which cannot tell them apart ({more}):",
+                                    *(e[3] for e in equal)])  # fmt: skip
     return Port(None, n, notes=["each schedule and objective tried:", *tried])
 
 
