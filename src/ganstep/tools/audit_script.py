@@ -351,12 +351,18 @@ def audit_script(
         )
     report = _report(rec, path, script, G, D, error)
     if port:
-        try:
-            report.port = port_of(rec, report, rec.capture, _names(rec))
-        except Exception as e:  # the report stands without it; say what failed
-            report.port = Port(None, report.iterations, notes=[
-                f"the port failed ({type(e).__name__}: {e}); the report above stands"])  # fmt: skip
+        report.port = _port(rec, report)
     return report
+
+
+def _port(rec: ScriptRecorder, report: Report) -> Port:
+    """The port of the audited script; a failure of its own is said, not raised (the
+    report stands without it)."""
+    try:
+        return port_of(rec, report, rec.capture, _names(rec))
+    except Exception as e:
+        return Port(None, report.iterations, notes=[
+            f"the port failed ({type(e).__name__}: {e}); the report above stands"])  # fmt: skip
 
 
 def _report(rec: ScriptRecorder, path: Path, script, G, D, error) -> Report:
