@@ -316,3 +316,63 @@ def test_port_of_crashed_loops_verifies_only_whole_updates_and_says_so(tmp_path)
     assert json.loads(out.read_text())["port"]["notes"] == [
         "the script's loop crashed before G and D had both stepped: no update of its own to "
         "verify against"]  # fmt: skip
+
+
+def test_dataloader_workers_of_an_audited_script_leave_no_tracebacks(tmp_path):
+    """The DCGAN example with two DataLoader workers (pytorch/examples' default): the
+    audit stops the script with its workers running; they end without a word."""
+    source = (SCRIPTS / "dcgan_example.py").read_text()
+    script = tmp_path / "dcgan_workers.py"
+    script.write_text(source.replace("shuffle=True)", "shuffle=True, num_workers=2)"))
+    assert "num_workers=2" in script.read_text()
+    proc = ganstep("audit", script, "--port", "--", "--batchSize", N, "--niter", 3, "--outf",
+                   tmp_path, cache=tmp_path, cwd=tmp_path, check=False)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert "Traceback" not in proc.stderr + proc.stdout
+    assert "this Step equals the script's update over 2 iteration(s)" in proc.stdout
+
+
+ACGAN_LIKE = """
+import torch
+import torch.nn as nn
+
+G = nn.Sequential(nn.Linear(8, 16), nn.Tanh())
+
+
+class D(nn.Module):  # ACGAN's D: (validity, class logits), no label in
+    def __init__(self):
+        super().__init__()
+        self.body, self.adv, self.cls = nn.Linear(16, 8), nn.Linear(8, 1), nn.Linear(8, 3)
+
+    def forward(self, x):
+        h = torch.relu(self.body(x))
+        return torch.sigmoid(self.adv(h)), self.cls(h)
+
+
+D = D()
+opt_g, opt_d = torch.optim.Adam(G.parameters()), torch.optim.Adam(D.parameters())
+bce, ce = nn.BCELoss(), nn.CrossEntropyLoss()
+for _ in range(5):
+    x, y = torch.rand(4, 16), torch.randint(3, (4,))
+    opt_g.zero_grad()
+    fake = G(torch.randn(4, 8))
+    v, c = D(fake)
+    (bce(v, torch.ones_like(v)) + ce(c, y)).backward()
+    opt_g.step()
+    opt_d.zero_grad()
+    v_real, c_real = D(x)
+    v_fake, _ = D(fake.detach())
+    (bce(v_real, torch.ones_like(v_real)) + ce(c_real, y)
+     + bce(v_fake, torch.zeros_like(v_fake))).backward()
+    opt_d.step()
+"""
+
+
+def test_port_names_a_d_with_more_outputs_than_its_scores(tmp_path):
+    script = tmp_path / "acgan_like.py"
+    script.write_text(ACGAN_LIKE)
+    out = tmp_path / "report.json"
+    ganstep("audit", script, "--port", "--json", out, cache=tmp_path, cwd=tmp_path)
+    assert json.loads(out.read_text())["port"]["notes"] == [
+        "D returns more than its scores (a tuple or list): the loss terms of its other outputs "
+        "(ACGAN's classifier) are not mapped yet"]  # fmt: skip

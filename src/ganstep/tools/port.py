@@ -383,7 +383,12 @@ def _search(script: _Script, capture: Capture, data: Replay, report, n: int) -> 
     probe = _copy(script.D, capture.first_state[id(script.D)])
     with torch.enable_grad():  # D's output with its graph: whether a Sigmoid made it
         real = data.reals[0][0]
-        d_out = adversarial(probe(*real) if isinstance(real, tuple) else probe(real))[0]
+        whole = probe(*real) if isinstance(real, tuple) else probe(real)
+    if not isinstance(whole, Tensor):
+        return Port(None, n, notes=["D returns more than its scores (a tuple or list): the "
+                                    "loss terms of its other outputs (ACGAN's classifier) "
+                                    "are not mapped yet"])  # fmt: skip
+    d_out = adversarial(whole)[0]
     penalty = report.double_backwards.get("D", 0) > 0
     found = candidates(d_out, penalty, _clip(script.D, capture.after_step[id(script.D)]),
                        autoencoder=d_out.shape == real.shape if isinstance(real, Tensor)
