@@ -249,6 +249,10 @@ PORTED = {  # script: what its verified Step must say
                 "once per real batch"),
     # RMSprop, D's weights clamped after each of its steps
     "pytorch_gan_wgan": ("objective=WGAN(clip=0.01)", "d_first(g_every=5, reuse_fake=False"),
+    # G(source) with Dropout, D(target, source), MSE and 100 x L1 to the target
+    "pytorch_gan_pix2pix": ("objective=LSGAN()", 'latent=None', 'condition="real"',
+                            'g_terms={"l1": (100.0, ', "g_scale=2.0",
+                            "step((target_batch, source_batch))"),
 }  # fmt: skip
 
 

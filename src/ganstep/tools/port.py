@@ -21,7 +21,7 @@ from __future__ import annotations
 import copy
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import torch
 from torch import Tensor, nn
@@ -102,6 +102,7 @@ class Candidate:
     d_scale: float
     g_scale: float
     why: str
+    l1: float | None = None  # image-to-image: the weight of G's L1 to the target
 
 
 def candidates(d_output: Tensor, penalty: bool, clip: float | None,
@@ -143,6 +144,8 @@ class Replay:
     zs: list[tuple[tuple[Tensor, ...], list[Tensor]]]
     d_conditional: bool = False
     ends: list[int] = field(default_factory=list)  # Capture.history's key at each end
+    # G's one input is the real batch's condition (pix2pix's G(source)): no z
+    image_to_image: bool = False
 
     @property
     def conditional(self) -> bool:
@@ -195,7 +198,10 @@ def replay(rec, capture: Capture, iterations: int) -> Replay | str:
         ends.append(last + 1)
     data = Replay(reals, zs, d_takes == {2}, ends)
     if data.d_conditional and not data.conditional:
-        return "D takes a condition that G does not: not mapped"
+        sources = [r[1] for it in reals for r in it if isinstance(r, tuple)]
+        data.image_to_image = all(any(_same(z[0], c) for c in sources) for z, _ in zs)
+        if not data.image_to_image:
+            return "D takes a condition that G does not: not mapped"
     return data
 
 
@@ -316,16 +322,22 @@ def _run(script: _Script, capture: Capture, data: Replay, schedule: tuple[str, b
     code, per_batch = schedule
     sched = eval(code, {"d_first": d_first, "g_first": g_first,  # noqa: S307 - ganstep's own text
                         "simultaneous": simultaneous})  # fmt: skip
-    step = Step(G, D, opt_g, opt_d, objective=candidate.make(), schedule=sched, latent=latent,
+    if data.image_to_image:  # G(source): the real batch's condition, no z
+        sources = {"latent": None, "condition": "real"}
+    else:
+        sources = {"latent": latent, "condition": condition if data.conditional else None}
+    terms = {} if candidate.l1 is None else {"g_terms": {"l1": (candidate.l1, _l1)}}
+    step = Step(G, D, opt_g, opt_d, objective=candidate.make(), schedule=sched,
                 d_scale=candidate.d_scale, g_scale=candidate.g_scale,
-                condition=condition if data.conditional else None,
-                d_conditional=data.d_conditional)  # fmt: skip
+                d_conditional=data.d_conditional, **sources, **terms)  # fmt: skip
     k = sched.real_batches
     worst, parted = (0.0, ""), None
     for i in range(iterations):
         for reals in [[r] for r in data.reals[i]] if per_batch else [data.reals[i]]:
             if len(reals) < k:
                 return float("inf"), f"iteration {i}: {len(reals)} real batch(es) for {k}"
+            if data.image_to_image:  # G draws (Dropout) from where the script's G did
+                _set_rng(queue.pop(0)[1])
             step(reals[0] if k == 1 else list(reals[:k]))
         ends = capture.history[data.ends[i]]  # the script's states at iteration i's end
         names = script.names
@@ -393,10 +405,13 @@ def _search(script: _Script, capture: Capture, data: Replay, report, n: int) -> 
     found = candidates(d_out, penalty, _clip(script.D, capture.after_step[id(script.D)]),
                        autoencoder=d_out.shape == real.shape if isinstance(real, Tensor)
                        else False)  # fmt: skip
+    if data.image_to_image:  # and G's L1 to the target, at the weights scripts use
+        found = [replace(c, l1=w) for c in found for w in (100.0, 10.0, 1.0)]
     tried, equal = [], []
     for schedule, candidate in [(s, c) for s in schedules(report.schedule) for c in found]:
         label = (f"{schedule[0]}, {candidate.objective} d_scale={candidate.d_scale} "
-                 f"g_scale={candidate.g_scale}")  # fmt: skip
+                 f"g_scale={candidate.g_scale}"
+                 + ("" if candidate.l1 is None else f" l1={candidate.l1}"))  # fmt: skip
         try:
             gap, parted = _run(script, capture, data, schedule, candidate, n)
         except Exception as e:  # a candidate the script's models refuse: not it
@@ -420,6 +435,11 @@ def _search(script: _Script, capture: Capture, data: Replay, report, n: int) -> 
     return Port(None, n, notes=["each schedule and objective tried:", *tried])
 
 
+def _l1(view) -> Tensor:
+    """pix2pix's pixelwise term: L1 of G's output to the real target."""
+    return torch.nn.functional.l1_loss(view.fake.x, view.real.x)
+
+
 def _clip(D: nn.Module, end: dict[str, Tensor]) -> float | None:
     """The bound D's weights end clamped to, where a tenth of them sit on it (WGAN's
     clipping leaves most there), rounded to 6 digits; else None."""
@@ -437,12 +457,18 @@ def _code(script: _Script, schedule: tuple[str, bool], candidate: Candidate,
           data: Replay) -> str:  # fmt: skip
     """The Step as code a person pastes into the script, a comment per choice (the
     draws described from what the script drew: its own draws were replayed)."""
-    z = data.zs[0][0][0]
-    shape = ", ".join(str(s) for s in z.shape[1:])
-    draw = f"torch.randn(n, {shape})" if bool((z < 0).any()) else f"torch.rand(n, {shape})"
-    seen = (f"mean {float(z.float().mean()):.2f}, std {float(z.float().std()):.2f}"
-            if z.numel() > 1 else "one value")  # fmt: skip
     more = ""
+    if data.image_to_image:
+        sources = (
+            "    latent=None,  # G's one input is the source of the real pair: no z\n"
+            '    condition="real",  # each fake made for its real pair\'s source'
+        )
+        more += (
+            f'\n    g_terms={{"l1": ({candidate.l1}, lambda v: '
+            "torch.nn.functional.l1_loss(v.fake.x, v.real.x))},  # G's L1 to the target"
+        )
+    else:
+        sources = _latent_line(data.zs[0][0][0])
     if data.conditional:
         more += "\n    " + _condition_line(data.zs[0][0][1])
         if not data.d_conditional:
@@ -458,6 +484,8 @@ def _code(script: _Script, schedule: tuple[str, bool], candidate: Candidate,
              if per_batch else "the audit's update order")  # fmt: skip
     each = "real batch" if per_batch else "iteration"
     batch = "(real_batch, its_labels)" if data.d_conditional else "real_batch"
+    if data.image_to_image:
+        batch = "(target_batch, source_batch)"
     return (
         f"from ganstep import Step, {code.split('(')[0]}\n"
         f"from ganstep.engine.objectives import {make}\n\n"
@@ -465,11 +493,22 @@ def _code(script: _Script, schedule: tuple[str, bool], candidate: Candidate,
         f"    {names['G']}, {names['D']}, {names['opt_g']}, {names['opt_d']},\n"
         f"    objective={candidate.objective},  # {candidate.why}\n"
         f"    schedule={code},  # {where}\n"
-        f"    latent=lambda n: {draw},  # G's input: shape (n, {shape}), {z.dtype}, as the "
-        f"script drew it ({seen})"
+        f"{sources}"
         f"{more}\n"
         f")\n"
         f"# then, in place of the script's update, once per {each}: step({batch})"
+    )
+
+
+def _latent_line(z: Tensor) -> str:
+    """``latent=...`` drawing G's input as the script's looked (its draws were replayed)."""
+    shape = ", ".join(str(s) for s in z.shape[1:])
+    draw = f"torch.randn(n, {shape})" if bool((z < 0).any()) else f"torch.rand(n, {shape})"
+    seen = (f"mean {float(z.float().mean()):.2f}, std {float(z.float().std()):.2f}"
+            if z.numel() > 1 else "one value")  # fmt: skip
+    return (
+        f"    latent=lambda n: {draw},  # G's input: shape (n, {shape}), {z.dtype}, as the "
+        f"script drew it ({seen})"
     )
 
 
