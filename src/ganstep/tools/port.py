@@ -4,16 +4,20 @@ found by verification on the script's own models, batches and random draws.
 While the script runs (:class:`Capture`), the audit keeps what it needs to replay the
 update: each module's state when the script first called it, each optimizer's state
 when the script made it, every top-level call's arguments with torch's generator
-state at that call, and G's and D's state after each optimizer step. Afterwards
-(:func:`port`), copies of G and D start from the first states, new optimizers of the
-script's kinds from theirs, and candidate Steps (the audit's schedule with each
-objective and loss scale that could be the script's) run the audited iterations on
-the real batches the script gave D, with ``latent`` returning the z the script gave G
-and setting torch's generator to its state at that call (so that a penalty's draws
-and D's Dropout masks follow the script's stream). A candidate whose parameters,
-buffers and optimizer states end equal to the script's is printed as code, with the
-largest difference; none is printed otherwise, and what stood in the way is said.
-Nothing is guessed: every choice printed is one that was verified.
+state at that call, and every module's and optimizer's state after each optimizer
+step. Afterwards (:func:`port`), copies of G and D start from the first states, new
+optimizers of the script's kinds from theirs, and every candidate Step (the audit's
+schedule, or the n_critic loop its ``d_steps=k`` may be, with each objective, loss
+scale and, for image-to-image, L1 weight that could be the script's) runs the audited
+iterations on the real batches the script gave D, ``latent`` (or, without z, each
+call) returning what the script gave G and setting torch's generator to its state at
+that call (so that a penalty's draws and Dropout masks follow the script's stream).
+Each iteration's end is compared with the script's states there. The one candidate
+whose parameters, buffers and optimizer states stay within :data:`TOLERANCE` of the
+script's is printed as code, with the largest difference; where none or several do,
+none is printed, and what stood in the way is said (where each parts, or which several
+the iterations cannot tell apart). Nothing is guessed: every choice printed was
+verified, and the draws it prints are described from what the script drew.
 """
 
 from __future__ import annotations
