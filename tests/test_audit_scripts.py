@@ -214,9 +214,10 @@ def test_port_prints_the_dcgan_examples_step_verified_and_runnable(tmp_path):
     printed Step equals the script's update over the audited iterations (parameters,
     Adam states), and the code runs when pasted beside the script's names."""
     proc, port = ported(tmp_path, "dcgan_example", "--batchSize", N, "--niter", 3,
-                        "--outf", tmp_path)  # fmt: skip
+                        "--outf", tmp_path, flag=("--verify", 3))  # fmt: skip
     assert "this Step equals the script's update over 3 iteration(s)" in proc.stdout
     assert port["max_difference"] <= 1e-6 and port["iterations"] == 3
+    assert port["float64_difference"] <= 1e-12  # its run again with float64 as the default
     code = port["code"]
     assert "objective=NS(probabilities=True)" in code and "schedule=d_first()" in code
     assert "netG, netD, optimizerG, optimizerD" in code and "d_scale" not in code
@@ -256,6 +257,11 @@ PORTED = {  # script: what its verified Step must say
 }  # fmt: skip
 
 
+# --verify runs the script again with torch's default dtype float64: these scripts
+# make everything with torch's default; the others make z (numpy's) float32 themselves
+IN_FLOAT64 = {"pytorch_gan_dcgan", "pytorch_gan_lsgan", "wgan_gp", "pytorch_gan_pix2pix"}
+
+
 @pytest.mark.parametrize("script", list(PORTED))
 def test_verify_3_finds_each_scripts_step_equal(tmp_path, script):
     proc, port = ported(tmp_path, script, flag=("--verify", 3))
@@ -263,6 +269,14 @@ def test_verify_3_finds_each_scripts_step_equal(tmp_path, script):
     assert port["iterations"] == 3
     for fragment in PORTED[script]:
         assert fragment in port["code"], port["code"]
+    float64 = port["notes"][-1]
+    assert float64.startswith("float64 (the script run again, torch's default dtype float64)")
+    if script in IN_FLOAT64:
+        assert port["float64_difference"] <= 1e-12, float64
+        assert "equal too, largest difference" in float64
+    else:  # said why, never passed off as equal
+        assert port["float64_difference"] is None
+        assert ": not repeated, " in float64 or ": not equal to 1e-12: " in float64, float64
 
 
 def test_port_names_what_it_cannot_map_instead_of_guessing(tmp_path):
@@ -378,5 +392,49 @@ def test_port_names_a_d_with_more_outputs_than_its_scores(tmp_path):
     out = tmp_path / "report.json"
     ganstep("audit", script, "--port", "--json", out, cache=tmp_path, cwd=tmp_path)
     assert json.loads(out.read_text())["port"]["notes"] == [
-        "D returns more than its scores (a tuple or list): the loss terms of its other outputs "
-        "(ACGAN's classifier) are not mapped yet"]  # fmt: skip
+        "D returns more than its scores (a tuple or list): its class output is mapped where G "
+        "alone takes the fakes' labels (ACGAN's G(z, labels), D(x)), not here"]  # fmt: skip
+
+
+def test_acgans_printed_step_runs_and_keeps_the_scripts_sample_calls(tmp_path):
+    """PyTorch-GAN's acgan samples G in training mode at batch 0 (its BatchNorm's
+    statistics move): the port makes that call on its copy too, says so, and its code
+    runs beside the script's names."""
+    proc, port = ported(tmp_path, "pytorch_gan_acgan", "--batch_size", N,
+                        flag=("--verify", 3))  # fmt: skip
+    assert port["max_difference"] <= 1e-6, port["notes"]
+    # D(x) -> (Sigmoid validity, Softmax classes), G(z, labels) from numpy, BCE and
+    # CE: the class terms at the script's weights, the real labels from its DataLoader
+    for fragment in ("objective=NS(probabilities=True)", "d_conditional=False",
+                     'g_terms={"aux": (0.5, ', 'd_terms={"aux_real": (0.25, ',
+                     '"aux_fake": (0.25, ', "d_scale=0.25", "g_scale=0.5",
+                     "step((real_batch, its_labels))"):  # fmt: skip
+        assert fragment in port["code"], port["code"]
+    note, float64 = port["notes"]
+    assert note.startswith("the script's 1 call(s) of G or D outside its update")
+    assert "not repeated, the script fails so (RuntimeError: Found dtype Float" in float64
+    torch.manual_seed(0)
+
+    class G(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.emb, self.out = torch.nn.Embedding(4, 8), torch.nn.Linear(8, NX)
+
+        def forward(self, z, labels):
+            return self.out(self.emb(labels) * z)
+
+    class D(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.adv, self.aux = torch.nn.Linear(NX, 1), torch.nn.Linear(NX, 4)
+
+        def forward(self, x):
+            return torch.sigmoid(self.adv(x)), self.aux(x)
+
+    generator, discriminator = G(), D()
+    names = {"torch": torch, "generator": generator, "discriminator": discriminator,
+             "optimizer_G": torch.optim.Adam(generator.parameters()),
+             "optimizer_D": torch.optim.Adam(discriminator.parameters())}  # fmt: skip
+    exec(port["code"], names)  # noqa: S102 - the code the port printed
+    logs = names["step"]((torch.rand(4, NX), torch.randint(4, (4,))))
+    assert {"loss_d", "loss_g", "aux", "aux_real", "aux_fake"} <= set(logs)

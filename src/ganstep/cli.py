@@ -459,7 +459,8 @@ def _audit(args: argparse.Namespace) -> int:
         raise ValueError(f"--timeout must be a number of seconds > 0, got {args.timeout}")
     code = show(audit_script(args.script, args.script_args, iterations=args.iterations,
                              G=args.g_name, D=args.d_name, on_swallowed=leave,
-                             timeout=args.timeout, port=args.port))  # fmt: skip
+                             timeout=args.timeout, port=args.port,
+                             float64=args.verify is not None))  # fmt: skip
     left = [t.name for t in threading.enumerate()
             if t.is_alive() and not t.daemon and t is not threading.main_thread()]  # fmt: skip
     if left:  # the script's own threads would keep the process alive after the report

@@ -15,6 +15,8 @@ step).
 
 from __future__ import annotations
 
+import contextlib
+import io
 import os
 import runpy
 import signal
@@ -29,7 +31,7 @@ from torch import nn
 from ..engine.checks import positive_int
 from ..engine.d_profile import observing
 from .audit import MODULES, Recorder, Report, analyse, crash_location
-from .port import Capture, Port
+from .port import FLOAT64_TOLERANCE, Capture, Port
 from .port import port as port_of
 
 
@@ -303,6 +305,7 @@ def audit_script(
     on_swallowed: Callable[[Report], object] | None = None,
     timeout: float | None = None,
     port: bool = False,
+    float64: bool = False,
 ) -> Report:
     """Run ``script`` as ``__main__`` with ``sys.argv = [script, *args]``, stop it after
     ``iterations`` iterations, and report on them.
@@ -323,7 +326,9 @@ def audit_script(
 
     ``port``: find the Step that equals the script's update over the audited
     iterations, verified on copies of its models (:mod:`ganstep.tools.port`); it is the
-    report's ``port``.
+    report's ``port``. ``float64`` (with ``port``): where a Step was found, the script
+    runs again with torch's default dtype float64 and that Step is verified on that run
+    too, to :data:`~ganstep.tools.port.FLOAT64_TOLERANCE` (said in the port's notes).
     """
     positive_int(iterations, "iterations")
     if timeout is not None and not (isinstance(timeout, int | float) and timeout > 0):
@@ -352,7 +357,46 @@ def audit_script(
     report = _report(rec, path, script, G, D, error)
     if port:
         report.port = _port(rec, report)
+        if float64 and report.port.chosen is not None:
+            run = lambda r: _run_recorded(r, path, script, args, timeout)  # noqa: E731
+            report.port.notes.append(_in_float64(report, run, path, script, G, D))
     return report
+
+
+def _in_float64(report: Report, run, path: Path, script, G, D) -> str:
+    """The script run again by ``run`` (silenced) with torch's default dtype float64,
+    and the Step found in ``report.port`` verified on that run: what came of it."""
+    found, head = report.port, "float64 (the script run again, torch's default dtype float64)"
+    rec = ScriptRecorder(report.iterations)
+    rec.capture = Capture()
+    saved = torch.get_default_dtype()
+    torch.set_default_dtype(torch.float64)
+    try:
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+            error = run(rec)
+        again = _report(rec, path, script, G, D, error)
+    except AuditError as e:
+        return f"{head}: not repeated, the run found no G and D to audit ({e})"
+    finally:
+        torch.set_default_dtype(saved)
+    if error is not None and report.error is None:
+        return f"{head}: not repeated, the script fails so ({type(error).__name__}: {error})"
+    kept = [n for m in rec.modules.values() for n, p in m.named_parameters()
+            if p.is_floating_point() and p.dtype != torch.float64]  # fmt: skip
+    if kept:
+        return (
+            f"{head}: not repeated, the script makes its models' parameters "
+            f"{kept[0]}... float32 itself"
+        )
+    again.port = port_of(rec, again, rec.capture, _names(rec), only=found.chosen,
+                         tolerance=FLOAT64_TOLERANCE)  # fmt: skip
+    if again.port.code is None:
+        return f"{head}: not equal to {FLOAT64_TOLERANCE:g}: {again.port.notes[-1]}"
+    found.float64_difference = again.port.max_difference
+    return (
+        f"{head}: equal too, largest difference {found.float64_difference:.3g} "
+        f"(<= {FLOAT64_TOLERANCE:g})"
+    )
 
 
 def _port(rec: ScriptRecorder, report: Report) -> Port:
@@ -419,13 +463,7 @@ def _run_recorded(
     put back."""
     saved = sys.argv, list(sys.path), os.getcwd(), os._exit
     streams = sys.stdout, sys.stderr  # the report is printed on them, whatever the script did
-    original_init = torch.optim.Optimizer.__init__
-
-    def noting_init(opt, *a, **k):
-        original_init(opt, *a, **k)
-        rec.optimizers.append(opt)
-        if rec.capture is not None:
-            rec.capture.optimizer_made(opt)
+    unpatch = _patch_torch(rec)
 
     def exit_now(code: int = 0) -> None:  # os._exit would leave without a report
         raise _Exit(code)
@@ -438,7 +476,6 @@ def _run_recorded(
 
     sys.argv = [str(script), *args]
     sys.path.insert(0, str(path.parent))  # its own imports, as python would
-    torch.optim.Optimizer.__init__ = noting_init
     os._exit = exit_now
     threading.excepthook = quiet_stop
     pre = nn.modules.module.register_module_forward_pre_hook(rec.pre)
@@ -452,7 +489,7 @@ def _run_recorded(
         pre.remove()
         post.remove()
         rec.__exit__(None, None, None)
-        torch.optim.Optimizer.__init__ = original_init
+        unpatch()
         threading.excepthook = original_excepthook
         sys.argv, sys.path[:], os._exit = saved[0], saved[1], saved[3]
         os.chdir(saved[2])
@@ -470,6 +507,34 @@ def _run_recorded(
     finally:
         timer()
         undo()
+
+
+def _patch_torch(rec: ScriptRecorder) -> Callable[[], None]:
+    """Note each optimizer the script makes (and, for ``--port``, its state then and
+    the batches its DataLoaders give it); returns what undoes it."""
+    original_init = torch.optim.Optimizer.__init__
+    loader_iter = torch.utils.data.dataloader._BaseDataLoaderIter
+    original_next = loader_iter.__next__
+
+    def noting_init(opt, *a, **k):
+        original_init(opt, *a, **k)
+        rec.optimizers.append(opt)
+        if rec.capture is not None:
+            rec.capture.optimizer_made(opt)
+
+    def noting_next(it):  # the real labels of a D that is not given them (ACGAN's)
+        batch = original_next(it)
+        if rec.capture is not None:
+            rec.capture.batch_given(batch)
+        return batch
+
+    def unpatch() -> None:
+        torch.optim.Optimizer.__init__ = original_init
+        loader_iter.__next__ = original_next
+
+    torch.optim.Optimizer.__init__ = noting_init
+    loader_iter.__next__ = noting_next
+    return unpatch
 
 
 def _reopened(stream, fd: int):

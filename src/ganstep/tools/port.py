@@ -12,7 +12,12 @@ scale and, for image-to-image, L1 weight that could be the script's) runs the au
 iterations on the real batches the script gave D, ``latent`` (or, without z, each
 call) returning what the script gave G and setting torch's generator to its state at
 that call (so that a penalty's draws and Dropout masks follow the script's stream).
-Each iteration's end is compared with the script's states there. The one candidate
+A D returning (scores, class logits) beside a G given the fakes' labels is ACGAN's: its
+class terms are tried at the scripts' weights, on the real labels the script's
+DataLoader gave beside each real batch. The script's calls of G or D outside its update
+after an iteration's steps (a sample grid in training mode, which moves BatchNorm's
+statistics) are made on the copies where it made them. Each iteration's end is
+compared with the script's states there. The one candidate
 whose parameters, buffers and optimizer states stay within :data:`TOLERANCE` of the
 script's is printed as code, with the largest difference; where none or several do,
 none is printed, and what stood in the way is said (where each parts, or which several
@@ -37,6 +42,10 @@ from ..engine.views import adversarial, ends_in_sigmoid
 
 # float32's rounding after a few Adam steps, the order of sums being another one's
 TOLERANCE = 1e-5
+# float64's: the same sums in another order, amplified by a few Adam steps
+FLOAT64_TOLERANCE = 1e-12
+# DataLoader batches kept at most (an audit of a few iterations takes a few per iteration)
+MAX_BATCHES = 1000
 
 
 @dataclass
@@ -49,6 +58,9 @@ class Capture:
     after_step: dict[int, dict] = field(default_factory=dict)  # by id: the latest state
     # after the step that made len(opt_steps) so: every module's and optimizer's state
     history: dict[int, dict[int, dict]] = field(default_factory=dict)
+    # the tensors of each batch the script's DataLoaders gave it (the real labels of a D
+    # that does not take them: ACGAN's classifier loss reads them)
+    batches: list[tuple[Tensor, ...]] = field(default_factory=list)
 
     def module_seen(self, module: nn.Module) -> None:
         if id(module) not in self.first_state:
@@ -60,6 +72,12 @@ class Capture:
     def called(self, seq: int, args: tuple, rng: list[Tensor]) -> None:
         kept = tuple(a.detach().clone() if isinstance(a, Tensor) else a for a in args)
         self.calls[seq] = (kept, rng)
+
+    def batch_given(self, batch: object) -> None:
+        if isinstance(batch, (tuple, list)) and len(self.batches) < MAX_BATCHES:
+            kept = tuple(t.detach().clone() for t in batch if isinstance(t, Tensor))
+            if len(kept) > 1:
+                self.batches.append(kept)
 
     def stepped(self, modules: list[nn.Module], optimizers: list, steps: int) -> None:
         """After an optimizer step, the ``steps``-th one recorded: everyone's state."""
@@ -82,10 +100,14 @@ class Port:
     iterations: int
     max_difference: float | None = None
     notes: list[str] = field(default_factory=list)
+    # the (schedule, candidate) printed; the largest difference of its float64 repeat
+    chosen: tuple | None = field(default=None, repr=False)
+    float64_difference: float | None = None
 
     def as_dict(self) -> dict:
         return {"code": self.code, "iterations": self.iterations,
-                "max_difference": self.max_difference, "notes": self.notes}  # fmt: skip
+                "max_difference": self.max_difference, "notes": self.notes,
+                "float64_difference": self.float64_difference}  # fmt: skip
 
     def __str__(self) -> str:
         if self.code is None:
@@ -107,6 +129,8 @@ class Candidate:
     g_scale: float
     why: str
     l1: float | None = None  # image-to-image: the weight of G's L1 to the target
+    # D's class output (ACGAN): the weights of its cross-entropy in G's and in D's loss
+    classifier: tuple[float, float] | None = None
 
 
 def candidates(d_output: Tensor, penalty: bool, clip: float | None,
@@ -138,6 +162,20 @@ def candidates(d_output: Tensor, penalty: bool, clip: float | None,
     return found
 
 
+def with_classifier(found: list[Candidate]) -> list[Candidate]:
+    """Each objective of ``found`` with a cross-entropy of D's class output added to G's
+    and D's losses (ACGAN's), at the scales public scripts write: ``0.5 * (adv + aux)``
+    in G's step, ``((adv + aux) / 2 + (adv + aux) / 2) / 2`` in D's, or unscaled."""
+    out = []
+    for objective in {c.objective: c for c in found}.values():
+        f = 2.0 if objective.objective == "LSGAN()" else 1.0  # MSE is twice ganstep's
+        why = f"{objective.why}; D's class output: ACGAN's cross-entropy terms"
+        out += [replace(objective, d_scale=d * f, g_scale=g * f, why=why, classifier=(wg, wd))
+                for d in (1.0, 0.5, 0.25) for g in (1.0, 0.5)
+                for wd in (1.0, 0.5, 0.25) for wg in (1.0, 0.5)]  # fmt: skip
+    return out
+
+
 @dataclass
 class Replay:
     """What the audited iterations fed G and D: each iteration's real batches (a tensor,
@@ -150,6 +188,11 @@ class Replay:
     ends: list[int] = field(default_factory=list)  # Capture.history's key at each end
     # G's one input is the real batch's condition (pix2pix's G(source)): no z
     image_to_image: bool = False
+    # each real batch's labels where D is called D(x) and its DataLoader gave them
+    labels: list[list[Tensor | None]] = field(default_factory=list)
+    # after each iteration's steps, the script's calls of G or D outside its update (a
+    # sample grid in training mode moves BatchNorm's statistics): role, inputs, generator
+    after: list[list[tuple[str, tuple, list[Tensor]]]] = field(default_factory=list)
 
     @property
     def conditional(self) -> bool:
@@ -201,12 +244,43 @@ def replay(rec, capture: Capture, iterations: int) -> Replay | str:
                    and st.label in ("G", "D"))  # fmt: skip
         ends.append(last + 1)
     data = Replay(reals, zs, d_takes == {2}, ends)
+    data.labels = [[_labels_of(x, capture.batches) if isinstance(x, Tensor) else None
+                    for x in it] for it in reals]  # fmt: skip
+    data.after = _calls_after(rec, capture, ends)
     if data.d_conditional and not data.conditional:
         sources = [r[1] for it in reals for r in it if isinstance(r, tuple)]
         data.image_to_image = all(any(_same(z[0], c) for c in sources) for z, _ in zs)
         if not data.image_to_image:
             return "D takes a condition that G does not: not mapped"
     return data
+
+
+def _calls_after(rec, capture: Capture, ends: list[int]) -> list[list[tuple]]:
+    """Per iteration, the calls of G or D outside the update made after its last step
+    and before the next iteration's first forward of the update."""
+    firsts: dict[int, int] = {}
+    for f in rec.forwards:
+        if f.used:
+            firsts.setdefault(f.iteration, f.seq)
+    after: list[list[tuple]] = [[] for _ in ends]
+    for f in rec.forwards:
+        if f.label not in ("G", "D") or f.used or f.seq not in capture.calls:
+            continue
+        for i, end in enumerate(ends):
+            if rec.opt_steps[end - 1].seq < f.seq < firsts.get(i + 1, float("inf")):
+                after[i].append((f.label, *capture.calls[f.seq]))
+    return after
+
+
+def _labels_of(x: Tensor, batches: list[tuple[Tensor, ...]]) -> Tensor | None:
+    """The one integer vector beside ``x`` in the DataLoader batch that gave it (its
+    values: a script may cast it), or None."""
+    for batch in batches:
+        if any(t.shape == x.shape and torch.equal(t.to(x.device, x.dtype), x) for t in batch):
+            found = [t for t in batch if t.dim() == 1 and len(t) == len(x)
+                     and not t.is_floating_point()]  # fmt: skip
+            return found[0] if len(found) == 1 else None
+    return None
 
 
 def _set_rng(states: list[Tensor]) -> None:
@@ -303,7 +377,8 @@ def schedules(audited: str) -> list[tuple[str, bool]]:
 
 
 def _run(script: _Script, capture: Capture, data: Replay, schedule: tuple[str, bool],
-         candidate: Candidate, iterations: int) -> tuple[float, str]:  # fmt: skip
+         candidate: Candidate, iterations: int,
+         tolerance: float = TOLERANCE) -> tuple[float, str]:  # fmt: skip
     """The largest difference from the script's states at the end of each of
     ``iterations`` (the candidate Step called once per audited iteration, or with
     ``schedule[1]`` once per real batch, on copies of the script's models and its
@@ -330,14 +405,17 @@ def _run(script: _Script, capture: Capture, data: Replay, schedule: tuple[str, b
         sources = {"latent": None, "condition": "real"}
     else:
         sources = {"latent": latent, "condition": condition if data.conditional else None}
-    terms = {} if candidate.l1 is None else {"g_terms": {"l1": (candidate.l1, _l1)}}
+    terms = _terms(candidate)
     step = Step(G, D, opt_g, opt_d, objective=candidate.make(), schedule=sched,
                 d_scale=candidate.d_scale, g_scale=candidate.g_scale,
                 d_conditional=data.d_conditional, **sources, **terms)  # fmt: skip
     k = sched.real_batches
-    worst, parted = (0.0, ""), None
+    worst = (0.0, "")
     for i in range(iterations):
-        for reals in [[r] for r in data.reals[i]] if per_batch else [data.reals[i]]:
+        given = data.reals[i]
+        if candidate.classifier is not None:  # D's class terms read the real labels
+            given = list(zip(given, data.labels[i], strict=True))
+        for reals in [[r] for r in given] if per_batch else [given]:
             if len(reals) < k:
                 return float("inf"), f"iteration {i}: {len(reals)} real batch(es) for {k}"
             if data.image_to_image:  # G draws (Dropout) from where the script's G did
@@ -352,9 +430,36 @@ def _run(script: _Script, capture: Capture, data: Replay, schedule: tuple[str, b
                   names["opt_d"])]  # fmt: skip
         here = max(difference(mine, theirs, name) for mine, theirs, name in pairs)
         worst = max(worst, here)
-        if parted is None and here[0] > TOLERANCE:
-            parted = f"they part at iteration {i}, most in {here[1]} ({here[0]:.3g})"
-    return worst[0], parted or ""
+        if here[0] > tolerance:  # parted: the later iterations tell nothing more
+            return here[0], f"they part at iteration {i}, most in {here[1]} ({here[0]:.3g})"
+        for role, args, states in data.after[i]:  # as the script did: its buffers move
+            _set_rng(states)
+            with torch.no_grad():
+                (G if role == "G" else D)(*args)
+    return worst[0], ""
+
+
+def _terms(candidate: Candidate) -> dict:
+    """The Step's ``g_terms``/``d_terms`` for ``candidate``'s extra losses."""
+    if candidate.l1 is not None:
+        return {"g_terms": {"l1": (candidate.l1, _l1)}}
+    if candidate.classifier is not None:
+        g, d = candidate.classifier
+        return {"g_terms": {"aux": (g, _class_loss("fake"))},
+                "d_terms": {"aux_real": (d, _class_loss("real")),
+                            "aux_fake": (d, _class_loss("fake"))}}  # fmt: skip
+    return {}
+
+
+def _class_loss(which: str):
+    """ACGAN's term: cross-entropy of D's class output on the ``which`` batch to its
+    labels (the fakes': those G was given)."""
+
+    def loss(view) -> Tensor:
+        out = view.d_fake if which == "fake" else view.d_real
+        return torch.nn.functional.cross_entropy(out[1], getattr(view, which).c)
+
+    return loss
 
 
 def _verifiable(rec, report) -> int:
@@ -371,8 +476,10 @@ def _verifiable(rec, report) -> int:
     return count
 
 
-def port(rec, report, capture: Capture, names: dict[str, str]) -> Port:
-    """The verified Step of an audited script (see the module's docstring)."""
+def port(rec, report, capture: Capture, names: dict[str, str], *,
+         only: tuple | None = None, tolerance: float = TOLERANCE) -> Port:  # fmt: skip
+    """The verified Step of an audited script (see the module's docstring); with
+    ``only`` (a found Port's ``chosen``), that Step alone, verified to ``tolerance``."""
     n = _verifiable(rec, report)
     if report.schedule is None:
         return Port(None, n, notes=["no ganstep schedule matches this update order (see above)"])
@@ -388,22 +495,23 @@ def port(rec, report, capture: Capture, names: dict[str, str]) -> Port:
         return Port(None, n, notes=notes)
     state = torch.random.get_rng_state()
     try:
-        return _search(script, capture, data, report, n)
+        tried = [only] if only is not None else _tried(script, capture, data, report)
+        if isinstance(tried, str):
+            return Port(None, n, notes=[tried])
+        return _search(script, capture, data, report, n, tried, tolerance)
     finally:
         torch.random.set_rng_state(state)
 
 
-def _search(script: _Script, capture: Capture, data: Replay, report, n: int) -> Port:
-    """Every candidate run; the one that equals the script printed, or none where none
-    does, or where several do (the iterations verified cannot tell them apart)."""
+def _tried(script: _Script, capture: Capture, data: Replay, report) -> list[tuple] | str:
+    """Each (schedule, candidate) that could be the script's update; or why none is."""
     probe = _copy(script.D, capture.first_state[id(script.D)])
     with torch.enable_grad():  # D's output with its graph: whether a Sigmoid made it
         real = data.reals[0][0]
         whole = probe(*real) if isinstance(real, tuple) else probe(real)
-    if not isinstance(whole, Tensor):
-        return Port(None, n, notes=["D returns more than its scores (a tuple or list): the "
-                                    "loss terms of its other outputs (ACGAN's classifier) "
-                                    "are not mapped yet"])  # fmt: skip
+    unmapped = None if isinstance(whole, Tensor) else _classifier_unmapped(whole, data)
+    if unmapped:
+        return unmapped
     d_out = adversarial(whole)[0]
     penalty = report.double_backwards.get("D", 0) > 0
     found = candidates(d_out, penalty, _clip(script.D, capture.after_step[id(script.D)]),
@@ -411,32 +519,78 @@ def _search(script: _Script, capture: Capture, data: Replay, report, n: int) -> 
                        else False)  # fmt: skip
     if data.image_to_image:  # and G's L1 to the target, at the weights scripts use
         found = [replace(c, l1=w) for c in found for w in (100.0, 10.0, 1.0)]
-    tried, equal = [], []
-    for schedule, candidate in [(s, c) for s in schedules(report.schedule) for c in found]:
-        label = (f"{schedule[0]}, {candidate.objective} d_scale={candidate.d_scale} "
-                 f"g_scale={candidate.g_scale}"
-                 + ("" if candidate.l1 is None else f" l1={candidate.l1}"))  # fmt: skip
+    if not isinstance(whole, Tensor):
+        found = with_classifier(found)
+    return [(s, c) for s in schedules(report.schedule) for c in found]
+
+
+def _label(schedule: tuple[str, bool], candidate: Candidate) -> str:
+    extra = "" if candidate.l1 is None else f" l1={candidate.l1}"
+    if candidate.classifier is not None:
+        extra += " class terms G {} D {}".format(*candidate.classifier)
+    return (f"{schedule[0]}, {candidate.objective} d_scale={candidate.d_scale} "
+            f"g_scale={candidate.g_scale}{extra}")  # fmt: skip
+
+
+def _search(script: _Script, capture: Capture, data: Replay, report, n: int,
+            tried: list[tuple], tolerance: float) -> Port:  # fmt: skip
+    """Every candidate run; the one that equals the script printed, or none where none
+    does, or where several do (the iterations verified cannot tell them apart)."""
+    parted, equal = [], []
+    for schedule, candidate in tried:
+        label = _label(schedule, candidate)
         try:
-            gap, parted = _run(script, capture, data, schedule, candidate, n)
+            gap, where = _run(script, capture, data, schedule, candidate, n, tolerance)
         except Exception as e:  # a candidate the script's models refuse: not it
-            tried.append(f"{label}: {type(e).__name__}: {e}".splitlines()[0])
+            parted.append(f"{label}: {type(e).__name__}: {e}".splitlines()[0])
             continue
-        if gap <= TOLERANCE:
+        if gap <= tolerance:
             equal.append((gap, schedule, candidate, label))
         else:
-            tried.append(f"{label}: {parted}")
+            parted.append(f"{label}: {where}")
     if len(equal) == 1:
         gap, schedule, candidate, _ = equal[0]
         note = [] if report.error is None else [
             f"verified over the {n} iteration(s) before the script's loop crashed"]  # fmt: skip
-        return Port(_code(script, schedule, candidate, data), n, gap, note)
+        outside = sum(len(calls) for calls in data.after)
+        if outside:
+            note.append(f"the script's {outside} call(s) of G or D outside its update (a "
+                        "sample, a log) were made on the copies too, where it made them (in "
+                        "training mode they move BatchNorm's statistics): keep them in the "
+                        "loop")  # fmt: skip
+        code = _code(script, schedule, candidate, data)
+        return Port(code, n, gap, note, chosen=(schedule, candidate))
     if equal:
         more = ("the script's loop crashed after them: fix it to verify more" if report.error
                 else "verify more iterations")  # fmt: skip
         return Port(None, n, notes=[f"{len(equal)} Steps equal the script over {n} "
                                     f"iteration(s), which cannot tell them apart ({more}):",
                                     *(e[3] for e in equal)])  # fmt: skip
-    return Port(None, n, notes=["each schedule and objective tried:", *tried])
+    return Port(None, n, notes=["each schedule and objective tried:", *parted])
+
+
+def _classifier_unmapped(outputs: object, data: Replay) -> str | None:
+    """Why a D returning more than its scores is not mapped as ACGAN's (its scores and
+    class logits, G given the fakes' labels, D called D(x) on real batches whose labels
+    its DataLoader gave), or None where it is."""
+    head = "D returns more than its scores (a tuple or list)"
+    if not (
+        isinstance(outputs, (tuple, list))
+        and len(outputs) == 2
+        and all(isinstance(o, Tensor) for o in outputs)
+        and outputs[1].dim() == 2
+    ):
+        return (f"{head}, not (scores, class logits): the loss terms of its other outputs "
+                "are not mapped")  # fmt: skip
+    if not data.conditional or data.d_conditional or data.zs[0][0][1].is_floating_point():
+        return (f"{head}: its class output is mapped where G alone takes the fakes' labels "
+                "(ACGAN's G(z, labels), D(x)), not here")  # fmt: skip
+    if any(label is None for it in data.labels for label in it):
+        return (
+            f"{head}: the real batches' labels were not found beside them in a "
+            "DataLoader's batches, so its class loss on them is not mapped"
+        )
+    return None
 
 
 def _l1(view) -> Tensor:
@@ -477,6 +631,16 @@ def _code(script: _Script, schedule: tuple[str, bool], candidate: Candidate,
         more += "\n    " + _condition_line(data.zs[0][0][1])
         if not data.d_conditional:
             more += "\n    d_conditional=False,  # D is called D(x): G alone takes the condition"
+    if candidate.classifier is not None:
+        g, d = candidate.classifier
+        ce = "torch.nn.functional.cross_entropy"
+        more += (
+            f'\n    g_terms={{"aux": ({g}, lambda v: {ce}(v.d_fake[1], v.fake.c))}},'
+            "  # D's class output on the fakes, to the labels G was given"
+            f'\n    d_terms={{"aux_real": ({d}, lambda v: {ce}(v.d_real[1], v.real.c)),'
+            f'\n             "aux_fake": ({d}, lambda v: {ce}(v.d_fake[1], v.fake.c))}},'
+            "  # and in D's loss, the real batches' to their labels"
+        )
     if candidate.d_scale != 1.0:
         more += f"\n    d_scale={candidate.d_scale},  # the script scales D's loss by this"
     if candidate.g_scale != 1.0:
@@ -487,7 +651,8 @@ def _code(script: _Script, schedule: tuple[str, bool], candidate: Candidate,
     where = ("the script's n_critic loop: G on every k-th batch from the first, on the same z"
              if per_batch else "the audit's update order")  # fmt: skip
     each = "real batch" if per_batch else "iteration"
-    batch = "(real_batch, its_labels)" if data.d_conditional else "real_batch"
+    labelled = data.d_conditional or candidate.classifier is not None
+    batch = "(real_batch, its_labels)" if labelled else "real_batch"
     if data.image_to_image:
         batch = "(target_batch, source_batch)"
     return (
