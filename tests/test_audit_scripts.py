@@ -309,8 +309,12 @@ def test_port_says_where_each_candidate_parts_from_a_loss_it_does_not_know(tmp_p
                    check=False)  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     port = json.loads(out.read_text())["port"]
-    assert port["code"] is None and port["notes"][0] == "each schedule and objective tried:"
-    assert all("they part at iteration 0, most in " in note for note in port["notes"][1:])
+    assert port["code"] is None and port["notes"][0] == (
+        "no objective, scale and term tried equals the losses this script takes (D's at "
+        "smooth_l1_gan.py:81: d_loss.backward(); G's at smooth_l1_gan.py:73: "
+        "g_loss.backward()): not mapped")  # fmt: skip
+    assert port["notes"][1] == "each schedule and objective tried:"
+    assert all("they part at iteration 0, most in " in note for note in port["notes"][2:])
     assert "no Step found that equals this script's update" in proc.stdout
 
 

@@ -78,6 +78,7 @@ class _Backward:
     used_by: set[str] = field(default_factory=set)  # modules whose optimizer stepped them
     double: list[_Backward] = field(default_factory=list)  # create_graph calls it went back through
     iteration: int = 0
+    where: str | None = None  # the audited script's line that called it ("file:line: source")
 
 
 @dataclass(eq=False)
@@ -440,6 +441,10 @@ class Recorder:
     def before_step(self, step: _Step) -> None:
         """Called before each recorded optimizer step; the script runner stops here."""
 
+    def call_site(self) -> str | None:
+        """The audited script's line calling into the audit now (a script's recorder)."""
+        return None
+
     def _after_step(self, opt, args, kwargs) -> None:
         labels = self._labels_of(opt)
         if len(labels) == 1:
@@ -458,7 +463,7 @@ class Recorder:
             roots = [roots] if isinstance(roots, Tensor) else list(roots or [])
             roots = [t for t in roots if isinstance(t, Tensor)]
             b = _Backward(len(self.backwards), self._next(), retain, create, roots,
-                          iteration=self.iteration)  # fmt: skip
+                          iteration=self.iteration, where=self.call_site())  # fmt: skip
             self.backwards.append(b)
             self.events.append(("backward", b))
             outer, self.current = self.current, b

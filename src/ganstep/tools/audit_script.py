@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import linecache
 import os
 import runpy
 import signal
@@ -83,6 +84,16 @@ class ScriptRecorder(Recorder):
         # ``except BaseException``); the command line reports and leaves the process.
         self.on_swallowed: Callable[[], object] | None = None
         self.capture: Capture | None = None  # what --port keeps to replay the update
+        self.script_file: str | None = None  # the audited script's path, as its frames name it
+
+    def call_site(self) -> str | None:
+        frame = sys._getframe(1)
+        while frame is not None and frame.f_code.co_filename != self.script_file:
+            frame = frame.f_back
+        if frame is None:
+            return None
+        line = linecache.getline(self.script_file, frame.f_lineno).strip()
+        return f"{Path(self.script_file).name}:{frame.f_lineno}: {line}"
 
     def add_module(self, label: str, module: nn.Module) -> None:
         super().add_module(label, module)
@@ -462,6 +473,7 @@ def _run_recorded(
     Everything it changed in this process (argv, path, cwd, the hooks, ``os._exit``) is
     put back."""
     saved = sys.argv, list(sys.path), os.getcwd(), os._exit
+    rec.script_file = str(path)
     streams = sys.stdout, sys.stderr  # the report is printed on them, whatever the script did
     unpatch = _patch_torch(rec)
 

@@ -44,6 +44,7 @@ from ..engine.views import adversarial, ends_in_sigmoid
 TOLERANCE = 1e-5
 # float64's: the same sums in another order, amplified by a few Adam steps
 FLOAT64_TOLERANCE = 1e-12
+TRIED = "each schedule and objective tried:"
 # DataLoader batches kept at most (an audit of a few iterations takes a few per iteration)
 MAX_BATCHES = 1000
 
@@ -498,9 +499,28 @@ def port(rec, report, capture: Capture, names: dict[str, str], *,
         tried = [only] if only is not None else _tried(script, capture, data, report)
         if isinstance(tried, str):
             return Port(None, n, notes=[tried])
-        return _search(script, capture, data, report, n, tried, tolerance)
+        found = _search(script, capture, data, report, n, tried, tolerance)
     finally:
         torch.random.set_rng_state(state)
+    if found.code is None and found.notes[0] == TRIED:  # none equal: name the losses' lines
+        found.notes.insert(0, _loss_lines(rec))
+    return found
+
+
+def _loss_lines(rec) -> str:
+    """Where the script's losses whose form no candidate matched were taken: the lines
+    of the first iteration's backward passes that G's and D's steps used."""
+    lines = []
+    for role in ("D", "G"):
+        sites = dict.fromkeys(b.where for b in rec.backwards if b.iteration == 0
+                              and role in b.used_by and b.where)  # fmt: skip
+        if sites:
+            lines.append(f"{role}'s at " + ", ".join(sites))
+    where = "; ".join(lines) or "lines not found in the script"
+    return (
+        f"no objective, scale and term tried equals the losses this script takes "
+        f"({where}): not mapped"
+    )
 
 
 def _tried(script: _Script, capture: Capture, data: Replay, report) -> list[tuple] | str:
@@ -566,7 +586,7 @@ def _search(script: _Script, capture: Capture, data: Replay, report, n: int,
         return Port(None, n, notes=[f"{len(equal)} Steps equal the script over {n} "
                                     f"iteration(s), which cannot tell them apart ({more}):",
                                     *(e[3] for e in equal)])  # fmt: skip
-    return Port(None, n, notes=["each schedule and objective tried:", *parted])
+    return Port(None, n, notes=[TRIED, *parted])
 
 
 def _classifier_unmapped(outputs: object, data: Replay) -> str | None:
