@@ -80,15 +80,14 @@ D = Discriminator().train().requires_grad_(False)
 G_ema = copy.deepcopy(G).eval()
 loss = StyleGAN2Loss(G, D, args.r1_gamma)
 mb_ratio = args.D_reg_interval / (args.D_reg_interval + 1)
+# one optimizer per module, shared by its main and reg phases (training_loop.py builds
+# `opt` once and gives it to both name+'main' and name+'reg')
+opt_D = torch.optim.Adam(D.parameters(), lr=0.0025 * mb_ratio, betas=(0.0, 0.99**mb_ratio))
 phases = [
     dict(name="Gboth", module=G, interval=1,
          opt=torch.optim.Adam(G.parameters(), lr=0.0025, betas=(0.0, 0.99))),
-    dict(name="Dmain", module=D, interval=1,
-         opt=torch.optim.Adam(D.parameters(), lr=0.0025 * mb_ratio,
-                              betas=(0.0, 0.99**mb_ratio))),
-    dict(name="Dreg", module=D, interval=args.D_reg_interval,
-         opt=torch.optim.Adam(D.parameters(), lr=0.0025 * mb_ratio,
-                              betas=(0.0, 0.99**mb_ratio))),
+    dict(name="Dmain", module=D, interval=1, opt=opt_D),
+    dict(name="Dreg", module=D, interval=args.D_reg_interval, opt=opt_D),
 ]  # fmt: skip
 data = torch.rand(args.batch * 40, nx)
 batch_idx = 0

@@ -402,7 +402,10 @@ def _in_float64(report: Report, run, path: Path, script, G, D) -> str:
     again.port = port_of(rec, again, rec.capture, _names(rec), only=found.chosen,
                          tolerance=FLOAT64_TOLERANCE)  # fmt: skip
     if again.port.code is None:
-        return f"{head}: not equal to {FLOAT64_TOLERANCE:g}: {again.port.notes[-1]}"
+        why = again.port.notes[-1]
+        if "they part at iteration" not in why:  # it raised: the run's inputs, not the math
+            return f"{head}: not repeated, the Step refuses that run's inputs ({why})"
+        return f"{head}: not equal to {FLOAT64_TOLERANCE:g}: {why}"
     found.float64_difference = again.port.max_difference
     return (
         f"{head}: equal too, largest difference {found.float64_difference:.3g} "

@@ -71,12 +71,12 @@ class Capture:
         self.made_state[id(opt)] = copy.deepcopy(opt.state_dict())
 
     def called(self, seq: int, args: tuple, rng: list[Tensor]) -> None:
-        kept = tuple(a.detach().clone() if isinstance(a, Tensor) else a for a in args)
+        kept = tuple(_plain(a) if isinstance(a, Tensor) else a for a in args)
         self.calls[seq] = (kept, rng)
 
     def batch_given(self, batch: object) -> None:
         if isinstance(batch, (tuple, list)) and len(self.batches) < MAX_BATCHES:
-            kept = tuple(t.detach().clone() for t in batch if isinstance(t, Tensor))
+            kept = tuple(_plain(t) for t in batch if isinstance(t, Tensor))
             if len(kept) > 1:
                 self.batches.append(kept)
 
@@ -86,6 +86,12 @@ class Capture:
         states.update({id(opt): copy.deepcopy(opt.state_dict()) for opt in optimizers})
         self.after_step = states
         self.history[steps] = states
+
+
+def _plain(t: Tensor) -> Tensor:
+    """A copy of ``t`` as a plain tensor (BigGAN's z is a Tensor subclass whose methods
+    need attributes a copy lacks)."""
+    return t.detach().as_subclass(Tensor).clone()
 
 
 def _cloned(state: dict) -> dict:
@@ -191,6 +197,10 @@ class Replay:
     image_to_image: bool = False
     # each real batch's labels where D is called D(x) and its DataLoader gave them
     labels: list[list[Tensor | None]] = field(default_factory=list)
+    # D called once on cat(fake, real) ("fake_first") or cat(real, fake) ("real_first")
+    concat: str | None = None
+    # the name of G's Embedding the script gives G its labels through (BigGAN's shared)
+    embedding: str | None = None
     # after each iteration's steps, the script's calls of G or D outside its update (a
     # sample grid in training mode moves BatchNorm's statistics): role, inputs, generator
     after: list[list[tuple[str, tuple, list[Tensor]]]] = field(default_factory=list)
@@ -210,11 +220,12 @@ def _same(a: object, b: object) -> bool:
 
 def replay(rec, capture: Capture, iterations: int) -> Replay | str:
     """Each iteration's real batches (D's inputs not made by G, nor requiring grad as a
-    penalty's interpolates do) and G's inputs with the generator states at those calls
-    (the same z given again is one draw); or why not."""
+    penalty's interpolates do; the real rows of a D input concatenated with G's) and
+    G's inputs with the generator states at those calls (the same z given again is one
+    draw); or why not."""
     reals: list[list[object]] = [[] for _ in range(iterations)]
     zs: list[tuple[tuple[Tensor, ...], list[Tensor]]] = []
-    d_takes = set()
+    z_seqs, fake_labels, d_takes, concat = [], {}, set(), set()
     for f in rec.forwards:
         if f.iteration >= iterations or not f.used or f.seq not in capture.calls:
             continue
@@ -225,26 +236,29 @@ def replay(rec, capture: Capture, iterations: int) -> Replay | str:
                     "G(z, c), D(x) and D(x, c) so far")  # fmt: skip
         if f.label == "G" and not (zs and _same(zs[-1][0], tensors)):
             zs.append((tensors, rng))
+            z_seqs.append(f.seq)
         elif f.label == "D":
             d_takes.add(len(tensors))
-            if f.producer is None and f.concat is None and not f.input_grad:
-                # (an input that requires grad is a penalty's: interpolates, not data)
-                real = tensors[0] if len(tensors) == 1 else tensors
-                if not (reals[f.iteration] and _same(reals[f.iteration][-1], real)):
-                    reals[f.iteration].append(real)
-    if not zs or len({len(t) for t, _ in zs}) != 1 or len(d_takes) != 1:
-        return "G or D is called with a varying number of tensors: not mapped"
+            concat |= {f.concat} - {None}
+            real, labels = _split_d_input(f, tensors, capture)
+            if labels is not None:
+                fake_labels[f.producer.seq] = labels
+            if real is not None and not (reals[f.iteration]
+                                         and _same(reals[f.iteration][-1], real)):  # fmt: skip
+                reals[f.iteration].append(real)
+    if not zs or len({len(t) for t, _ in zs}) != 1 or len(d_takes) != 1 or len(concat) > 1:
+        return "G or D is called with a varying number of tensors or orders: not mapped"
     if not all(reals):
-        return (
-            "an audited iteration gave D no real batch of its own (D saw it concatenated "
-            "with the fakes, or it came from another module): not mapped"
-        )
+        return "an audited iteration gave D no real batch of its own: not mapped"
     ends = []
     for i in range(iterations):  # the last step of G or D in iteration i
         last = max(j for j, st in enumerate(rec.opt_steps) if st.iteration == i
                    and st.label in ("G", "D"))  # fmt: skip
         ends.append(last + 1)
-    data = Replay(reals, zs, d_takes == {2}, ends)
+    data = Replay(reals, zs, d_takes == {2}, ends, concat=min(concat, default=None))
+    data.embedding = _embedding(rec, capture, zs, [fake_labels.get(s) for s in z_seqs])
+    if data.embedding is not None:  # G's input as the labels, embedded by the wrapper
+        data.zs = [((z[0], fake_labels[s]), rng) for (z, rng), s in zip(zs, z_seqs, strict=True)]
     data.labels = [[_labels_of(x, capture.batches) if isinstance(x, Tensor) else None
                     for x in it] for it in reals]  # fmt: skip
     data.after = _calls_after(rec, capture, ends)
@@ -254,6 +268,54 @@ def replay(rec, capture: Capture, iterations: int) -> Replay | str:
         if not data.image_to_image:
             return "D takes a condition that G does not: not mapped"
     return data
+
+
+def _split_d_input(f, tensors: tuple[Tensor, ...], capture: Capture) -> tuple[object, object]:
+    """A D call's real batch (``x`` or ``(x, c)``, None where it has none) and the labels
+    it judged G's fakes with (None where it did not take labels, or judged no fakes)."""
+    if f.producer is None:  # data; or, requiring grad, a penalty's interpolates
+        real = None if f.input_grad else tensors[0] if len(tensors) == 1 else tensors
+        return real, None
+    if f.producer.label != "G":
+        return None, None
+    if f.concat is None:
+        return None, tensors[1] if len(tensors) == 2 else None
+    made = next(a for a in capture.calls[f.producer.seq][0] if isinstance(a, Tensor)).shape[0]
+    total = tensors[0].shape[0]
+    fake, real = ((slice(0, made), slice(made, total)) if f.concat == "fake_first"
+                  else (slice(total - made, total), slice(0, total - made)))  # fmt: skip
+    rows = tuple(t[real] for t in tensors)
+    return (rows[0] if len(rows) == 1 else rows), tensors[1][fake] if len(tensors) == 2 else None
+
+
+def _embedding(rec, capture: Capture, zs: list, labels: list) -> str | None:
+    """The name of G's Embedding that made G's second input from the labels D judged
+    its fakes with (BigGAN's ``G(z, G.shared(y))``), checked on the first call at G's
+    first state; None where there is none."""
+    G = rec.modules["G"]
+    first = zs[0][0]
+    if (len(first) != 2 or not first[1].is_floating_point() or labels[0] is None
+            or any(c is None for c in labels)):  # fmt: skip
+        return None
+    twin = _copy(G, capture.first_state[id(G)])
+    for name, child in twin.named_children():
+        if isinstance(child, nn.Embedding):
+            with torch.no_grad():
+                made = child(labels[0])
+            if made.shape == first[1].shape and torch.equal(made, first[1]):
+                return name
+    return None
+
+
+class _Embedded(nn.Module):
+    """``G(z, G.<name>(y))``: a G given its labels' embedding by the script."""
+
+    def __init__(self, G: nn.Module, name: str) -> None:
+        super().__init__()
+        self.G, self.name = G, name
+
+    def forward(self, z: Tensor, y: Tensor) -> Tensor:
+        return self.G(z, getattr(self.G, self.name)(y))
 
 
 def _calls_after(rec, capture: Capture, ends: list[int]) -> list[list[tuple]]:
@@ -306,6 +368,9 @@ def _optimizer_like(opt, made_state: dict, original: nn.Module, twin: nn.Module)
               for g in opt.param_groups]  # fmt: skip
     new = type(opt)(groups)
     new.load_state_dict(made_state)
+    for group in new.param_groups:  # trainable, whatever the script left them switched to
+        for p in group["params"]:
+            p.requires_grad_(True)
     return new
 
 
@@ -359,9 +424,11 @@ def _find(rec, names: dict[str, str]) -> _Script | str:
         found[role] = held[0]
     namespace = rec.namespace or {}
     by_id = {id(v): k for k, v in namespace.items() if not k.startswith("_")}
-    shown = {"G": names.get("G", "G"), "D": names.get("D", "D"),
-             "opt_g": by_id.get(id(found["G"]), "opt_g"),
-             "opt_d": by_id.get(id(found["D"]), "opt_d")}  # fmt: skip
+    shown = {"G": names.get("G", "G"), "D": names.get("D", "D")}
+    for role, module in (("G", G), ("D", D)):  # a global, or the module's attribute (BigGAN's)
+        attribute = next((k for k, v in vars(module).items() if v is found[role]), None)
+        held = f"{shown[role]}.{attribute}" if attribute else f"opt_{role.lower()}"
+        shown[f"opt_{role.lower()}"] = by_id.get(id(found[role]), held)
     return _Script(G, D, found["G"], found["D"], shown)
 
 
@@ -371,6 +438,9 @@ def schedules(audited: str) -> list[tuple[str, bool]]:
     loop that steps G on every k-th batch from the first (PyTorch-GAN's ``i % n_critic ==
     0``, G forwarded again on the same z), whose first audited iteration has one D step."""
     found = [(audited, False)]
+    if audited.startswith("d_first(") and "reuse_fake" not in audited:  # G on a fresh z
+        found.append((audited[:-1] + (", " if audited != "d_first()" else "")
+                      + "reuse_fake=False)", False))  # fmt: skip
     match = re.fullmatch(r"d_first\(d_steps=(\d+)\)", audited)
     if match:
         found.append((f"d_first(g_every={match[1]}, reuse_fake=False, reuse_z=True)", True))
@@ -406,10 +476,13 @@ def _run(script: _Script, capture: Capture, data: Replay, schedule: tuple[str, b
         sources = {"latent": None, "condition": "real"}
     else:
         sources = {"latent": latent, "condition": condition if data.conditional else None}
-    terms = _terms(candidate)
-    step = Step(G, D, opt_g, opt_d, objective=candidate.make(), schedule=sched,
+    options = _terms(candidate)
+    if data.concat is not None:  # one D call on the real and fake rows, in the script's order
+        options.update(concat=True, d_order=data.concat)
+    g = G if data.embedding is None else _Embedded(G, data.embedding)
+    step = Step(g, D, opt_g, opt_d, objective=candidate.make(), schedule=sched,
                 d_scale=candidate.d_scale, g_scale=candidate.g_scale,
-                d_conditional=data.d_conditional, **sources, **terms)  # fmt: skip
+                d_conditional=data.d_conditional, **sources, **options)  # fmt: skip
     k = sched.real_batches
     worst = (0.0, "")
     for i in range(iterations):
@@ -635,20 +708,55 @@ def _code(script: _Script, schedule: tuple[str, bool], candidate: Candidate,
           data: Replay) -> str:  # fmt: skip
     """The Step as code a person pastes into the script, a comment per choice (the
     draws described from what the script drew: its own draws were replayed)."""
-    more = ""
     if data.image_to_image:
         sources = (
             "    latent=None,  # G's one input is the source of the real pair: no z\n"
             '    condition="real",  # each fake made for its real pair\'s source'
         )
+    else:
+        sources = _latent_line(data.zs[0][0][0])
+    make = candidate.objective.split("(")[0]
+    names = script.names
+    code, per_batch = schedule
+    where = ("the script's n_critic loop: G on every k-th batch from the first, on the same z"
+             if per_batch else "the audit's update order")  # fmt: skip
+    if "reuse_fake=False" in code and not per_batch:
+        where += "; G's step on a z of its own, as the script draws one"
+    each = "real batch" if per_batch else "iteration"
+    labelled = data.d_conditional or candidate.classifier is not None
+    batch = "(real_batch, its_labels)" if labelled else "real_batch"
+    if data.image_to_image:
+        batch = "(target_batch, source_batch)"
+    call, k = f"step({batch})", re.search(r"d_steps=(\d+)", code)
+    if k and not per_batch:
+        call = f"step([{batch}, ...])  ({k[1]} real batches: one per D step)"
+    g, wrapper = names["G"], ""
+    if data.embedding is not None:
+        g, wrapper = f"GOfLabels({g})", _wrapper(data.embedding)
+    return (
+        f"from ganstep import Step, {code.split('(')[0]}\n"
+        f"from ganstep.engine.objectives import {make}\n\n{wrapper}"
+        f"step = Step(\n"
+        f"    {g}, {names['D']}, {names['opt_g']}, {names['opt_d']},\n"
+        f"    objective={candidate.objective},  # {candidate.why}\n"
+        f"    schedule={code},  # {where}\n"
+        f"{sources}"
+        f"{_options(candidate, data)}\n"
+        f")\n"
+        f"# then, in place of the script's update, once per {each}: {call}"
+    )
+
+
+def _options(candidate: Candidate, data: Replay) -> str:
+    """The Step's lines after its sources: conditions, terms, D's calls, loss scales."""
+    more = ""
+    if data.image_to_image:
         more += (
             f'\n    g_terms={{"l1": ({candidate.l1}, lambda v: '
             "torch.nn.functional.l1_loss(v.fake.x, v.real.x))},  # G's L1 to the target"
         )
-    else:
-        sources = _latent_line(data.zs[0][0][0])
     if data.conditional:
-        more += "\n    " + _condition_line(data.zs[0][0][1])
+        more += "\n    " + _condition_line(torch.cat([z[1] for z, _ in data.zs]))
         if not data.d_conditional:
             more += "\n    d_conditional=False,  # D is called D(x): G alone takes the condition"
     if candidate.classifier is not None:
@@ -661,31 +769,29 @@ def _code(script: _Script, schedule: tuple[str, bool], candidate: Candidate,
             f'\n             "aux_fake": ({d}, lambda v: {ce}(v.d_fake[1], v.fake.c))}},'
             "  # and in D's loss, the real batches' to their labels"
         )
+    if data.concat is not None:
+        first = "fakes'" if data.concat == "fake_first" else "reals'"
+        more += (
+            "\n    concat=True,  # D is called once on the fake and real rows together"
+            f'\n    d_order="{data.concat}",  # the {first} rows first, as the script concatenates'
+        )
     if candidate.d_scale != 1.0:
         more += f"\n    d_scale={candidate.d_scale},  # the script scales D's loss by this"
     if candidate.g_scale != 1.0:
         more += f"\n    g_scale={candidate.g_scale},  # the script scales G's loss by this"
-    make = candidate.objective.split("(")[0]
-    names = script.names
-    code, per_batch = schedule
-    where = ("the script's n_critic loop: G on every k-th batch from the first, on the same z"
-             if per_batch else "the audit's update order")  # fmt: skip
-    each = "real batch" if per_batch else "iteration"
-    labelled = data.d_conditional or candidate.classifier is not None
-    batch = "(real_batch, its_labels)" if labelled else "real_batch"
-    if data.image_to_image:
-        batch = "(target_batch, source_batch)"
+    return more
+
+
+def _wrapper(name: str) -> str:
+    """The module that gives G its labels' embedding as the script does."""
     return (
-        f"from ganstep import Step, {code.split('(')[0]}\n"
-        f"from ganstep.engine.objectives import {make}\n\n"
-        f"step = Step(\n"
-        f"    {names['G']}, {names['D']}, {names['opt_g']}, {names['opt_d']},\n"
-        f"    objective={candidate.objective},  # {candidate.why}\n"
-        f"    schedule={code},  # {where}\n"
-        f"{sources}"
-        f"{more}\n"
-        f")\n"
-        f"# then, in place of the script's update, once per {each}: step({batch})"
+        "\nclass GOfLabels(torch.nn.Module):\n"
+        f'    """G(z, G.{name}(y)): G given its labels\' embedding, as the script calls it."""\n\n'
+        "    def __init__(self, G):\n"
+        "        super().__init__()\n"
+        "        self.G = G\n\n"
+        "    def forward(self, z, y):\n"
+        f"        return self.G(z, self.G.{name}(y))\n\n\n"
     )
 
 
