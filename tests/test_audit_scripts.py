@@ -269,6 +269,34 @@ PORTED = {  # script: what its verified Step must say
 IN_FLOAT64 = {"pytorch_gan_dcgan", "pytorch_gan_lsgan", "wgan_gp", "pytorch_gan_pix2pix"}
 
 
+def biggan_names() -> dict:
+    """Stand-ins for biggan.py's G and D (an Embedding ``shared`` in G, optimizers held
+    as ``optim``), for its printed code to run beside."""
+
+    class G(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.shared, self.out = torch.nn.Embedding(4, 4), torch.nn.Linear(8 + 4, NX)
+            self.optim = torch.optim.Adam(self.parameters())
+
+        def forward(self, z, y):
+            return self.out(torch.cat([z, y], 1))
+
+    class D(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.linear, self.embed = torch.nn.Linear(NX, 1), torch.nn.Embedding(4, 1)
+            self.optim = torch.optim.Adam(self.parameters())
+
+        def forward(self, x, y):
+            return self.linear(x) + self.embed(y)
+
+    return {"torch": torch, "G": G(), "D": D()}
+
+
+RUN_BESIDE = {"biggan": (biggan_names, [(torch.rand(4, NX), torch.randint(4, (4,)))] * 2)}
+
+
 @pytest.mark.parametrize("script", list(PORTED))
 def test_verify_3_finds_each_scripts_step_equal(tmp_path, script):
     proc, port = ported(tmp_path, script, flag=("--verify", 3))
@@ -276,6 +304,11 @@ def test_verify_3_finds_each_scripts_step_equal(tmp_path, script):
     assert port["iterations"] == 3
     for fragment in PORTED[script]:
         assert fragment in port["code"], port["code"]
+    if script in RUN_BESIDE:  # the printed code (a wrapper class too) runs as pasted
+        make, batch = RUN_BESIDE[script]
+        names = make()
+        exec(port["code"], names)  # noqa: S102 - the code the port printed
+        assert {"loss_d", "loss_g"} <= set(names["step"](batch))
     float64 = port["notes"][-1]
     assert float64.startswith("float64 (the script run again, torch's default dtype float64)")
     if script in IN_FLOAT64:
