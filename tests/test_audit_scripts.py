@@ -201,7 +201,8 @@ def test_stylegan2_ada_with_modules_frozen_between_phases(tmp_path):
 
 
 def ported(tmp_path: Path, script: str, *script_args, flag=("--port",)) -> tuple:
-    """The audit of ``script`` with ``flag`` (3 iterations), its output and its JSON's port."""
+    """The audit of ``script`` with ``flag`` (3 iterations unless it says), its output and
+    its JSON's port."""
     out = tmp_path / f"{script}.json"
     proc = ganstep("audit", SCRIPTS / f"{script}.py", "--iterations", 3, "--json", out, *flag,
                    "--", *script_args, cache=tmp_path, cwd=tmp_path, check=False)  # fmt: skip
@@ -257,6 +258,13 @@ PORTED = {  # script: what its verified Step must say
                "schedule=d_first(d_steps=2, reuse_fake=False)",
                "condition=lambda n: torch.randint(0, 4, (n,))", "concat=True",
                'd_order="fake_first"', "(2 real batches: one per D step)"),
+    # StyleGAN2-ADA: phases Gboth, Dmain (fakes first) and Dreg every 4th iteration on
+    # Dmain's optimizer, each over 2 batch_gpu rounds whose means it adds, z for all
+    # phases drawn at once, labels with no columns
+    "stylegan2_ada": ("objective=NS(r1=2.0, r1_every=4)", "schedule=g_first()",
+                      "condition=lambda n: torch.zeros(n, 0)", 'd_order="fake_first"',
+                      "accumulate=2,", "d_scale=2.0", "g_scale=2.0",
+                      "G, D, phases[0]['opt'], opt_D"),
     # G(source) with Dropout, D(target, source), MSE and 100 x L1 to the target
     "pytorch_gan_pix2pix": ("objective=LSGAN()", 'latent=None', 'condition="real"',
                             'g_terms={"l1": (100.0, ', "g_scale=2.0",
@@ -266,7 +274,13 @@ PORTED = {  # script: what its verified Step must say
 
 # --verify runs the script again with torch's default dtype float64: these scripts
 # make everything with torch's default; the others make z (numpy's) float32 themselves
-IN_FLOAT64 = {"pytorch_gan_dcgan", "pytorch_gan_lsgan", "wgan_gp", "pytorch_gan_pix2pix"}
+IN_FLOAT64 = {
+    "pytorch_gan_dcgan",
+    "pytorch_gan_lsgan",
+    "wgan_gp",
+    "pytorch_gan_pix2pix",
+    "stylegan2_ada",
+}
 
 
 def biggan_names() -> dict:
@@ -297,11 +311,16 @@ def biggan_names() -> dict:
 RUN_BESIDE = {"biggan": (biggan_names, [(torch.rand(4, NX), torch.randint(4, (4,)))] * 2)}
 
 
+# StyleGAN2-ADA's Dreg runs at iterations 0 and 4: its interval shows from the fifth
+VERIFY = {"stylegan2_ada": 5}
+
+
 @pytest.mark.parametrize("script", list(PORTED))
 def test_verify_3_finds_each_scripts_step_equal(tmp_path, script):
-    proc, port = ported(tmp_path, script, flag=("--verify", 3))
+    n = VERIFY.get(script, 3)
+    proc, port = ported(tmp_path, script, flag=("--verify", n))
     assert port["max_difference"] <= 1e-6, port["notes"]
-    assert port["iterations"] == 3
+    assert port["iterations"] == n
     for fragment in PORTED[script]:
         assert fragment in port["code"], port["code"]
     if script in RUN_BESIDE:  # the printed code (a wrapper class too) runs as pasted
@@ -319,11 +338,31 @@ def test_verify_3_finds_each_scripts_step_equal(tmp_path, script):
         assert ": not repeated, " in float64 or ": not equal to 1e-12: " in float64, float64
 
 
-def test_port_names_what_it_cannot_map_instead_of_guessing(tmp_path):
-    proc, port = ported(tmp_path, "stylegan2_ada", "--batch", N, "--batch_gpu", N // 2)
+def test_port_of_lazy_r1_says_when_its_interval_does_not_show_yet(tmp_path):
+    """Over 3 iterations StyleGAN2-ADA's Dreg ran once (iteration 0): R1 every 3, 4 or
+    16 steps would all equal it, so none is printed."""
+    proc, port = ported(tmp_path, "stylegan2_ada")
     assert port["code"] is None
-    assert port["notes"] == ["its lazy regularization steps (R1, path length) are not mapped "
-                             "yet"]  # fmt: skip
+    assert port["notes"] == ["D's steps of its own (lazy R1) ran at iteration(s) [0]: its "
+                             "interval shows from two of them, the first at iteration 0; "
+                             "verify more iterations"]  # fmt: skip
+
+
+def test_port_names_what_it_cannot_map_instead_of_guessing(tmp_path):
+    """StyleGAN2-ADA's loop with an optimizer of its own for the Dreg phase (two Adams
+    over D's parameters, each with its moments): no Step has that, and it is said."""
+    source = (SCRIPTS / "stylegan2_ada.py").read_text()
+    shared = 'dict(name="Dreg", module=D, interval=args.D_reg_interval, opt=opt_D)'
+    own = shared.replace("opt=opt_D", "opt=torch.optim.Adam(D.parameters())")
+    assert shared in source
+    script = tmp_path / "two_d_optimizers.py"
+    script.write_text(source.replace(shared, own))
+    out = tmp_path / "report.json"
+    proc = ganstep("audit", script, "--iterations", 3, "--port", "--json", out,
+                   cache=tmp_path, cwd=tmp_path)  # fmt: skip
+    port = json.loads(out.read_text())["port"]
+    assert port["code"] is None
+    assert port["notes"] == ["D's parameters are in 2 optimizers: the port maps one each"]
     assert "no Step found that equals this script's update" in proc.stdout
 
 

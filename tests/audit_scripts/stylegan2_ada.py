@@ -93,10 +93,12 @@ data = torch.rand(args.batch * 40, nx)
 batch_idx = 0
 while True:
     phase_real_img = data[torch.randint(len(data), (args.batch,))].split(args.batch_gpu)
-    phase_real_c = [None] * len(phase_real_img)
+    # an unconditional dataset's labels: zero columns (get_label gives np.zeros([0]))
+    phase_real_c = torch.zeros(args.batch, 0).split(args.batch_gpu)
     all_gen_z = torch.randn([len(phases) * args.batch, z_dim])
     all_gen_z = [phase_gen_z.split(args.batch_gpu) for phase_gen_z in all_gen_z.split(args.batch)]
-    all_gen_c = [[None] * len(phase_real_img) for _ in phases]
+    all_gen_c = torch.zeros(len(phases) * args.batch, 0)
+    all_gen_c = [phase_gen_c.split(args.batch_gpu) for phase_gen_c in all_gen_c.split(args.batch)]
     for phase, phase_gen_z, phase_gen_c in zip(phases, all_gen_z, all_gen_c):
         if batch_idx % phase["interval"] != 0:
             continue

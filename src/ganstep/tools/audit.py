@@ -122,6 +122,10 @@ class Report:
     regularization: dict[str, float] = field(default_factory=lambda: dict.fromkeys(MODULES, 0.0))
     # the Step that equals the script, when asked for (ganstep.tools.port.Port)
     port: object = None
+    # the iterations in which G's or D's regularization steps of their own ran
+    regularization_at: dict[str, list[int]] = field(
+        default_factory=lambda: {m: [] for m in MODULES}
+    )
 
     def as_dict(self) -> dict:
         """A JSON-ready dict (the error as its message)."""
@@ -144,6 +148,7 @@ class Report:
             "d_order": self.d_order,
             "d_concat": self.d_concat,
             "regularization": self.regularization,
+            "regularization_at": self.regularization_at,
             **({} if self.port is None else {"port": self.port.as_dict()}),
         }
 
@@ -894,9 +899,12 @@ def analyse(
     # up to the last analysed step: a script's next iteration, begun when it was
     # stopped, is not part of the ones analysed
     total = a.steps[-1].flops if a.steps and error is None else rec.flops()
-    return Report(order, forwards, backwards, total, wasted, list(dict.fromkeys(hazards)), error,
-                  iterations, schedule, double, others, other_flops, pattern, location,
-                  d_profile, d_order, d_concat, regularization)  # fmt: skip
+    report = Report(order, forwards, backwards, total, wasted, list(dict.fromkeys(hazards)),
+                    error, iterations, schedule, double, others, other_flops, pattern,
+                    location, d_profile, d_order, d_concat, regularization)  # fmt: skip
+    report.regularization_at = {m: sorted({s.iteration for s in a.steps if s.label == m
+                                           and id(s) not in regular}) for m in MODULES}  # fmt: skip
+    return report
 
 
 def observe_d(rec: Recorder) -> DProfile | None:

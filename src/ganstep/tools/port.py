@@ -31,6 +31,7 @@ import copy
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
+from functools import partial
 
 import torch
 from torch import Tensor, nn
@@ -138,6 +139,34 @@ class Candidate:
     l1: float | None = None  # image-to-image: the weight of G's L1 to the target
     # D's class output (ACGAN): the weights of its cross-entropy in G's and in D's loss
     classifier: tuple[float, float] | None = None
+    accumulate: int = 1  # micro-batches per step (StyleGAN2-ADA's batch_gpu rounds)
+    summed: bool = False  # the script adds its micro-batches' means: scales times their count
+
+
+# R1 weights tried for a lazy R1 (StyleGAN2-ADA's --gamma: its configs' values and decades)
+R1_WEIGHTS = (0.01, 0.1, 0.5, 1.0, 2.0, 5.0, 10.0, 100.0)
+
+
+def with_lazy_r1(found: list[Candidate], every: int, rounds: int) -> list[Candidate]:
+    """Each objective of ``found`` that takes R1, with R1 every ``every`` D steps at each
+    of :data:`R1_WEIGHTS`; where D's steps saw ``rounds`` > 1 real batches, also
+    accumulated over that many micro-batches, the losses summed over them (StyleGAN2-ADA
+    adds each round's mean) or averaged."""
+    out = []
+    for c in found:
+        if c.make not in (NS, LSGAN, Hinge) and not isinstance(c.make, partial):
+            continue
+        for gamma in R1_WEIGHTS:
+            shown = c.objective[:-1] + (", " if c.objective[-2] != "(" else "")
+            why = f"{c.why}; R1 in a step of its own every {every} D steps"
+            base = replace(c, objective=f"{shown}r1={gamma}, r1_every={every})",
+                           make=partial(c.make, r1=gamma, r1_every=every), why=why)  # fmt: skip
+            out.append(base)
+            if rounds > 1:
+                out += [replace(base, accumulate=rounds, d_scale=c.d_scale * s,
+                                g_scale=c.g_scale * s, summed=s > 1)
+                        for s in (1, rounds)]  # fmt: skip
+    return out
 
 
 def candidates(d_output: Tensor, penalty: bool, clip: float | None,
@@ -159,7 +188,7 @@ def candidates(d_output: Tensor, penalty: bool, clip: float | None,
         return [Candidate("WGANGP(10.0)", lambda: WGANGP(10.0), 1.0, 1.0, why)]
     if ends_in_sigmoid(d_output):
         why = "D's output comes out of a Sigmoid: BCE on its probabilities"
-        return [Candidate("NS(probabilities=True)", lambda: NS(probabilities=True), d, 1.0, why)
+        return [Candidate("NS(probabilities=True)", partial(NS, probabilities=True), d, 1.0, why)
                 for d in (1.0, 0.5)]  # fmt: skip
     found = [Candidate("NS()", NS, d, 1.0, "BCE with logits on D's output") for d in (1.0, 0.5)]
     found += [Candidate("LSGAN()", LSGAN, d, g, "least squares on D's output")
@@ -199,6 +228,7 @@ class Replay:
     labels: list[list[Tensor | None]] = field(default_factory=list)
     # D called once on cat(fake, real) ("fake_first") or cat(real, fake) ("real_first")
     concat: str | None = None
+    d_order: str = "real_first"  # the order of D's forwards in its step, as the audit saw
     # the name of G's Embedding the script gives G its labels through (BigGAN's shared)
     embedding: str | None = None
     # after each iteration's steps, the script's calls of G or D outside its update (a
@@ -425,11 +455,35 @@ def _find(rec, names: dict[str, str]) -> _Script | str:
     namespace = rec.namespace or {}
     by_id = {id(v): k for k, v in namespace.items() if not k.startswith("_")}
     shown = {"G": names.get("G", "G"), "D": names.get("D", "D")}
-    for role, module in (("G", G), ("D", D)):  # a global, or the module's attribute (BigGAN's)
+    for role, module in (("G", G), ("D", D)):  # a global, the module's attribute (BigGAN's)
         attribute = next((k for k, v in vars(module).items() if v is found[role]), None)
-        held = f"{shown[role]}.{attribute}" if attribute else f"opt_{role.lower()}"
+        held = (f"{shown[role]}.{attribute}" if attribute  # or in a global list of dicts
+                else _path_to(namespace, found[role]) or f"opt_{role.lower()}")  # fmt: skip
         shown[f"opt_{role.lower()}"] = by_id.get(id(found[role]), held)
     return _Script(G, D, found["G"], found["D"], shown)
+
+
+def _path_to(namespace: dict, target: object) -> str | None:
+    """Where ``target`` sits in a global list or dict of the script, two levels deep
+    (StyleGAN2-ADA's ``phases[0]["opt"]``), as code; None where it does not."""
+
+    def items(value: object) -> list[tuple[str, object]]:
+        if isinstance(value, dict):
+            return [(f"[{k!r}]", v) for k, v in value.items() if isinstance(k, str)]
+        if isinstance(value, (list, tuple)):
+            return [(f"[{i}]", v) for i, v in enumerate(value)]
+        return []
+
+    for name, value in namespace.items():
+        if name.startswith("_"):
+            continue
+        for first, inner in items(value):
+            if inner is target:
+                return f"{name}{first}"
+            second = next((k for k, v in items(inner) if v is target), None)
+            if second is not None:
+                return f"{name}{first}{second}"
+    return None
 
 
 def schedules(audited: str) -> list[tuple[str, bool]]:
@@ -460,11 +514,13 @@ def _run(script: _Script, capture: Capture, data: Replay, schedule: tuple[str, b
     opt_d = _optimizer_like(script.opt_d, capture.made_state[id(script.opt_d)], script.D, D)
     queue, drawn = list(data.zs), []
 
-    def latent(n: int) -> Tensor:
-        inputs, states = queue.pop(0)
-        drawn[:] = inputs
-        _set_rng(states)
-        return inputs[0].clone()
+    def latent(n: int) -> Tensor:  # the script's G calls until n rows (its rounds, joined)
+        calls = [queue.pop(0)]
+        while sum(len(c[0][0]) for c in calls) < n:
+            calls.append(queue.pop(0))
+        _set_rng(calls[0][1])
+        drawn[:] = [torch.cat(parts) for parts in zip(*(c[0] for c in calls), strict=True)]
+        return drawn[0].clone()
 
     def condition(n: int) -> Tensor:  # called right after latent: G's second input
         return drawn[1].clone()
@@ -479,6 +535,10 @@ def _run(script: _Script, capture: Capture, data: Replay, schedule: tuple[str, b
     options = _terms(candidate)
     if data.concat is not None:  # one D call on the real and fake rows, in the script's order
         options.update(concat=True, d_order=data.concat)
+    elif data.d_order == "fake_first":
+        options.update(d_order="fake_first")
+    if candidate.accumulate > 1:
+        options.update(accumulate=candidate.accumulate)
     g = G if data.embedding is None else _Embedded(G, data.embedding)
     step = Step(g, D, opt_g, opt_d, objective=candidate.make(), schedule=sched,
                 d_scale=candidate.d_scale, g_scale=candidate.g_scale,
@@ -489,6 +549,8 @@ def _run(script: _Script, capture: Capture, data: Replay, schedule: tuple[str, b
         given = data.reals[i]
         if candidate.classifier is not None:  # D's class terms read the real labels
             given = list(zip(given, data.labels[i], strict=True))
+        if candidate.accumulate > 1:  # the rounds' real batches, joined: one Step call
+            given = [_joined(given)]
         for reals in [[r] for r in given] if per_batch else [given]:
             if len(reals) < k:
                 return float("inf"), f"iteration {i}: {len(reals)} real batch(es) for {k}"
@@ -511,6 +573,13 @@ def _run(script: _Script, capture: Capture, data: Replay, schedule: tuple[str, b
             with torch.no_grad():
                 (G if role == "G" else D)(*args)
     return worst[0], ""
+
+
+def _joined(batches: list) -> object:
+    """Real batches (tensors, or tuples of them) as one."""
+    if isinstance(batches[0], Tensor):
+        return torch.cat(batches)
+    return tuple(torch.cat(parts) for parts in zip(*batches, strict=True))
 
 
 def _terms(candidate: Candidate) -> dict:
@@ -561,12 +630,13 @@ def port(rec, report, capture: Capture, names: dict[str, str], *,
         return Port(None, n, notes=["the script's loop crashed before G and D had both "
                                     "stepped: no update of its own to verify against"])  # fmt: skip
     notes = []
-    if any(report.regularization.values()):
-        notes.append("its lazy regularization steps (R1, path length) are not mapped yet")
+    if report.regularization.get("G"):
+        notes.append("its lazy regularization steps of G (path length) are not mapped yet")
     script, data = _find(rec, names), replay(rec, capture, n)
     notes += [problem for problem in (script, data) if isinstance(problem, str)]
     if notes:
         return Port(None, n, notes=notes)
+    data.d_order = report.d_order or "real_first"
     state = torch.random.get_rng_state()
     try:
         tried = [only] if only is not None else _tried(script, capture, data, report)
@@ -606,7 +676,8 @@ def _tried(script: _Script, capture: Capture, data: Replay, report) -> list[tupl
     if unmapped:
         return unmapped
     d_out = adversarial(whole)[0]
-    penalty = report.double_backwards.get("D", 0) > 0
+    # a double backward in D's steps is a gradient penalty; in steps of its own, lazy R1
+    penalty = report.double_backwards.get("D", 0) > 0 and not report.regularization.get("D")
     found = candidates(d_out, penalty, _clip(script.D, capture.after_step[id(script.D)]),
                        autoencoder=d_out.shape == real.shape if isinstance(real, Tensor)
                        else False)  # fmt: skip
@@ -614,6 +685,17 @@ def _tried(script: _Script, capture: Capture, data: Replay, report) -> list[tupl
         found = [replace(c, l1=w) for c in found for w in (100.0, 10.0, 1.0)]
     if not isinstance(whole, Tensor):
         found = with_classifier(found)
+    at = report.regularization_at.get("D") or []
+    if at:  # D's steps of their own: lazy R1 every k-th, from the first
+        gaps = {b - a for a, b in zip(at, at[1:], strict=False)}
+        if len(at) < 2 or len(gaps) != 1 or at[0] != 0:
+            return (
+                f"D's steps of its own (lazy R1) ran at iteration(s) {at}: its interval "
+                "shows from two of them, the first at iteration 0; verify more iterations"
+            )
+        found = with_lazy_r1(found, gaps.pop(), len(data.reals[0]))
+        if not found:
+            return "its lazy regularization of D is mapped as R1 on NS, LSGAN or hinge losses"
     return [(s, c) for s in schedules(report.schedule) for c in found]
 
 
@@ -621,6 +703,8 @@ def _label(schedule: tuple[str, bool], candidate: Candidate) -> str:
     extra = "" if candidate.l1 is None else f" l1={candidate.l1}"
     if candidate.classifier is not None:
         extra += " class terms G {} D {}".format(*candidate.classifier)
+    if candidate.accumulate > 1:
+        extra += f" accumulate={candidate.accumulate}"
     return (f"{schedule[0]}, {candidate.objective} d_scale={candidate.d_scale} "
             f"g_scale={candidate.g_scale}{extra}")  # fmt: skip
 
@@ -775,6 +859,14 @@ def _options(candidate: Candidate, data: Replay) -> str:
             "\n    concat=True,  # D is called once on the fake and real rows together"
             f'\n    d_order="{data.concat}",  # the {first} rows first, as the script concatenates'
         )
+    if data.concat is None and data.d_order == "fake_first":
+        more += '\n    d_order="fake_first",  # D\'s step forwards the fakes first, as the script'
+    if candidate.accumulate > 1:
+        k = candidate.accumulate
+        summed = (f"; it adds its rounds' means, so its loss weights (R1's too) read x{k} here"
+                  if candidate.summed else "")  # fmt: skip
+        more += (f"\n    accumulate={k},  # each step over the script's {k} rounds of a "
+                 f"batch, gradients summed{summed}")  # fmt: skip
     if candidate.d_scale != 1.0:
         more += f"\n    d_scale={candidate.d_scale},  # the script scales D's loss by this"
     if candidate.g_scale != 1.0:
@@ -816,6 +908,8 @@ def _condition_line(c: Tensor) -> str:
             f"input: labels from {low} to {high}, {c.dtype}, as the script drew them"
         )
     shape = ", ".join(str(s) for s in c.shape[1:])
+    if c.numel() == 0:  # no label at all (StyleGAN2-ADA's unconditional c)
+        return f"condition=lambda n: torch.zeros(n, {shape}),  # G's second input: empty, as given"
     return (
         f"condition=lambda n: ...,  # G's second input: shape (n, {shape}), {c.dtype}: "
         "draw it as the script does"
