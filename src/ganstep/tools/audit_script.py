@@ -391,16 +391,17 @@ def _in_float64(report: Report, run, path: Path, script, G, D) -> str:
     finally:
         torch.set_default_dtype(saved)
     if error is not None and report.error is None:
-        return f"{head}: not repeated, the script fails so ({type(error).__name__}: {error})"
-    kept = [n for m in rec.modules.values() for n, p in m.named_parameters()
+        return f"{head}: not repeated, the script fails so ({_describe(error)})"
+    kept = [(n, p.dtype) for m in rec.modules.values() for n, p in m.named_parameters()
             if p.is_floating_point() and p.dtype != torch.float64]  # fmt: skip
     if kept:
-        return (
-            f"{head}: not repeated, the script makes its models' parameters "
-            f"{kept[0]}... float32 itself"
-        )
-    again.port = port_of(rec, again, rec.capture, _names(rec), only=found.chosen,
-                         tolerance=FLOAT64_TOLERANCE)  # fmt: skip
+        return (f"{head}: not repeated, the script makes its parameters {kept[0][1]} itself "
+                f"({kept[0][0]}...)")  # fmt: skip
+    try:
+        again.port = port_of(rec, again, rec.capture, _names(rec), only=found.chosen,
+                             tolerance=FLOAT64_TOLERANCE)  # fmt: skip
+    except Exception as e:  # the report and the float32 port stand without it
+        return f"{head}: the repeat failed ({_describe(e)})"
     if again.port.code is None:
         why = again.port.notes[-1]
         if "they part at iteration" not in why:  # it raised: the run's inputs, not the math

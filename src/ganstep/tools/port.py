@@ -470,8 +470,8 @@ def _path_to(namespace: dict, target: object) -> str | None:
     def items(value: object) -> list[tuple[str, object]]:
         if isinstance(value, dict):
             return [(f"[{k!r}]", v) for k, v in value.items() if isinstance(k, str)]
-        if isinstance(value, (list, tuple)):
-            return [(f"[{i}]", v) for i, v in enumerate(value)]
+        if isinstance(value, (list, tuple)):  # (the first entries: not a whole dataset)
+            return [(f"[{i}]", v) for i, v in enumerate(value[:100])]
         return []
 
     for name, value in namespace.items():
@@ -488,7 +488,8 @@ def _path_to(namespace: dict, target: object) -> str | None:
 
 def schedules(audited: str) -> list[tuple[str, bool]]:
     """The schedules that could be the script's, each with whether a Step call takes one
-    real batch per D step: the audit's, and for its ``d_first(d_steps=k)`` the n_critic
+    real batch per D step: the audit's; for a ``d_first`` the same with G's step on a z
+    of its own (``reuse_fake=False``, BigGAN's); and for its ``d_first(d_steps=k)`` the n_critic
     loop that steps G on every k-th batch from the first (PyTorch-GAN's ``i % n_critic ==
     0``, G forwarded again on the same z), whose first audited iteration has one D step."""
     found = [(audited, False)]
