@@ -264,7 +264,8 @@ PORTED = {  # script: what its verified Step must say
     "stylegan2_ada": ("objective=NS(r1=2.0, r1_every=4)", "schedule=g_first()",
                       "condition=lambda n: torch.zeros(n, 0)", 'd_order="fake_first"',
                       "accumulate=2,", "d_scale=2.0", "g_scale=2.0",
-                      "G, D, phases[0]['opt'], opt_D"),
+                      "G, D, phases[0]['opt'], opt_D",
+                      "G.requires_grad_(True)\nD.requires_grad_(True)"),
     # G(source) with Dropout, D(target, source), MSE and 100 x L1 to the target
     "pytorch_gan_pix2pix": ("objective=LSGAN()", 'latent=None', 'condition="real"',
                             'g_terms={"l1": (100.0, ', "g_scale=2.0",
@@ -323,6 +324,8 @@ def test_verify_3_finds_each_scripts_step_equal(tmp_path, script):
     assert port["iterations"] == n
     for fragment in PORTED[script]:
         assert fragment in port["code"], port["code"]
+    # the port ran its printed code among the script's globals: it would have said so
+    assert not any("failed beside the script's names" in note for note in port["notes"])
     if script in RUN_BESIDE:  # the printed code (a wrapper class too) runs as pasted
         make, batch = RUN_BESIDE[script]
         names = make()
@@ -336,6 +339,21 @@ def test_verify_3_finds_each_scripts_step_equal(tmp_path, script):
     else:  # said why, never passed off as equal
         assert port["float64_difference"] is None
         assert ": not repeated, " in float64 or ": not equal to 1e-12: " in float64, float64
+
+
+def test_port_says_when_its_printed_code_fails_beside_the_scripts_names(tmp_path):
+    """A script that imports torch as ``th``: the printed Step (its ``torch.randn``) is
+    still the verified one, and the port says that as printed it fails there."""
+    source = (SCRIPTS / "pytorch_gan_lsgan.py").read_text().replace("torch", "th")
+    script = tmp_path / "th_lsgan.py"
+    script.write_text(source.replace("import th\n", "import torch as th\n"))
+    out = tmp_path / "report.json"
+    ganstep("audit", script, "--port", "--json", out, cache=tmp_path, cwd=tmp_path)
+    port = json.loads(out.read_text())["port"]
+    assert "objective=LSGAN()" in port["code"] and port["max_difference"] <= 1e-6
+    assert port["notes"] == ["the code below was verified as a Step, but as printed it failed "
+                             "beside the script's names (NameError: name 'torch' is not "
+                             "defined): please report it"]  # fmt: skip
 
 
 def test_port_of_lazy_r1_says_when_its_interval_does_not_show_yet(tmp_path):

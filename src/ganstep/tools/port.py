@@ -440,6 +440,7 @@ class _Script:
     opt_g: torch.optim.Optimizer
     opt_d: torch.optim.Optimizer
     names: dict[str, str]
+    namespace: dict = field(default_factory=dict)  # the script's globals
 
 
 def _find(rec, names: dict[str, str]) -> _Script | str:
@@ -460,7 +461,7 @@ def _find(rec, names: dict[str, str]) -> _Script | str:
         held = (f"{shown[role]}.{attribute}" if attribute  # or in a global list of dicts
                 else _path_to(namespace, found[role]) or f"opt_{role.lower()}")  # fmt: skip
         shown[f"opt_{role.lower()}"] = by_id.get(id(found[role]), held)
-    return _Script(G, D, found["G"], found["D"], shown)
+    return _Script(G, D, found["G"], found["D"], shown, namespace)
 
 
 def _path_to(namespace: dict, target: object) -> str | None:
@@ -526,38 +527,19 @@ def _run(script: _Script, capture: Capture, data: Replay, schedule: tuple[str, b
     def condition(n: int) -> Tensor:  # called right after latent: G's second input
         return drawn[1].clone()
 
-    code, per_batch = schedule
-    sched = eval(code, {"d_first": d_first, "g_first": g_first,  # noqa: S307 - ganstep's own text
-                        "simultaneous": simultaneous})  # fmt: skip
     if data.image_to_image:  # G(source): the real batch's condition, no z
         sources = {"latent": None, "condition": "real"}
     else:
         sources = {"latent": latent, "condition": condition if data.conditional else None}
-    options = _terms(candidate)
-    if data.concat is not None:  # one D call on the real and fake rows, in the script's order
-        options.update(concat=True, d_order=data.concat)
-    elif data.d_order == "fake_first":
-        options.update(d_order="fake_first")
-    if candidate.accumulate > 1:
-        options.update(accumulate=candidate.accumulate)
-    g = G if data.embedding is None else _Embedded(G, data.embedding)
-    step = Step(g, D, opt_g, opt_d, objective=candidate.make(), schedule=sched,
-                d_scale=candidate.d_scale, g_scale=candidate.g_scale,
-                d_conditional=data.d_conditional, **sources, **options)  # fmt: skip
-    k = sched.real_batches
+    step = _step(G, D, opt_g, opt_d, data, schedule[0], candidate, sources)
     worst = (0.0, "")
     for i in range(iterations):
-        given = data.reals[i]
-        if candidate.classifier is not None:  # D's class terms read the real labels
-            given = list(zip(given, data.labels[i], strict=True))
-        if candidate.accumulate > 1:  # the rounds' real batches, joined: one Step call
-            given = [_joined(given)]
-        for reals in [[r] for r in given] if per_batch else [given]:
-            if len(reals) < k:
-                return float("inf"), f"iteration {i}: {len(reals)} real batch(es) for {k}"
+        for call in _step_calls(data, candidate, schedule, i):
+            if isinstance(call, str):
+                return float("inf"), call
             if data.image_to_image:  # G draws (Dropout) from where the script's G did
                 _set_rng(queue.pop(0)[1])
-            step(reals[0] if k == 1 else list(reals[:k]))
+            step(call)
         ends = capture.history[data.ends[i]]  # the script's states at iteration i's end
         names = script.names
         pairs = [(G.state_dict(), ends[id(script.G)], names["G"]),
@@ -574,6 +556,61 @@ def _run(script: _Script, capture: Capture, data: Replay, schedule: tuple[str, b
             with torch.no_grad():
                 (G if role == "G" else D)(*args)
     return worst[0], ""
+
+
+def _fails_beside(code: str, script: _Script, data: Replay, schedule: tuple[str, bool],
+                  candidate: Candidate) -> str | None:  # fmt: skip
+    """Why the printed code fails when run among the script's globals, its Step called
+    on the first audited iteration's batches (None where it runs). The script's own
+    models take that step: its run is over."""
+    names = dict(script.namespace)
+    try:
+        exec(code, names)  # noqa: S102 - ganstep's own printed code
+        call = _step_calls(data, candidate, schedule, 0)[0]
+        names["step"](call)
+    except Exception as e:
+        return f"{type(e).__name__}: {e}".splitlines()[0]
+    return None
+
+
+def _schedule(code: str):
+    return eval(code, {"d_first": d_first, "g_first": g_first,  # noqa: S307 - ganstep's own text
+                       "simultaneous": simultaneous})  # fmt: skip
+
+
+def _step(G, D, opt_g, opt_d, data: Replay, code: str, candidate: Candidate,
+          sources: dict) -> Step:  # fmt: skip
+    """The candidate's Step on the copies, fed by ``sources`` (latent, condition)."""
+    options = _terms(candidate)
+    if data.concat is not None:  # one D call on the real and fake rows, in the script's order
+        options.update(concat=True, d_order=data.concat)
+    elif data.d_order == "fake_first":
+        options.update(d_order="fake_first")
+    if candidate.accumulate > 1:
+        options.update(accumulate=candidate.accumulate)
+    g = G if data.embedding is None else _Embedded(G, data.embedding)
+    return Step(g, D, opt_g, opt_d, objective=candidate.make(), schedule=_schedule(code),
+                d_scale=candidate.d_scale, g_scale=candidate.g_scale,
+                d_conditional=data.d_conditional, **sources, **options)  # fmt: skip
+
+
+def _step_calls(data: Replay, candidate: Candidate, schedule: tuple[str, bool],
+                i: int) -> list:  # fmt: skip
+    """What the Step is called with in audited iteration ``i``: a real batch, or a list
+    of one per D step; a string where the iteration has too few for the schedule."""
+    code, per_batch = schedule
+    k = _schedule(code).real_batches
+    given = data.reals[i]
+    if candidate.classifier is not None:  # D's class terms read the real labels
+        given = list(zip(given, data.labels[i], strict=True))
+    if candidate.accumulate > 1:  # the rounds' real batches, joined: one Step call
+        given = [_joined(given)]
+    calls = []
+    for reals in [[r] for r in given] if per_batch else [given]:
+        if len(reals) < k:
+            return [f"iteration {i}: {len(reals)} real batch(es) for {k}"]
+        calls.append(reals[0] if k == 1 else list(reals[:k]))
+    return calls
 
 
 def _joined(batches: list) -> object:
@@ -737,6 +774,10 @@ def _search(script: _Script, capture: Capture, data: Replay, report, n: int,
                         "training mode they move BatchNorm's statistics): keep them in the "
                         "loop")  # fmt: skip
         code = _code(script, schedule, candidate, data)
+        failed = _fails_beside(code, script, data, schedule, candidate)
+        if failed:
+            note.append(f"the code below was verified as a Step, but as printed it failed "
+                        f"beside the script's names ({failed}): please report it")  # fmt: skip
         return Port(code, n, gap, note, chosen=(schedule, candidate))
     if equal:
         more = ("the script's loop crashed after them: fix it to verify more" if report.error
@@ -818,6 +859,13 @@ def _code(script: _Script, schedule: tuple[str, bool], candidate: Candidate,
     g, wrapper = names["G"], ""
     if data.embedding is not None:
         g, wrapper = f"GOfLabels({g})", _wrapper(data.embedding)
+    frozen = [names[r] for r, m in (("G", script.G), ("D", script.D))
+              if not all(p.requires_grad for p in m.parameters())]  # fmt: skip
+    if frozen:  # StyleGAN2-ADA builds them so; BigGAN toggles them in its step
+        wrapper += "".join(f"{name}.requires_grad_(True)\n" for name in frozen) + (
+            "# (the script switches their gradients off between its phases; the Step needs "
+            "them on, and takes only G's gradients in G's step itself)\n\n"
+        )
     return (
         f"from ganstep import Step, {code.split('(')[0]}\n"
         f"from ganstep.engine.objectives import {make}\n\n{wrapper}"
