@@ -274,7 +274,8 @@ PORTED = {  # script: what its verified Step must say
 
 
 # --verify runs the script again with torch's default dtype float64: these scripts
-# make everything with torch's default; the others make z (numpy's) float32 themselves
+# make everything with torch's default; the others make z float32 themselves (numpy's
+# through FloatTensor, or BigGAN's cast)
 IN_FLOAT64 = {
     "pytorch_gan_dcgan",
     "pytorch_gan_lsgan",
