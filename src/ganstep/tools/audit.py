@@ -899,12 +899,12 @@ def analyse(
     # up to the last analysed step: a script's next iteration, begun when it was
     # stopped, is not part of the ones analysed
     total = a.steps[-1].flops if a.steps and error is None else rec.flops()
-    report = Report(order, forwards, backwards, total, wasted, list(dict.fromkeys(hazards)),
-                    error, iterations, schedule, double, others, other_flops, pattern,
-                    location, d_profile, d_order, d_concat, regularization)  # fmt: skip
-    report.regularization_at = {m: sorted({s.iteration for s in a.steps if s.label == m
-                                           and id(s) not in regular}) for m in MODULES}  # fmt: skip
-    return report
+    regularization_at = {m: sorted({s.iteration for s in a.steps if s.label == m
+                                    and id(s) not in regular}) for m in MODULES}  # fmt: skip
+    return Report(order, forwards, backwards, total, wasted, list(dict.fromkeys(hazards)), error,
+                  iterations, schedule, double, others, other_flops, pattern, location,
+                  d_profile, d_order, d_concat, regularization,
+                  regularization_at=regularization_at)  # fmt: skip
 
 
 def observe_d(rec: Recorder) -> DProfile | None:

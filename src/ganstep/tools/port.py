@@ -248,7 +248,7 @@ def _same(a: object, b: object) -> bool:
     return False
 
 
-def replay(rec, capture: Capture, iterations: int) -> Replay | str:
+def replay(rec, capture: Capture, iterations: int, d_order: str = "real_first") -> Replay | str:
     """Each iteration's real batches (D's inputs not made by G, nor requiring grad as a
     penalty's interpolates do; the real rows of a D input concatenated with G's) and
     G's inputs with the generator states at those calls (the same z given again is one
@@ -285,19 +285,20 @@ def replay(rec, capture: Capture, iterations: int) -> Replay | str:
         last = max(j for j, st in enumerate(rec.opt_steps) if st.iteration == i
                    and st.label in ("G", "D"))  # fmt: skip
         ends.append(last + 1)
-    data = Replay(reals, zs, d_takes == {2}, ends, concat=min(concat, default=None))
-    data.embedding = _embedding(rec, capture, zs, [fake_labels.get(s) for s in z_seqs])
-    if data.embedding is not None:  # G's input as the labels, embedded by the wrapper
-        data.zs = [((z[0], fake_labels[s]), rng) for (z, rng), s in zip(zs, z_seqs, strict=True)]
-    data.labels = [[_labels_of(x, capture.batches) if isinstance(x, Tensor) else None
-                    for x in it] for it in reals]  # fmt: skip
-    data.after = _calls_after(rec, capture, ends)
-    if data.d_conditional and not data.conditional:
+    embedding = _embedding(rec, capture, zs, [fake_labels.get(s) for s in z_seqs])
+    if embedding is not None:  # G's input as the labels, embedded by the wrapper
+        zs = [((z[0], fake_labels[s]), rng) for (z, rng), s in zip(zs, z_seqs, strict=True)]
+    image_to_image = False
+    if d_takes == {2} and len(zs[0][0]) == 1:  # D takes a condition G does not
         sources = [r[1] for it in reals for r in it if isinstance(r, tuple)]
-        data.image_to_image = all(any(_same(z[0], c) for c in sources) for z, _ in zs)
-        if not data.image_to_image:
+        image_to_image = all(any(_same(z[0], c) for c in sources) for z, _ in zs)
+        if not image_to_image:
             return "D takes a condition that G does not: not mapped"
-    return data
+    labels = [[_labels_of(x, capture.batches) if isinstance(x, Tensor) else None
+               for x in it] for it in reals]  # fmt: skip
+    return Replay(reals, zs, d_takes == {2}, ends, image_to_image, labels,
+                  concat=min(concat, default=None), d_order=d_order, embedding=embedding,
+                  after=_calls_after(rec, capture, ends))  # fmt: skip
 
 
 def _split_d_input(f, tensors: tuple[Tensor, ...], capture: Capture) -> tuple[object, object]:
@@ -534,7 +535,7 @@ def _run(script: _Script, capture: Capture, data: Replay, schedule: tuple[str, b
     step = _step(G, D, opt_g, opt_d, data, schedule[0], candidate, sources)
     worst = (0.0, "")
     for i in range(iterations):
-        for call in _step_calls(data, candidate, schedule, i):
+        for call in _step_calls(data, candidate, schedule[1], step.schedule.real_batches, i):
             if isinstance(call, str):
                 return float("inf"), call
             if data.image_to_image:  # G draws (Dropout) from where the script's G did
@@ -566,8 +567,8 @@ def _fails_beside(code: str, script: _Script, data: Replay, schedule: tuple[str,
     names = dict(script.namespace)
     try:
         exec(code, names)  # noqa: S102 - ganstep's own printed code
-        call = _step_calls(data, candidate, schedule, 0)[0]
-        names["step"](call)
+        step = names["step"]
+        step(_step_calls(data, candidate, schedule[1], step.schedule.real_batches, 0)[0])
     except Exception as e:
         return f"{type(e).__name__}: {e}".splitlines()[0]
     return None
@@ -594,12 +595,11 @@ def _step(G, D, opt_g, opt_d, data: Replay, code: str, candidate: Candidate,
                 d_conditional=data.d_conditional, **sources, **options)  # fmt: skip
 
 
-def _step_calls(data: Replay, candidate: Candidate, schedule: tuple[str, bool],
+def _step_calls(data: Replay, candidate: Candidate, per_batch: bool, k: int,
                 i: int) -> list:  # fmt: skip
     """What the Step is called with in audited iteration ``i``: a real batch, or a list
-    of one per D step; a string where the iteration has too few for the schedule."""
-    code, per_batch = schedule
-    k = _schedule(code).real_batches
+    of one per each of its schedule's ``k`` D steps (one batch per call where
+    ``per_batch``); a string where the iteration has too few."""
     given = data.reals[i]
     if candidate.classifier is not None:  # D's class terms read the real labels
         given = list(zip(given, data.labels[i], strict=True))
@@ -670,11 +670,10 @@ def port(rec, report, capture: Capture, names: dict[str, str], *,
     notes = []
     if report.regularization.get("G"):
         notes.append("its lazy regularization steps of G (path length) are not mapped yet")
-    script, data = _find(rec, names), replay(rec, capture, n)
+    script, data = _find(rec, names), replay(rec, capture, n, report.d_order or "real_first")
     notes += [problem for problem in (script, data) if isinstance(problem, str)]
     if notes:
         return Port(None, n, notes=notes)
-    data.d_order = report.d_order or "real_first"
     state = torch.random.get_rng_state()
     try:
         tried = [only] if only is not None else _tried(script, capture, data, report)
