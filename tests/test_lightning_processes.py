@@ -54,11 +54,12 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-# hinge, not ns: the DDP loop's BCEWithLogitsLoss and ganstep's softplus differ in the
-# last bit (1e-17 here) in one process too; hinge's and WGAN-GP's formulas are the same
+# WGAN-GP, not ns: the DDP loop's BCEWithLogitsLoss and ganstep's softplus differ in the
+# last bit (1e-17 here) in one process too; WGAN-GP's formulas are the same, and its
+# interpolation draws are one more per-rank stream that resuming must restore. One case
+# (three spawns, ~25 s): stopped mid-epoch and resumed from the main process.
 @pytest.mark.parametrize("objective, make_loader, resumed", [
-    ("hinge", as_lightnings_sampler, True),  # stopped mid-epoch, resumed from the main process
-    ("wgan_gp", loader, False),
+    ("wgan_gp", as_lightnings_sampler, True),
 ])  # fmt: skip
 def test_two_processes_with_dropout_in_d_equal_the_ddp_loop(
     tmp_path, monkeypatch, objective, make_loader, resumed
