@@ -107,7 +107,7 @@ def test_softmax_gan_crash_keeps_what_ran_before(tmp_path):
 def test_began_late_crash_keeps_the_waste(tmp_path):
     proc, r = audited(tmp_path, "began", "--batch_size", N, status=3)
     assert r["error"].startswith("IndexError: invalid index of a 0-dim tensor")
-    assert r["location"].endswith("began.py:57: k = k + lambda_k * diff.data[0]")
+    assert r["location"].endswith("began.py:64: M = (d_loss_real + torch.abs(diff)).data[0]")
     assert r["order"] == "simultaneous" and r["iterations"] == 1
     d_forward = mm(NX, NH) + mm(NH, NX)  # D is an autoencoder
     # D's weight gradients in G's step, and D(gen_imgs.detach()) recomputed
@@ -416,17 +416,31 @@ def test_port_says_where_each_candidate_parts_from_a_loss_it_does_not_know(tmp_p
 
 
 def test_port_of_crashed_loops_verifies_only_whole_updates_and_says_so(tmp_path):
-    """began.py crashes after both steps of its first batch: two BEGANs (gamma 0.5 and
-    0.75) equal that one iteration, and the port prints neither. softmax_gan.py crashes
-    before G steps: nothing of its own to verify against."""
+    """began.py crashes after both steps and k's update of its first batch: two BEGANs
+    (gamma 0.5 and 0.75) equal that iteration in the models, and the script's global k
+    tells them apart (gamma acts on k first). With gamma 0.6 neither's k is the script's:
+    none printed. softmax_gan.py crashes before G steps: nothing of its own to verify
+    against."""
     out = tmp_path / "began.json"
-    proc = ganstep("audit", SCRIPTS / "began.py", "--port", "--json", out, cache=tmp_path,
-                   cwd=tmp_path, check=False)  # fmt: skip
+    proc = ganstep("audit", SCRIPTS / "began.py", "--port", "--verify", 3, "--json", out,
+                   cache=tmp_path, cwd=tmp_path, check=False)  # fmt: skip
     port = json.loads(out.read_text())["port"]
-    assert proc.returncode == 3 and port["code"] is None and port["iterations"] == 1
-    assert port["notes"][0] == ("2 Steps equal the script over 1 iteration(s), which cannot "
-                                "tell them apart (the script's loop crashed after them: fix it "
-                                "to verify more):")  # fmt: skip
+    assert proc.returncode == 3 and port["iterations"] == 1
+    assert "objective=BEGAN(gamma=0.75),  # D's output is shaped like its input" in port["code"]
+    assert port["notes"][:2] == [
+        "verified over the 1 iteration(s) before the script's loop crashed",
+        "2 candidates equal the script in its models; their objective's state told them apart: "
+        "this one's equals the script's global k at each iteration's end"]  # fmt: skip
+    assert port["max_difference"] <= 1e-6 and port["float64_difference"] <= 1e-12
+    assert not any("failed beside the script's names" in note for note in port["notes"])
+    other = tmp_path / "began_06.py"
+    other.write_text((SCRIPTS / "began.py").read_text().replace("gamma = 0.75", "gamma = 0.6"))
+    out = tmp_path / "began_06.json"
+    ganstep("audit", other, "--port", "--json", out, cache=tmp_path, cwd=tmp_path, check=False)
+    port = json.loads(out.read_text())["port"]
+    assert port["code"] is None and port["notes"][0] == (
+        "2 Steps equal the script over 1 iteration(s), which cannot tell them apart (the "
+        "script's loop crashed after them: fix it to verify more):")  # fmt: skip
     assert [n.split(", ")[1].split(" ")[0] for n in port["notes"][1:]] == [
         "BEGAN(gamma=0.5)", "BEGAN(gamma=0.75)"]  # fmt: skip
     out = tmp_path / "softmax.json"

@@ -1,7 +1,8 @@
-"""PyTorch-GAN's implementations/began/began.py loop (G first; D, an autoencoder, on
-the same gen_imgs.detach(); then the k update), written as it was for PyTorch 0.3:
-``diff.data[0]`` raises IndexError on today's 0-dimensional tensors, after both steps
-of the first batch. Linear layers on random data, module-level loop, no main guard."""
+"""PyTorch-GAN's implementations/began/began.py loop as of commit c5d6be1 (G first; D,
+an autoencoder, on the same gen_imgs.detach(); then the k update with ``diff.item()``):
+its convergence metric ``M = (...).data[0]``, written for PyTorch 0.3, raises IndexError
+on today's 0-dimensional tensors after both steps and k's update of the first batch.
+Linear layers on random data, module-level loop, no main guard."""
 
 import argparse
 
@@ -54,5 +55,10 @@ for _epoch in range(opt.n_epochs):
 
         #  Update weights
         diff = torch.mean(gamma * d_loss_real - d_loss_fake)
-        k = k + lambda_k * diff.data[0]
-        k = min(max(k, 0), 1)
+
+        # Update weight term for fake samples
+        k = k + lambda_k * diff.item()
+        k = min(max(k, 0), 1)  # Constraint to interval [0, 1]
+
+        # Update convergence metric
+        M = (d_loss_real + torch.abs(diff)).data[0]

@@ -186,6 +186,8 @@ class ScriptRecorder(Recorder):
             self.count_off()
 
     def before_step(self, step) -> None:
+        if self.capture is not None:  # the script's numbers as the last step left them
+            self.capture.before_step(len(self.opt_steps), self.namespace)
         if self.stop_seq is not None:
             self._after_stop()
         if self.leader is None:

@@ -63,6 +63,10 @@ class Capture:
     # the tensors of each batch the script's DataLoaders gave it (the real labels of a D
     # that does not take them: ACGAN's classifier loss reads them)
     batches: list[tuple[Tensor, ...]] = field(default_factory=list)
+    # the script's number globals before each optimizer step (by the steps taken before
+    # it) and where its run ended: state it keeps beside its models (BEGAN's k)
+    numbers: dict[int, dict[str, float]] = field(default_factory=dict)
+    numbers_end: dict[str, float] = field(default_factory=dict)
 
     def module_seen(self, module: nn.Module) -> None:
         if id(module) not in self.first_state:
@@ -81,12 +85,21 @@ class Capture:
             if len(kept) > 1:
                 self.batches.append(kept)
 
+    def before_step(self, steps: int, namespace: dict | None) -> None:
+        if namespace is not None and steps not in self.numbers:
+            self.numbers[steps] = _numbers(namespace)
+
     def stepped(self, modules: list[nn.Module], optimizers: list, steps: int) -> None:
         """After an optimizer step, the ``steps``-th one recorded: everyone's state."""
         states = {id(m): _cloned(m.state_dict()) for m in modules}
         states.update({id(opt): copy.deepcopy(opt.state_dict()) for opt in optimizers})
         self.after_step = states
         self.history[steps] = states
+
+
+def _numbers(namespace: dict) -> dict[str, float]:
+    return {k: float(v) for k, v in namespace.items()
+            if type(v) in (int, float) and not k.startswith("_")}  # fmt: skip
 
 
 def _plain(t: Tensor) -> Tensor:
@@ -141,6 +154,9 @@ class Candidate:
     classifier: tuple[float, float] | None = None
     accumulate: int = 1  # micro-batches per step (StyleGAN2-ADA's batch_gpu rounds)
     summed: bool = False  # the script adds its micro-batches' means: scales times their count
+    # the script's global holding the objective's one number of state (BEGAN's k),
+    # verified beside the models at each iteration's end
+    state_in: str | None = None
 
 
 # R1 weights tried for a lazy R1 (StyleGAN2-ADA's --gamma: its configs' values and decades)
@@ -505,12 +521,13 @@ def schedules(audited: str) -> list[tuple[str, bool]]:
 
 
 def _run(script: _Script, capture: Capture, data: Replay, schedule: tuple[str, bool],
-         candidate: Candidate, iterations: int,
-         tolerance: float = TOLERANCE) -> tuple[float, str]:  # fmt: skip
+         candidate: Candidate, iterations: int, tolerance: float = TOLERANCE,
+         objective_states: list | None = None) -> tuple[float, str]:  # fmt: skip
     """The largest difference from the script's states at the end of each of
     ``iterations`` (the candidate Step called once per audited iteration, or with
     ``schedule[1]`` once per real batch, on copies of the script's models and its
-    replayed inputs), and where they first part (empty if they do not)."""
+    replayed inputs), and where they first part (empty if they do not). The objective's
+    state at each iteration's end is appended to ``objective_states``, if given."""
     G = _copy(script.G, capture.first_state[id(script.G)])
     D = _copy(script.D, capture.first_state[id(script.D)])
     opt_g = _optimizer_like(script.opt_g, capture.made_state[id(script.opt_g)], script.G, G)
@@ -552,6 +569,16 @@ def _run(script: _Script, capture: Capture, data: Replay, schedule: tuple[str, b
         worst = max(worst, here)
         if here[0] > tolerance:  # parted: the later iterations tell nothing more
             return here[0], f"they part at iteration {i}, most in {here[1]} ({here[0]:.3g})"
+        if objective_states is not None:
+            objective_states.append(step.objective.state_dict())
+        if candidate.state_in is not None:  # its state as the script's global holds it
+            ours = _number_state(step.objective.state_dict())
+            theirs = _numbers_at(capture, data.ends[i]).get(candidate.state_in, float("nan"))
+            gap = _relative_gap(ours, theirs) if ours is not None else float("inf")
+            if not gap <= tolerance:
+                return gap, (f"they part at iteration {i}, in the objective's state and the "
+                             f"script's {candidate.state_in} ({ours} and {theirs})")  # fmt: skip
+            worst = max(worst, (gap, candidate.state_in))
         for role, args, states in data.after[i]:  # as the script did: its buffers move
             _set_rng(states)
             with torch.no_grad():
@@ -670,6 +697,7 @@ def port(rec, report, capture: Capture, names: dict[str, str], *,
     notes = []
     if report.regularization.get("G"):
         notes.append("its lazy regularization steps of G (path length) are not mapped yet")
+    capture.numbers_end = _numbers(rec.namespace or {})  # as the script's run left them
     script, data = _find(rec, names), replay(rec, capture, n, report.d_order or "real_first")
     notes += [problem for problem in (script, data) if isinstance(problem, str)]
     if notes:
@@ -750,11 +778,12 @@ def _search(script: _Script, capture: Capture, data: Replay, report, n: int,
             tried: list[tuple], tolerance: float) -> Port:  # fmt: skip
     """Every candidate run; the one that equals the script printed, or none where none
     does, or where several do (the iterations verified cannot tell them apart)."""
-    parted, equal = [], []
+    parted, equal, states = [], [], {}
     for schedule, candidate in tried:
-        label = _label(schedule, candidate)
+        label, states[label] = _label(schedule, candidate), []
         try:
-            gap, where = _run(script, capture, data, schedule, candidate, n, tolerance)
+            gap, where = _run(script, capture, data, schedule, candidate, n, tolerance,
+                              objective_states=states[label])  # fmt: skip
         except Exception as e:  # a candidate the script's models refuse: not it
             parted.append(f"{label}: {type(e).__name__}: {e}".splitlines()[0])
             continue
@@ -762,10 +791,17 @@ def _search(script: _Script, capture: Capture, data: Replay, report, n: int,
             equal.append((gap, schedule, candidate, label))
         else:
             parted.append(f"{label}: {where}")
+    told = _told_apart(equal, states, capture, data.ends, tolerance)
+    if told is not None:
+        told_from, equal = len(equal), [told]
     if len(equal) == 1:
         gap, schedule, candidate, _ = equal[0]
         note = [] if report.error is None else [
             f"verified over the {n} iteration(s) before the script's loop crashed"]  # fmt: skip
+        if told is not None:
+            note.append(f"{told_from} candidates equal the script in its models; their "
+                        f"objective's state told them apart: this one's equals the script's "
+                        f"global {candidate.state_in} at each iteration's end")  # fmt: skip
         outside = sum(len(calls) for calls in data.after)
         if outside:
             note.append(f"the script's {outside} call(s) of G or D outside its update (a "
@@ -785,6 +821,56 @@ def _search(script: _Script, capture: Capture, data: Replay, report, n: int,
                                     f"iteration(s), which cannot tell them apart ({more}):",
                                     *(e[3] for e in equal)])  # fmt: skip
     return Port(None, n, notes=[TRIED, *parted])
+
+
+def _told_apart(equal: list[tuple], states: dict[str, list[dict]], capture: Capture,
+                ends: list[int], tolerance: float) -> tuple | None:  # fmt: skip
+    """Of several candidates equal in the models, the one whose objective's state (BEGAN's
+    k, which its gamma moves) a global of the script holds at every iteration's end, with
+    that global as its ``state_in``; None where not exactly one does."""
+    if len(equal) < 2:
+        return None
+    kept = []
+    for gap, schedule, candidate, label in equal:
+        names = _kept_by_script(states[label], capture, ends, tolerance)
+        if names:
+            why = (f"{candidate.why}; its state equals the script's {names[0]} at each "
+                   "iteration's end")  # fmt: skip
+            kept.append((gap, schedule, replace(candidate, state_in=names[0], why=why), label))
+    return kept[0] if len(kept) == 1 else None
+
+
+def _kept_by_script(states: list[dict], capture: Capture, ends: list[int],
+                    tolerance: float) -> list[str]:  # fmt: skip
+    """The script's number globals equal to the objective's one number of state at each
+    iteration's end (none where that state is 0 throughout: a 0 tells nothing)."""
+    values = [_number_state(state) for state in states]
+    if not values or None in values or not any(values):
+        return []
+    seen = [_numbers_at(capture, end) for end in ends[: len(values)]]
+    return sorted(name for name in seen[0] if all(
+        name in numbers and _relative_gap(v, numbers[name]) <= tolerance
+        for v, numbers in zip(values, seen, strict=True)))  # fmt: skip
+
+
+def _number_state(state: dict) -> float | None:
+    """An objective's one number of state (BEGAN's ``k``), or None."""
+    if len(state) == 1:
+        (value,) = state.values()
+        if isinstance(value, Tensor) and value.numel() == 1:
+            return float(value)
+    return None
+
+
+def _numbers_at(capture: Capture, end: int) -> dict[str, float]:
+    """The script's number globals after its ``end`` optimizer steps: as the next step
+    found them, or where its run ended."""
+    return capture.numbers.get(end, capture.numbers_end)
+
+
+def _relative_gap(ours: float, theirs: float) -> float:
+    """Relative to the script's value, or to 1e-3 below it (BEGAN's k starts near 0)."""
+    return abs(ours - theirs) / max(abs(theirs), 1e-3)
 
 
 def _classifier_unmapped(outputs: object, data: Replay) -> str | None:
