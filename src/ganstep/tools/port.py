@@ -572,18 +572,24 @@ def _run(script: _Script, capture: Capture, data: Replay, schedule: tuple[str, b
         if objective_states is not None:
             objective_states.append(step.objective.state_dict())
         if candidate.state_in is not None:  # its state as the script's global holds it
-            ours = _number_state(step.objective.state_dict())
-            theirs = _numbers_at(capture, data.ends[i]).get(candidate.state_in, float("nan"))
-            gap = _relative_gap(ours, theirs) if ours is not None else float("inf")
-            if not gap <= tolerance:
-                return gap, (f"they part at iteration {i}, in the objective's state and the "
-                             f"script's {candidate.state_in} ({ours} and {theirs})")  # fmt: skip
-            worst = max(worst, (gap, candidate.state_in))
+            here = _state_gap(step, capture, data.ends[i], candidate.state_in)
+            if not here[0] <= tolerance:
+                return here[0], f"they part at iteration {i}, {here[1]}"
+            worst = max(worst, (here[0], candidate.state_in))
         for role, args, states in data.after[i]:  # as the script did: its buffers move
             _set_rng(states)
             with torch.no_grad():
                 (G if role == "G" else D)(*args)
     return worst[0], ""
+
+
+def _state_gap(step: Step, capture: Capture, end: int, name: str) -> tuple[float, str]:
+    """How far the Step's objective's one number of state is from the script's global
+    ``name`` after its ``end`` optimizer steps, and where."""
+    ours = _number_state(step.objective.state_dict())
+    theirs = _numbers_at(capture, end).get(name, float("nan"))
+    gap = _relative_gap(ours, theirs) if ours is not None else float("inf")
+    return gap, f"in the objective's state and the script's {name} ({ours} and {theirs})"
 
 
 def _fails_beside(code: str, script: _Script, data: Replay, schedule: tuple[str, bool],
