@@ -10,6 +10,7 @@ biases and activations, so with batch n, latent 8, hidden 32 and data 16:
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -195,6 +196,106 @@ def test_stylegan2_ada_with_modules_frozen_between_phases(tmp_path):
     assert r["double_backwards"]["D"] == 2 / 4  # R1's gradient, in Dreg's two rounds
     assert r["wasted_flops"] == 0 and r["hazards"] == []
     assert "regularization steps of their own" in proc.stdout
+
+
+SPLIT_G = """
+import torch
+import torch.nn as nn
+
+
+class Generator(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.mapping = nn.Sequential(MAPPING, nn.ReLU())
+        self.synthesis = nn.Linear(32, 16)
+
+    def forward(self, z):
+        return self.synthesis(self.mapping(z))
+
+
+G = Generator()
+D = nn.Sequential(nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 1))
+opt_g = torch.optim.Adam(G.parameters(), lr=1e-3)
+opt_d = torch.optim.Adam(D.parameters(), lr=1e-3)
+bce = nn.BCEWithLogitsLoss()
+data = torch.rand(320, 16)
+ones, zeros = torch.ones(32, 1), torch.zeros(32, 1)
+for i in range(10):
+    real = data[32 * i : 32 * (i + 1)]
+    z = torch.randn(32, 8)
+    opt_d.zero_grad()
+    d_loss = bce(D(real), ones) + bce(D(D_FAKE), zeros)
+    d_loss.backward()
+    opt_d.step()
+    opt_g.zero_grad()
+    g_loss = bce(D(G.synthesis(G.mapping(z))), ones)
+    g_loss.backward()
+    opt_g.step()
+    SAMPLE
+"""
+
+
+def split_g(wasteful: bool) -> str:
+    """SPLIT_G as a loop that recomputes G and backpropagates D's loss through it, or
+    as one with BatchNorm in G's mapping that detaches the fakes for D's step and
+    reuses them, then samples in training mode (moving the BatchNorm's statistics)."""
+    if wasteful:
+        return (SPLIT_G.replace("MAPPING", "nn.Linear(8, 32)").replace("SAMPLE", "")
+                .replace("D_FAKE", "G.synthesis(G.mapping(z))"))  # fmt: skip
+    # (no bias before the BatchNorm: its gradient is 0 but for rounding, which Adam scales up)
+    mapping = "nn.Linear(8, 32, bias=False), nn.BatchNorm1d(32)"
+    sample = "with torch.no_grad():\n        sample = G.synthesis(G.mapping(torch.randn(4, 8)))"
+    made = "    fake = G.synthesis(G.mapping(z))\n    opt_d.zero_grad()"
+    return (SPLIT_G.replace("MAPPING", mapping).replace("SAMPLE", sample)
+            .replace("D_FAKE", "fake.detach()").replace("    opt_d.zero_grad()", made)
+            .replace("D(G.synthesis(G.mapping(z)))", "D(fake)"))  # fmt: skip
+
+
+@pytest.mark.parametrize("wasteful", [True, False])
+def test_a_loop_calling_gs_parts_reads_as_one_calling_g(tmp_path, wasteful):
+    """G's mapping and synthesis called by the loop itself (as StyleGAN2-ADA's loss calls
+    them) are G's calls: the same passes, FLOPs, waste and hazards as the same loop
+    calling G(z), and a port verified on G (the sample's parts called on its copies)."""
+    parts = split_g(wasteful)
+    whole_calls = re.sub(r"G\.synthesis\(G\.mapping\((.*?)\)\)", r"G(\1)", parts)
+    assert "G.mapping(z)" in parts and "G.mapping" not in whole_calls
+    reports = {}
+    for name, source in (("parts", parts), ("whole", whole_calls)):
+        script, out = tmp_path / f"{name}.py", tmp_path / f"{name}.json"
+        script.write_text(source)
+        ganstep("audit", script, "--port", "--json", out, cache=tmp_path, cwd=tmp_path)
+        reports[name] = json.loads(out.read_text())
+    found = reports["parts"]
+    for key in ("forwards", "backwards", "total_flops", "wasted_flops", "hazards", "order",
+                "other_forwards", "other_flops"):  # fmt: skip
+        assert found[key] == reports["whole"][key], key
+    assert found["port"]["code"] and "schedule=d_first()" in found["port"]["code"]
+    assert found["port"]["max_difference"] <= 1e-6
+    if wasteful:  # the whole backward through G in D's step, both parts, once a call:
+        # 2 * 32 * (8 * 32 for the mapping's weights + 32 * 16 for the synthesis's weights
+        # and its input)
+        assert found["forwards"] == {"G": 2, "D": 3}
+        assert found["hazards"][0].startswith("a whole backward through G ran in D's step "
+                                              "for gradients nobody stepped (2 time(s), "
+                                              "8.192e-05 ")  # fmt: skip
+    else:
+        assert found["forwards"] == {"G": 1, "D": 3} and found["other_forwards"]["G"] > 0
+        assert any("outside its update" in note for note in found["port"]["notes"])
+
+
+def test_style_mixing_of_gs_parts_is_named_not_mapped(tmp_path):
+    """StyleGAN2-ADA's style mixing maps a second z and mixes the two mappings in place
+    before the synthesis: no chain of G's parts per call, said so."""
+    out = tmp_path / "mixing.json"
+    ganstep("audit", SCRIPTS / "stylegan2_ada.py", "--port", "--json", out, "--", "--batch",
+            8, "--batch_gpu", 4, "--style_mixing_prob", 0.9, cache=tmp_path,
+            cwd=tmp_path)  # fmt: skip
+    port = json.loads(out.read_text())["port"]
+    assert port["code"] is None
+    (note,) = port["notes"]
+    assert note.startswith("the script calls G's parts itself, and not as one chain per call "
+                           "of G (")  # fmt: skip
+    assert "as StyleGAN2's style mixing mixes two mappings?): not mapped" in note
 
 
 # --- audit --port / --verify: the Step that equals the script, verified -----------------

@@ -1,10 +1,12 @@
 # ruff: noqa: B905  (written as stylegan2-ada-pytorch writes it)
 """NVlabs/stylegan2-ada-pytorch's training loop as it is written (training/training_loop.py
-and training/loss.py's StyleGAN2Loss), on linear layers and random data: G and D are
-built with requires_grad_(False) and each phase switches its module on and off around
-its backward; phases Gboth, Dmain and Dreg (lazy R1, every 4th iteration) over
-batch_gpu rounds; D forwards the fakes first; G_ema follows G. Module-level loop, no
-main guard."""
+and training/loss.py's StyleGAN2Loss, commit 375a436), on linear layers and random data:
+G and D are built with requires_grad_(False) and each phase switches its module on and
+off around its backward; phases Gboth, Dmain and Dreg (lazy R1, every 4th iteration)
+over batch_gpu rounds; D forwards the fakes first; G_ema follows G. The loss is given
+G.mapping and G.synthesis and calls them itself (run_G), never G, with loss.py's style
+mixing where --style_mixing_prob > 0 (cifar's config: 0; the others': 0.9). Module-level
+loop, no main guard."""
 
 import argparse
 import copy
@@ -17,18 +19,39 @@ parser.add_argument("--batch", type=int, default=32)
 parser.add_argument("--batch_gpu", type=int, default=16)
 parser.add_argument("--r1_gamma", type=float, default=1.0)
 parser.add_argument("--D_reg_interval", type=int, default=4)
+parser.add_argument("--style_mixing_prob", type=float, default=0.0)  # cifar's; others' 0.9
 args = parser.parse_args()
 
-z_dim, nx, nh = 8, 16, 32
+z_dim, w_dim, num_ws, nx, nh = 8, 8, 2, 16, 32
+
+
+class MappingNetwork(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Sequential(nn.Linear(z_dim, w_dim), nn.LeakyReLU(0.2))
+
+    def forward(self, z, c):
+        return self.fc(z).unsqueeze(1).repeat([1, num_ws, 1])  # ws: (n, num_ws, w_dim)
+
+
+class SynthesisNetwork(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.out = nn.Linear(num_ws * w_dim, nx)
+
+    def forward(self, ws):
+        return self.out(ws.flatten(1))
 
 
 class Generator(nn.Module):
     def __init__(self):
         super().__init__()
-        self.model = nn.Sequential(nn.Linear(z_dim, nh), nn.LeakyReLU(0.2), nn.Linear(nh, nx))
+        self.mapping = MappingNetwork()
+        self.synthesis = SynthesisNetwork()
 
     def forward(self, z, c):
-        return self.model(z)
+        ws = self.mapping(z, c)
+        return self.synthesis(ws)
 
 
 class Discriminator(nn.Module):
@@ -41,21 +64,32 @@ class Discriminator(nn.Module):
 
 
 class StyleGAN2Loss:
-    def __init__(self, G, D, r1_gamma):
-        self.G, self.D, self.r1_gamma = G, D, r1_gamma
+    def __init__(self, G_mapping, G_synthesis, D, style_mixing_prob, r1_gamma):
+        self.G_mapping, self.G_synthesis, self.D = G_mapping, G_synthesis, D
+        self.style_mixing_prob, self.r1_gamma = style_mixing_prob, r1_gamma
+
+    def run_G(self, z, c):
+        ws = self.G_mapping(z, c)
+        if self.style_mixing_prob > 0:
+            cutoff = torch.empty([], dtype=torch.int64, device=ws.device).random_(1, ws.shape[1])
+            cutoff = torch.where(torch.rand([], device=ws.device) < self.style_mixing_prob,
+                                 cutoff, torch.full_like(cutoff, ws.shape[1]))  # fmt: skip
+            ws[:, cutoff:] = self.G_mapping(torch.randn_like(z), c)[:, cutoff:]
+        img = self.G_synthesis(ws)
+        return img, ws
 
     def accumulate_gradients(self, phase, real_img, real_c, gen_z, gen_c, gain):
         do_Gmain = phase in ["Gmain", "Gboth"]
         do_Dmain = phase in ["Dmain", "Dboth"]
         do_Dr1 = phase in ["Dreg", "Dboth"] and (self.r1_gamma != 0)
         if do_Gmain:
-            gen_img = self.G(gen_z, gen_c)
+            gen_img, _gen_ws = self.run_G(gen_z, gen_c)
             gen_logits = self.D(gen_img, gen_c)
             loss_Gmain = torch.nn.functional.softplus(-gen_logits)
             loss_Gmain.mean().mul(gain).backward()
         loss_Dgen = 0
         if do_Dmain:
-            gen_img = self.G(gen_z, gen_c)
+            gen_img, _gen_ws = self.run_G(gen_z, gen_c)
             gen_logits = self.D(gen_img, gen_c)
             loss_Dgen = torch.nn.functional.softplus(gen_logits)
             loss_Dgen.mean().mul(gain).backward()
@@ -78,7 +112,7 @@ class StyleGAN2Loss:
 G = Generator().train().requires_grad_(False)
 D = Discriminator().train().requires_grad_(False)
 G_ema = copy.deepcopy(G).eval()
-loss = StyleGAN2Loss(G, D, args.r1_gamma)
+loss = StyleGAN2Loss(G.mapping, G.synthesis, D, args.style_mixing_prob, args.r1_gamma)
 mb_ratio = args.D_reg_interval / (args.D_reg_interval + 1)
 # one optimizer per module, shared by its main and reg phases (training_loop.py builds
 # `opt` once and gives it to both name+'main' and name+'reg')

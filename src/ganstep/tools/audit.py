@@ -64,6 +64,15 @@ class _Forward:
     # Its input held its producer's output and more rows: "fake_first" when the
     # producer's rows came first (BigGAN's D(cat([G_z, x]))), else "real_first".
     concat: str | None = None
+    # the part of its module that was called, where the script calls a module's parts
+    # itself (StyleGAN2-ADA's G.mapping, then G.synthesis): its dotted name; "" the whole
+    part: str = ""
+
+    @property
+    def continues(self) -> bool:
+        """A part fed by another part of the same module: the same call of the module
+        (``G.synthesis`` on what ``G.mapping`` made), not a pass of its own."""
+        return bool(self.part) and self.producer is not None and self.producer.label == self.label
 
 
 @dataclass(eq=False)
@@ -227,6 +236,14 @@ class Report:
 
 
 ORDER_WORDS = {"real_first": "on the real batch first", "fake_first": "on the fake batch first"}
+
+
+def _head(f: _Forward) -> _Forward:
+    """The forward that started ``f``'s call of its module (``f`` itself, unless it is a
+    later part of that call: ``G.synthesis`` after ``G.mapping``)."""
+    while f.continues:
+        f = f.producer
+    return f
 
 
 def _gflop(flops: float) -> str:
@@ -573,6 +590,8 @@ class _Analysis:
             # random numbers drawn: the same result
             key = (f.label, f.iteration, f.versions.get(f.label, 0), f.key)
             f.recomputed = f.key is not None and key in seen and not f.random
+            if f.continues:  # a later part of a call: recomputed where its start was
+                f.recomputed = f.producer.recomputed and not f.random
             seen.add(key)
         for b in self.rec.backwards:
             for f in b.through:
@@ -591,24 +610,26 @@ class _Analysis:
         return count / max(1, self.n)
 
     def passes(self) -> tuple[dict, dict, dict, dict]:
-        train = [f for f in self.forwards if f.used]
-        other = [f for f in self.forwards if not f.used]
+        calls = [f for f in self.forwards if not f.continues]  # a module's parts: one pass
+        train = [f for f in calls if f.used]
+        other = [f for f in calls if not f.used]
         forwards = {m: self.per(sum(f.label == m for f in train)) for m in MODULES}
         others = {m: self.per(sum(f.label == m for f in other)) for m in MODULES}
         done = [b for b in self.backwards if b is not self.rec.failed]  # not the one that raised
-        backwards = {m: self.per(sum(f.label == m for b in done for f in b.through))
-                     for m in MODULES}  # fmt: skip
-        double = {m: self.per(sum(f.label == m for b in done for p in b.double
-                                  for f in p.through)) for m in MODULES}  # fmt: skip
+        backwards = {m: self.per(sum(f.label == m and not f.continues for b in done
+                                     for f in b.through)) for m in MODULES}  # fmt: skip
+        double = {m: self.per(sum(f.label == m and not f.continues for b in done
+                                  for p in b.double for f in p.through))
+                  for m in MODULES}  # fmt: skip
         return forwards, backwards, double, others
 
     # -- FLOPs of gradients nobody stepped --------------------------------------------
 
     def backward_flops(self, f: _Forward, weights: bool, input_grad: bool) -> int:
         """FLOPs of one backward through a copy of ``f``'s module at ``f``'s input shapes."""
-        key = (f.label, tuple(f.inputs), weights, input_grad)
+        key = (f.label, f.part, tuple(f.inputs), weights, input_grad)
         if key not in self._cost:
-            module = copy.deepcopy(self.rec.modules[f.label])
+            module = copy.deepcopy(self.rec.modules[f.label]).get_submodule(f.part)
             param = next(module.parameters())
             inputs = []
             for i, (shape, dtype) in enumerate(f.inputs):
@@ -632,14 +653,14 @@ class _Analysis:
         """What a backward through ``f`` cost for weight gradients nobody stepped: the
         weight gradients alone when the gradient had to pass on to ``f``'s input, the
         whole backward through the module when nothing needed its input's gradient."""
-        if f.input_grad:
-            return self.backward_flops(f, True, True) - self.backward_flops(f, False, True)
-        return self.backward_flops(f, True, False)
+        if not _head(f).input_grad:  # nothing needed the gradient at the call's input
+            return self.backward_flops(f, True, f.input_grad)  # (a later part's: all of it)
+        return self.backward_flops(f, True, True) - self.backward_flops(f, False, True)
 
     def waste(self) -> tuple[int, list[str]]:
         hazards: list[str] = []
         wasted = 0
-        unstepped: dict[tuple[str, str, bool], list[int]] = {}
+        unstepped: dict[tuple[str, str, bool], dict[tuple, int]] = {}
         held = {m: self.rec.pending(m) for m in MODULES} if self.error is not None else {}
         for b in self.backwards:
             for m in sorted(b.produced - b.used_by):
@@ -652,8 +673,11 @@ class _Analysis:
                     cost = self.wasted_backward(f)
                     wasted += cost
                     if other in b.used_by:
-                        unstepped.setdefault((m, other, not f.input_grad), []).append(cost)
-        for (m, other, whole), costs in unstepped.items():
+                        head = _head(f)  # a call's parts count as one time
+                        calls = unstepped.setdefault((m, other, not head.input_grad), {})
+                        calls[b.index, id(head)] = calls.get((b.index, id(head)), 0) + cost
+        for (m, other, whole), calls in unstepped.items():
+            costs = list(calls.values())
             text = f"({len(costs)} time(s), {_gflop(self.per(sum(costs)))} per iteration wasted)"
             if whole:
                 hazards.append(
@@ -668,12 +692,14 @@ class _Analysis:
                     f"stepped {text}: switch {m}'s parameters off (requires_grad_(False)) "
                     f"during {other}'s step."
                 )
-        recomputed: dict[str, list[int]] = {}
+        recomputed: dict[str, dict[int, int]] = {}
         for f in self.forwards:
             if f.recomputed:
                 wasted += f.flops
-                recomputed.setdefault(f.label, []).append(f.flops)
-        for m, costs in recomputed.items():
+                calls = recomputed.setdefault(f.label, {})
+                calls[id(_head(f))] = calls.get(id(_head(f)), 0) + f.flops
+        for m, by_call in recomputed.items():
+            costs = list(by_call.values())
             hazards.append(
                 f"{m} was forwarded again on the same input at the same parameters "
                 f"({len(costs)} time(s), {_gflop(self.per(sum(costs)))} per iteration "

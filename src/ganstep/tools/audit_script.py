@@ -133,10 +133,28 @@ class ScriptRecorder(Recorder):
         label = self.owner.get(id(params[0]))
         if label is None:
             label = f"module{len(self.modules)}"
-            self.add_module(label, module)
+            self.add_module(label, self._whole(module))
         elif label not in self.modules:
             self.modules[label] = module
         return label
+
+    def _whole(self, part: nn.Module) -> nn.Module:
+        """The module an optimizer trains whole that ``part`` belongs to, where the script
+        calls its parts itself (StyleGAN2-ADA's loss calls ``G.mapping`` and
+        ``G.synthesis``, never G): found among the script's global modules and theirs, by
+        the optimizer's parameters; else ``part``."""
+        first = id(next(part.parameters()))
+        held = [{id(p) for g in opt.param_groups for p in g["params"]} for opt in self.optimizers]
+        held = [ids for ids in held if first in ids]
+        if len(held) != 1 or {id(p) for p in part.parameters()} == held[0]:
+            return part
+        namespace = self.namespace or {}
+        tops = [v for k, v in namespace.items() if isinstance(v, nn.Module) and k[:1] != "_"]
+        for top in tops:
+            for module in top.modules():
+                if {id(p) for p in module.parameters()} == held[0]:
+                    return module
+        return part
 
     def _container(self, module: nn.Module) -> bool:
         """Whether ``module`` holds the parameters of more than one optimizer (BigGAN's
@@ -182,6 +200,11 @@ class ScriptRecorder(Recorder):
         call = self.calls.pop()
         if call is not None:
             self.forward_end(call[0], args, out, call[1])
+            whole = self.modules[call[0]]
+            if module is not whole:  # one of its parts, called by the script itself
+                self.forwards[-1].part = next(
+                    (name for name, m in whole.named_modules() if m is module), ""
+                )
         if self.depth == 0:
             self.count_off()
 

@@ -248,8 +248,9 @@ class Replay:
     # the name of G's Embedding the script gives G its labels through (BigGAN's shared)
     embedding: str | None = None
     # after each iteration's steps, the script's calls of G or D outside its update (a
-    # sample grid in training mode moves BatchNorm's statistics): role, inputs, generator
-    after: list[list[tuple[str, tuple, list[Tensor]]]] = field(default_factory=list)
+    # sample grid in training mode moves BatchNorm's statistics): role, the part called
+    # ("" the whole), inputs, generator
+    after: list[list[tuple[str, str, tuple, list[Tensor]]]] = field(default_factory=list)
 
     @property
     def conditional(self) -> bool:
@@ -272,8 +273,13 @@ def replay(rec, capture: Capture, iterations: int, d_order: str = "real_first") 
     reals: list[list[object]] = [[] for _ in range(iterations)]
     zs: list[tuple[tuple[Tensor, ...], list[Tensor]]] = []
     z_seqs, fake_labels, d_takes, concat = [], {}, set(), set()
+    mixed = _parts_unchained(rec, iterations)
+    if mixed:
+        return mixed
     for f in rec.forwards:
-        if f.iteration >= iterations or not f.used or f.seq not in capture.calls:
+        if (
+            f.iteration >= iterations or not f.used or f.seq not in capture.calls or f.continues
+        ):  # (G.synthesis on G.mapping's output: the same call of G)
             continue
         args, rng = capture.calls[f.seq]
         tensors = tuple(a for a in args if isinstance(a, Tensor))
@@ -315,6 +321,25 @@ def replay(rec, capture: Capture, iterations: int, d_order: str = "real_first") 
     return Replay(reals, zs, d_takes == {2}, ends, image_to_image, labels,
                   concat=min(concat, default=None), d_order=d_order, embedding=embedding,
                   after=_calls_after(rec, capture, ends))  # fmt: skip
+
+
+def _parts_unchained(rec, iterations: int) -> str | None:
+    """Why G's parts, where the script calls them itself, are not one chain per call of
+    G (``G.synthesis`` on what ``G.mapping`` made), or None: StyleGAN2-ADA's style mixing
+    maps a second z and mixes the two in place before the synthesis."""
+    parts = [f for f in rec.forwards if f.label == "G" and f.part and f.used
+             and f.iteration < iterations]  # fmt: skip
+    heads = sum(not f.continues for f in parts)  # calls of G: each starts a chain
+    later = [f.part for f in parts if f.continues]
+    counts = {part: later.count(part) for part in dict.fromkeys(later)}
+    if all(count == heads for count in counts.values()):
+        return None
+    each = ", ".join(f"G.{part} {count} time(s)" for part, count in counts.items())
+    return (
+        f"the script calls G's parts itself, and not as one chain per call of G ({heads} "
+        f"call(s) on data, {each} on their outputs: several outputs mixed before the next "
+        "part, as StyleGAN2's style mixing mixes two mappings?): not mapped"
+    )
 
 
 def _split_d_input(f, tensors: tuple[Tensor, ...], capture: Capture) -> tuple[object, object]:
@@ -378,7 +403,7 @@ def _calls_after(rec, capture: Capture, ends: list[int]) -> list[list[tuple]]:
             continue
         for i, end in enumerate(ends):
             if rec.opt_steps[end - 1].seq < f.seq < firsts.get(i + 1, float("inf")):
-                after[i].append((f.label, *capture.calls[f.seq]))
+                after[i].append((f.label, f.part, *capture.calls[f.seq]))
     return after
 
 
@@ -576,10 +601,10 @@ def _run(script: _Script, capture: Capture, data: Replay, schedule: tuple[str, b
             if not here[0] <= tolerance:
                 return here[0], f"they part at iteration {i}, {here[1]}"
             worst = max(worst, (here[0], candidate.state_in))
-        for role, args, states in data.after[i]:  # as the script did: its buffers move
+        for role, part, args, states in data.after[i]:  # as the script did: buffers move
             _set_rng(states)
-            with torch.no_grad():
-                (G if role == "G" else D)(*args)
+            with torch.no_grad():  # (the part of G or D the script called: "" the whole)
+                (G if role == "G" else D).get_submodule(part)(*args)
     return worst[0], ""
 
 
