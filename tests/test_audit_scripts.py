@@ -283,19 +283,37 @@ def test_a_loop_calling_gs_parts_reads_as_one_calling_g(tmp_path, wasteful):
         assert any("outside its update" in note for note in found["port"]["notes"])
 
 
-def test_style_mixing_of_gs_parts_is_named_not_mapped(tmp_path):
-    """StyleGAN2-ADA's style mixing maps a second z and mixes the two mappings in place
-    before the synthesis: no chain of G's parts per call, said so."""
+def test_style_mixing_of_gs_parts_ports_to_a_printed_wrapper(tmp_path):
+    """StyleGAN2-ADA's run_G with its style mixing (--style_mixing_prob 0.9, its configs'
+    default but cifar's): a second z mapped and mixed into the first one's ws in place,
+    at a cutoff drawn from torch's generator, before the synthesis. The port prints a
+    StyleMixedG module making those draws in that order (the class it verified, run from
+    that text), equal over 5 iterations in float32 and in float64."""
     out = tmp_path / "mixing.json"
-    ganstep("audit", SCRIPTS / "stylegan2_ada.py", "--port", "--json", out, "--", "--batch",
-            8, "--batch_gpu", 4, "--style_mixing_prob", 0.9, cache=tmp_path,
+    ganstep("audit", SCRIPTS / "stylegan2_ada.py", "--port", "--verify", 5, "--json", out,
+            "--", "--batch", 8, "--batch_gpu", 4, "--style_mixing_prob", 0.9, cache=tmp_path,
             cwd=tmp_path)  # fmt: skip
     port = json.loads(out.read_text())["port"]
-    assert port["code"] is None
-    (note,) = port["notes"]
-    assert note.startswith("the script calls G's parts itself, and not as one chain per call "
-                           "of G (")  # fmt: skip
-    assert "as StyleGAN2's style mixing mixes two mappings?): not mapped" in note
+    assert "class StyleMixedG(torch.nn.Module):" in port["code"]
+    assert "ws[:, cutoff:] = self.G.mapping(torch.randn_like(z), *c)[:, cutoff:]" in port["code"]
+    assert "StyleMixedG(G, 0.9), D, phases[0]['opt'], opt_D," in port["code"]
+    assert port["max_difference"] <= 1e-6 and port["float64_difference"] <= 1e-12
+    assert not any("failed beside the script's names" in note for note in port["notes"])
+
+
+def test_g_parts_mixed_three_ways_are_named_not_mapped(tmp_path):
+    """Three mappings mixed into one ws before the synthesis: not StyleGAN2's two, said."""
+    mixed = ("ws = G.mapping(z)\n    ws[:, 16:] = G.mapping(torch.randn_like(z))[:, 16:]\n"
+             "    ws[:, 24:] = G.mapping(torch.randn_like(z))[:, 24:]\n"
+             "    fake = G.synthesis(ws)")  # fmt: skip
+    source = split_g(False).replace("fake = G.synthesis(G.mapping(z))", mixed)
+    script, out = tmp_path / "three.py", tmp_path / "three.json"  # (a Linear last: its ws
+    script.write_text(source.replace("nn.ReLU())", "nn.ReLU(), nn.Linear(32, 32))"))  # mixed)
+    ganstep("audit", script, "--port", "--json", out, cache=tmp_path, cwd=tmp_path)
+    assert json.loads(out.read_text())["port"]["notes"] == [
+        "the script calls G's parts itself, and not as one chain per call of G (3 calls on "
+        "data before a part takes their output; StyleGAN2's style mixing mixes two): not "
+        "mapped"]  # fmt: skip
 
 
 # --- audit --port / --verify: the Step that equals the script, verified -----------------

@@ -422,11 +422,14 @@ def _in_float64(report: Report, run, path: Path, script, G, D) -> str:
     if kept:
         return (f"{head}: not repeated, the script makes its parameters {kept[0][1]} itself "
                 f"({kept[0][0]}...)")  # fmt: skip
-    try:
+    torch.set_default_dtype(torch.float64)  # as the script ran: what the Step makes too
+    try:  # (StyleGAN2's style mixing draws torch.rand([]) in it: a double takes two words)
         again.port = port_of(rec, again, rec.capture, _names(rec), only=found.chosen,
                              tolerance=FLOAT64_TOLERANCE)  # fmt: skip
     except Exception as e:  # the report and the float32 port stand without it
         return f"{head}: the repeat failed ({_describe(e)})"
+    finally:
+        torch.set_default_dtype(saved)
     if again.port.code is None:
         why = again.port.notes[-1]
         if "they part at iteration" not in why:  # it raised: the run's inputs, not the math

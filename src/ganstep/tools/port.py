@@ -157,7 +157,12 @@ class Candidate:
     # the script's global holding the objective's one number of state (BEGAN's k),
     # verified beside the models at each iteration's end
     state_in: str | None = None
+    # G's parts called as StyleGAN2-ADA's run_G does, its style mixing at this probability
+    style_mixing: float | None = None
 
+
+# style mixing probabilities tried (StyleGAN2-ADA's StyleGAN2Loss default, and a half)
+STYLE_MIXING = (0.9, 0.5)
 
 # R1 weights tried for a lazy R1 (StyleGAN2-ADA's --gamma: its configs' values and decades)
 R1_WEIGHTS = (0.01, 0.1, 0.5, 1.0, 2.0, 5.0, 10.0, 100.0)
@@ -251,6 +256,9 @@ class Replay:
     # sample grid in training mode moves BatchNorm's statistics): role, the part called
     # ("" the whole), inputs, generator
     after: list[list[tuple[str, str, tuple, list[Tensor]]]] = field(default_factory=list)
+    # G's mapping called twice a call, mixed before its synthesis (StyleGAN2's style
+    # mixing): the names of G's parts it calls, first on the data, then on the mix
+    style_mixing: tuple[str, str] | None = None
 
     @property
     def conditional(self) -> bool:
@@ -273,13 +281,13 @@ def replay(rec, capture: Capture, iterations: int, d_order: str = "real_first") 
     reals: list[list[object]] = [[] for _ in range(iterations)]
     zs: list[tuple[tuple[Tensor, ...], list[Tensor]]] = []
     z_seqs, fake_labels, d_takes, concat = [], {}, set(), set()
-    mixed = _parts_unchained(rec, iterations)
-    if mixed:
-        return mixed
-    for f in rec.forwards:
-        if (
-            f.iteration >= iterations or not f.used or f.seq not in capture.calls or f.continues
-        ):  # (G.synthesis on G.mapping's output: the same call of G)
+    groups = _call_groups(rec, iterations)
+    if isinstance(groups, str):
+        return groups
+    mixing, second = groups  # (the parts a style mixing calls, its second mappings)
+    for f in rec.forwards:  # (G.synthesis on G.mapping's output, a second mapping mixed
+        skip = f.continues or f.seq in second  # in: the same call of G as the first's)
+        if skip or f.iteration >= iterations or not f.used or f.seq not in capture.calls:
             continue
         args, rng = capture.calls[f.seq]
         tensors = tuple(a for a in args if isinstance(a, Tensor))
@@ -320,25 +328,35 @@ def replay(rec, capture: Capture, iterations: int, d_order: str = "real_first") 
                for x in it] for it in reals]  # fmt: skip
     return Replay(reals, zs, d_takes == {2}, ends, image_to_image, labels,
                   concat=min(concat, default=None), d_order=d_order, embedding=embedding,
-                  after=_calls_after(rec, capture, ends))  # fmt: skip
+                  after=_calls_after(rec, capture, ends), style_mixing=mixing)  # fmt: skip
 
 
-def _parts_unchained(rec, iterations: int) -> str | None:
-    """Why G's parts, where the script calls them itself, are not one chain per call of
-    G (``G.synthesis`` on what ``G.mapping`` made), or None: StyleGAN2-ADA's style mixing
-    maps a second z and mixes the two in place before the synthesis."""
-    parts = [f for f in rec.forwards if f.label == "G" and f.part and f.used
-             and f.iteration < iterations]  # fmt: skip
-    heads = sum(not f.continues for f in parts)  # calls of G: each starts a chain
-    later = [f.part for f in parts if f.continues]
-    counts = {part: later.count(part) for part in dict.fromkeys(later)}
-    if all(count == heads for count in counts.values()):
-        return None
-    each = ", ".join(f"G.{part} {count} time(s)" for part, count in counts.items())
+def _call_groups(rec, iterations: int) -> tuple[tuple[str, str] | None, set[int]] | str:
+    """Where the script calls G's parts itself: how many calls of G's first part (on
+    data) each used call of a later part took, 1 or 2, with the seqs of all but each
+    group's first; or why not one or two. Two: StyleGAN2-ADA's style mixing, a second z
+    mapped and mixed into the first one's ws before the synthesis."""
+    per_call, extra, pending, names = set(), set(), [], set()
+    for f in rec.forwards:
+        if f.label != "G" or not f.part or f.iteration >= iterations:
+            continue
+        if not f.continues:
+            pending.append(f)
+        elif pending:
+            if f.used:
+                per_call.add(len(pending))
+                extra |= {g.seq for g in pending[1:]}
+                names |= {(g.part, f.part) for g in pending}
+            pending = []
+    if per_call <= {1}:
+        return None, set()
+    if per_call == {2} and len(names) == 1:
+        return names.pop(), extra
+    counts = " or ".join(str(k) for k in sorted(per_call))
     return (
-        f"the script calls G's parts itself, and not as one chain per call of G ({heads} "
-        f"call(s) on data, {each} on their outputs: several outputs mixed before the next "
-        "part, as StyleGAN2's style mixing mixes two mappings?): not mapped"
+        f"the script calls G's parts itself, and not as one chain per call of G ({counts} "
+        "calls on data before a part takes their output; StyleGAN2's style mixing mixes "
+        "two): not mapped"
     )
 
 
@@ -583,14 +601,7 @@ def _run(script: _Script, capture: Capture, data: Replay, schedule: tuple[str, b
             if data.image_to_image:  # G draws (Dropout) from where the script's G did
                 _set_rng(queue.pop(0)[1])
             step(call)
-        ends = capture.history[data.ends[i]]  # the script's states at iteration i's end
-        names = script.names
-        pairs = [(G.state_dict(), ends[id(script.G)], names["G"]),
-                 (D.state_dict(), ends[id(script.D)], names["D"]),
-                 (opt_g.state_dict()["state"], ends[id(script.opt_g)]["state"], names["opt_g"]),
-                 (opt_d.state_dict()["state"], ends[id(script.opt_d)]["state"],
-                  names["opt_d"])]  # fmt: skip
-        here = max(difference(mine, theirs, name) for mine, theirs, name in pairs)
+        here = _gap(script, capture.history[data.ends[i]], (G, D, opt_g, opt_d))
         worst = max(worst, here)
         if here[0] > tolerance:  # parted: the later iterations tell nothing more
             return here[0], f"they part at iteration {i}, most in {here[1]} ({here[0]:.3g})"
@@ -602,10 +613,22 @@ def _run(script: _Script, capture: Capture, data: Replay, schedule: tuple[str, b
                 return here[0], f"they part at iteration {i}, {here[1]}"
             worst = max(worst, (here[0], candidate.state_in))
         for role, part, args, states in data.after[i]:  # as the script did: buffers move
-            _set_rng(states)
-            with torch.no_grad():  # (the part of G or D the script called: "" the whole)
+            _set_rng(states)  # (on the part of G or D it called: "" the whole)
+            with torch.no_grad():
                 (G if role == "G" else D).get_submodule(part)(*args)
     return worst[0], ""
+
+
+def _gap(script: _Script, ends: dict, twins: tuple) -> tuple[float, str]:
+    """The largest difference of the copies ``twins`` (G, D and their optimizers) from
+    the script's states ``ends`` (at an iteration's end), and where."""
+    G, D, opt_g, opt_d = twins
+    names = script.names
+    pairs = [(G.state_dict(), ends[id(script.G)], names["G"]),
+             (D.state_dict(), ends[id(script.D)], names["D"])]  # fmt: skip
+    for opt, theirs, name in ((opt_g, script.opt_g, "opt_g"), (opt_d, script.opt_d, "opt_d")):
+        pairs.append((opt.state_dict()["state"], ends[id(theirs)]["state"], names[name]))
+    return max(difference(mine, theirs, name) for mine, theirs, name in pairs)
 
 
 def _state_gap(step: Step, capture: Capture, end: int, name: str) -> tuple[float, str]:
@@ -648,6 +671,10 @@ def _step(G, D, opt_g, opt_d, data: Replay, code: str, candidate: Candidate,
     if candidate.accumulate > 1:
         options.update(accumulate=candidate.accumulate)
     g = G if data.embedding is None else _Embedded(G, data.embedding)
+    if candidate.style_mixing is not None:  # the printed class itself: the two cannot drift
+        made: dict = {"torch": torch}
+        exec(_mixing_wrapper(*data.style_mixing), made)  # noqa: S102 - ganstep's own text
+        g = made["StyleMixedG"](G, candidate.style_mixing)
     return Step(g, D, opt_g, opt_d, objective=candidate.make(), schedule=_schedule(code),
                 d_scale=candidate.d_scale, g_scale=candidate.g_scale,
                 d_conditional=data.d_conditional, **sources, **options)  # fmt: skip
@@ -781,6 +808,8 @@ def _tried(script: _Script, capture: Capture, data: Replay, report) -> list[tupl
         found = [replace(c, l1=w) for c in found for w in (100.0, 10.0, 1.0)]
     if not isinstance(whole, Tensor):
         found = with_classifier(found)
+    if data.style_mixing is not None:
+        found = [replace(c, style_mixing=p) for c in found for p in STYLE_MIXING]
     at = report.regularization_at.get("D") or []
     if at:  # D's steps of their own: lazy R1 every k-th, from the first
         gaps = {b - a for a, b in zip(at, at[1:], strict=False)}
@@ -801,6 +830,8 @@ def _label(schedule: tuple[str, bool], candidate: Candidate) -> str:
         extra += " class terms G {} D {}".format(*candidate.classifier)
     if candidate.accumulate > 1:
         extra += f" accumulate={candidate.accumulate}"
+    if candidate.style_mixing is not None:
+        extra += f" style_mixing={candidate.style_mixing}"
     return (f"{schedule[0]}, {candidate.objective} d_scale={candidate.d_scale} "
             f"g_scale={candidate.g_scale}{extra}")  # fmt: skip
 
@@ -975,6 +1006,9 @@ def _code(script: _Script, schedule: tuple[str, bool], candidate: Candidate,
     g, wrapper = names["G"], ""
     if data.embedding is not None:
         g, wrapper = f"GOfLabels({g})", _wrapper(data.embedding)
+    if candidate.style_mixing is not None:
+        g = f"StyleMixedG({g}, {candidate.style_mixing})"
+        wrapper = _mixing_wrapper(*data.style_mixing)
     frozen = [names[r] for r, m in (("G", script.G), ("D", script.D))
               if not all(p.requires_grad for p in m.parameters())]  # fmt: skip
     if frozen:  # StyleGAN2-ADA builds them so; BigGAN toggles them in its step
@@ -1049,6 +1083,27 @@ def _wrapper(name: str) -> str:
         "        self.G = G\n\n"
         "    def forward(self, z, y):\n"
         f"        return self.G(z, self.G.{name}(y))\n\n\n"
+    )
+
+
+def _mixing_wrapper(first: str, then: str) -> str:
+    """The module that calls G's parts as the script does, with StyleGAN2-ADA's style
+    mixing (training/loss.py's run_G): its draws, in its order, from torch's generator."""
+    return (
+        "\nclass StyleMixedG(torch.nn.Module):\n"
+        f'    """G.{then}(ws) of ws = G.{first}(z, ...), whose entries from a random cutoff on '
+        f'are, with probability p, those of G.{first} of a second z (style mixing)."""\n\n'
+        "    def __init__(self, G, p):\n"
+        "        super().__init__()\n"
+        "        self.G, self.p = G, p\n\n"
+        "    def forward(self, z, *c):\n"
+        f"        ws = self.G.{first}(z, *c)\n"
+        "        cutoff = torch.empty([], dtype=torch.int64, device=ws.device)"
+        ".random_(1, ws.shape[1])\n"
+        "        mixed = torch.rand([], device=ws.device) < self.p\n"
+        "        cutoff = torch.where(mixed, cutoff, torch.full_like(cutoff, ws.shape[1]))\n"
+        f"        ws[:, cutoff:] = self.G.{first}(torch.randn_like(z), *c)[:, cutoff:]\n"
+        f"        return self.G.{then}(ws)\n\n\n"
     )
 
 
