@@ -296,9 +296,38 @@ def test_style_mixing_of_gs_parts_ports_to_a_printed_wrapper(tmp_path):
     port = json.loads(out.read_text())["port"]
     assert "class StyleMixedG(torch.nn.Module):" in port["code"]
     assert "ws[:, cutoff:] = self.G.mapping(torch.randn_like(z), *c)[:, cutoff:]" in port["code"]
-    assert "StyleMixedG(G, 0.9), D, phases[0]['opt'], opt_D," in port["code"]
+    assert "StyleMixedG(G, 0.9), D, phases[0]['opt'], opt," in port["code"]
     assert port["max_difference"] <= 1e-6 and port["float64_difference"] <= 1e-12
     assert not any("failed beside the script's names" in note for note in port["notes"])
+
+
+def test_path_length_steps_of_g_port_to_a_g_regularizer(tmp_path):
+    """StyleGAN2-ADA's G phases as its configs but cifar's run them: Gmain, then Greg
+    every 4th iteration (path length on half of each batch_gpu round's z, at G.mapping's
+    ws, its mean moved each round, its optimizer's lr and betas scaled by mb_ratio).
+    The audit keeps g_first (Greg moved G's version, not the order); the port prints
+    PathLength(4.0, 4) (weight 2 over 2 added rounds) at G's parts, equal over 5
+    iterations in float32 and float64; over 3 (Dreg's every 2nd) it says Greg's interval
+    does not show."""
+    flags = ("--", "--batch", 8, "--batch_gpu", 4, "--G_reg_interval", 4, "--pl_weight", 2)
+    out = tmp_path / "pl.json"
+    ganstep("audit", SCRIPTS / "stylegan2_ada.py", "--port", "--verify", 5, "--json", out,
+            *flags, cache=tmp_path, cwd=tmp_path)  # fmt: skip
+    r = json.loads(out.read_text())
+    assert r["schedule"] == "g_first()" and r["regularization_at"] == {"G": [0, 4], "D": [0, 4]}
+    port = r["port"]
+    assert "from ganstep.engine.regularizers import PathLength" in port["code"]
+    assert ("g_regularizer=PathLength(4.0, 4, mapping=G.mapping, synthesis=G.synthesis),"
+            in port["code"])  # fmt: skip
+    assert port["max_difference"] <= 1e-6 and port["float64_difference"] <= 1e-12
+    assert not any("failed beside the script's names" in note for note in port["notes"])
+    # (D's Dreg every 2nd iteration: its interval shows over 3, G's Greg's does not)
+    ganstep("audit", SCRIPTS / "stylegan2_ada.py", "--port", "--verify", 3, "--json", out,
+            "--force", *flags, "--D_reg_interval", 2, cache=tmp_path,
+            cwd=tmp_path)  # fmt: skip
+    assert json.loads(out.read_text())["port"]["notes"] == [
+        "G's steps of its own (path length) ran at iteration(s) [0]: its interval shows from "
+        "two of them, the first at iteration 0; verify more iterations"]  # fmt: skip
 
 
 def test_g_parts_mixed_three_ways_are_named_not_mapped(tmp_path):
@@ -383,7 +412,7 @@ PORTED = {  # script: what its verified Step must say
     "stylegan2_ada": ("objective=NS(r1=2.0, r1_every=4)", "schedule=g_first()",
                       "condition=lambda n: torch.zeros(n, 0)", 'd_order="fake_first"',
                       "accumulate=2,", "d_scale=2.0", "g_scale=2.0",
-                      "G, D, phases[0]['opt'], opt_D",
+                      "G, D, phases[0]['opt'], opt",
                       "G.requires_grad_(True)\nD.requires_grad_(True)"),
     # G(source) with Dropout, D(target, source), MSE and 100 x L1 to the target
     "pytorch_gan_pix2pix": ("objective=LSGAN()", 'latent=None', 'condition="real"',
@@ -490,8 +519,8 @@ def test_port_names_what_it_cannot_map_instead_of_guessing(tmp_path):
     """StyleGAN2-ADA's loop with an optimizer of its own for the Dreg phase (two Adams
     over D's parameters, each with its moments): no Step has that, and it is said."""
     source = (SCRIPTS / "stylegan2_ada.py").read_text()
-    shared = 'dict(name="Dreg", module=D, interval=args.D_reg_interval, opt=opt_D)'
-    own = shared.replace("opt=opt_D", "opt=torch.optim.Adam(D.parameters())")
+    shared = 'dict(name=name + "reg", module=module, opt=opt, interval=reg_interval)'
+    own = shared.replace("opt=opt,", "opt=torch.optim.Adam(module.parameters()),")
     assert shared in source
     script = tmp_path / "two_d_optimizers.py"
     script.write_text(source.replace(shared, own))

@@ -11,6 +11,7 @@ loop, no main guard."""
 import argparse
 import copy
 
+import numpy as np
 import torch
 import torch.nn as nn
 
@@ -20,6 +21,8 @@ parser.add_argument("--batch_gpu", type=int, default=16)
 parser.add_argument("--r1_gamma", type=float, default=1.0)
 parser.add_argument("--D_reg_interval", type=int, default=4)
 parser.add_argument("--style_mixing_prob", type=float, default=0.0)  # cifar's; others' 0.9
+parser.add_argument("--pl_weight", type=float, default=0.0)  # cifar's; the others' 2
+parser.add_argument("--G_reg_interval", type=int, default=0)  # 0: None (phase Gboth)
 args = parser.parse_args()
 
 z_dim, w_dim, num_ws, nx, nh = 8, 8, 2, 16, 32
@@ -40,7 +43,7 @@ class SynthesisNetwork(nn.Module):
         self.out = nn.Linear(num_ws * w_dim, nx)
 
     def forward(self, ws):
-        return self.out(ws.flatten(1))
+        return self.out(ws.flatten(1)).view(-1, 1, 4, 4)  # images: (n, 1, 4, 4)
 
 
 class Generator(nn.Module):
@@ -60,13 +63,16 @@ class Discriminator(nn.Module):
         self.model = nn.Sequential(nn.Linear(nx, nh), nn.LeakyReLU(0.2), nn.Linear(nh, 1))
 
     def forward(self, img, c):
-        return self.model(img)
+        return self.model(img.flatten(1))
 
 
 class StyleGAN2Loss:
-    def __init__(self, G_mapping, G_synthesis, D, style_mixing_prob, r1_gamma):
+    def __init__(self, G_mapping, G_synthesis, D, style_mixing_prob, r1_gamma, pl_weight,
+                 pl_batch_shrink=2, pl_decay=0.01):  # fmt: skip
         self.G_mapping, self.G_synthesis, self.D = G_mapping, G_synthesis, D
         self.style_mixing_prob, self.r1_gamma = style_mixing_prob, r1_gamma
+        self.pl_batch_shrink, self.pl_decay, self.pl_weight = pl_batch_shrink, pl_decay, pl_weight
+        self.pl_mean = torch.zeros([])
 
     def run_G(self, z, c):
         ws = self.G_mapping(z, c)
@@ -81,12 +87,26 @@ class StyleGAN2Loss:
     def accumulate_gradients(self, phase, real_img, real_c, gen_z, gen_c, gain):
         do_Gmain = phase in ["Gmain", "Gboth"]
         do_Dmain = phase in ["Dmain", "Dboth"]
+        do_Gpl = phase in ["Greg", "Gboth"] and (self.pl_weight != 0)
         do_Dr1 = phase in ["Dreg", "Dboth"] and (self.r1_gamma != 0)
         if do_Gmain:
             gen_img, _gen_ws = self.run_G(gen_z, gen_c)
             gen_logits = self.D(gen_img, gen_c)
             loss_Gmain = torch.nn.functional.softplus(-gen_logits)
             loss_Gmain.mean().mul(gain).backward()
+        if do_Gpl:
+            batch_size = gen_z.shape[0] // self.pl_batch_shrink
+            gen_img, gen_ws = self.run_G(gen_z[:batch_size], gen_c[:batch_size])
+            pl_noise = torch.randn_like(gen_img) / np.sqrt(gen_img.shape[2] * gen_img.shape[3])
+            (pl_grads,) = torch.autograd.grad(outputs=[(gen_img * pl_noise).sum()],
+                                              inputs=[gen_ws], create_graph=True,
+                                              only_inputs=True)  # fmt: skip
+            pl_lengths = pl_grads.square().sum(2).mean(1).sqrt()
+            pl_mean = self.pl_mean.lerp(pl_lengths.mean(), self.pl_decay)
+            self.pl_mean.copy_(pl_mean.detach())
+            pl_penalty = (pl_lengths - pl_mean).square()
+            loss_Gpl = pl_penalty * self.pl_weight
+            (gen_img[:, 0, 0, 0] * 0 + loss_Gpl).mean().mul(gain).backward()
         loss_Dgen = 0
         if do_Dmain:
             gen_img, _gen_ws = self.run_G(gen_z, gen_c)
@@ -104,7 +124,7 @@ class StyleGAN2Loss:
                 (r1_grads,) = torch.autograd.grad(outputs=[real_logits.sum()],
                                                   inputs=[real_img_tmp], create_graph=True,
                                                   only_inputs=True)  # fmt: skip
-                r1_penalty = r1_grads.square().sum(1)
+                r1_penalty = r1_grads.square().sum([1, 2, 3])
                 loss_Dr1 = r1_penalty * (self.r1_gamma / 2)
             (real_logits * 0 + loss_Dreal + loss_Dr1).mean().mul(gain).backward()
 
@@ -112,18 +132,23 @@ class StyleGAN2Loss:
 G = Generator().train().requires_grad_(False)
 D = Discriminator().train().requires_grad_(False)
 G_ema = copy.deepcopy(G).eval()
-loss = StyleGAN2Loss(G.mapping, G.synthesis, D, args.style_mixing_prob, args.r1_gamma)
-mb_ratio = args.D_reg_interval / (args.D_reg_interval + 1)
+loss = StyleGAN2Loss(G.mapping, G.synthesis, D, args.style_mixing_prob, args.r1_gamma,
+                     args.pl_weight)  # fmt: skip
 # one optimizer per module, shared by its main and reg phases (training_loop.py builds
 # `opt` once and gives it to both name+'main' and name+'reg')
-opt_D = torch.optim.Adam(D.parameters(), lr=0.0025 * mb_ratio, betas=(0.0, 0.99**mb_ratio))
-phases = [
-    dict(name="Gboth", module=G, interval=1,
-         opt=torch.optim.Adam(G.parameters(), lr=0.0025, betas=(0.0, 0.99))),
-    dict(name="Dmain", module=D, interval=1, opt=opt_D),
-    dict(name="Dreg", module=D, interval=args.D_reg_interval, opt=opt_D),
-]  # fmt: skip
-data = torch.rand(args.batch * 40, nx)
+phases = []
+for name, module, reg_interval in [("G", G, args.G_reg_interval or None),
+                                   ("D", D, args.D_reg_interval)]:  # fmt: skip
+    if reg_interval is None:
+        opt = torch.optim.Adam(module.parameters(), lr=0.0025, betas=(0.0, 0.99))
+        phases += [dict(name=name + "both", module=module, opt=opt, interval=1)]
+    else:
+        mb_ratio = reg_interval / (reg_interval + 1)
+        opt = torch.optim.Adam(module.parameters(), lr=0.0025 * mb_ratio,
+                               betas=[beta**mb_ratio for beta in (0.0, 0.99)])  # fmt: skip
+        phases += [dict(name=name + "main", module=module, opt=opt, interval=1)]
+        phases += [dict(name=name + "reg", module=module, opt=opt, interval=reg_interval)]
+data = torch.rand(args.batch * 40, 1, 4, 4)
 batch_idx = 0
 while True:
     phase_real_img = data[torch.randint(len(data), (args.batch,))].split(args.batch_gpu)

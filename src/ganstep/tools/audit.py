@@ -806,7 +806,11 @@ class _Analysis:
             return ("other", labels.count("D"), labels.count("G"))
         before = [s for s in self.steps if s.iteration < iteration]
         base = (sum(s.label == "G" for s in before), sum(s.label == "D" for s in before))
-        at = [self.fake_versions(s, base) for s in steps]
+        # a regularizer's own step earlier in the iteration (StyleGAN2-ADA's Greg between
+        # Gmain and Dmain) moved its module's version, not the adversarial order
+        lazy = [s for s in self.steps if s.iteration == iteration and id(s) not in adversarial]
+        at = [self._shifted(self.fake_versions(s, base), [r for r in lazy if r.seq < s.seq])
+              for s in steps]  # fmt: skip
         n_d, n_g = labels.count("D"), labels.count("G")
         if leader == "D":
             first = [(0, j) for j in range(n_d)] + [(i, n_d) for i in range(n_g)]
@@ -818,6 +822,14 @@ class _Analysis:
         if n_d == n_g == 1 and at == [(0, 0), (0, 0)]:
             return ("simultaneous", 1, 1)
         return ("other", n_d, n_g)
+
+    @staticmethod
+    def _shifted(at: tuple[int, int] | None, lazy: list[_Step]) -> tuple[int, int] | None:
+        """Versions ``at`` less the regularizer steps ``lazy`` of each module."""
+        if at is None:
+            return None
+        moved = [sum(s.label == m for s in lazy) for m in ("G", "D")]
+        return at[0] - moved[0], at[1] - moved[1]
 
     def d_order(self) -> tuple[str | None, bool]:
         """Whether D's first step went through D on the fake batch (a G output) first, and

@@ -240,9 +240,10 @@ def _names(rec: ScriptRecorder) -> dict[str, str]:
     """A readable name per label: the script's global naming that module, else its class."""
     names = {}
     namespace = rec.namespace or {}
-    by_id = {
-        id(v): k for k, v in namespace.items() if isinstance(v, nn.Module) and not k.startswith("_")
-    }
+    by_id: dict[int, str] = {}
+    for k, v in namespace.items():  # the first global naming it (not a later loop variable)
+        if isinstance(v, nn.Module) and not k.startswith("_"):
+            by_id.setdefault(id(v), k)
     for label, module in rec.modules.items():
         names[label] = by_id.get(id(module), type(module).__name__)
     return names

@@ -37,6 +37,7 @@ import torch
 from torch import Tensor, nn
 
 from ..engine.objectives import BEGAN, LSGAN, NS, WGAN, WGANGP, Hinge, Objective, Wasserstein
+from ..engine.regularizers import PathLength
 from ..engine.schedules import d_first, g_first, simultaneous
 from ..engine.step import Step
 from ..engine.views import adversarial, ends_in_sigmoid
@@ -159,10 +160,16 @@ class Candidate:
     state_in: str | None = None
     # G's parts called as StyleGAN2-ADA's run_G does, its style mixing at this probability
     style_mixing: float | None = None
+    # G's lazy path length regularization (StyleGAN2-ADA's Greg): its weight and interval
+    path_length: tuple[float, int] | None = None
 
 
 # style mixing probabilities tried (StyleGAN2-ADA's StyleGAN2Loss default, and a half)
 STYLE_MIXING = (0.9, 0.5)
+
+# path length weights tried (StyleGAN2-ADA's --cfg default pl_weight), its decay and
+# batch shrink (StyleGAN2Loss's defaults)
+PL_WEIGHTS = (2.0,)
 
 # R1 weights tried for a lazy R1 (StyleGAN2-ADA's --gamma: its configs' values and decades)
 R1_WEIGHTS = (0.01, 0.1, 0.5, 1.0, 2.0, 5.0, 10.0, 100.0)
@@ -256,9 +263,14 @@ class Replay:
     # sample grid in training mode moves BatchNorm's statistics): role, the part called
     # ("" the whole), inputs, generator
     after: list[list[tuple[str, str, tuple, list[Tensor]]]] = field(default_factory=list)
-    # G's mapping called twice a call, mixed before its synthesis (StyleGAN2's style
-    # mixing): the names of G's parts it calls, first on the data, then on the mix
-    style_mixing: tuple[str, str] | None = None
+    # the names of G's parts where the script calls them itself, the first on the data
+    # (StyleGAN2's G.mapping, then G.synthesis); whether it calls the first twice a
+    # call, mixing the two before the next (StyleGAN2's style mixing)
+    g_parts: tuple[str, str] | None = None
+    style_mixing: bool = False
+    # which of ``zs`` are G's calls in its own lazy regularization steps (path length:
+    # on the first rows of a round's z only), not judged by D
+    lazy: list[bool] = field(default_factory=list)
 
     @property
     def conditional(self) -> bool:
@@ -284,7 +296,7 @@ def replay(rec, capture: Capture, iterations: int, d_order: str = "real_first") 
     groups = _call_groups(rec, iterations)
     if isinstance(groups, str):
         return groups
-    mixing, second = groups  # (the parts a style mixing calls, its second mappings)
+    parts, mixing, second = groups  # (G's parts, a style mixing's second mappings)
     for f in rec.forwards:  # (G.synthesis on G.mapping's output, a second mapping mixed
         skip = f.continues or f.seq in second  # in: the same call of G as the first's)
         if skip or f.iteration >= iterations or not f.used or f.seq not in capture.calls:
@@ -328,14 +340,16 @@ def replay(rec, capture: Capture, iterations: int, d_order: str = "real_first") 
                for x in it] for it in reals]  # fmt: skip
     return Replay(reals, zs, d_takes == {2}, ends, image_to_image, labels,
                   concat=min(concat, default=None), d_order=d_order, embedding=embedding,
-                  after=_calls_after(rec, capture, ends), style_mixing=mixing)  # fmt: skip
+                  after=_calls_after(rec, capture, ends), g_parts=parts,
+                  style_mixing=mixing, lazy=_lazy_calls(rec, z_seqs))  # fmt: skip
 
 
-def _call_groups(rec, iterations: int) -> tuple[tuple[str, str] | None, set[int]] | str:
-    """Where the script calls G's parts itself: how many calls of G's first part (on
-    data) each used call of a later part took, 1 or 2, with the seqs of all but each
-    group's first; or why not one or two. Two: StyleGAN2-ADA's style mixing, a second z
-    mapped and mixed into the first one's ws before the synthesis."""
+def _call_groups(rec, iterations: int) -> tuple[tuple[str, str] | None, bool, set[int]] | str:
+    """Where the script calls G's parts itself: the names of its first part (called on
+    data) and of the later one, whether each used call of the later part took two calls
+    of the first (StyleGAN2-ADA's style mixing: a second z mapped and mixed into the
+    first one's ws before the synthesis), and the seqs of those second calls; or why
+    the calls are not one or two per call of G."""
     per_call, extra, pending, names = set(), set(), [], set()
     for f in rec.forwards:
         if f.label != "G" or not f.part or f.iteration >= iterations:
@@ -348,16 +362,29 @@ def _call_groups(rec, iterations: int) -> tuple[tuple[str, str] | None, set[int]
                 extra |= {g.seq for g in pending[1:]}
                 names |= {(g.part, f.part) for g in pending}
             pending = []
-    if per_call <= {1}:
-        return None, set()
+    if per_call <= {1} and len(names) <= 1:
+        return (names.pop() if names else None), False, set()
     if per_call == {2} and len(names) == 1:
-        return names.pop(), extra
+        return names.pop(), True, extra
     counts = " or ".join(str(k) for k in sorted(per_call))
     return (
         f"the script calls G's parts itself, and not as one chain per call of G ({counts} "
         "calls on data before a part takes their output; StyleGAN2's style mixing mixes "
         "two): not mapped"
     )
+
+
+def _lazy_calls(rec, z_seqs: list[int]) -> list[bool]:
+    """For each of G's calls at ``z_seqs``: whether no D judged what it made (a call in
+    G's own regularization step: StyleGAN2-ADA's Greg)."""
+    judged = set()
+    for f in rec.forwards:
+        if f.label == "D" and f.producer is not None and f.producer.label == "G":
+            head = f.producer
+            while head.continues:
+                head = head.producer
+            judged.add(head.seq)
+    return [seq not in judged for seq in z_seqs]
 
 
 def _split_d_input(f, tensors: tuple[Tensor, ...], capture: Capture) -> tuple[object, object]:
@@ -514,7 +541,10 @@ def _find(rec, names: dict[str, str]) -> _Script | str:
             return f"{role}'s parameters are in {len(held)} optimizers: the port maps one each"
         found[role] = held[0]
     namespace = rec.namespace or {}
-    by_id = {id(v): k for k, v in namespace.items() if not k.startswith("_")}
+    by_id: dict[int, str] = {}
+    for k, v in namespace.items():  # the first global naming it (not a later loop variable)
+        if not k.startswith("_"):
+            by_id.setdefault(id(v), k)
     shown = {"G": names.get("G", "G"), "D": names.get("D", "D")}
     for role, module in (("G", G), ("D", D)):  # a global, the module's attribute (BigGAN's)
         attribute = next((k for k, v in vars(module).items() if v is found[role]), None)
@@ -575,7 +605,7 @@ def _run(script: _Script, capture: Capture, data: Replay, schedule: tuple[str, b
     D = _copy(script.D, capture.first_state[id(script.D)])
     opt_g = _optimizer_like(script.opt_g, capture.made_state[id(script.opt_g)], script.G, G)
     opt_d = _optimizer_like(script.opt_d, capture.made_state[id(script.opt_d)], script.D, D)
-    queue, drawn = list(data.zs), []
+    queue, drawn = _queue(data, candidate), []
 
     def latent(n: int) -> Tensor:  # the script's G calls until n rows (its rounds, joined)
         calls = [queue.pop(0)]
@@ -617,6 +647,21 @@ def _run(script: _Script, capture: Capture, data: Replay, schedule: tuple[str, b
             with torch.no_grad():
                 (G if role == "G" else D).get_submodule(part)(*args)
     return worst[0], ""
+
+
+def _queue(data: Replay, candidate: Candidate) -> list[tuple[tuple[Tensor, ...], list]]:
+    """G's calls for the Step to draw, in order. With a path length, its calls on the
+    first rows of a round only (the script's Greg: ``gen_z[:batch_size]``) padded with
+    zeros to a round's rows, as the Step draws a round and takes its first rows."""
+    if candidate.path_length is None or not any(data.lazy):
+        return list(data.zs)
+    rows = next(len(z[0]) for (z, _), lazy in zip(data.zs, data.lazy, strict=True) if not lazy)
+    return [(tuple(_padded(t, rows) for t in z), rng) if lazy else (z, rng)
+            for (z, rng), lazy in zip(data.zs, data.lazy, strict=True)]  # fmt: skip
+
+
+def _padded(t: Tensor, rows: int) -> Tensor:
+    return torch.cat([t, t.new_zeros((rows - len(t), *t.shape[1:]))]) if len(t) < rows else t
 
 
 def _gap(script: _Script, ends: dict, twins: tuple) -> tuple[float, str]:
@@ -670,10 +715,15 @@ def _step(G, D, opt_g, opt_d, data: Replay, code: str, candidate: Candidate,
         options.update(d_order="fake_first")
     if candidate.accumulate > 1:
         options.update(accumulate=candidate.accumulate)
+    if candidate.path_length is not None:  # at G's mapped latents where G is called in parts
+        parts = {} if data.g_parts is None else {
+            "mapping": G.get_submodule(data.g_parts[0]),
+            "synthesis": G.get_submodule(data.g_parts[1])}  # fmt: skip
+        options.update(g_regularizer=PathLength(*candidate.path_length, **parts))
     g = G if data.embedding is None else _Embedded(G, data.embedding)
     if candidate.style_mixing is not None:  # the printed class itself: the two cannot drift
         made: dict = {"torch": torch}
-        exec(_mixing_wrapper(*data.style_mixing), made)  # noqa: S102 - ganstep's own text
+        exec(_mixing_wrapper(*data.g_parts), made)  # noqa: S102 - ganstep's own text
         g = made["StyleMixedG"](G, candidate.style_mixing)
     return Step(g, D, opt_g, opt_d, objective=candidate.make(), schedule=_schedule(code),
                 d_scale=candidate.d_scale, g_scale=candidate.g_scale,
@@ -753,8 +803,6 @@ def port(rec, report, capture: Capture, names: dict[str, str], *,
         return Port(None, n, notes=["the script's loop crashed before G and D had both "
                                     "stepped: no update of its own to verify against"])  # fmt: skip
     notes = []
-    if report.regularization.get("G"):
-        notes.append("its lazy regularization steps of G (path length) are not mapped yet")
     capture.numbers_end = _numbers(rec.namespace or {})  # as the script's run left them
     script, data = _find(rec, names), replay(rec, capture, n, report.d_order or "real_first")
     notes += [problem for problem in (script, data) if isinstance(problem, str)]
@@ -808,20 +856,36 @@ def _tried(script: _Script, capture: Capture, data: Replay, report) -> list[tupl
         found = [replace(c, l1=w) for c in found for w in (100.0, 10.0, 1.0)]
     if not isinstance(whole, Tensor):
         found = with_classifier(found)
-    if data.style_mixing is not None:
+    if data.style_mixing:
         found = [replace(c, style_mixing=p) for c in found for p in STYLE_MIXING]
     at = report.regularization_at.get("D") or []
     if at:  # D's steps of their own: lazy R1 every k-th, from the first
-        gaps = {b - a for a, b in zip(at, at[1:], strict=False)}
-        if len(at) < 2 or len(gaps) != 1 or at[0] != 0:
-            return (
-                f"D's steps of its own (lazy R1) ran at iteration(s) {at}: its interval "
-                "shows from two of them, the first at iteration 0; verify more iterations"
-            )
-        found = with_lazy_r1(found, gaps.pop(), len(data.reals[0]))
+        every = _interval(at, "D", "lazy R1")
+        if isinstance(every, str):
+            return every
+        found = with_lazy_r1(found, every, len(data.reals[0]))
         if not found:
             return "its lazy regularization of D is mapped as R1 on NS, LSGAN or hinge losses"
+    g_at = report.regularization_at.get("G") or []
+    if g_at:  # G's steps of their own: lazy path length every k-th, from the first
+        every = _interval(g_at, "G", "path length")
+        if isinstance(every, str):
+            return every
+        found = [replace(c, path_length=(w * (len(data.reals[0]) if c.summed else 1), every))
+                 for c in found for w in PL_WEIGHTS]  # fmt: skip
     return [(s, c) for s in schedules(report.schedule) for c in found]
+
+
+def _interval(at: list[int], role: str, what: str) -> int | str:
+    """The interval of ``role``'s steps of its own (``what``), from the iterations
+    ``at`` they ran in: every k-th from the first; or why it does not show."""
+    gaps = {b - a for a, b in zip(at, at[1:], strict=False)}
+    if len(at) < 2 or len(gaps) != 1 or at[0] != 0:
+        return (
+            f"{role}'s steps of its own ({what}) ran at iteration(s) {at}: its interval "
+            "shows from two of them, the first at iteration 0; verify more iterations"
+        )
+    return gaps.pop()
 
 
 def _label(schedule: tuple[str, bool], candidate: Candidate) -> str:
@@ -832,6 +896,8 @@ def _label(schedule: tuple[str, bool], candidate: Candidate) -> str:
         extra += f" accumulate={candidate.accumulate}"
     if candidate.style_mixing is not None:
         extra += f" style_mixing={candidate.style_mixing}"
+    if candidate.path_length is not None:
+        extra += " path_length={}/{}".format(*candidate.path_length)
     return (f"{schedule[0]}, {candidate.objective} d_scale={candidate.d_scale} "
             f"g_scale={candidate.g_scale}{extra}")  # fmt: skip
 
@@ -1008,7 +1074,9 @@ def _code(script: _Script, schedule: tuple[str, bool], candidate: Candidate,
         g, wrapper = f"GOfLabels({g})", _wrapper(data.embedding)
     if candidate.style_mixing is not None:
         g = f"StyleMixedG({g}, {candidate.style_mixing})"
-        wrapper = _mixing_wrapper(*data.style_mixing)
+        wrapper = _mixing_wrapper(*data.g_parts)
+    regularizer = ("" if candidate.path_length is None
+                   else "from ganstep.engine.regularizers import PathLength\n")  # fmt: skip
     frozen = [names[r] for r, m in (("G", script.G), ("D", script.D))
               if not all(p.requires_grad for p in m.parameters())]  # fmt: skip
     if frozen:  # StyleGAN2-ADA builds them so; BigGAN toggles them in its step
@@ -1018,19 +1086,19 @@ def _code(script: _Script, schedule: tuple[str, bool], candidate: Candidate,
         )
     return (
         f"from ganstep import Step, {code.split('(')[0]}\n"
-        f"from ganstep.engine.objectives import {make}\n\n{wrapper}"
+        f"from ganstep.engine.objectives import {make}\n{regularizer}\n{wrapper}"
         f"step = Step(\n"
         f"    {g}, {names['D']}, {names['opt_g']}, {names['opt_d']},\n"
         f"    objective={candidate.objective},  # {candidate.why}\n"
         f"    schedule={code},  # {where}\n"
         f"{sources}"
-        f"{_options(candidate, data)}\n"
+        f"{_options(candidate, data, names['G'])}\n"
         f")\n"
         f"# then, in place of the script's update, once per {each}: {call}"
     )
 
 
-def _options(candidate: Candidate, data: Replay) -> str:
+def _options(candidate: Candidate, data: Replay, g_name: str = "G") -> str:
     """The Step's lines after its sources: conditions, terms, D's calls, loss scales."""
     more = ""
     if data.image_to_image:
@@ -1066,6 +1134,18 @@ def _options(candidate: Candidate, data: Replay) -> str:
                   if candidate.summed else "")  # fmt: skip
         more += (f"\n    accumulate={k},  # each step over the script's {k} rounds of a "
                  f"batch, gradients summed{summed}")  # fmt: skip
+    if candidate.path_length is not None:
+        weight, every = candidate.path_length
+        parts = (
+            ""
+            if data.g_parts is None
+            else ", mapping={0}.{1}, synthesis={0}.{2}".format(g_name, *data.g_parts)
+        )
+        k = candidate.accumulate
+        summed = f" (its {k} rounds' penalties added: x{k})" if candidate.summed else ""
+        more += (f"\n    g_regularizer=PathLength({weight}, {every}{parts}),  # G's steps of "
+                 f"its own every {every} G steps: path length{summed}, its mean moved by "
+                 "0.01 a round, on half of each round's z")  # fmt: skip
     if candidate.d_scale != 1.0:
         more += f"\n    d_scale={candidate.d_scale},  # the script scales D's loss by this"
     if candidate.g_scale != 1.0:
