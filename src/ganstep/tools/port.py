@@ -16,8 +16,13 @@ A D returning (scores, class logits) beside a G given the fakes' labels is ACGAN
 class terms are tried at the scripts' weights, on the real labels the script's
 DataLoader gave beside each real batch. The script's calls of G or D outside its update
 after an iteration's steps (a sample grid in training mode, which moves BatchNorm's
-statistics) are made on the copies where it made them. Each iteration's end is
-compared with the script's states there. The one candidate
+statistics) are made on the copies where it made them. A G whose parts the script
+calls itself (StyleGAN2-ADA's ``G.mapping``, then ``G.synthesis``) is called whole on
+the call's inputs, or through a printed ``StyleMixedG`` where two mappings are mixed
+(style mixing); G's own lazy steps (StyleGAN2-ADA's Greg) are tried as a path length.
+Each iteration's end is compared with the script's states there, and an objective's
+one number of state (BEGAN's k) with the script's number globals where that tells
+equal candidates apart. The one candidate
 whose parameters, buffers and optimizer states stay within :data:`TOLERANCE` of the
 script's is printed as code, with the largest difference; where none or several do,
 none is printed, and what stood in the way is said (where each parts, or which several
