@@ -74,6 +74,15 @@ class _Forward:
         (``G.synthesis`` on what ``G.mapping`` made), not a pass of its own."""
         return bool(self.part) and self.producer is not None and self.producer.label == self.label
 
+    @property
+    def head(self) -> _Forward:
+        """The forward that started this one's call of its module (itself, unless it is a
+        later part of that call: ``G.synthesis`` after ``G.mapping``)."""
+        f = self
+        while f.continues:
+            f = f.producer
+        return f
+
 
 @dataclass(eq=False)
 class _Backward:
@@ -236,14 +245,6 @@ class Report:
 
 
 ORDER_WORDS = {"real_first": "on the real batch first", "fake_first": "on the fake batch first"}
-
-
-def _head(f: _Forward) -> _Forward:
-    """The forward that started ``f``'s call of its module (``f`` itself, unless it is a
-    later part of that call: ``G.synthesis`` after ``G.mapping``)."""
-    while f.continues:
-        f = f.producer
-    return f
 
 
 def _gflop(flops: float) -> str:
@@ -653,7 +654,7 @@ class _Analysis:
         """What a backward through ``f`` cost for weight gradients nobody stepped: the
         weight gradients alone when the gradient had to pass on to ``f``'s input, the
         whole backward through the module when nothing needed its input's gradient."""
-        if not _head(f).input_grad:  # nothing needed the gradient at the call's input
+        if not f.head.input_grad:  # nothing needed the gradient at the call's input
             return self.backward_flops(f, True, f.input_grad)  # (a later part's: all of it)
         return self.backward_flops(f, True, True) - self.backward_flops(f, False, True)
 
@@ -673,7 +674,7 @@ class _Analysis:
                     cost = self.wasted_backward(f)
                     wasted += cost
                     if other in b.used_by:
-                        head = _head(f)  # a call's parts count as one time
+                        head = f.head  # a call's parts count as one time
                         calls = unstepped.setdefault((m, other, not head.input_grad), {})
                         calls[b.index, id(head)] = calls.get((b.index, id(head)), 0) + cost
         for (m, other, whole), calls in unstepped.items():
@@ -697,7 +698,7 @@ class _Analysis:
             if f.recomputed:
                 wasted += f.flops
                 calls = recomputed.setdefault(f.label, {})
-                calls[id(_head(f))] = calls.get(id(_head(f)), 0) + f.flops
+                calls[id(f.head)] = calls.get(id(f.head), 0) + f.flops
         for m, by_call in recomputed.items():
             costs = list(by_call.values())
             hazards.append(

@@ -32,7 +32,7 @@ from torch import nn
 from ..engine.checks import positive_int
 from ..engine.d_profile import observing
 from .audit import MODULES, Recorder, Report, analyse, crash_location
-from .port import FLOAT64_TOLERANCE, Capture, Port
+from .port import FLOAT64_TOLERANCE, Capture, Port, global_names
 from .port import port as port_of
 
 
@@ -239,11 +239,7 @@ def _resolve(namespace: dict, name: str) -> object:
 def _names(rec: ScriptRecorder) -> dict[str, str]:
     """A readable name per label: the script's global naming that module, else its class."""
     names = {}
-    namespace = rec.namespace or {}
-    by_id: dict[int, str] = {}
-    for k, v in namespace.items():  # the first global naming it (not a later loop variable)
-        if isinstance(v, nn.Module) and not k.startswith("_"):
-            by_id.setdefault(id(v), k)
+    by_id = global_names(rec.namespace or {})
     for label, module in rec.modules.items():
         names[label] = by_id.get(id(module), type(module).__name__)
     return names

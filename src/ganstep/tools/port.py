@@ -382,13 +382,8 @@ def _call_groups(rec, iterations: int) -> tuple[tuple[str, str] | None, bool, se
 def _lazy_calls(rec, z_seqs: list[int]) -> list[bool]:
     """For each of G's calls at ``z_seqs``: whether no D judged what it made (a call in
     G's own regularization step: StyleGAN2-ADA's Greg)."""
-    judged = set()
-    for f in rec.forwards:
-        if f.label == "D" and f.producer is not None and f.producer.label == "G":
-            head = f.producer
-            while head.continues:
-                head = head.producer
-            judged.add(head.seq)
+    judged = {f.producer.head.seq for f in rec.forwards
+              if f.label == "D" and f.producer is not None and f.producer.label == "G"}  # fmt: skip
     return [seq not in judged for seq in z_seqs]
 
 
@@ -546,10 +541,7 @@ def _find(rec, names: dict[str, str]) -> _Script | str:
             return f"{role}'s parameters are in {len(held)} optimizers: the port maps one each"
         found[role] = held[0]
     namespace = rec.namespace or {}
-    by_id: dict[int, str] = {}
-    for k, v in namespace.items():  # the first global naming it (not a later loop variable)
-        if not k.startswith("_"):
-            by_id.setdefault(id(v), k)
+    by_id = global_names(namespace)
     shown = {"G": names.get("G", "G"), "D": names.get("D", "D")}
     for role, module in (("G", G), ("D", D)):  # a global, the module's attribute (BigGAN's)
         attribute = next((k for k, v in vars(module).items() if v is found[role]), None)
@@ -557,6 +549,16 @@ def _find(rec, names: dict[str, str]) -> _Script | str:
                 else _path_to(namespace, found[role]) or f"opt_{role.lower()}")  # fmt: skip
         shown[f"opt_{role.lower()}"] = by_id.get(id(found[role]), held)
     return _Script(G, D, found["G"], found["D"], shown, namespace)
+
+
+def global_names(namespace: dict) -> dict[int, str]:
+    """By ``id``, the first public global naming each object of a script's globals (not
+    a later loop variable left naming it: StyleGAN2-ADA's phase loop leaves ``module``)."""
+    found: dict[int, str] = {}
+    for name, value in namespace.items():
+        if not name.startswith("_"):
+            found.setdefault(id(value), name)
+    return found
 
 
 def _path_to(namespace: dict, target: object) -> str | None:
