@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import shutil
+
 import pytest
 import torch
 from helpers import Run, real_batches
@@ -25,6 +27,21 @@ def test_compiled_step_equals_eager(schedule):
     # the plumbing (frozen modules, no_grad, the fused input gradient) is what is tested.
     torch._dynamo.reset()
     for p, q in zip(run(schedule, "aot_eager"), run(schedule, False), strict=True):
+        assert_close(p, q)
+
+
+@pytest.mark.skipif(not any(map(shutil.which, ("c++", "g++", "clang++"))),
+                    reason="inductor on the CPU needs a C++ compiler")  # fmt: skip
+def test_default_backend_runs_simultaneous_after_a_compiled_d_first_step():
+    # Inductor (compile=True) lets a compiled backward reuse what its forward saved
+    # ("donated buffers") and refuses a second backward through one forward, which the
+    # simultaneous order takes through D's forward on the fake batch (L_D's, then L_G's).
+    # The d_first Step first leaves its compiled code for these classes in Dynamo's cache
+    # (as benchmarks/gpu.py's compile rows did), and G and D share one class (MLP), so D
+    # is compiled again for dynamic shapes: both ways to the refusal, before the fix.
+    torch._dynamo.reset()
+    run(d_first(), True)
+    for p, q in zip(run(simultaneous(), True), run(simultaneous(), False), strict=True):
         assert_close(p, q)
 
 

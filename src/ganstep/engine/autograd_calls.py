@@ -21,6 +21,8 @@ from collections.abc import Sequence
 import torch
 from torch import Tensor, nn
 
+from .compiled import donation_off
+
 try:  # what torch.autograd.backward calls once its Python checks are done
     from torch.autograd.graph import _engine_run_backward
 except ImportError:  # pragma: no cover - an older or newer torch without it
@@ -69,12 +71,22 @@ class ParameterList:
 
 
 def backward_into(
-    loss: Tensor, inputs: Sequence[Tensor], retain_graph: bool = False, plain: bool = False
+    loss: Tensor,
+    inputs: Sequence[Tensor],
+    retain_graph: bool = False,
+    plain: bool = False,
+    compiled: bool = False,
 ) -> None:
     """``torch.autograd.backward(loss, inputs=inputs, retain_graph=retain_graph)``: the
     same gradients, added to ``inputs`` only. ``plain``: the caller knows every input is
     a plain tensor or parameter (no subclass with ``__torch_function__``); then the
-    engine is called without the per-input Python."""
+    engine is called without the per-input Python. ``compiled``: the graph runs through
+    compiled code, which refuses to keep it unless donated buffers are off
+    (:mod:`ganstep.engine.compiled`)."""
+    if retain_graph and compiled:
+        with donation_off():
+            backward_into(loss, inputs, retain_graph, plain)
+        return
     if not (plain and _engine_run_backward is not None and type(loss) is Tensor
             and loss.dim() == 0 and torch.autograd.backward is _BACKWARD):  # fmt: skip
         torch.autograd.backward(loss, inputs=list(inputs), retain_graph=retain_graph)

@@ -20,6 +20,7 @@ import torch
 from torch import Tensor, nn
 
 from .autograd_calls import ParameterList, backward_into
+from .compiled import is_compiled
 from .precision import Precision
 
 
@@ -60,9 +61,13 @@ class Side:
     held: frozenset[int] | None = None
     # The module's parameters, walked again only after a registration.
     _listed: ParameterList = field(init=False, repr=False)
+    # Whether the module is compiled: a backward that keeps its graph then runs with
+    # AOTAutograd's donated buffers off (ganstep.engine.compiled)
+    compiled: bool = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         self._listed = ParameterList(self.module)
+        self.compiled = is_compiled(self.module)
 
     @property
     def key(self) -> str:
@@ -109,7 +114,7 @@ class Side:
         plain = self._listed.plain
         if also:
             inputs, plain = [*inputs, *also], False
-        backward_into(scaled, inputs, retain_graph, plain)
+        backward_into(scaled, inputs, retain_graph, plain, self.compiled)
 
     def factor(self, like: Tensor) -> Tensor:
         """This side's current loss scale, as a tensor on ``like``'s device."""

@@ -373,7 +373,7 @@ class Steady:
         if not loss.requires_grad:
             side.backward(loss)  # raises, saying why
         inputs = [p for p in params if p.requires_grad]
-        backward_into(loss, inputs, retain_graph, self.plain)
+        backward_into(loss, inputs, retain_graph, self.plain, side.compiled)
 
     def _joint_losses(self, x: Tensor, c: Tensor | None, fake: Tensor):
         loss_d, logs, s_real, s_fake = self._d_loss(x, c, fake, *self._d_outputs(x, c, fake))

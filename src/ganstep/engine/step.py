@@ -13,6 +13,7 @@ from . import real_input
 from .augment import get_augment
 from .batch import Batch, Condition
 from .checks import Weight, flag, positive_int, weight
+from .compiled import compiled
 from .d_observer import DObserver
 from .d_profile import DProfile
 from .errors import NonFiniteError
@@ -36,7 +37,6 @@ from .step_checks import (
     check_optimizer,
     check_options,
     check_sources,
-    compiled,
     info_step,
     loss_terms,
 )
@@ -122,7 +122,9 @@ class Step:
             backward passes).
         compile: ``True`` (or a backend name such as ``"inductor"``, ``"aot_eager"``)
             runs G's and D's forwards through ``torch.compile``; their parameters stay
-            the user's. ``False`` (default) runs them eagerly.
+            the user's. D is compiled without AOTAutograd's donated buffers, because
+            the simultaneous order runs two backward passes through one D forward.
+            ``False`` (default) runs them eagerly.
         d_order: the order of D's forwards in a D step: ``"real_first"`` (default; the
             DCGAN example, PyTorch-GAN) or ``"fake_first"`` (pix2pix, StyleGAN2-ADA's
             Dmain, BigGAN's ``D(cat([G_z, x]))``). ``concat=True`` concatenates in this
@@ -274,8 +276,10 @@ class Step:
         )  # fmt: skip
         # The Step owns its progress; the game (what the phases read) shares it.
         self.progress = Progress()
+        # D without donated buffers: the simultaneous order backpropagates through its
+        # forward on the fake batch twice (ganstep.engine.compiled)
         self.game = Game(Side("G", compiled(G, compile), opt_g, self.precision),
-                         Side("D", compiled(D, compile), opt_d, self.precision),
+                         Side("D", compiled(D, compile, donate=False), opt_d, self.precision),
                          options, self.progress, info=info.side)  # fmt: skip
         self._d_observer = DObserver(D, d_profile, self.game, self.schedule)
         self._models = (G, D, opt_g, opt_d)

@@ -43,19 +43,6 @@ def check_optimizer(opt: object, module: nn.Module, own: str, other: nn.Module) 
         )
 
 
-def compiled(module: nn.Module, compile: bool | str) -> nn.Module:
-    if compile is False:
-        return module
-    if compile is True:
-        return torch.compile(module)
-    if not isinstance(compile, str):
-        raise TypeError(f"compile must be True, False or a backend name, got {compile!r}")
-    backends = torch.compiler.list_backends(exclude_tags=())
-    if compile not in backends:
-        raise ValueError(f"compile: unknown backend {compile!r}; choose one of {backends}")
-    return torch.compile(module, backend=compile)
-
-
 def check_compile_fits(compile: object, objective: Objective, g_regularizer: object) -> None:
     """torch.compile's autograd (AOTAutograd) has no double backward, which gradient
     penalties take: refuse now rather than at the first penalty, after compiling."""
