@@ -11,7 +11,10 @@ fused step with its host sync (ns) and without (WGAN-GP), each against its unfus
 step; and the README's ``ganstep train`` on CUDA against the same command on this
 machine's CPU. Every figure of a section is measured interleaved in one process
 (A B C A B C ...), so the ratios it prints are side by side; the JSON records them
-with the GPU's name, for benchmarks/RESULTS.md.
+with the GPU's name, for benchmarks/RESULTS.md. Each section is printed and saved as it
+ends, and compile's rows (which compile for minutes on a fresh machine) come last, each
+order's beside its eager Step and the loops again: a run stopped at a time limit keeps
+every section it finished.
 
 ``--device cpu`` runs what a CPU can (no graph rows) on small sizes: a smoke test of
 the script, not a measurement to record.
@@ -28,6 +31,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 import torch
@@ -79,8 +83,9 @@ def medians(fns: dict[str, Callable], reps: int, warmup: int, device: str) -> di
 
 
 def orders_section(size_name: str, device: str, variants: list[str], reps: int, warmup: int,
-                   sizes: dict) -> list[dict]:  # fmt: skip
-    """Every order x variant beside the reference loops, at one size; rows with ratios."""
+                   sizes: dict, label: str = "") -> list[dict]:  # fmt: skip
+    """Every order x variant beside the reference loops, at one size; rows with ratios,
+    in the section ``size_name`` (with `` label`` after it, where given)."""
     size, batch, width = sizes[size_name]
 
     def pair():
@@ -93,7 +98,7 @@ def orders_section(size_name: str, device: str, variants: list[str], reps: int, 
     rows = []
     for name, value in ms.items():
         order, _, variant = name.partition(":")
-        row = {"section": size_name, "impl": name, "ms": round(value, 4)}
+        row = {"section": f"{size_name} {label}".strip(), "impl": name, "ms": round(value, 4)}
         if variant:  # a Step: its speed-up over each loop (their ms / its ms)
             row["speedup_vs_dcgan_example"] = round(ms["dcgan_example"] / value, 3)
             row["speedup_vs_own_reference"] = round(ms[REFERENCES[order]] / value, 3)
@@ -203,24 +208,42 @@ def main(argv: list[str] | None = None) -> list[dict]:
     variants = [v for v in VARIANTS if (cuda or not v.startswith("graph"))
                 and not (args.quick and v == "compile")]  # fmt: skip
     reps, warmup = (10, 3) if args.quick else (args.reps, args.warmup)
-    rows = []
-    # the flags ganstep train sets for an image model on CUDA (autotuning, TF32 off)
-    with cuda_backends("dcgan", False, torch.device(args.device)):
-        for name in sizes:
-            rows += orders_section(name, args.device, variants, reps, warmup, sizes)
-        size, batch, width = next(iter(sizes.values()))
-        rows += began_section(args.device, reps, warmup, batch, max(8, width // 2))
-        rows += fused_section(args.device, reps, warmup, batch, width)
-    if not args.no_default_run:
-        rows += default_run_section(args.device, args.default_run_steps)
     machine = {"device": torch.cuda.get_device_name() if cuda else platform.processor() or "cpu",
                "torch": torch.__version__, "variants": variants, "reps": reps}  # fmt: skip
-    print(f"# ganstep GPU benchmark on {machine['device']} (torch {machine['torch']})")
-    print(table(rows))
-    if args.json is not None:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps({"machine": machine, "rows": rows}, indent=1))
+    print(f"# ganstep GPU benchmark on {machine['device']} (torch {machine['torch']})", flush=True)
+    rows: list[dict] = []
+    for section in sections(args, sizes, variants, reps, warmup):
+        # the flags ganstep train sets for an image model on CUDA (autotuning, TF32 off)
+        with cuda_backends("dcgan", False, torch.device(args.device)):
+            new = section()
+        rows += new
+        # each section printed and saved as it ends: a run stopped at a time limit
+        # keeps every section it finished
+        print(table(new), flush=True)
+        if args.json is not None:
+            args.json.parent.mkdir(parents=True, exist_ok=True)
+            args.json.write_text(json.dumps({"machine": machine, "rows": rows}, indent=1))
     return rows
+
+
+def sections(args: argparse.Namespace, sizes: dict, variants: list[str], reps: int,
+             warmup: int) -> list[Callable[[], list[dict]]]:  # fmt: skip
+    """The sections in the order they run: the ones without compiling first, since
+    compiling takes minutes on a fresh machine; compile's rows last, each beside the
+    eager Step of its order and the loops, so their ratios are side by side too."""
+    device = args.device
+    first_size, first_batch, first_width = next(iter(sizes.values()))
+    plain = [v for v in variants if v != "compile"]
+    out = [partial(orders_section, name, device, plain, reps, warmup, sizes) for name in sizes]
+    out.insert(1, partial(began_section, device, reps, warmup, first_batch,
+                          max(8, first_width // 2)))  # fmt: skip
+    out.insert(2, partial(fused_section, device, reps, warmup, first_batch, first_width))
+    if not args.no_default_run:
+        out.append(partial(default_run_section, device, args.default_run_steps))
+    if "compile" in variants:
+        out += [partial(orders_section, name, device, ["eager", "compile"], reps, warmup,
+                        sizes, "compile") for name in sizes]  # fmt: skip
+    return out
 
 
 if __name__ == "__main__":

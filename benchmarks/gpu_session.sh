@@ -1,10 +1,15 @@
 #!/usr/bin/env bash
 # What a session lent a GPU runs for issue 51, in one go: every test that has a CUDA
 # path, then the GPU benchmark. Writes under $OUT (default ./gpu-results):
-# cuda_tests.txt, gpu.txt, gpu.json. Meant for a machine whose python3 has torch with
-# CUDA and pytest; the package is read from src/ (no install).
+# gpu_name.txt, cuda_tests.txt, gpu.txt, gpu.json. Meant for a machine whose python3 has
+# torch with CUDA and pytest; the package is read from src/ (no install).
 #
-#     OUT=/tmp/gpu bash benchmarks/gpu_session.sh            # about 10 minutes on an H100
+# It ends within about 9.5 minutes (the device tool's limit for one command is 10):
+# the tests get 4 minutes (each at most 90 s, where pytest-timeout is there), the
+# benchmark 5.5; the benchmark prints and saves each section as it ends and compiles
+# last, so what a time limit stops keeps every section before it.
+#
+#     OUT=/tmp/gpu bash benchmarks/gpu_session.sh
 set -u
 OUT=${OUT:-gpu-results}
 mkdir -p "$OUT"
@@ -14,9 +19,12 @@ nvidia-smi --query-gpu=name,memory.total --format=csv > "$OUT/gpu_name.txt" 2>&1
 # the CPU-side graph checks), not the rest of test_precision/test_step_api/test_bench
 CUDA_TESTS="tests/test_cuda_graph.py tests/test_graph_training.py tests/test_precision.py
             tests/test_bench.py tests/test_step_api.py tests/test_gpu_benchmark.py"
-# shellcheck disable=SC2086  # the list splits on purpose
-timeout 300 python3 -m pytest -q -p no:xdist -p no:cacheprovider -o addopts="" -rs \
-    -k "cuda or graph or gpu" $CUDA_TESTS > "$OUT/cuda_tests.txt" 2>&1
+PER_TEST=""
+python3 -c "import pytest_timeout" 2>/dev/null && PER_TEST="--timeout 90"
+# shellcheck disable=SC2086  # the lists split on purpose
+timeout 240 python3 -m pytest -q -p no:xdist -p no:cacheprovider -o addopts="" -rs \
+    --durations 15 $PER_TEST -k "cuda or graph or gpu" $CUDA_TESTS > "$OUT/cuda_tests.txt" 2>&1
 echo "cuda tests: exit $?" | tee -a "$OUT/cuda_tests.txt"
-timeout 420 python3 benchmarks/gpu.py --json "$OUT/gpu.json" > "$OUT/gpu.txt" 2>&1
+PYTHONUNBUFFERED=1 timeout 330 python3 benchmarks/gpu.py --json "$OUT/gpu.json" \
+    > "$OUT/gpu.txt" 2>&1
 echo "gpu benchmark: exit $?" | tee -a "$OUT/gpu.txt"

@@ -67,3 +67,37 @@ def test_a_cuda_run_has_graph_rows(tmp_path):
     assert {"d_first:graph", "g_first:graph", "simultaneous:graph"} <= impls
     assert {"d_first:graph_bf16", "simultaneous:graph_bf16"} <= impls
     assert machine["device"] == torch.cuda.get_device_name()
+
+
+def test_compile_rows_come_last_and_each_section_is_saved_as_it_ends(tmp_path, monkeypatch):
+    # compiling takes minutes on a fresh GPU machine: a run cut short by a time limit
+    # keeps every section before it, printed and in the JSON
+    module, ran = gpu_benchmark(), []
+
+    def orders(size_name, device, variants, *rest):
+        ran.append((size_name, *variants))
+        return [{"section": size_name, "impl": "x", "ms": 1.0}]
+
+    def other(name):
+        def section(*args):
+            ran.append((name,))
+            if name == "default_run":
+                raise KeyboardInterrupt  # stopped here, as a time limit would stop it
+            return [{"section": name, "impl": "x", "ms": 1.0}]
+
+        return section
+
+    monkeypatch.setattr(module, "orders_section", orders)
+    for name in ("began", "fused", "default_run"):
+        monkeypatch.setattr(module, f"{name}_section", other(name))
+    out = tmp_path / "gpu.json"
+    module.main(["--device", "cpu", "--json", str(out), "--no-default-run"])
+    plain, compiled = ("eager", "bf16"), ("eager", "compile")
+    assert ran == [("dcgan32_b128", *plain), ("began",), ("fused",), ("dcgan64_b256", *plain),
+                   ("dcgan32_b128", *compiled), ("dcgan64_b256", *compiled)]  # fmt: skip
+    ran.clear()
+    with pytest.raises(KeyboardInterrupt):
+        module.main(["--device", "cpu", "--json", str(out)])
+    assert [r[0] for r in ran] == ["dcgan32_b128", "began", "fused", "dcgan64_b256", "default_run"]
+    saved = json.loads(out.read_text())["rows"]
+    assert [r["section"] for r in saved] == ["dcgan32_b128", "began", "fused", "dcgan64_b256"]
