@@ -51,3 +51,15 @@ def test_compile_takes_a_bool_or_a_backend_name(value):
     with pytest.raises((TypeError, ValueError), match="compile"):
         Step(*side.models(), objective="ns", schedule="d_first", latent=side.latent,
              compile=value)  # fmt: skip
+
+
+def test_a_compiled_d_is_named_by_its_own_layers_in_messages():
+    # the refusal names D's BatchNorm layers as the user wrote them, not torch.compile's
+    # wrapper's paths (_orig_mod.net.1)
+    side = Run("ns", batchnorm=True)
+    names = [n for n, m in side.D.named_modules() if isinstance(m, torch.nn.BatchNorm1d)]
+    with pytest.raises(ValueError, match="BatchNorm in training mode") as refused:
+        Step(*side.models(), objective="ns", schedule=simultaneous(fused=True),
+             latent=side.latent, compile="aot_eager")  # fmt: skip
+    assert f"({', '.join(names)})" in str(refused.value)
+    assert "_orig_mod" not in str(refused.value)

@@ -61,6 +61,12 @@ def is_compiled(module: nn.Module) -> bool:
     return dynamo is not None and isinstance(module, dynamo.OptimizedModule)
 
 
+def uncompiled(module: nn.Module) -> nn.Module:
+    """The user's own module behind ``torch.compile``'s wrapper (``module`` if not
+    compiled): what messages name layers by (``net.3``, not ``_orig_mod.net.3``)."""
+    return module._orig_mod if is_compiled(module) else module
+
+
 def _has_donation() -> bool:
     """torch < 2.6 has no donated buffers, and so nothing to turn off."""
     import torch._functorch.config  # not imported by ``import torch``

@@ -12,6 +12,7 @@ from functools import partial
 from torch import Tensor, nn
 
 from .checks import weight_at
+from .compiled import uncompiled
 from .d_profile import KNOWN_MIXING, DProfile, known_mixing_layers
 from .options import Options, Progress
 from .precision import Precision
@@ -110,7 +111,7 @@ class Game:
     def mixing_reason(self) -> str:
         if self.d_profile is not None and self.d_profile.mixing:
             return self.d_profile.reason("mixing")
-        layers = ", ".join(known_mixing_layers(self.d.module))
+        layers = ", ".join(known_mixing_layers(uncompiled(self.d.module)))
         return f"BatchNorm in training mode ({layers})"
 
     def merge_d_forwards(self) -> bool:
