@@ -1154,7 +1154,7 @@ CASES = [
                                   "--seed")),
     Case("partial last line of metrics.jsonl", "vague", partial_metrics, in_suite=False),
     Case("--compile with R1's double backward", "vague",
-         flag_case("--compile", "default", words=("double backward",))),
+         flag_case("--compile", "default", "--r1-every", "1", words=("double backward",))),
     Case("audit: script exits before training", "vague",
          audit_case(exit_before_loop, "before any optimizer step", 1)),
     Case("(N, 0) .npy", "vague", data_case(npy("empty_rows.npy", np.zeros((30, 0))), "(30, 0)")),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import shutil
 import sysconfig
 from pathlib import Path
@@ -12,12 +13,14 @@ from helpers import Run, real_batches
 from torch.testing import assert_close
 
 from ganstep import Step, d_first, simultaneous
+from ganstep.engine.objectives import NS
+from ganstep.engine.regularizers import PathLength
 
 
-def run(schedule, compile):
+def run(schedule, compile, objective="ns", **options):
     side = Run("ns", batchnorm=False)
-    step = Step(*side.models(), objective="ns", schedule=schedule, latent=side.latent,
-                compile=compile)  # fmt: skip
+    step = Step(*side.models(), objective=objective, schedule=schedule, latent=side.latent,
+                compile=compile, **options)  # fmt: skip
     for real in real_batches(3):
         step(real)
     return [*side.G.parameters(), *side.D.parameters()]
@@ -71,3 +74,29 @@ def test_a_compiled_d_is_named_by_its_own_layers_in_messages():
              latent=side.latent, compile="aot_eager")  # fmt: skip
     assert f"({', '.join(names)})" in str(refused.value)
     assert "_orig_mod" not in str(refused.value)
+
+
+@pytest.mark.parametrize("schedule", [d_first(), simultaneous()], ids=["d_first", "simult"])
+@pytest.mark.parametrize(
+    "objective, options",
+    [("wgan_gp", {}), (NS(r1=1.0, r1_every=2), {}),
+     ("ns", {"g_regularizer": PathLength(3.0, every=2, shrink=1)})],
+    ids=["wgan_gp", "lazy_r1", "path_length"],
+)  # fmt: skip
+def test_a_penalty_on_forwards_of_its_own_runs_them_uncompiled(schedule, objective, options):
+    # compiled code has no double backward: WGAN-GP's interpolates, lazy R1's real batch
+    # and path length's G forward go through the user's own modules (first call on the
+    # general path, then the steady one); everything else stays compiled
+    torch._dynamo.reset()
+    compiled = run(schedule, "aot_eager", copy.deepcopy(objective), **copy.deepcopy(options))
+    eager = run(schedule, False, copy.deepcopy(objective), **copy.deepcopy(options))
+    for p, q in zip(compiled, eager, strict=True):
+        assert_close(p, q)
+
+
+def test_r1_on_every_step_is_refused_under_compile():
+    # it is read from D's loss forward on the real batch, which is compiled
+    side = Run("ns", batchnorm=False)
+    with pytest.raises(ValueError, match="R1 penalty on every D step.*lazy R1"):
+        Step(*side.models(), objective=NS(r1=1.0), schedule="d_first", latent=side.latent,
+             compile="aot_eager")  # fmt: skip

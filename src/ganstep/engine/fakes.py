@@ -235,5 +235,5 @@ def images_at_latents(
         first = head.z if isinstance(head.z, Tensor) else head.z[0]
         ws = first.detach().requires_grad_(True)
         z = ws if isinstance(head.z, Tensor) else (ws, *head.z[1:])
-        img = game.g.module(*Latents(z, head.c).args())
+        img = game.g.eager(*Latents(z, head.c).args())  # double backward: not compiled
     return (img[0] if isinstance(img, tuple) else img), ws  # (samples, *extras)

@@ -19,11 +19,12 @@ from .objectives import Logs, Objective
 from .views import View, add_terms, adversarial, check_adversarial, check_logits
 
 
-def d_call(game: Game, batch: Batch) -> object:
+def d_call(game: Game, batch: Batch, eager: bool = False) -> object:
     """D's whole output on ``batch``: ``D(x)``, or ``D(x, c)`` for a conditional batch
     (unless the Step's D is not conditional: ACGAN's D(x)). With augmentation D sees
-    ``augment(x)``, and gradients flow back through it to ``x``."""
-    D = game.d.module
+    ``augment(x)``, and gradients flow back through it to ``x``. ``eager``: the user's
+    D even where the Step compiles it (a penalty's forward: its double backward)."""
+    D = game.d.eager if eager else game.d.module
     x = batch.x if game.options.augment is None else game.options.augment(batch.x)
     return D(x) if batch.c is None or not game.options.d_conditional else D(x, batch.c)
 
@@ -84,8 +85,9 @@ def summed(parts: list[tuple[Tensor, Logs]]) -> tuple[Tensor, Logs]:
 
 
 def _penalty(game: Game, real: Batch, fake_x: Tensor) -> Tensor | None:
-    """The objective's penalty on D at the real condition (an interpolate mixes x only)."""
-    call = lambda x: d_call(game, real.with_x(x))  # noqa: E731
+    """The objective's penalty on D at the real condition (an interpolate mixes x only),
+    on D's forwards of its own, eager (compiled code has no double backward)."""
+    call = lambda x: d_call(game, real.with_x(x), eager=True)  # noqa: E731
     return penalty_of(game.options.objective, call, real.x, fake_x)
 
 

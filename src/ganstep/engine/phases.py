@@ -261,10 +261,11 @@ def lazy_micro_batch(
 
 
 def _r1_loss(game: Game, regularizer: Regularizer, real: Batch) -> Tensor:
-    """R1 on its own forward of D on the real batch (the lazy phase's)."""
+    """R1 on its own forward of D on the real batch (the lazy phase's; eager, as
+    compiled code has no double backward)."""
     x = real.x.detach().requires_grad_(True).view_as(real.x)
     with game.precision.autocast():
-        found = scores(game, d_call(game, real.with_x(x)), x)
+        found = scores(game, d_call(game, real.with_x(x), eager=True), x)
         game.observe_real(found, d_step=False)
         return regularizer.penalty(x, sum(s.sum() for s in found))
 

@@ -20,7 +20,7 @@ import torch
 from torch import Tensor, nn
 
 from .autograd_calls import ParameterList, backward_into
-from .compiled import is_compiled
+from .compiled import is_compiled, uncompiled
 from .precision import Precision
 
 
@@ -64,10 +64,14 @@ class Side:
     # Whether the module is compiled: a backward that keeps its graph then runs with
     # AOTAutograd's donated buffers off (ganstep.engine.compiled)
     compiled: bool = field(init=False, repr=False)
+    # The user's module itself (``module`` unless compiled): what a penalty's own forward
+    # calls, since compiled code has no double backward
+    eager: nn.Module = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         self._listed = ParameterList(self.module)
         self.compiled = is_compiled(self.module)
+        self.eager = uncompiled(self.module)
 
     @property
     def key(self) -> str:

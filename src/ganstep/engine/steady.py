@@ -82,6 +82,7 @@ class Steady:
         self.plain = game.g.plain_params() and game.d.plain_params()
         self.registrations = REGISTRATIONS[0]
         self.G, self.D = game.g.module, game.d.module
+        self.D_eager = game.d.eager  # a penalty's own forwards (double backward)
         self.latent = o.latent
         self.shape, self.dtype, self.device = like.x.shape, like.x.dtype, like.x.device
         self.c_like = like.c  # None: unconditional
@@ -253,9 +254,10 @@ class Steady:
             return D(x), D(fake)
         return D(x, dc), D(fake, dc)
 
-    def _d(self, x: Tensor, c: Tensor | None) -> object:
+    def _d(self, x: Tensor, c: Tensor | None, eager: bool = False) -> object:
         """losses.d_call: D(x), or D(x, c) for a conditional batch of a conditional D."""
-        return self.D(x) if c is None or not self.d_conditional else self.D(x, c)
+        D = self.D_eager if eager else self.D
+        return D(x) if c is None or not self.d_conditional else D(x, c)
 
     def _scores(self, out: object, inp: Tensor) -> Tensor:
         """losses.scores of D's one adversarial output (a tuple's first element)."""
@@ -283,7 +285,8 @@ class Steady:
             penalty = self.r1.penalty(x, s_real.sum())
         if self.penalty:  # losses._penalty: D at the real batch's condition
             dc = c if self.d_conditional else None
-            call = self.D if dc is None else lambda inp: self.D(inp, dc)
+            D = self.D_eager
+            call = D if dc is None else lambda inp: D(inp, dc)
             own = penalty_of(self.objective, call, x, fake.detach())
             if own is not None:
                 penalty = own if penalty is None else penalty + own
@@ -399,10 +402,10 @@ class Steady:
         self.d.optimizer.zero_grad(set_to_none=True)
         xr = x.detach().requires_grad_(True).view_as(x)
         if self.autocast is None:
-            penalty = self.lazy.penalty(xr, self._scores(self._d(xr, c), xr).sum())
+            penalty = self.lazy.penalty(xr, self._scores(self._d(xr, c, True), xr).sum())
         else:
             with self.autocast():
-                penalty = self.lazy.penalty(xr, self._scores(self._d(xr, c), xr).sum())
+                penalty = self.lazy.penalty(xr, self._scores(self._d(xr, c, True), xr).sum())
         self._backward(self.d, self.d_params, penalty * self.lazy.every)
         for p in self.d_params:  # as SG2-ADA's `real_logits * 0`
             if p.requires_grad and p.grad is None:

@@ -123,7 +123,10 @@ class Step:
         compile: ``True`` (or a backend name such as ``"inductor"``, ``"aot_eager"``)
             runs G's and D's forwards through ``torch.compile``; their parameters stay
             the user's. D is compiled without AOTAutograd's donated buffers, because
-            the simultaneous order runs two backward passes through one D forward.
+            the simultaneous order runs two backward passes through one D forward. A
+            penalty's own forwards (lazy R1, WGAN-GP's, G's path length) run
+            uncompiled, since compiled code has no double backward; R1 on every step,
+            read from D's loss forward, is refused.
             ``False`` (default) runs them eagerly.
         d_order: the order of D's forwards in a D step: ``"real_first"`` (default; the
             DCGAN example, PyTorch-GAN) or ``"fake_first"`` (pix2pix, StyleGAN2-ADA's
@@ -254,7 +257,7 @@ class Step:
         self.schedule = get_schedule(schedule)
         g_terms, d_terms = loss_terms(g_terms, d_terms)
         check_objective_fits(objective, self.accumulate, g_terms, g_scale)
-        check_compile_fits(compile, objective, g_regularizer)
+        check_compile_fits(compile, objective)
         self.precision = Precision(precision, next(G.parameters()).device.type)
         self.distributed, self._group_checked = bool(distributed), distributed is not None
         info = info_step(G, D, info_optimizer, info_terms, info_latent, latent, self.precision)

@@ -43,22 +43,24 @@ def check_optimizer(opt: object, module: nn.Module, own: str, other: nn.Module) 
         )
 
 
-def check_compile_fits(compile: object, objective: Objective, g_regularizer: object) -> None:
+def check_compile_fits(compile: object, objective: Objective) -> None:
     """torch.compile's autograd (AOTAutograd) has no double backward, which gradient
-    penalties take: refuse now rather than at the first penalty, after compiling."""
+    penalties take. A penalty on D forwards of its own (lazy R1, WGAN-GP's, G's path
+    length) runs them on the uncompiled module; one read from the loss forwards
+    (R1 on every step, ``penalty_at="loss_forwards"``) cannot: refuse it now rather than
+    at the first penalty, after compiling."""
     if compile is False or compile == "eager":
         return
     takes = []
-    if objective.r1 > 0:
-        takes.append(f"{objective.name}'s R1 penalty")
-    if has_penalty(objective):
-        takes.append(f"{objective.name}'s gradient penalty")
-    if g_regularizer is not None:
-        takes.append("G's path length regularizer")
+    if objective.r1 > 0 and objective.r1_every == 1:
+        takes.append(f"{objective.name}'s R1 penalty on every D step (from D's loss forward)")
+    if objective.penalty_at == "loss_forwards" and has_penalty(objective):
+        takes.append(f"{objective.name}'s penalty on D's loss forwards")
     if takes:
         raise ValueError(
             f"compile={compile!r}: torch.compile does not support the double backward that "
-            f"{' and '.join(takes)} takes; use compile=False (or the 'eager' backend)"
+            f"{' and '.join(takes)} takes; use lazy R1 (r1_every > 1, whose forward is its "
+            "own and runs uncompiled), compile=False or the 'eager' backend"
         )
 
 
