@@ -279,8 +279,6 @@ class Step:
         )  # fmt: skip
         # The Step owns its progress; the game (what the phases read) shares it.
         self.progress = Progress()
-        # D without donated buffers: the simultaneous order backpropagates through its
-        # forward on the fake batch twice (ganstep.engine.compiled)
         self.game = Game(Side("G", compiled(G, compile), opt_g, self.precision),
                          Side("D", compiled(D, compile, donate=False), opt_d, self.precision),
                          options, self.progress, info=info.side)  # fmt: skip

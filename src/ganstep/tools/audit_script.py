@@ -24,6 +24,7 @@ import signal
 import sys
 import threading
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 import torch
@@ -363,23 +364,11 @@ def audit_script(
     runs again with torch's default dtype float64 and that Step is verified on that run
     too, to :data:`~ganstep.tools.port.FLOAT64_TOLERANCE` (said in the port's notes).
     """
-    positive_int(iterations, "iterations")
-    if timeout is not None and not (isinstance(timeout, int | float) and timeout > 0):
-        raise ValueError(f"timeout must be a number of seconds > 0, got {timeout!r}")
-    path = Path(script).resolve()
-    if not path.is_file():
-        raise AuditError(f"{script}: no such script")
+    path = _checked(script, iterations, timeout)
     rec = ScriptRecorder(iterations)
     rec.capture = Capture() if port else None
     if on_swallowed is not None:
-
-        def leave() -> None:
-            rec.on_swallowed = None
-            rec.undo()  # no hook of the audit runs while it reports
-            rec.trim()
-            on_swallowed(_report(rec, path, script, G, D, None))
-
-        rec.on_swallowed = leave
+        rec.on_swallowed = partial(_leave, rec, on_swallowed, path, script, G, D)
     error = _run_recorded(rec, path, script, args, timeout)
     if isinstance(error, _Timeout):
         raise AuditError(
@@ -394,6 +383,26 @@ def audit_script(
             run = lambda r: _run_recorded(r, path, script, args, timeout)  # noqa: E731
             report.port.notes.append(_in_float64(report, run, path, script, G, D))
     return report
+
+
+def _checked(script: str | Path, iterations: int, timeout: float | None) -> Path:
+    """audit_script's arguments checked; the script's resolved path."""
+    positive_int(iterations, "iterations")
+    if timeout is not None and not (isinstance(timeout, int | float) and timeout > 0):
+        raise ValueError(f"timeout must be a number of seconds > 0, got {timeout!r}")
+    path = Path(script).resolve()
+    if not path.is_file():
+        raise AuditError(f"{script}: no such script")
+    return path
+
+
+def _leave(rec: ScriptRecorder, on_swallowed: Callable[[Report], object], path: Path,
+           script: str | Path, G: str | None, D: str | None) -> None:  # fmt: skip
+    """A script swallowed the stop: report what was recorded to ``on_swallowed``."""
+    rec.on_swallowed = None
+    rec.undo()  # no hook of the audit runs while it reports
+    rec.trim()
+    on_swallowed(_report(rec, path, script, G, D, None))
 
 
 def _in_float64(report: Report, run, path: Path, script, G, D) -> str:
