@@ -22,8 +22,11 @@ CUDA_TESTS="tests/test_cuda_graph.py tests/test_graph_training.py tests/test_pre
 PER_TEST=""
 python3 -c "import pytest_timeout" 2>/dev/null && PER_TEST="--timeout 90"
 # shellcheck disable=SC2086  # the lists split on purpose
-timeout 240 python3 -m pytest -q -p no:xdist -p no:cacheprovider -o addopts="" -rs \
-    --durations 15 $PER_TEST -k "cuda or graph or gpu" $CUDA_TESTS > "$OUT/cuda_tests.txt" 2>&1
+# -v, unbuffered: each test's outcome is in the file as it ends, should the limit stop
+# the run before pytest's summary
+PYTHONUNBUFFERED=1 timeout 240 python3 -m pytest -v -p no:xdist -p no:cacheprovider \
+    -o addopts="" -rfEs --durations 15 $PER_TEST -k "cuda or graph or gpu" $CUDA_TESTS \
+    > "$OUT/cuda_tests.txt" 2>&1
 echo "cuda tests: exit $?" | tee -a "$OUT/cuda_tests.txt"
 PYTHONUNBUFFERED=1 timeout 330 python3 benchmarks/gpu.py --json "$OUT/gpu.json" \
     > "$OUT/gpu.txt" 2>&1
