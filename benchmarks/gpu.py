@@ -232,7 +232,7 @@ def sections(args: argparse.Namespace, sizes: dict, variants: list[str], reps: i
     compiling takes minutes on a fresh machine; compile's rows last, each beside the
     eager Step of its order and the loops, so their ratios are side by side too."""
     device = args.device
-    first_size, first_batch, first_width = next(iter(sizes.values()))
+    _, first_batch, first_width = next(iter(sizes.values()))
     plain = [v for v in variants if v != "compile"]
     out = [partial(orders_section, name, device, plain, reps, warmup, sizes) for name in sizes]
     out.insert(1, partial(began_section, device, reps, warmup, first_batch,

@@ -85,8 +85,9 @@ def test_a_compiled_d_is_named_by_its_own_layers_in_messages():
 )  # fmt: skip
 def test_a_penalty_on_forwards_of_its_own_runs_them_uncompiled(schedule, objective, options):
     # compiled code has no double backward: WGAN-GP's interpolates, lazy R1's real batch
-    # and path length's G forward go through the user's own modules (first call on the
-    # general path, then the steady one); everything else stays compiled
+    # and path length's G forward go through the user's own modules (on the general
+    # path, and on the steady one where it runs: not with path length); everything
+    # else stays compiled
     torch._dynamo.reset()
     compiled = run(schedule, "aot_eager", copy.deepcopy(objective), **copy.deepcopy(options))
     eager = run(schedule, False, copy.deepcopy(objective), **copy.deepcopy(options))
