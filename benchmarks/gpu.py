@@ -231,13 +231,13 @@ def sections(args: argparse.Namespace, sizes: dict, variants: list[str], reps: i
     """The sections in the order they run: the ones without compiling first, since
     compiling takes minutes on a fresh machine; compile's rows last, each beside the
     eager Step of its order and the loops, so their ratios are side by side too."""
-    device = args.device
-    _, first_batch, first_width = next(iter(sizes.values()))
+    device, (first, *others) = args.device, list(sizes)
+    _, batch, width = sizes[first]
     plain = [v for v in variants if v != "compile"]
-    out = [partial(orders_section, name, device, plain, reps, warmup, sizes) for name in sizes]
-    out.insert(1, partial(began_section, device, reps, warmup, first_batch,
-                          max(8, first_width // 2)))  # fmt: skip
-    out.insert(2, partial(fused_section, device, reps, warmup, first_batch, first_width))
+    out = [partial(orders_section, first, device, plain, reps, warmup, sizes),
+           partial(began_section, device, reps, warmup, batch, max(8, width // 2)),
+           partial(fused_section, device, reps, warmup, batch, width)]  # fmt: skip
+    out += [partial(orders_section, name, device, plain, reps, warmup, sizes) for name in others]
     if not args.no_default_run:
         out.append(partial(default_run_section, device, args.default_run_steps))
     if "compile" in variants:

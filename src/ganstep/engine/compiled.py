@@ -19,6 +19,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
+from functools import cache
 
 import torch
 from torch import nn
@@ -67,6 +68,7 @@ def uncompiled(module: nn.Module) -> nn.Module:
     return module._orig_mod if is_compiled(module) else module
 
 
+@cache  # asked at each kept-graph backward of a compiled Step
 def _has_donation() -> bool:
     """torch < 2.6 has no donated buffers, and so nothing to turn off."""
     import torch._functorch.config  # not imported by ``import torch``
