@@ -4,33 +4,14 @@ from __future__ import annotations
 
 import pytest
 import torch
-from helpers import X_DIM, Z_DIM, Run, real_batches
-from torch import nn
+from helpers import real_batches
+from helpers.graph_cases import conditioned, graph_cases, make, per_call
 from torch.testing import assert_close
 
-from ganstep import Step, d_first, g_first, simultaneous
+from ganstep import d_first, g_first, simultaneous
 from ganstep.engine.augment import Adaptive
 from ganstep.engine.cuda_graph import GraphedStep
-from ganstep.engine.objectives import OBJECTIVES
 from ganstep.engine.regularizers import PathLength
-
-
-def make(schedule, precision="fp32", capturable=True, objective="ns", device="cpu",
-         conditional=False, **options):  # fmt: skip
-    if callable(objective):
-        objective = objective()
-    name = objective if isinstance(objective, str) else objective.name
-    side = Run(name, batchnorm=False, dtype=torch.float32, device=device)
-    if conditional:
-        side.G, side.D = CondG().to(device), CondD().to(device)
-    side.opt_g = torch.optim.Adam(side.G.parameters(), 0.01, capturable=capturable)
-    side.opt_d = torch.optim.Adam(side.D.parameters(), 0.01, capturable=capturable)
-    if options.pop("info", False):
-        options["info_optimizer"] = torch.optim.Adam(side.G.parameters(), 0.01)
-        options["info_terms"] = {"zero": lambda v: v.fake.x.sum() * 0}
-    step = Step(*side.models(), objective=objective, schedule=schedule, latent=side.latent,
-                precision=precision, **options)  # fmt: skip
-    return side, step
 
 
 @pytest.mark.parametrize(
@@ -55,48 +36,7 @@ def test_capture_refuses_what_a_graph_cannot_hold(kwargs, match):
         GraphedStep(step, real_batches(1, dtype=torch.float32)[0])
 
 
-class CondG(nn.Module):
-    """G(z, c): z and c's one-hot code through one linear layer."""
-
-    def __init__(self, classes: int = 3) -> None:
-        super().__init__()
-        self.classes, self.fc = classes, nn.Linear(Z_DIM + classes, X_DIM)
-
-    def forward(self, z, c):
-        return self.fc(torch.cat([z, nn.functional.one_hot(c, self.classes).to(z)], 1))
-
-
-class CondD(nn.Module):
-    def __init__(self, classes: int = 3) -> None:
-        super().__init__()
-        self.classes, self.fc = classes, nn.Linear(X_DIM + classes, 1)
-
-    def forward(self, x, c):
-        return self.fc(torch.cat([x, nn.functional.one_hot(c, self.classes).to(x)], 1))
-
-
-def lazy(name, every):
-    """A fresh lazy-R1 objective per run (a factory: objectives may hold state)."""
-    return lambda: OBJECTIVES[name](r1=0.5, r1_every=every)
-
-
-GRAPH_CASES = {
-    **{f"{o}-d_first": (d_first(), o, {}) for o in ("ns", "wgan_gp", "began")},
-    **{f"{o}-simult": (simultaneous(), o, {}) for o in ("ns", "wgan_gp", "began")},
-    "lazy_r1": (d_first(), lazy("ns", 3), {}),
-    "lazy_r1-g_first-d_steps2": (g_first(d_steps=2), lazy("hinge", 3), {}),
-    "wgan-n_critic": (d_first(d_steps=2, g_every=3), "wgan_gp", {}),
-    "simult-d_every": (simultaneous(d_every=2), "ns", {}),
-    "fused-wgan_gp": (simultaneous(fused=True), "wgan_gp", {}),
-    "g_terms": (d_first(), "ns", {"g_terms": {"l1": lambda v: v.fake.x.abs().mean()}}),
-    "diffaugment": (d_first(), "ns", {"augment": lambda x: x + 0.1 * torch.randn_like(x)}),
-    "condition-real": (d_first(), "hinge", {"condition": "real"}),
-    "condition-sampled": (
-        simultaneous(),
-        "ns",
-        {"condition": lambda n: torch.randint(3, (n,), device="cuda")},
-    ),
-}
+GRAPH_CASES = graph_cases("cuda")
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
@@ -111,11 +51,9 @@ def test_graph_replays_equal_eager_iterations(case):
     schedule, objective, options = GRAPH_CASES[case]
     torch.manual_seed(0)
     data = [b.float().cuda() for b in real_batches(24)]
-    if options.get("condition") == "real":
-        data = [(x, torch.randint(3, (x.shape[0],), device="cuda")) for x in data]
-    per_call = schedule.real_batches
-    calls = [data[i : i + per_call] for i in range(0, len(data), per_call)]
-    calls = [c if len(c) > 1 else c[0] for c in calls]
+    if "condition" in options:  # real batches carry their labels either way
+        data = conditioned(data, "cuda")
+    calls = per_call(data, schedule)
     runs = []
     for graph in (True, False):
         side, step = make(schedule, objective=objective, device="cuda",

@@ -23,6 +23,12 @@ from .models import PackedGenerator, build_models
 DATA_ON_GPU_BYTES = 2 * 2**30
 
 
+def adam_for_graphs(device: torch.device, cfg: Config) -> bool:
+    """Whether the run's Adam is built for CUDA graphs (capturable, its rate a tensor):
+    on CUDA unless ``--graph off``. (A test rehearses graphed runs on the CPU through it.)"""
+    return device.type == "cuda" and cfg.graph != "off"
+
+
 class Trainee:
     """What a checkpoint holds: models, optimizers, Step, EMA and every random stream."""
 
@@ -78,7 +84,7 @@ class Trainee:
         self.rates = {"g": (cfg.lr_g, betas), "d": d_rates}
         # For CUDA graphs (--graph), Adam keeps its step count and rate on the device
         # (capturable, the rate a tensor that --lr-decay changes in place).
-        self.capturable = device.type == "cuda" and cfg.graph != "off"
+        self.capturable = adam_for_graphs(device, cfg)
         pairs = ((self.G, self.rates["g"]), (self.D, d_rates))
         if self.capturable:
             return tuple(torch.optim.Adam(m.parameters(), torch.tensor(rate, device=device),

@@ -1,0 +1,171 @@
+"""What a CUDA graph would replay of an iteration, rehearsed on the CPU.
+
+A CUDA graph replays the kernels its capture recorded, with the arguments they had
+then; the Python that launched them does not run again. So an iteration replays as
+it ran eagerly exactly when (a) it reads nothing back to the host (a host read fails
+the capture), (b) it copies nothing from host memory (``torch.tensor(...)`` inside
+the iteration: the copy fails the capture, or is frozen), (c) every value its
+kernels take from the host (a float, an int, a shape) is the same at every
+iteration of its kind, (d) it makes no tensor without naming its device (one made
+on the host would be frozen or fail) and (e) it draws random numbers only from
+generators the graph advances: the device's default one or those registered.
+
+:class:`Rehearsal` records each ATen op an iteration dispatches with every argument
+that is not a tensor's contents, so that (a)-(e) can be checked on the CPU: the
+work of two iterations of one kind must be equal argument for argument. What it
+cannot see: ops that read the host on CUDA alone (none in this code, by the CUDA
+tests' sync check), and anything about streams and memory.
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+import sys
+import warnings
+from collections.abc import Iterable
+
+import torch
+from torch import nn
+from torch.optim import adam as torch_adam
+from torch.overrides import TorchFunctionMode
+from torch.utils._device import _device_constructors
+from torch.utils._python_dispatch import TorchDispatchMode
+
+# Ops that read a device tensor back to the host (they sync, and fail a capture).
+HOST_READS = {"_local_scalar_dense", "item", "is_nonzero", "nonzero", "masked_select",
+              "unique", "_unique", "_unique2", "equal", "allclose"}  # fmt: skip
+# The op behind torch.tensor(...) and Tensor.new_tensor(...): a copy from host memory.
+HOST_COPIES = {"lift_fresh", "lift_fresh_copy"}
+RANDOM = {"randn", "rand", "randint", "randperm", "normal", "bernoulli", "uniform",
+          "multinomial", "rand_like", "randn_like", "randint_like", "exponential",
+          "random", "normal_", "bernoulli_", "uniform_", "random_", "exponential_"}  # fmt: skip
+
+
+TORCH = os.path.dirname(torch.__file__)
+FACTORIES = _device_constructors()
+WRAPPERS = tuple(os.path.join(TORCH, *p) for p in (("utils", "_device.py"), ("_dynamo",),
+                 ("_compile.py",), ("overrides.py",)))  # fmt: skip
+PLAIN = (bool, int, float, complex, str, torch.dtype, torch.device, torch.layout,
+         torch.memory_format)
+
+
+def _name(func) -> str:
+    """'aten.mul.Tensor' -> 'mul'."""
+    return func._schema.name.split("::")[-1]
+
+
+def _seed(gen: torch.Generator) -> tuple:
+    """A generator's name: the Python object is made anew at each dispatch."""
+    return (gen.device.type, gen.initial_seed())
+
+
+def _from_torch() -> bool:
+    """Whether the op's caller is torch's own code (past this helper and torch's
+    dispatch wrappers): its host tensors are torch's choice for the device at hand
+    (Adam's ``torch.tensor(1.0)`` is made only where its step counts are on the CPU,
+    as in this rehearsal; capturable Adam on CUDA adds 1 on the device)."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        file = frame.f_code.co_filename
+        if file != __file__ and not file.startswith(WRAPPERS):
+            return file.startswith(TORCH)
+        frame = frame.f_back
+    return False
+
+
+class Rehearsal(TorchDispatchMode):
+    """Record each op's name and arguments (tensors by shape, dtype and device;
+    generators by seed; everything else by value) and what a graph cannot hold
+    (``problems``). ``generators``: those the graph is told to advance."""
+
+    def __init__(
+        self, generators: Iterable[torch.Generator] = (), state: frozenset[int] = frozenset()
+    ) -> None:
+        super().__init__()
+        self.ops: list[tuple] = []
+        self.problems: list[str] = []
+        self.generators = {_seed(g) for g in generators}
+        self.state = state
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        name = _name(func)
+        self.ops.append((str(func), self._key(args), self._key(sorted(kwargs.items()))))
+        if name in HOST_READS:
+            self.problems.append(f"{func} reads a device value on the host")
+        if name in HOST_COPIES and not _from_torch():
+            self.problems.append(f"{func}: a tensor copied from host memory (torch.tensor)")
+        if name == "index" and any(
+            t is not None and t.dtype == torch.bool for t in args[1]
+        ):  # fmt: skip
+            self.problems.append(f"{func} with a boolean mask (its size is read on the host)")
+        gen = kwargs.get("generator")
+        if name.rstrip("_") in RANDOM or name in RANDOM:
+            if gen is not None and _seed(gen) not in self.generators:
+                self.problems.append(f"{func} draws from a generator the graph does not advance")
+        return func(*args, **kwargs)
+
+    def _key(self, value):
+        if isinstance(value, torch.Tensor):
+            # a tensor that outlives iterations is read where it is (a graph reads that
+            # memory): named by identity, so a replaced one is other work
+            held = ("state", id(value)) if id(value) in self.state else ("tensor",)
+            return (*held, tuple(value.shape), value.dtype, value.device.type)
+        if isinstance(value, torch.Generator):
+            return ("generator", _seed(value))
+        if isinstance(value, list | tuple):
+            return tuple(self._key(v) for v in value)
+        if value is None or isinstance(value, PLAIN):
+            return value
+        return type(value).__name__  # a profiler range's handle, an opaque object
+
+    def __enter__(self):
+        self._unplaced = _Unplaced(self.problems)
+        self._unplaced.__enter__()
+        return super().__enter__()
+
+    def __exit__(self, *exc):
+        out = super().__exit__(*exc)
+        self._unplaced.__exit__(*exc)
+        return out
+
+
+class _Unplaced(TorchFunctionMode):
+    """Notes each tensor made by a factory (torch.zeros, torch.tensor, torch.randn...)
+    without a device: on CUDA it would be made on the host. An empty one holds no value."""
+
+    def __init__(self, problems: list[str]) -> None:
+        super().__init__()
+        self.problems = problems
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        out = func(*args, **kwargs)
+        if func in FACTORIES and kwargs.get("device") is None and not _from_torch():
+            if isinstance(out, torch.Tensor) and out.numel():
+                self.problems.append(f"torch.{func.__name__} made a tensor without a device")
+        return out
+
+
+def live_tensors() -> tuple[list[torch.Tensor], frozenset[int]]:
+    """Every tensor alive now but parameters' gradients (a graph makes those anew
+    inside it), and their identities; hold the list while the identities are used."""
+    with warnings.catch_warnings():  # isinstance on torch.distributed's deprecated names
+        warnings.simplefilter("ignore")
+        tensors = [t for t in gc.get_objects() if isinstance(t, torch.Tensor)]
+    grads = {id(t.grad) for t in tensors if isinstance(t, nn.Parameter) and t.grad is not None}
+    held = [t for t in tensors if id(t) not in grads]
+    return held, frozenset(id(t) for t in held)
+
+
+def capturable_on_cpu(monkeypatch) -> None:
+    """Let ``Adam(capturable=True)`` run on the CPU, as it runs on CUDA (step count and
+    bias corrections on the device, the rate a tensor): torch allows it only on
+    devices with graphs."""
+    supported = torch_adam._get_capturable_supported_devices
+
+    def with_cpu(supports_xla: bool = True) -> list[str]:
+        return [*supported(supports_xla), "cpu"]
+
+    monkeypatch.setattr(torch_adam, "_get_capturable_supported_devices", with_cpu)
