@@ -46,8 +46,17 @@ TORCH = os.path.dirname(torch.__file__)
 FACTORIES = _device_constructors()
 WRAPPERS = tuple(os.path.join(TORCH, *p) for p in (("utils", "_device.py"), ("_dynamo",),
                  ("_compile.py",), ("overrides.py",)))  # fmt: skip
-PLAIN = (bool, int, float, complex, str, torch.dtype, torch.device, torch.layout,
-         torch.memory_format)
+PLAIN = (
+    bool,
+    int,
+    float,
+    complex,
+    str,
+    torch.dtype,
+    torch.device,
+    torch.layout,
+    torch.memory_format,
+)
 
 
 def _name(func) -> str:
