@@ -113,17 +113,39 @@ def test_each_graphed_step_iteration_replays_as_it_ran(capturable, name):
     assert all(n >= CAPTURED_AT + 1 for n in runs.values()), runs  # replays were checked
 
 
-@pytest.mark.parametrize("name", list(RUNS))
-def test_each_training_iteration_replays_as_it_ran(capturable, monkeypatch, name):
-    """``Iteration``'s body as its graph holds it: batches and z drawn on the device
-    from the run's generators, the Step, G's EMA."""
+def graphable_run(monkeypatch, name: str) -> tuple:
+    """The Trainee of ``RUNS[name]`` with the Adam a CUDA run has, and its Iteration."""
     monkeypatch.setattr(trainee_module, "adam_for_graphs", lambda device, cfg: True)
     trainee, data = build_trainee(**RUNS[name])
     with pytest.raises(ValueError, match="needs the models on CUDA"):
         check_capturable(trainee.step)  # its one refusal on the CPU: no other reason
-    iteration = Iteration(trainee.cfg, data, trainee, writer=False)
+    return trainee, Iteration(trainee.cfg, data, trainee, writer=False)
+
+
+@pytest.mark.parametrize("name", list(RUNS))
+def test_each_training_iteration_replays_as_it_ran(capturable, monkeypatch, name):
+    """``Iteration``'s body as its graph holds it where the data fits on the GPU:
+    batches and z drawn on the device from the run's generators, the Step, G's EMA."""
+    trainee, iteration = graphable_run(monkeypatch, name)
     generators = [trainee.latent_gen, trainee.data_gen]
     runs, problems = rehearse(lambda i: iteration(), trainee.step, generators, 12)
+    assert problems == []
+    assert max(runs.values()) >= CAPTURED_AT + 1, runs
+
+
+@pytest.mark.parametrize("name", ["images-cgan-hinge", "images-pack2-bf16"])
+def test_a_training_iteration_fed_from_the_host_replays_as_it_ran(capturable, monkeypatch,
+                                                                  name):  # fmt: skip
+    """Data too large for the GPU: each iteration's batches drawn on the host and copied
+    into the graph's input before the replay, which draws z alone."""
+    trainee, iteration = graphable_run(monkeypatch, name)
+    iteration.static = StaticInput(iteration._draw())
+
+    def feed(i):
+        iteration.static.fill(iteration._draw())
+
+    generators = [trainee.latent_gen]
+    runs, problems = rehearse(lambda i: iteration._run(), trainee.step, generators, 6, feed)
     assert problems == []
     assert max(runs.values()) >= CAPTURED_AT + 1, runs
 
