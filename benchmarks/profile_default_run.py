@@ -17,6 +17,7 @@ import importlib
 import tempfile
 import time
 from collections import defaultdict
+from contextlib import contextmanager
 from functools import wraps
 
 import torch
@@ -64,31 +65,44 @@ def main() -> None:
     overrides = parse_overrides(args.overrides)
     if args.steps is not None:
         overrides["steps"] = args.steps
-    Trainee.update_ema = timed("EMA", Trainee.update_ema)
-    train_module._report = timed("evaluation and sample plots", train_module._report)
-    train_module.RunState.save_checkpoint = timed(
-        "checkpoints", train_module.RunState.save_checkpoint
-    )
-    train_module.plots.report = timed("final report.png", train_module.plots.report)
+    with tempfile.TemporaryDirectory() as tmp, timers():
+        cfg = Config.from_dict({**overrides, "out": f"{tmp}/run"})
+        t = time.perf_counter()
+        record = train(cfg, progress=False)
+        total = time.perf_counter() - t
+    print(f"wall {total:.1f} s; last record: {record}")
+    for name, spent in sorted(SPENT.items(), key=lambda kv: -kv[1]):
+        print(f"  {name:30s} {spent:7.2f} s  {100 * spent / total:5.1f}%")
+    rest = total - sum(SPENT.values())
+    print(f"  {'the rest (setup, loop, data)':30s} {rest:7.2f} s  {100 * rest / total:5.1f}%")
+    with tempfile.TemporaryDirectory() as tmp:
+        print(profile_ops(Config.from_dict({**overrides, "out": f"{tmp}/ops"})))
+
+
+@contextmanager
+def timers():
+    """The trainer's parts timed while inside (put back after: the script also runs in
+    the test suite's process)."""
     original_init = Trainee.__init__
 
     def init(self, *a, **k):
         original_init(self, *a, **k)
         self.step = timed_step(self.step)
 
+    patched = [(Trainee, "update_ema", "EMA"),
+               (train_module, "_report", "evaluation and sample plots"),
+               (train_module.RunState, "save_checkpoint", "checkpoints"),
+               (train_module.plots, "report", "final report.png")]  # fmt: skip
+    saved = [(owner, name, getattr(owner, name)) for owner, name, _ in patched]
+    for owner, name, label in patched:
+        setattr(owner, name, timed(label, getattr(owner, name)))
     Trainee.__init__ = init
-    with tempfile.TemporaryDirectory() as tmp:
-        cfg = Config.from_dict({**overrides, "out": f"{tmp}/run"})
-        t = time.perf_counter()
-        record = train(cfg, progress=False)
-        total = time.perf_counter() - t
+    try:
+        yield
+    finally:
         Trainee.__init__ = original_init
-        print(f"wall {total:.1f} s; last record: {record}")
-        for name, spent in sorted(SPENT.items(), key=lambda kv: -kv[1]):
-            print(f"  {name:30s} {spent:7.2f} s  {100 * spent / total:5.1f}%")
-        rest = total - sum(SPENT.values())
-        print(f"  {'the rest (setup, loop, data)':30s} {rest:7.2f} s  {100 * rest / total:5.1f}%")
-        print(profile_ops(Config.from_dict({**overrides, "out": f"{tmp}/ops"})))
+        for owner, name, value in saved:
+            setattr(owner, name, value)
 
 
 def timed_step(step):

@@ -1,6 +1,7 @@
 """The benchmark scripts that no other test runs still run (a refactor once left
 parameter_walks.py reading an attribute the Step no longer had). Smallest sizes, in
-process: their figures are for RESULTS.md, not tests."""
+process: their figures are for RESULTS.md, not tests. Not here, for their time (tens of
+seconds each, a metric network trained first): data_efficient.py and stacked_mnist.py."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from pathlib import Path
 import pytest
 
 BENCHMARKS = Path(__file__).parents[1] / "benchmarks"
+SHORT = ["steps=20", "eval_samples=200", "eval_every=20"]  # a run of the 2D grid, briefly
 
 
 @pytest.mark.parametrize(
@@ -21,10 +23,25 @@ BENCHMARKS = Path(__file__).parents[1] / "benchmarks"
         ("default_recipe_step.py", ["--reps", "1", "--warmup", "0"], "(the default)"),
         ("iteration_cost.py", ["--batch-sizes", "8", "--reps", "1", "--warmup", "0"],
          "per 1,000 samples"),
+        ("quality.py", ["grid", "--seeds", "1", "--set", *SHORT], "reverse_kl: mean"),
+        ("quality_grid.py", ["--seeds", "1", "--set", *SHORT], "hq_fraction: mean"),
+        ("profile_default_run.py", ["--steps", "4", "eval_samples=200"],
+         "Self CPU time total"),
     ],
 )  # fmt: skip
-def test_a_benchmark_script_runs(script, args, printed, monkeypatch, capsys):
+def test_a_benchmark_script_runs(script, args, printed, monkeypatch, capsys, tmp_path):
+    monkeypatch.setenv("GANSTEP_CACHE", str(tmp_path / "cache"))
     monkeypatch.setattr(sys, "argv", [script, *args])
     monkeypatch.syspath_prepend(str(BENCHMARKS))
+    trainer = trainer_parts()
     runpy.run_path(str(BENCHMARKS / script), run_name="__main__")
     assert printed in capsys.readouterr().out
+    assert trainer_parts() == trainer  # what a script times it puts back
+
+
+def trainer_parts() -> list:
+    from ganstep.trainer import train
+    from ganstep.trainer.trainee import Trainee
+
+    return [Trainee.__init__, Trainee.update_ema, train._report, train.RunState.save_checkpoint,
+            train.plots.report]  # fmt: skip
