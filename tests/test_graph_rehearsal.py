@@ -41,6 +41,7 @@ RUNS = {
     "began-simultaneous": {**IMAGES, "model": "began", "objective": "began",
                            "schedule": "simultaneous"},
     "images-pack2-bf16": {**IMAGES, "pack": 2, "precision": "bf16"},
+    "fused-wgan_gp": {"objective": "wgan_gp", "schedule": "simultaneous", "fused": True},
 }  # fmt: skip
 
 
