@@ -37,26 +37,18 @@ HOST_READS = {"_local_scalar_dense", "item", "is_nonzero", "nonzero", "masked_se
               "unique", "_unique", "_unique2", "equal", "allclose"}  # fmt: skip
 # The op behind torch.tensor(...) and Tensor.new_tensor(...): a copy from host memory.
 HOST_COPIES = {"lift_fresh", "lift_fresh_copy"}
+# Random ops (in place ones too: "normal_" is "normal" here).
 RANDOM = {"randn", "rand", "randint", "randperm", "normal", "bernoulli", "uniform",
           "multinomial", "rand_like", "randn_like", "randint_like", "exponential",
-          "random", "normal_", "bernoulli_", "uniform_", "random_", "exponential_"}  # fmt: skip
+          "random"}  # fmt: skip
 
 
 TORCH = os.path.dirname(torch.__file__)
 FACTORIES = _device_constructors()
 WRAPPERS = tuple(os.path.join(TORCH, *p) for p in (("utils", "_device.py"), ("_dynamo",),
                  ("_compile.py",), ("overrides.py",)))  # fmt: skip
-PLAIN = (
-    bool,
-    int,
-    float,
-    complex,
-    str,
-    torch.dtype,
-    torch.device,
-    torch.layout,
-    torch.memory_format,
-)
+PLAIN = (bool, int, float, complex, str, torch.dtype, torch.device, torch.layout,
+         torch.memory_format)  # fmt: skip
 
 
 def _name(func) -> str:
@@ -110,7 +102,7 @@ class Rehearsal(TorchDispatchMode):
         ):  # fmt: skip
             self.problems.append(f"{func} with a boolean mask (its size is read on the host)")
         gen = kwargs.get("generator")
-        if name.rstrip("_") in RANDOM or name in RANDOM:
+        if name.rstrip("_") in RANDOM:
             if gen is not None and _seed(gen) not in self.generators:
                 self.problems.append(f"{func} draws from a generator the graph does not advance")
         return func(*args, **kwargs)
