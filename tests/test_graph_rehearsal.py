@@ -22,8 +22,9 @@ from helpers import OBJECTIVES, build_trainee, real_batches
 from helpers.graph_cases import conditioned, graph_cases, make, per_call
 from helpers.replay import Rehearsal, capturable_on_cpu, live_tensors
 
-from ganstep import d_first, g_first, simultaneous
+from ganstep import Step, d_first, g_first, simultaneous
 from ganstep.engine.cuda_graph import GraphedStep, StaticInput, check_capturable, iteration_kind
+from ganstep.tools.bench import PAIRS, make_pair
 from ganstep.trainer import trainee as trainee_module
 from ganstep.trainer.iteration import WARMUP, Iteration
 
@@ -149,6 +150,21 @@ def test_a_training_iteration_fed_from_the_host_replays_as_it_ran(capturable, mo
     runs, problems = rehearse(lambda i: iteration._run(), trainee.step, generators, 6, feed)
     assert problems == []
     assert max(runs.values()) >= CAPTURED_AT + 1, runs
+
+
+@pytest.mark.parametrize("precision", ["fp32", "bf16"])
+@pytest.mark.parametrize("order", list(PAIRS))
+def test_the_benchmarks_graphed_dcgan_steps_replay_as_they_ran(capturable, order, precision):
+    """The Steps ``ganstep bench --variants graph`` and benchmarks/gpu.py's graph rows
+    capture: the DCGAN (BatchNorm in D) on one fixed batch, z from the pair's generator."""
+    G, D, _, _, latent, real = make_pair("dcgan", "ns", 4, 8, "cpu")
+    opt_g = torch.optim.Adam(G.parameters(), 2e-4, betas=(0.5, 0.999), capturable=True)
+    opt_d = torch.optim.Adam(D.parameters(), 2e-4, betas=(0.5, 0.999), capturable=True)
+    step = Step(G, D, opt_g, opt_d, objective="ns", schedule=PAIRS[order][0], latent=latent,
+                precision=precision)  # fmt: skip
+    step.observe_d(real)
+    runs, problems = rehearse(lambda i: step(real), step, [latent.generator], 4)
+    assert problems == [] and max(runs.values()) == 4
 
 
 @pytest.mark.parametrize("objective", OBJECTIVES)
