@@ -27,6 +27,7 @@ SHORT = ["steps=20", "eval_samples=200", "eval_every=20"]  # a run of the 2D gri
         ("quality_grid.py", ["--seeds", "1", "--set", *SHORT], "hq_fraction: mean"),
         ("profile_default_run.py", ["--steps", "4", "eval_samples=200"],
          "Self CPU time total"),
+        ("autocast_ops.py", ["--batch", "2", "--width", "4"], "aten._to_copy.default +"),
     ],
 )  # fmt: skip
 def test_a_benchmark_script_runs(script, args, printed, monkeypatch, capsys, tmp_path):
