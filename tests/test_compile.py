@@ -12,7 +12,7 @@ import torch
 from helpers import Run, real_batches
 from torch.testing import assert_close
 
-from ganstep import Step, d_first, simultaneous
+from ganstep import Step, d_first, g_first, simultaneous
 from ganstep.engine.objectives import NS
 from ganstep.engine.regularizers import PathLength
 
@@ -95,9 +95,41 @@ def test_a_penalty_on_forwards_of_its_own_runs_them_uncompiled(schedule, objecti
         assert_close(p, q)
 
 
-def test_r1_on_every_step_is_refused_under_compile():
-    # it is read from D's loss forward on the real batch, which is compiled
+@pytest.mark.parametrize("concat", [False, True, "auto"], ids=["two_calls", "concat", "auto"])
+@pytest.mark.parametrize(
+    "schedule", [d_first(), g_first(), simultaneous(), simultaneous(fused=True)], ids=str
+)
+def test_r1_on_every_step_reads_an_uncompiled_real_forward(schedule, concat):
+    # R1 is read from D's loss forward on the real batch: that forward runs on the
+    # user's D (compiled code has no double backward), the fake batch's stays compiled
+    # (concat="auto" calls D twice for it; concat=True makes one uncompiled call). The
+    # first iteration takes the general path, the next two the steady one.
+    torch._dynamo.reset()
+    runs = []
+    for compile in ("aot_eager", False):
+        side = Run("ns", batchnorm=False)
+        step = Step(*side.models(), objective=NS(r1=1.0), schedule=schedule,
+                    latent=side.latent, compile=compile, concat=concat)  # fmt: skip
+        logs = [step(real) for real in real_batches(3)]
+        if not getattr(schedule, "fused", False):  # (the fused step: the general path)
+            assert step._steady is not None  # the steady path ran its two iterations
+        runs.append(([*side.G.parameters(), *side.D.parameters()], logs))
+    (compiled, compiled_logs), (eager, eager_logs) = runs
+    for p, q in zip(compiled, eager, strict=True):
+        assert_close(p, q)
+    assert compiled_logs[-1]["gp"] > 0
+    assert_close(compiled_logs[-1]["gp"], eager_logs[-1]["gp"])
+
+
+def test_a_penalty_read_from_both_loss_forwards_is_refused_under_compile():
+    # it would leave nothing of D's step compiled
+    class Div(NS):
+        penalty_at = "loss_forwards"
+
+        def penalty_on_outputs(self, x_real, out_real, x_fake, out_fake):
+            return out_real.sum() * 0
+
     side = Run("ns", batchnorm=False)
-    with pytest.raises(ValueError, match="R1 penalty on every D step.*lazy R1"):
-        Step(*side.models(), objective=NS(r1=1.0), schedule="d_first", latent=side.latent,
+    with pytest.raises(ValueError, match="penalty on D's loss forwards"):
+        Step(*side.models(), objective=Div(), schedule="d_first", latent=side.latent,
              compile="aot_eager")  # fmt: skip

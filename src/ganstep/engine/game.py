@@ -114,6 +114,13 @@ class Game:
         layers = ", ".join(known_mixing_layers(uncompiled(self.d.module)))
         return f"BatchNorm in training mode ({layers})"
 
+    def real_forward_eager(self) -> bool:
+        """Whether D's loss forward on the real batch runs on the user's uncompiled D:
+        where D is compiled and R1 is read from that forward on every step (its double
+        backward, which compiled code has not). The fake batch's stays compiled."""
+        regularizer = self.options.objective.regularizer
+        return self.d.compiled and regularizer is not None and regularizer.in_loss()
+
     def merge_d_forwards(self) -> bool:
         """Whether two D forwards of the loop may be one here (``simultaneous``): never
         with a fake pool, which gives D other fakes than G's; with augmentation (new
@@ -149,6 +156,8 @@ class Game:
             self.check_concat()
             return concat
         if self.options.augment is not None or self.d_profile is None:
+            return False
+        if self.real_forward_eager():  # real and fake through two Ds: compiled and not
             return False
         return self.d_profile.mergeable and not self.mixes_samples()
 

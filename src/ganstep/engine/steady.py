@@ -83,6 +83,7 @@ class Steady:
         self.registrations = REGISTRATIONS[0]
         self.G, self.D = game.g.module, game.d.module
         self.D_eager = game.d.eager  # a penalty's own forwards (double backward)
+        self.D_real = self.D_eager if game.real_forward_eager() else self.D
         self.latent = o.latent
         self.shape, self.dtype, self.device = like.x.shape, like.x.dtype, like.x.device
         self.c_like = like.c  # None: unconditional
@@ -241,18 +242,19 @@ class Steady:
     def _d_outputs(self, x: Tensor, c: Tensor | None, fake: Tensor) -> tuple[object, object]:
         """losses.d_outputs: D on the real and the fake batch (both for condition ``c``)."""
         D, dc = self.D, c if self.d_conditional else None
+        Dr = self.D_real  # compiled D but for R1's double backward
         if self.concat:  # batch.cat and batch.split, in d_order
             first, second = (fake, x) if self.fake_first else (x, fake)
             both = torch.cat([first, second.to(first.dtype)])
-            out = D(both) if dc is None else D(both, torch.cat([dc, dc]))
+            out = Dr(both) if dc is None else Dr(both, torch.cat([dc, dc]))
             n = first.shape[0]
             return (out[n:], out[:n]) if self.fake_first else (out[:n], out[n:])
         if self.fake_first:
             out_fake = D(fake) if dc is None else D(fake, dc)
-            return (D(x) if dc is None else D(x, dc)), out_fake
+            return (Dr(x) if dc is None else Dr(x, dc)), out_fake
         if dc is None:
-            return D(x), D(fake)
-        return D(x, dc), D(fake, dc)
+            return Dr(x), D(fake)
+        return Dr(x, dc), D(fake, dc)
 
     def _d(self, x: Tensor, c: Tensor | None, eager: bool = False) -> object:
         """losses.d_call: D(x), or D(x, c) for a conditional batch of a conditional D."""

@@ -125,8 +125,10 @@ class Step:
             the user's. D is compiled without AOTAutograd's donated buffers, because
             the simultaneous order runs two backward passes through one D forward. A
             penalty's own forwards (lazy R1, WGAN-GP's, G's path length) run
-            uncompiled, since compiled code has no double backward; R1 on every step,
-            read from D's loss forward, is refused.
+            uncompiled, since compiled code has no double backward, and so does D's
+            loss forward on the real batch where R1 on every step reads it (the fake
+            batch's stays compiled); a penalty read from both loss forwards
+            (``penalty_at="loss_forwards"``) is refused.
             ``False`` (default) runs them eagerly.
         d_order: the order of D's forwards in a D step: ``"real_first"`` (default; the
             DCGAN example, PyTorch-GAN) or ``"fake_first"`` (pix2pix, StyleGAN2-ADA's

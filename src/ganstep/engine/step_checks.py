@@ -46,21 +46,17 @@ def check_optimizer(opt: object, module: nn.Module, own: str, other: nn.Module) 
 def check_compile_fits(compile: object, objective: Objective) -> None:
     """torch.compile's autograd (AOTAutograd) has no double backward, which gradient
     penalties take. A penalty on D forwards of its own (lazy R1, WGAN-GP's, G's path
-    length) runs them on the uncompiled module; one read from the loss forwards
-    (R1 on every step, ``penalty_at="loss_forwards"``) cannot: refuse it now rather than
-    at the first penalty, after compiling."""
+    length) runs them on the uncompiled module, and so does R1 on every step its D
+    forward on the real batch; one that reads both loss forwards
+    (``penalty_at="loss_forwards"``) would leave nothing of D's step compiled: refuse it
+    now rather than at the first penalty, after compiling."""
     if compile is False or compile == "eager":
         return
-    takes = []
-    if objective.r1 > 0 and objective.r1_every == 1:
-        takes.append(f"{objective.name}'s R1 penalty on every D step (from D's loss forward)")
     if objective.penalty_at == "loss_forwards" and has_penalty(objective):
-        takes.append(f"{objective.name}'s penalty on D's loss forwards")
-    if takes:
         raise ValueError(
             f"compile={compile!r}: torch.compile does not support the double backward that "
-            f"{' and '.join(takes)} takes; use lazy R1 (r1_every > 1, whose forward is its "
-            "own and runs uncompiled), compile=False or the 'eager' backend"
+            f"{objective.name}'s penalty on D's loss forwards takes; use penalty_at='after' "
+            "(its own forwards, run uncompiled), compile=False or the 'eager' backend"
         )
 
 

@@ -311,14 +311,6 @@ class Config:
             raise ValueError(
                 f"r1 applies to the objectives {', '.join(R1_OBJECTIVES)}, not {self.objective!r}"
             )
-        # lazy R1 and WGAN-GP's penalty forward D themselves, uncompiled; R1 on every
-        # step reads D's compiled loss forward (r1_every None: not resolved yet)
-        if self.compile not in ("none", "eager") and self.r1 and self.r1_every == 1:
-            raise ValueError(
-                f"compile {self.compile!r}: torch.compile has no double backward, which R1 "
-                "on every D step takes (from D's loss forward); use lazy R1 (r1_every > 1), "
-                "compile none, or r1 0"
-            )
         for name in ("ema", "beta1", "beta2"):
             value = getattr(self, name)
             if value is not None and not 0 <= value < 1:  # None: the data's default
