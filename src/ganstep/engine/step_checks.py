@@ -46,8 +46,8 @@ def check_optimizer(opt: object, module: nn.Module, own: str, other: nn.Module) 
 def check_compile_fits(compile: object, objective: Objective) -> None:
     """torch.compile's autograd (AOTAutograd) has no double backward, which gradient
     penalties take. A penalty on D forwards of its own (lazy R1, WGAN-GP's, G's path
-    length) runs them on the uncompiled module, and so does R1 on every step its D
-    forward on the real batch; one that reads both loss forwards
+    length) runs them on the uncompiled module, as R1 on every step runs D's loss forward
+    on the real batch (``Game.real_forward_eager``); one that reads both loss forwards
     (``penalty_at="loss_forwards"``) would leave nothing of D's step compiled: refuse it
     now rather than at the first penalty, after compiling."""
     if compile is False or compile == "eager":
