@@ -3,7 +3,9 @@ FLOP counts, and running ganstep as a user does (a subprocess) and reading what 
 
 ``helpers.wild`` holds the small Gs and Ds of the wild loops' tests (conditional,
 pix2pix, ACGAN) and how to compare them; ``helpers.impure`` the Ds that are not pure;
-``helpers.cases`` the data parallel cases run under torchrun.
+``helpers.cases`` the data parallel cases run under torchrun; ``helpers.graph_cases``
+the Steps a CUDA graph holds (the CUDA tests' and their CPU rehearsal's), and
+``helpers.replay`` that rehearsal: each op of an iteration with its host-side arguments.
 """
 
 from __future__ import annotations
