@@ -13,7 +13,7 @@ from helpers import Run, real_batches
 from torch.testing import assert_close
 
 from ganstep import Step, d_first, g_first, simultaneous
-from ganstep.engine.objectives import NS
+from ganstep.engine.objectives import NS, OBJECTIVES
 from ganstep.engine.regularizers import PathLength
 
 
@@ -95,30 +95,60 @@ def test_a_penalty_on_forwards_of_its_own_runs_them_uncompiled(schedule, objecti
         assert_close(p, q)
 
 
-@pytest.mark.parametrize("concat", [False, True, "auto"], ids=["two_calls", "concat", "auto"])
+R1_CASES = [(False, concat) for concat in (False, True, "auto")] + [(True, False), (True, "auto")]
+
+
+@pytest.mark.parametrize(
+    ("batchnorm", "concat"),
+    R1_CASES,
+    ids=["two_calls", "concat", "auto", "batchnorm", "batchnorm-auto"],
+)
 @pytest.mark.parametrize(
     "schedule", [d_first(), g_first(), simultaneous(), simultaneous(fused=True)], ids=str
-)
-def test_r1_on_every_step_reads_an_uncompiled_real_forward(schedule, concat):
+)  # fmt: skip
+def test_r1_on_every_step_reads_an_uncompiled_real_forward(schedule, batchnorm, concat):
     # R1 is read from D's loss forward on the real batch: that forward runs on the
     # user's D (compiled code has no double backward), the fake batch's stays compiled
-    # (concat="auto" calls D twice for it; concat=True makes one uncompiled call). The
-    # first iteration takes the general path, the next two the steady one.
+    # (concat="auto" calls D twice for it; concat=True makes one uncompiled call) but
+    # where D's forward changes its buffers (BatchNorm's running statistics: a compiled
+    # forward's write-back would invalidate what the uncompiled one saved). The first
+    # iteration takes the general path, the next two the steady one.
+    if batchnorm and getattr(schedule, "fused", False):
+        pytest.skip("the fused step refuses a D with BatchNorm in training mode")
     torch._dynamo.reset()
     runs = []
     for compile in ("aot_eager", False):
-        side = Run("ns", batchnorm=False)
+        side = Run("ns", batchnorm=batchnorm)
         step = Step(*side.models(), objective=NS(r1=1.0), schedule=schedule,
                     latent=side.latent, compile=compile, concat=concat)  # fmt: skip
         logs = [step(real) for real in real_batches(3)]
         if not getattr(schedule, "fused", False):  # (the fused step: the general path)
             assert step._steady is not None  # the steady path ran its two iterations
-        runs.append(([*side.G.parameters(), *side.D.parameters()], logs))
+        runs.append(([*side.G.state_dict().values(), *side.D.state_dict().values()], logs))
     (compiled, compiled_logs), (eager, eager_logs) = runs
     for p, q in zip(compiled, eager, strict=True):
         assert_close(p, q)
     assert compiled_logs[-1]["gp"] > 0
     assert_close(compiled_logs[-1]["gp"], eager_logs[-1]["gp"])
+
+
+@pytest.mark.parametrize("schedule", [d_first(), simultaneous()], ids=["d_first", "simult"])
+def test_a_penalty_before_the_loss_forwards_of_a_batchnorm_d_runs_them_uncompiled(schedule):
+    # its own uncompiled forward comes first and saves D's running statistics; the
+    # compiled loss forwards' write-back of them broke its backward (version mismatch)
+    torch._dynamo.reset()
+    params = []
+    for compile in ("aot_eager", False):
+        side = Run("wgan_gp", batchnorm=True)
+        objective = OBJECTIVES["wgan_gp"]()
+        objective.penalty_at = "before"
+        step = Step(*side.models(), objective=objective, schedule=schedule,
+                    latent=side.latent, compile=compile)  # fmt: skip
+        for real in real_batches(3):
+            step(real)
+        params.append([*side.G.state_dict().values(), *side.D.state_dict().values()])
+    for p, q in zip(*params, strict=True):
+        assert_close(p, q)
 
 
 def test_a_penalty_read_from_both_loss_forwards_is_refused_under_compile():

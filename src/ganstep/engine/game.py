@@ -14,6 +14,7 @@ from torch import Tensor, nn
 from .checks import weight_at
 from .compiled import uncompiled
 from .d_profile import KNOWN_MIXING, DProfile, known_mixing_layers
+from .objectives import has_penalty
 from .options import Options, Progress
 from .precision import Precision
 from .regularizers import Regularizer
@@ -117,9 +118,34 @@ class Game:
     def real_forward_eager(self) -> bool:
         """Whether D's loss forward on the real batch runs on the user's uncompiled D:
         where D is compiled and R1 is read from that forward on every step (its double
-        backward, which compiled code has not). The fake batch's stays compiled."""
+        backward, which compiled code has not), or beside an uncompiled forward before
+        it (:meth:`fake_forward_eager`). The fake batch's stays compiled otherwise."""
+        if not self.d.compiled:
+            return False
+        return self._r1_in_loss() or (self._early_penalty() and self._d_changes_buffers())
+
+    def fake_forward_eager(self) -> bool:
+        """Whether D's loss forward on the fake batch runs uncompiled too: where an
+        uncompiled D forward (R1's real batch, a penalty before the loss forwards)
+        saves D's buffers for its backward and D's forward changes them in place
+        (BatchNorm's running statistics): compiled code writes them back as an
+        in-place copy, which would invalidate what the uncompiled forward saved."""
+        if not self.d.compiled or not (self._r1_in_loss() or self._early_penalty()):
+            return False
+        return self._d_changes_buffers()
+
+    def _r1_in_loss(self) -> bool:
         regularizer = self.options.objective.regularizer
-        return self.d.compiled and regularizer is not None and regularizer.in_loss()
+        return regularizer is not None and regularizer.in_loss()
+
+    def _early_penalty(self) -> bool:
+        objective = self.options.objective
+        return objective.penalty_at == "before" and has_penalty(objective)
+
+    def _d_changes_buffers(self) -> bool:
+        profile = self.d_profile  # None: not observed yet, so assume it does
+        changes = profile is None or profile.eval_state or profile.stateful
+        return changes or any(m.training for m in self.mixing_layers)
 
     def merge_d_forwards(self) -> bool:
         """Whether two D forwards of the loop may be one here (``simultaneous``): never

@@ -31,19 +31,22 @@ def d_call(game: Game, batch: Batch, eager: bool = False) -> object:
 
 def d_outputs(game: Game, real: Batch, fake: Batch) -> tuple[object, object]:
     """D's outputs on the real and the fake batch, forwarded in ``game.options.d_order`` (one D
-    call on both, concatenated in that order, where ``concat`` says so). Under compile
-    with R1 on every step, the real batch's forward is the user's D (uncompiled)."""
+    call on both, concatenated in that order, where ``concat`` says so). Under compile,
+    R1 on every step reads the real batch's forward from the user's D (uncompiled), and
+    the fake batch's is uncompiled too where D's forward changes its buffers
+    (``Game.real_forward_eager``, ``fake_forward_eager``)."""
     fake_first = game.options.d_order == "fake_first"
     eager = game.real_forward_eager()  # R1's double backward: the user's D, uncompiled
-    if game.concat_d_calls():  # (concat=True under compile and R1: one uncompiled call)
+    if game.concat_d_calls():  # (concat=True then: one uncompiled call)
         if fake_first:
             out_fake, out_real = split(d_call(game, cat(fake, real), eager), fake.n)
             return out_real, out_fake
         return split(d_call(game, cat(real, fake), eager), real.n)
+    eager_fake = game.fake_forward_eager()
     if fake_first:
-        out_fake = d_call(game, fake)
+        out_fake = d_call(game, fake, eager_fake)
         return d_call(game, real, eager), out_fake
-    return d_call(game, real, eager), d_call(game, fake)
+    return d_call(game, real, eager), d_call(game, fake, eager_fake)
 
 
 def scores(game: Game, out: object, inp: Tensor) -> list[Tensor]:

@@ -84,6 +84,7 @@ class Steady:
         self.G, self.D = game.g.module, game.d.module
         self.D_eager = game.d.eager  # a penalty's own forwards (double backward)
         self.D_real = self.D_eager if game.real_forward_eager() else self.D
+        self.D_fake = self.D_eager if game.fake_forward_eager() else self.D
         self.latent = o.latent
         self.shape, self.dtype, self.device = like.x.shape, like.x.dtype, like.x.device
         self.c_like = like.c  # None: unconditional
@@ -241,7 +242,7 @@ class Steady:
 
     def _d_outputs(self, x: Tensor, c: Tensor | None, fake: Tensor) -> tuple[object, object]:
         """losses.d_outputs: D on the real and the fake batch (both for condition ``c``)."""
-        D, dc = self.D, c if self.d_conditional else None
+        D, dc = self.D_fake, c if self.d_conditional else None
         Dr = self.D_real  # compiled D but for R1's double backward
         if self.concat:  # batch.cat and batch.split, in d_order
             first, second = (fake, x) if self.fake_first else (x, fake)
