@@ -127,8 +127,9 @@ class Step:
             penalty's own forwards (lazy R1, WGAN-GP's, G's path length) run
             uncompiled, since compiled code has no double backward, and so does D's
             loss forward on the real batch where R1 on every step reads it (the fake
-            batch's stays compiled); a penalty read from both loss forwards
-            (``penalty_at="loss_forwards"``) is refused.
+            batch's too where D's forward changes its buffers, as BatchNorm does); a
+            penalty read from both loss forwards (``penalty_at="loss_forwards"``) is
+            refused.
             ``False`` (default) runs them eagerly.
         d_order: the order of D's forwards in a D step: ``"real_first"`` (default; the
             DCGAN example, PyTorch-GAN) or ``"fake_first"`` (pix2pix, StyleGAN2-ADA's
