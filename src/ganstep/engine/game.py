@@ -120,9 +120,7 @@ class Game:
         where D is compiled and R1 is read from that forward on every step (its double
         backward, which compiled code has not), or beside an uncompiled forward before
         it (:meth:`fake_forward_eager`). The fake batch's stays compiled otherwise."""
-        if not self.d.compiled:
-            return False
-        return self._r1_in_loss() or (self._early_penalty() and self._d_changes_buffers())
+        return self.d.compiled and (self._r1_in_loss() or self.fake_forward_eager())
 
     def fake_forward_eager(self) -> bool:
         """Whether D's loss forward on the fake batch runs uncompiled too: where an
