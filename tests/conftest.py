@@ -22,14 +22,23 @@ if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
+def _flushes_subnormals() -> bool:
+    """Whether this thread's floating point flushes subnormal numbers to zero."""
+    return 2.2250738585072014e-308 / 2 == 0.0
+
+
 @pytest.fixture(autouse=True)
 def process_state_kept():
-    """What a test leaves in this process's environment and thread count is undone:
-    Lightning's Trainer sets OMP_NUM_THREADS, torch's threads and its rank variables,
-    which would change the next tests' reductions (and their bit-for-bit results)."""
-    threads, environ = torch.get_num_threads(), dict(os.environ)
+    """What a test leaves in this process's environment, thread count and floating
+    point mode is undone: Lightning's Trainer sets OMP_NUM_THREADS, torch's threads and
+    its rank variables, which would change the next tests' reductions (and their
+    bit-for-bit results); torch 2.5's inductor builds CPU kernels with -ffast-math, whose
+    loading turns on flush-to-zero for the process (hypothesis then refuses floats)."""
+    threads, environ, flushed = torch.get_num_threads(), dict(os.environ), _flushes_subnormals()
     yield
     torch.set_num_threads(threads)
+    if _flushes_subnormals() and not flushed:
+        torch.set_flush_denormal(False)
     if dict(os.environ) != environ:
         os.environ.clear()
         os.environ.update(environ)

@@ -110,8 +110,10 @@ def _numbers(namespace: dict) -> dict[str, float]:
 
 def _plain(t: Tensor) -> Tensor:
     """A copy of ``t`` as a plain tensor (BigGAN's z is a Tensor subclass whose methods
-    need attributes a copy lacks)."""
-    return t.detach().as_subclass(Tensor).clone()
+    need attributes a copy lacks). With subclasses' ``__torch_function__`` off, the copy
+    is a Tensor: ``as_subclass`` refuses a plain tensor before torch 2.6."""
+    with torch._C.DisableTorchFunctionSubclass():
+        return t.detach().clone()
 
 
 def _cloned(state: dict) -> dict:
