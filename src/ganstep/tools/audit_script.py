@@ -664,7 +664,16 @@ def _run_as_main(rec: ScriptRecorder, path: Path, script) -> BaseException | Non
     return None
 
 
+# torch 2.5's dispatch modes (the audit's FLOP count is one) cannot hand a Tensor
+# subclass back (BigGAN's Distribution z): the op fails under the audit alone
+_SUBCLASS_UNDER_A_MODE = "Creating a new Tensor subclass"
+
+
 def _describe(error: BaseException) -> str:
     if isinstance(error, SystemExit | _Exit):
         return f"the script exited with status {error.code}"
-    return f"{type(error).__name__}: {error}".splitlines()[0]
+    text = f"{type(error).__name__}: {error}".splitlines()[0]
+    if _SUBCLASS_UNDER_A_MODE in text and torch.__version__ < "2.6":
+        text += (f" (the audit's FLOP count, not the script: torch {torch.__version__} "
+                 "cannot pass a Tensor subclass through it; audit with torch >= 2.6)")  # fmt: skip
+    return text
