@@ -6,6 +6,7 @@ benchmark, not a test).
     python benchmarks/data_efficient.py --data-dir ../shared/data --seeds 1 --only ada
     python benchmarks/data_efficient.py --data-dir ../shared/data --seeds 1 --steps 20000 \
         --only none diffaugment
+    python benchmarks/data_efficient.py --data-dir ../shared/data --set width=32 lr_g=1e-4
 
 Every run is ``ganstep train --data mnist --model dcgan`` with the image defaults (batch
 64, 5,000 ``d_first`` steps, ``ns``, EMA 0.999), so the only differences are the
@@ -29,7 +30,7 @@ import json
 import statistics
 from pathlib import Path
 
-from quality import print_stats, run_seeds
+from quality import parse_overrides, print_stats, run_seeds
 
 COMMON = {"data": "mnist", "model": "dcgan", "steps": 5000, "ckpt_every": 10**9}
 RUNS = {
@@ -49,10 +50,15 @@ def main() -> None:
     parser.add_argument("--only", nargs="*", choices=list(RUNS), default=list(RUNS))
     parser.add_argument("--steps", type=int, default=COMMON["steps"], help="steps of every run")
     parser.add_argument("--json", type=Path, help="write every run's last record here")
+    parser.add_argument("--set", nargs="*", default=[], metavar="KEY=VALUE",
+                        help="config overrides for every run")  # fmt: skip
     args = parser.parse_args()
+    shared = parse_overrides(args.set)
+    if {"limit", "augment"} & set(shared):  # what the runs differ in is theirs to set
+        parser.error("--set cannot change limit or augment: the runs differ in those")
     found: dict[str, list[dict]] = {}
     for name in args.only:
-        overrides = {**RUNS[name], "steps": args.steps}
+        overrides = {**RUNS[name], "steps": args.steps, **shared}
         if args.data_dir:
             overrides["data_dir"] = args.data_dir
         print(f"== {name}: {overrides}", flush=True)

@@ -59,6 +59,16 @@ def summarize(rows: list[dict], overrides: dict) -> None:
               f"min {min(values):.4f}  max {max(values):.4f}")  # fmt: skip
 
 
+def print_stats(rows: list[dict], keys: tuple[str, ...], width: int = 12) -> None:
+    """Each key's mean, spread and per-seed values over ``rows`` (keys absent: skipped)."""
+    for key in keys:
+        values = [r[key] for r in rows if key in r]
+        if values:
+            spread = statistics.stdev(values) if len(values) > 1 else 0.0
+            print(f"{key:>{width}}: mean {statistics.mean(values):.4f}  std {spread:.4f}  "
+                  f"per seed {', '.join(f'{v:.4g}' for v in values)}")  # fmt: skip
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("data", help="grid, ring, digits, ...")
@@ -76,13 +86,3 @@ def main() -> None:
 
 if __name__ == "__main__":
     main()
-
-
-def print_stats(rows: list[dict], keys: tuple[str, ...], width: int = 12) -> None:
-    """Each key's mean, spread and per-seed values over ``rows`` (keys absent: skipped)."""
-    for key in keys:
-        values = [r[key] for r in rows if key in r]
-        if values:
-            spread = statistics.stdev(values) if len(values) > 1 else 0.0
-            print(f"{key:>{width}}: mean {statistics.mean(values):.4f}  std {spread:.4f}  "
-                  f"per seed {', '.join(f'{v:.4g}' for v in values)}")  # fmt: skip

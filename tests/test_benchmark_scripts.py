@@ -1,7 +1,7 @@
 """The benchmark scripts that no other test runs still run (a refactor once left
 parameter_walks.py reading an attribute the Step no longer had). Smallest sizes, in
-process: their figures are for RESULTS.md, not tests. Not here, for their time (tens of
-seconds each, a metric network trained first): data_efficient.py and stacked_mnist.py."""
+process: their figures are for RESULTS.md, not tests. The MNIST ones run where
+../shared/data is, with metric networks of two training steps."""
 
 from __future__ import annotations
 
@@ -10,9 +10,13 @@ import sys
 from pathlib import Path
 
 import pytest
+from helpers import SHARED_DATA
 
 BENCHMARKS = Path(__file__).parents[1] / "benchmarks"
 SHORT = ["steps=20", "eval_samples=200", "eval_every=20"]  # a run of the 2D grid, briefly
+MNIST = ["--data-dir", str(SHARED_DATA), "--seeds", "1"]
+TINY_MNIST = ["eval_samples=200", "feature_steps=2", "width=8", "batch_size=16"]
+needs_mnist = pytest.mark.skipif(not SHARED_DATA.exists(), reason="needs ../shared/data")
 
 
 @pytest.mark.parametrize(
@@ -28,6 +32,11 @@ SHORT = ["steps=20", "eval_samples=200", "eval_every=20"]  # a run of the 2D gri
         ("profile_default_run.py", ["--steps", "4", "eval_samples=200"],
          "Self CPU time total"),
         ("autocast_ops.py", ["--batch", "2", "--width", "4"], "aten._to_copy.default +"),
+        pytest.param("data_efficient.py", [*MNIST, "--steps", "2", "--only", "whole", "none",
+                     "diffaugment", "--set", "ema=0", *TINY_MNIST],
+                     "\ndiffaugment\n         fid: mean", marks=needs_mnist),
+        pytest.param("stacked_mnist.py", [*MNIST, "--set", "steps=2", *TINY_MNIST],
+                     "reverse_kl: mean", marks=needs_mnist),
     ],
 )  # fmt: skip
 def test_a_benchmark_script_runs(script, args, printed, monkeypatch, capsys, tmp_path):
