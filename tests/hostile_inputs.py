@@ -955,7 +955,10 @@ def ctrl_c_at_start(tmp: Path, timeout: float) -> Outcome:
     outcomes = []
     for delay in (0.5, 1.2):  # inside the import of torch, then around main()'s start
         env = {**os.environ, "GANSTEP_CACHE": str(tmp / "cache")}
-        cmd = [sys.executable, "-m", "ganstep", "train", "--out", str(tmp / f"r{delay}"), *TINY]
+        # steps enough that no machine ends the run before the signal (TINY's two take
+        # about 1.1 s on a fast one): exit 130 is then always Ctrl-C's, wherever it lands
+        cmd = [sys.executable, "-m", "ganstep", "train", "--out", str(tmp / f"r{delay}"), *TINY,
+               "--steps", "1000000"]  # fmt: skip
         proc = subprocess.Popen(cmd, cwd=tmp, env=env, stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, text=True)  # fmt: skip
         time.sleep(delay)
