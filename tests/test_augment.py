@@ -172,6 +172,37 @@ def test_adaptive_arguments_are_checked(kwargs, message):
         Adaptive(**kwargs)
 
 
+def test_adaptive_moves_p_in_place_and_reads_nothing_on_the_host():
+    """p and the sums since the last update change in place (a CUDA graph replays the
+    update on the tensors it captured), and p stays where no sign was observed."""
+    ada = Adaptive(p=0.5, interval=2, kimg=0.001, target=0.0)
+    ada(torch.zeros(4, 1, 4, 4, dtype=torch.float64))
+    p, totals = ada.p, ada.totals
+    assert ada.end_iteration(2)["augment_p"].item() == 0.5  # nothing observed: p stays
+    ada.observe(torch.tensor([1.0, 1.0, -1.0, 0.5]))  # signs sum to 2
+    ada.observe(torch.tensor([1.0, 1.0]), d_step=False)  # a lazy R1 step: no rows
+    assert ada.totals.tolist() == [4.0, 6.0, 4.0]
+    assert not ada.moves_after(3) and ada.end_iteration(3)["augment_p"].item() == 0.5
+    assert ada.moves_after(4) and ada.end_iteration(4)["augment_p"].item() == 0.5 + 4 / 1.0
+    assert ada.p is p and ada.totals is totals and totals.tolist() == [0.0, 0.0, 0.0]
+
+
+def test_an_adaptive_state_of_the_signs_themselves_loads_as_their_sums():
+    """Checkpoints written before the sums (2026-11-28 and earlier) kept each sign."""
+    signs = [torch.tensor([1.0, -1.0, 1.0]), torch.tensor([0.0, 1.0])]
+    old = {"p": torch.tensor(0.25, dtype=torch.float64), "signs": signs, "rows": 3}
+    ada = Adaptive()
+    ada.load_state_dict(old)
+    assert ada.p.item() == 0.25 and ada.totals.tolist() == [2.0, 5.0, 3.0]
+    empty = Adaptive()
+    empty.load_state_dict({"p": 0.5, "signs": [], "rows": 0})
+    assert empty.totals.tolist() == [0.0, 0.0, 0.0]
+    with pytest.raises(ValueError, match="needs the keys 'p' and 'totals'"):
+        Adaptive().load_state_dict({"p": 0.1})
+    with pytest.raises(ValueError, match=r"shape \(2,\), not \(3,\)"):
+        Adaptive().load_state_dict({"p": 0.1, "totals": torch.zeros(2)})
+
+
 def test_augmentation_needs_images():
     with pytest.raises(ValueError, match="images"):
         DiffAugment()(torch.zeros(3, 4))
@@ -267,7 +298,7 @@ def test_ada_state_resumes_exactly():
     second = make(split, latent)
     run_step(second, reals[:4])  # mid-interval: the signs of iteration 4 are pending
     state, rng = second.state_dict(), torch.get_rng_state()
-    assert set(state["augment"]) == {"p", "signs", "rows"} and state["augment"]["signs"]
+    assert set(state["augment"]) == {"p", "totals"} and state["augment"]["totals"][1] > 0
     resumed = make(split, latent)
     resumed.load_state_dict(state)
     torch.set_rng_state(rng)

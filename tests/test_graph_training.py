@@ -99,8 +99,12 @@ def run(tmp_path, name, graph, steps, values, resume=False):
     return checkpoint(tmp_path / name), records(tmp_path / name)
 
 
+ADA = {**IMAGES, "conditional": False, "augment": "ada", "r1": 1.0, "r1_every": 2}
+
+
 @needs_cuda
-@pytest.mark.parametrize("values", [POINTS, IMAGES], ids=["points-lazy_r1", "images-cgan"])
+@pytest.mark.parametrize("values", [POINTS, IMAGES, ADA],
+                         ids=["points-lazy_r1", "images-cgan", "images-ada-lazy_r1"])  # fmt: skip
 def test_a_graphed_run_equals_the_eager_run(tmp_path, monkeypatch, values):
     monkeypatch.setenv("GANSTEP_CACHE", str(tmp_path / "cache"))
     graphed, graphed_records = run(tmp_path, "graphed", "on", 12, values)
@@ -110,6 +114,9 @@ def test_a_graphed_run_equals_the_eager_run(tmp_path, monkeypatch, values):
             assert_close(value, eager[key][name], rtol=1e-4, atol=1e-5, msg=f"{key}.{name}")
     assert graphed["step_state"]["iteration"] == eager["step_state"]["iteration"] == 12
     assert graphed["step_state"]["d_updates"] == eager["step_state"]["d_updates"]
+    if "augment" in values:  # ADA's p moved in the graph as in the eager run
+        for key in ("p", "totals"):
+            assert_close(graphed["step_state"]["augment"][key], eager["step_state"]["augment"][key])
     for a, b in zip(graphed_records, eager_records, strict=True):
         for key in a:
             if key.startswith("loss"):

@@ -1,16 +1,18 @@
 """A CUDA graph replays one fixed piece of work, so ``iteration_kind`` must sort
 iterations exactly: two iterations of one kind run the same ATen ops on the same
 shapes and move the step's counters alike. Checked here, on the CPU, for every
-cadence a graph holds (lazy R1, d_steps, g_every, d_every, the fused step)."""
+cadence a graph holds (lazy R1, d_steps, g_every, d_every, the fused step, ADA's update)."""
 
 from __future__ import annotations
 
 import pytest
 import torch
 from helpers import Run, real_batches
+from torch import nn
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from ganstep import Step, d_first, g_first, objectives, simultaneous
+from ganstep.engine.augment import Adaptive
 from ganstep.engine.cuda_graph import iteration_kind
 from ganstep.engine.schedules import Schedule
 
@@ -53,10 +55,32 @@ def test_one_kind_one_piece_of_work(case):
     side = Run(objective if isinstance(objective, str) else objective.name, batchnorm=False)
     step = Step(*side.models(), objective=objective, schedule=schedule, latent=side.latent,
                 **options)  # fmt: skip
+    assert kinds_of(step, real_batches(20 * step.real_batches)) == KINDS.get(case, 1)
+
+
+def test_ada_moving_its_p_is_a_kind_of_its_own():
+    """ADA's update after every 3rd iteration, beside lazy R1 every 2nd D step: four
+    kinds, each its own work."""
+    torch.manual_seed(0)
+    G = nn.Sequential(nn.Linear(3, 64), nn.Tanh(), nn.Unflatten(1, (1, 8, 8))).double()
+    D = nn.Sequential(nn.Conv2d(1, 4, 4, 2, 1), nn.LeakyReLU(0.2), nn.Flatten(),
+                      nn.Linear(64, 1)).double()  # fmt: skip
+    latent = lambda n: torch.randn(n, 3, dtype=torch.float64)  # noqa: E731
+    ada = Adaptive(interval=3, p=0.5)
+    opt_g, opt_d = torch.optim.Adam(G.parameters()), torch.optim.Adam(D.parameters())
+    step = Step(G, D, opt_g, opt_d, objective=lazy("ns", 2), schedule=d_first(), latent=latent,
+                augment=ada)  # fmt: skip
+    batches = [torch.rand(6, 1, 8, 8, dtype=torch.float64) * 2 - 1 for _ in range(20)]
+    assert kinds_of(step, batches) == 4
+    assert ada.p.item() != 0.5  # p moved: the update kinds ran it
+
+
+def kinds_of(step: Step, batches: list, iterations: int = 20) -> int:
+    """Run ``iterations`` of ``step`` on ``batches``, checking that two iterations of one
+    kind do the same work and two kinds different work; return how many kinds ran."""
     seen: dict[tuple, tuple] = {}
     first: dict[tuple, int] = {}
-    batches = real_batches(20 * step.real_batches)
-    for i in range(20):
+    for i in range(iterations):
         kind = iteration_kind(step)
         progress = step.progress
         before = (progress.iteration, progress.d_updates)
@@ -71,9 +95,9 @@ def test_one_kind_one_piece_of_work(case):
             continue
         work = (tuple(ops.ops), moved)
         assert seen.setdefault(kind, work) == work, f"iteration {i}: kind {kind} did other work"
-    assert len(first) == len(seen) == KINDS.get(case, 1)
     distinct = {work for work in seen.values()}
-    assert len(distinct) == len(seen)  # each kind is its own work (no needless graphs)
+    assert len(first) == len(seen) == len(distinct)  # each kind its own work (no needless graphs)
+    return len(seen)
 
 
 def test_a_schedule_that_does_not_say_its_updates_is_refused():

@@ -143,7 +143,13 @@ class Adaptive:
     :meth:`observe` (SG2-ADA's ``Loss/signs/real``, reported in phases Dmain and Dreg)
     and calls :meth:`end_iteration`; a data parallel Step sums the signs and rows of all
     processes, as SG2-ADA's statistics do.
+
+    ``p`` and the running sums live on the images' device (moved there at the first
+    call) and change in place, with no read on the host: a CUDA graph holds an
+    iteration with or without the update (:meth:`moves_after` tells which).
     """
+
+    capturable = True  # its update is device work in place (see cuda_graph)
 
     def __init__(self, policy: str = "color,translation,cutout", target: float = 0.6,
                  interval: int = 4, kimg: float = 500.0, p: float = 0.0) -> None:  # fmt: skip
@@ -159,12 +165,14 @@ class Adaptive:
         if self.kimg == 0:
             raise ValueError("Adaptive kimg must be > 0: it sets how fast p moves")
         self.p = torch.tensor(non_negative(p, "Adaptive p"), dtype=torch.float64)
-        self._signs: list[Tensor] = []
-        self._rows = 0  # real rows of the D steps since the last update
+        # since the last update: the sum of the signs, how many, and the D steps' real rows
+        self.totals = torch.zeros(3, dtype=torch.float64)
 
     def __call__(self, x: Tensor) -> Tensor:
         _check_images(x)
-        p = self.p.to(device=x.device, dtype=x.dtype)
+        if self.p.device != x.device:  # once: from then on p is read where x is
+            self.p, self.totals = self.p.to(x.device), self.totals.to(x.device)
+        p = self.p.to(dtype=x.dtype)
         for transform in self.transforms:
             drawn = torch.rand(x.shape[0], 1, 1, 1, device=x.device, dtype=x.dtype) < p
             x = torch.where(drawn, transform(x), x)
@@ -173,9 +181,17 @@ class Adaptive:
     def observe(self, real_scores: Tensor, *, d_step: bool = True) -> None:
         """Record the signs of D's scores on a real batch (``d_step``: of a D step,
         whose rows count towards the update's size; a lazy R1 step's do not)."""
-        self._signs.append(real_scores.detach().sign().flatten())
+        signs = real_scores.detach().sign()
+        if self.totals.device != signs.device:
+            self.totals = self.totals.to(signs.device)
+        self.totals[0].add_(signs.double().sum())  # in place: no copy back, as += makes
+        self.totals[1].add_(signs.numel())
         if d_step:
-            self._rows += real_scores.shape[0]
+            self.totals[2].add_(real_scores.shape[0])
+
+    def moves_after(self, done: int) -> bool:
+        """Whether :meth:`end_iteration` after ``done`` iterations updates ``p``."""
+        return done % self.interval == 0
 
     def end_iteration(
         self, done: int, all_reduce: Callable[[Tensor], None] | None = None
@@ -183,35 +199,42 @@ class Adaptive:
         """After ``done`` iterations: move ``p`` when ``done`` is a multiple of the
         interval (``all_reduce`` sums a tensor across processes in place); return
         ``{"augment_p": p}``."""
-        if done % self.interval == 0:
-            if self._signs:
-                signs = torch.cat(self._signs).double()
-                total = torch.stack([signs.sum(), signs.new_tensor(signs.numel()),
-                                     signs.new_tensor(self._rows)])  # fmt: skip
-            else:
-                total = torch.zeros(3, dtype=torch.float64, device=self.p.device)
+        if self.moves_after(done):
+            total = self.totals.to(self.p.device)
             if all_reduce is not None:
+                total = total.clone()
                 all_reduce(total)
-            total = total.cpu()
-            if total[1] > 0:
-                mean_sign = total[0] / total[1]
-                step = total[2] / (self.kimg * 1000)
-                self.p = (self.p + torch.sign(mean_sign - self.target) * step).clamp(min=0.0)
-            self._signs, self._rows = [], 0
+            moved = self.p + torch.sign(total[0] / total[1] - self.target) * (
+                total[2] / (self.kimg * 1000)
+            )
+            # nothing observed (0 / 0): p stays, chosen on the device
+            self.p.copy_(torch.where(total[1] > 0, moved.clamp(min=0.0), self.p))
+            self.totals.zero_()
         return {"augment_p": self.p.clone()}
 
     def state_dict(self) -> dict:
         """``p`` and what was observed since the last update (a resume mid-interval)."""
-        return {"p": self.p.clone(), "signs": [s.cpu() for s in self._signs],
-                "rows": self._rows}  # fmt: skip
+        return {"p": self.p.cpu().clone(), "totals": self.totals.cpu().clone()}
 
     def load_state_dict(self, state: dict) -> None:
-        if not isinstance(state, dict) or set(state) != {"p", "signs", "rows"}:
+        """A state of :meth:`state_dict`, or one ganstep wrote before 2026-11-29 (the
+        signs themselves, ``{"p", "signs", "rows"}``), which comes to the same update."""
+        if isinstance(state, dict) and set(state) == {"p", "signs", "rows"}:
+            signs = torch.cat([torch.as_tensor(s).flatten().double() for s in state["signs"]]
+                              or [torch.zeros(0, dtype=torch.float64)])  # fmt: skip
+            totals = torch.stack([signs.sum(), torch.tensor(float(signs.numel()),
+                                  dtype=torch.float64), torch.tensor(float(state["rows"]),
+                                  dtype=torch.float64)])  # fmt: skip
+        elif isinstance(state, dict) and set(state) == {"p", "totals"}:
+            totals = torch.as_tensor(state["totals"], dtype=torch.float64)
+            if totals.shape != (3,):
+                raise ValueError(f"Adaptive totals has shape {tuple(totals.shape)}, not (3,)")
+        else:
             got = sorted(state) if isinstance(state, dict) else type(state).__name__
-            raise ValueError(f"Adaptive state needs the keys 'p', 'signs', 'rows'; got {got}")
-        self.p = torch.as_tensor(state["p"], dtype=torch.float64).clone()
-        self._signs = [torch.as_tensor(s) for s in state["signs"]]
-        self._rows = int(state["rows"])
+            raise ValueError(f"Adaptive state needs the keys 'p' and 'totals'; got {got}")
+        device = self.p.device
+        self.p = torch.as_tensor(state["p"], dtype=torch.float64).to(device).clone()
+        self.totals = totals.to(device).clone()
 
     def __repr__(self) -> str:
         return (f"Adaptive({self.policy!r}, target={self.target}, interval={self.interval}, "

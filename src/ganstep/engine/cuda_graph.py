@@ -6,7 +6,8 @@ of work, so iterations are sorted by what they do (:func:`iteration_kind`: how m
 steps each side takes, and after which of them a lazy R1 phase runs) and each kind
 gets a graph of its own, captured the first time that kind comes after ``warmup``
 eager iterations of it. A plain d_first Step has one kind; lazy R1 two (with and
-without the penalty); WGAN's ``g_every = 5`` two (with and without G's step).
+without the penalty); WGAN's ``g_every = 5`` two (with and without G's step); ADA's
+augmentation two (with and without its update of p).
 
 Capture refuses what a graph cannot replay (each for the reason given):
 
@@ -16,8 +17,9 @@ Capture refuses what a graph cannot replay (each for the reason given):
 - ``distributed=True`` (collectives are left out of the graph), ``accumulate`` > 1;
 - ``check_finite=True`` (each check reads a value on the host);
 - G's path-length regularizer (its running mean is replaced, not updated in place),
-  InfoGAN's info step, the fake pool (it draws from Python's random) and adaptive
-  augmentation (ADA's p moves on the host);
+  InfoGAN's info step, the fake pool (it draws from Python's random) and an adaptive
+  augmentation of your own unless it says it is capturable (ganstep's ADA, whose p
+  moves on the device in place, is captured: one graph with its update, one without);
 - weights that are functions of the iteration and hooks that read it (a replay would
   repeat the captured iteration's value);
 - optimizers that are not capturable (build Adam/AdamW with ``capturable=True``; a
@@ -76,10 +78,13 @@ def check_capturable(step: Step) -> None:
         raise ValueError("CUDA graph capture: InfoGAN's info step is not captured")
     if options.fake_pool is not None:
         raise ValueError("CUDA graph capture: the fake pool draws from Python's random")
-    if hasattr(options.augment, "end_iteration"):
+    augment = options.augment
+    if hasattr(augment, "end_iteration") and not getattr(augment, "capturable", False):
         raise ValueError(
-            "CUDA graph capture: adaptive augmentation moves its p on the host each "
-            "iteration; a fixed policy (DiffAugment) is captured"
+            f"CUDA graph capture: the augmentation {type(augment).__name__} has an "
+            "end_iteration that may read or change values on the host; ganstep's Adaptive "
+            "(ADA) and fixed policies (DiffAugment) are captured, and yours is where it sets "
+            "capturable = True and moves_after(done)"
         )
     hooks = [*options.before_step.values(), *options.after_step.values()]
     reads_iteration = any(h.with_iteration for h in hooks)
@@ -107,13 +112,15 @@ def check_capturable(step: Step) -> None:
 
 def iteration_kind(step: Step) -> tuple:
     """What ``step``'s next iteration does, as far as a graph must know: the steps each
-    side takes and, for each of D's, whether a lazy R1 phase follows it. Two iterations
-    of one kind run the same kernels on the same shapes."""
+    side takes, for each of D's whether a lazy R1 phase follows it, and whether an
+    adaptive augmentation updates its p at the end. Two iterations of one kind run the
+    same kernels on the same shapes."""
     d_steps, g_steps = step.schedule.updates(step.iteration)
     regularizer = step.objective.regularizer
     done = step.progress.d_updates
     r1 = tuple(regularizer is not None and regularizer.due(done + j) for j in range(d_steps))
-    return d_steps, g_steps, r1
+    moves_after = getattr(step.game.options.augment, "moves_after", None)
+    return d_steps, g_steps, r1, moves_after is not None and moves_after(step.iteration + 1)
 
 
 @dataclass
