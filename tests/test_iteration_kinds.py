@@ -1,7 +1,8 @@
 """A CUDA graph replays one fixed piece of work, so ``iteration_kind`` must sort
 iterations exactly: two iterations of one kind run the same ATen ops on the same
 shapes and move the step's counters alike. Checked here, on the CPU, for every
-cadence a graph holds (lazy R1, d_steps, g_every, d_every, the fused step, ADA's update)."""
+cadence a graph holds (lazy R1, path length, d_steps, g_every, d_every, the fused step,
+ADA's update)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from ganstep import Step, d_first, g_first, objectives, simultaneous
 from ganstep.engine.augment import Adaptive
 from ganstep.engine.cuda_graph import iteration_kind
+from ganstep.engine.regularizers import PathLength
 from ganstep.engine.schedules import Schedule
 
 
@@ -44,9 +46,12 @@ CASES = {
     "simultaneous_g_every": (simultaneous(g_every=3), "lsgan", {}),
     "fused_wgan_gp": (simultaneous(fused=True), "wgan_gp", {}),
     "g_term": (d_first(), "ns", {"g_terms": {"l1": lambda v: v.fake.x.abs().mean()}}),
+    "path_length": (d_first(), "ns", {"g_regularizer": PathLength(every=3)}),
+    "path_length_two_g_steps": (g_first(g_steps=2), "ns", {"g_regularizer": PathLength(every=3)}),
 }
 KINDS = {"lazy_r1": 2, "lazy_r1_two_d_steps": 3, "g_every": 2, "g_first_lazy_r1": 3,
-         "simultaneous_d_every": 2, "simultaneous_g_every": 2}  # fmt: skip
+         "simultaneous_d_every": 2, "simultaneous_g_every": 2, "path_length": 2,
+         "path_length_two_g_steps": 3}  # fmt: skip
 
 
 @pytest.mark.parametrize("case", list(CASES))

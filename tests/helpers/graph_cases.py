@@ -9,6 +9,7 @@ from torch import nn
 
 from ganstep import Step, d_first, g_first, simultaneous
 from ganstep.engine.objectives import OBJECTIVES
+from ganstep.engine.regularizers import PathLength
 
 from . import X_DIM, Z_DIM, Run
 
@@ -18,6 +19,8 @@ def make(schedule, precision="fp32", capturable=True, objective="ns", device="cp
     """A float32 side (G, D, capturable Adam, seeded latent) and its Step."""
     if callable(objective):
         objective = objective()
+    if callable(options.get("g_regularizer")):  # a factory: a regularizer holds state
+        options["g_regularizer"] = options["g_regularizer"]()
     name = objective if isinstance(objective, str) else objective.name
     side = Run(name, batchnorm=False, dtype=torch.float32, device=device)
     if conditional:
@@ -70,6 +73,7 @@ def graph_cases(device: str) -> dict[str, tuple]:
         "lazy_r1": (d_first(), lazy("ns", 3), {}),
         "lazy_r1-g_first-d_steps2": (g_first(d_steps=2), lazy("hinge", 3), {}),
         "wgan-n_critic": (d_first(d_steps=2, g_every=3), "wgan_gp", {}),
+        "path_length-g_first": (g_first(), "ns", {"g_regularizer": lambda: PathLength(every=2)}),
         "simult-d_every": (simultaneous(d_every=2), "ns", {}),
         "fused-wgan_gp": (simultaneous(fused=True), "wgan_gp", {}),
         "g_terms": (d_first(), "ns", {"g_terms": {"l1": lambda v: v.fake.x.abs().mean()}}),

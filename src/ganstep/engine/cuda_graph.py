@@ -3,11 +3,11 @@
 A replay launches every kernel of the iteration (both forwards, both backwards, both
 optimizer steps, BEGAN's k_t update) with one CPU call. A graph holds one fixed piece
 of work, so iterations are sorted by what they do (:func:`iteration_kind`: how many
-steps each side takes, and after which of them a lazy R1 phase runs) and each kind
-gets a graph of its own, captured the first time that kind comes after ``warmup``
-eager iterations of it. A plain d_first Step has one kind; lazy R1 two (with and
-without the penalty); WGAN's ``g_every = 5`` two (with and without G's step); ADA's
-augmentation two (with and without its update of p).
+steps each side takes, and after which of them a lazy phase runs, R1 or path length)
+and each kind gets a graph of its own, captured the first time that kind comes after
+``warmup`` eager iterations of it. A plain d_first Step has one kind; lazy R1 two
+(with and without the penalty), and path length likewise; WGAN's ``g_every = 5`` two
+(with and without G's step); ADA's augmentation two (with and without its update of p).
 
 Capture refuses what a graph cannot replay (each for the reason given):
 
@@ -16,7 +16,8 @@ Capture refuses what a graph cannot replay (each for the reason given):
 - ``fp16`` (the loss scalers read their overflow flag on the host); ``bf16`` is fine;
 - ``distributed=True`` (collectives are left out of the graph), ``accumulate`` > 1;
 - ``check_finite=True`` (each check reads a value on the host);
-- G's path-length regularizer (its running mean is replaced, not updated in place),
+- a G regularizer of your own that does not say it is capturable (PathLength, whose
+  running mean changes in place, is captured: one graph with its phase, one without),
   InfoGAN's info step, the fake pool (it draws from Python's random) and an adaptive
   augmentation of your own unless it says it is capturable (ganstep's ADA, whose p
   moves on the device in place, is captured: one graph with its update, one without);
@@ -69,10 +70,12 @@ def check_capturable(step: Step) -> None:
     if step.accumulate > 1:
         raise ValueError("CUDA graph capture: accumulate > 1 is not captured; use accumulate=1")
     game, options = step.game, step.game.options
-    if options.g_regularizer is not None:
+    g_regularizer = options.g_regularizer
+    if g_regularizer is not None and not getattr(g_regularizer, "capturable", False):
         raise ValueError(
-            "CUDA graph capture: G's path-length regularizer replaces its running mean "
-            "each phase (a graph would read the captured one)"
+            f"CUDA graph capture: G's regularizer {type(g_regularizer).__name__} does not say "
+            "it is capturable (state kept on the device and changed in place, as PathLength "
+            "keeps its running mean): set capturable = True where it is"
         )
     if game.info is not None:
         raise ValueError("CUDA graph capture: InfoGAN's info step is not captured")
@@ -112,15 +115,17 @@ def check_capturable(step: Step) -> None:
 
 def iteration_kind(step: Step) -> tuple:
     """What ``step``'s next iteration does, as far as a graph must know: the steps each
-    side takes, for each of D's whether a lazy R1 phase follows it, and whether an
-    adaptive augmentation updates its p at the end. Two iterations of one kind run the
-    same kernels on the same shapes."""
+    side takes, for each of D's whether a lazy R1 phase follows it, for each of G's
+    whether a path-length phase does, and whether an adaptive augmentation updates its
+    p at the end. Two iterations of one kind run the same kernels on the same shapes."""
     d_steps, g_steps = step.schedule.updates(step.iteration)
-    regularizer = step.objective.regularizer
-    done = step.progress.d_updates
-    r1 = tuple(regularizer is not None and regularizer.due(done + j) for j in range(d_steps))
-    moves_after = getattr(step.game.options.augment, "moves_after", None)
-    return d_steps, g_steps, r1, moves_after is not None and moves_after(step.iteration + 1)
+    progress, options = step.progress, step.game.options
+    r1, pl = step.objective.regularizer, options.g_regularizer
+    d_lazy = tuple(r1 is not None and r1.due(progress.d_updates + j) for j in range(d_steps))
+    g_lazy = tuple(pl is not None and pl.due(progress.g_updates + j) for j in range(g_steps))
+    moves_after = getattr(options.augment, "moves_after", None)
+    ada = moves_after is not None and moves_after(step.iteration + 1)
+    return d_steps, g_steps, d_lazy, g_lazy, ada
 
 
 @dataclass

@@ -116,6 +116,7 @@ class PathLength(Regularizer):
 
     side = "G"
     log_key = "pl"
+    capturable = True  # its running mean changes in place, on the device (see cuda_graph)
 
     def __init__(
         self,
@@ -153,8 +154,12 @@ class PathLength(Regularizer):
         noise = torch.randn_like(img) / math.sqrt(pixels)
         (grads,) = torch.autograd.grad((img * noise).sum(), ws, create_graph=True)
         lengths = grads.square().sum(-1).reshape(grads.shape[0], -1).mean(1).sqrt()
-        mean = self.mean.to(lengths).lerp(lengths.mean(), self.decay)
-        self.mean = mean.detach()
+        if self.mean.device != lengths.device:  # once: from then on updated where it is
+            self.mean = self.mean.to(lengths.device)
+        mean = self.mean.to(lengths.dtype).lerp(lengths.mean(), self.decay)
+        # in place, so a CUDA graph's replay updates the mean it captured; float64 holds
+        # the lengths' dtype exactly, so the next phase reads the same number
+        self.mean.copy_(mean.detach())
         return self.weight * (lengths - mean).square().mean()
 
     def state_dict(self) -> dict:
@@ -164,7 +169,7 @@ class PathLength(Regularizer):
         if not isinstance(state, dict) or set(state) != {"mean"}:
             got = sorted(state) if isinstance(state, dict) else type(state).__name__
             raise ValueError(f"PathLength state needs the key 'mean'; got {got}")
-        self.mean = torch.as_tensor(state["mean"]).clone()
+        self.mean = torch.as_tensor(state["mean"], dtype=torch.float64).clone()
 
     def __repr__(self) -> str:
         return (f"PathLength(weight={self.weight}, every={self.every}, decay={self.decay}, "
