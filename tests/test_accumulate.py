@@ -14,7 +14,6 @@ from torch import nn
 from torch.testing import assert_close
 
 from ganstep import Step, d_first, g_first, simultaneous
-from ganstep.engine.cuda_graph import check_capturable
 from ganstep.engine.objectives import NS
 
 Z, X, N = 3, 4, 6
@@ -158,8 +157,6 @@ def test_bad_accumulation_is_a_clear_error():
                 accumulate=4)  # fmt: skip
     with pytest.raises(ValueError, match="a batch of 6 rows does not divide by 4"):
         step(real_batches(1)[0])
-    with pytest.raises(ValueError, match="CUDA graph capture: accumulate > 1"):
-        check_capturable(step)
 
 
 @pytest.mark.parametrize("objective", ["softmax", "rasgan", "ralsgan", "rahinge"])

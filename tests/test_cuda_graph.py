@@ -42,7 +42,6 @@ class HostMean(PathLength):
         ({"schedule": d_first(), "info": True}, "info step"),
         ({"schedule": d_first(), "fake_pool": 4}, "fake pool"),
         ({"schedule": d_first(), "augment": HostAdaptive()}, "HostAdaptive has an end_iter"),
-        ({"schedule": d_first(), "accumulate": 2}, "accumulate"),
         ({"schedule": d_first(), "d_scale": lambda i: 1.0}, "function of the iteration"),
         ({"schedule": d_first(), "check_finite": True}, "check_finite"),
     ],

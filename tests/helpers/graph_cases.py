@@ -71,6 +71,7 @@ def graph_cases(device: str) -> dict[str, tuple]:
         **{f"{o}-d_first": (d_first(), o, {}) for o in ("ns", "wgan_gp", "began")},
         **{f"{o}-simult": (simultaneous(), o, {}) for o in ("ns", "wgan_gp", "began")},
         "lazy_r1": (d_first(), lazy("ns", 3), {}),
+        "lazy_r1-accumulate2": (d_first(), lazy("ns", 3), {"accumulate": 2}),
         "lazy_r1-g_first-d_steps2": (g_first(d_steps=2), lazy("hinge", 3), {}),
         "wgan-n_critic": (d_first(d_steps=2, g_every=3), "wgan_gp", {}),
         "path_length-g_first": (g_first(), "ns", {"g_regularizer": lambda: PathLength(every=2)}),

@@ -14,7 +14,7 @@ Capture refuses what a graph cannot replay (each for the reason given):
 - the fused step, except for WGAN-GP: it reads one flag on the host to find samples
   where D's slope vanished;
 - ``fp16`` (the loss scalers read their overflow flag on the host); ``bf16`` is fine;
-- ``distributed=True`` (collectives are left out of the graph), ``accumulate`` > 1;
+- ``distributed=True`` (collectives are left out of the graph);
 - ``check_finite=True`` (each check reads a value on the host);
 - a G regularizer of your own that does not say it is capturable (PathLength, whose
   running mean changes in place, is captured: one graph with its phase, one without),
@@ -67,8 +67,6 @@ def check_capturable(step: Step) -> None:
         )
     if step.distributed:
         raise ValueError("CUDA graph capture: distributed steps are not captured")
-    if step.accumulate > 1:
-        raise ValueError("CUDA graph capture: accumulate > 1 is not captured; use accumulate=1")
     game, options = step.game, step.game.options
     g_regularizer = options.g_regularizer
     if g_regularizer is not None and not getattr(g_regularizer, "capturable", False):
