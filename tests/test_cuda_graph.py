@@ -39,7 +39,6 @@ class HostMean(PathLength):
         ({"schedule": d_first(), "capturable": False}, "capturable=True"),
         ({"schedule": d_first()}, "needs the models on CUDA"),
         ({"schedule": d_first(), "g_regularizer": HostMean()}, "HostMean does not say it is"),
-        ({"schedule": d_first(), "info": True}, "info step"),
         ({"schedule": d_first(), "fake_pool": 4}, "fake pool"),
         ({"schedule": d_first(), "augment": HostAdaptive()}, "HostAdaptive has an end_iter"),
         ({"schedule": d_first(), "d_scale": lambda i: 1.0}, "function of the iteration"),
@@ -49,6 +48,13 @@ class HostMean(PathLength):
 def test_capture_refuses_what_a_graph_cannot_hold(kwargs, match):
     _, step = make(**kwargs)
     with pytest.raises(ValueError, match=match):
+        GraphedStep(step, real_batches(1, dtype=torch.float32)[0])
+
+
+def test_an_info_optimizer_that_is_not_capturable_is_refused():
+    _, step = make(d_first(), info=True)
+    step.game.info.optimizer.param_groups[0]["capturable"] = False
+    with pytest.raises(ValueError, match=r"info_optimizer \(Adam\) is not capturable"):
         GraphedStep(step, real_batches(1, dtype=torch.float32)[0])
 
 

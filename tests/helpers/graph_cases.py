@@ -28,7 +28,9 @@ def make(schedule, precision="fp32", capturable=True, objective="ns", device="cp
     side.opt_g = torch.optim.Adam(side.G.parameters(), 0.01, capturable=capturable)
     side.opt_d = torch.optim.Adam(side.D.parameters(), 0.01, capturable=capturable)
     if options.pop("info", False):
-        options["info_optimizer"] = torch.optim.Adam(side.G.parameters(), 0.01)
+        options["info_optimizer"] = torch.optim.Adam(
+            side.G.parameters(), 0.01, capturable=capturable
+        )
         options["info_terms"] = {"zero": lambda v: v.fake.x.sum() * 0}
     step = Step(*side.models(), objective=objective, schedule=schedule, latent=side.latent,
                 precision=precision, **options)  # fmt: skip
@@ -78,6 +80,7 @@ def graph_cases(device: str) -> dict[str, tuple]:
         "simult-d_every": (simultaneous(d_every=2), "ns", {}),
         "fused-wgan_gp": (simultaneous(fused=True), "wgan_gp", {}),
         "g_terms": (d_first(), "ns", {"g_terms": {"l1": lambda v: v.fake.x.abs().mean()}}),
+        "infogan-lazy_r1": (d_first(), lazy("ns", 2), {"info": True}),
         "diffaugment": (d_first(), "ns", {"augment": lambda x: x + 0.1 * torch.randn_like(x)}),
         "condition-real": (d_first(), "hinge", {"condition": "real"}),
         "condition-sampled": (

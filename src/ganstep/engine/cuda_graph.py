@@ -18,13 +18,14 @@ Capture refuses what a graph cannot replay (each for the reason given):
 - ``check_finite=True`` (each check reads a value on the host);
 - a G regularizer of your own that does not say it is capturable (PathLength, whose
   running mean changes in place, is captured: one graph with its phase, one without),
-  InfoGAN's info step, the fake pool (it draws from Python's random) and an adaptive
+  the fake pool (it draws from Python's random) and an adaptive
   augmentation of your own unless it says it is capturable (ganstep's ADA, whose p
   moves on the device in place, is captured: one graph with its update, one without);
 - weights that are functions of the iteration and hooks that read it (a replay would
   repeat the captured iteration's value);
-- optimizers that are not capturable (build Adam/AdamW with ``capturable=True``; a
-  learning rate that changes during training must be a tensor, changed in place).
+- optimizers that are not capturable, InfoGAN's info optimizer among them (build
+  Adam/AdamW with ``capturable=True``; a learning rate that changes during training
+  must be a tensor, changed in place).
 
 Random draws must come from generators the graph advances: the default CUDA generator
 (augmentation, WGAN-GP's interpolation, a condition sampler that draws on the device)
@@ -75,8 +76,6 @@ def check_capturable(step: Step) -> None:
             "it is capturable (state kept on the device and changed in place, as PathLength "
             "keeps its running mean): set capturable = True where it is"
         )
-    if game.info is not None:
-        raise ValueError("CUDA graph capture: InfoGAN's info step is not captured")
     if options.fake_pool is not None:
         raise ValueError("CUDA graph capture: the fake pool draws from Python's random")
     augment = options.augment
@@ -100,7 +99,10 @@ def check_capturable(step: Step) -> None:
             "CUDA graph capture: check_finite reads each loss on the host; check the "
             "losses the graphed step returns instead"
         )
-    for name, opt in (("opt_g", step.game.g.optimizer), ("opt_d", step.game.d.optimizer)):
+    optimizers = [("opt_g", game.g.optimizer), ("opt_d", game.d.optimizer)]
+    if game.info is not None:  # InfoGAN's third optimizer steps in the graph too
+        optimizers.append(("info_optimizer", game.info.optimizer))
+    for name, opt in optimizers:
         if not all(group.get("capturable", False) for group in opt.param_groups):
             raise ValueError(
                 f"CUDA graph capture: {name} ({type(opt).__name__}) is not capturable; "
