@@ -103,8 +103,9 @@ ADA = {**IMAGES, "conditional": False, "augment": "ada", "r1": 1.0, "r1_every": 
 
 
 @needs_cuda
-@pytest.mark.parametrize("values", [POINTS, IMAGES, ADA],
-                         ids=["points-lazy_r1", "images-cgan", "images-ada-lazy_r1"])  # fmt: skip
+@pytest.mark.parametrize("values", [POINTS, IMAGES, ADA, {**POINTS, "accumulate": 2}],
+                         ids=["points-lazy_r1", "images-cgan", "images-ada-lazy_r1",
+                              "points-lazy_r1-accumulate2"])  # fmt: skip
 def test_a_graphed_run_equals_the_eager_run(tmp_path, monkeypatch, values):
     monkeypatch.setenv("GANSTEP_CACHE", str(tmp_path / "cache"))
     graphed, graphed_records = run(tmp_path, "graphed", "on", 12, values)
