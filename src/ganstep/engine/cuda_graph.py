@@ -16,11 +16,11 @@ Capture refuses what a graph cannot replay (each for the reason given):
 - ``fp16`` (the loss scalers read their overflow flag on the host); ``bf16`` is fine;
 - ``distributed=True`` (collectives are left out of the graph);
 - ``check_finite=True`` (each check reads a value on the host);
-- a G regularizer of your own that does not say it is capturable (PathLength, whose
-  running mean changes in place, is captured: one graph with its phase, one without),
-  the fake pool (it draws from Python's random) and an adaptive
-  augmentation of your own unless it says it is capturable (ganstep's ADA, whose p
-  moves on the device in place, is captured: one graph with its update, one without);
+- the fake pool (it draws from Python's random);
+- a G regularizer or an adaptive augmentation of your own that does not say it is
+  capturable (PathLength, whose running mean changes in place, is captured: one graph
+  with its phase, one without; so is ganstep's ADA, whose p moves on the device in
+  place: one graph with its update, one without);
 - weights that are functions of the iteration and hooks that read it (a replay would
   repeat the captured iteration's value);
 - optimizers that are not capturable, InfoGAN's info optimizer among them (build
