@@ -172,7 +172,7 @@ def test_adaptive_arguments_are_checked(kwargs, message):
         Adaptive(**kwargs)
 
 
-def test_adaptive_moves_p_in_place_and_reads_nothing_on_the_host():
+def test_adaptive_moves_p_in_place_and_keeps_it_where_nothing_was_observed():
     """p and the sums since the last update change in place (a CUDA graph replays the
     update on the tensors it captured), and p stays where no sign was observed."""
     ada = Adaptive(p=0.5, interval=2, kimg=0.001, target=0.0)
