@@ -40,6 +40,7 @@ RUNS = {
     "images-diffaugment": {**IMAGES, "augment": "diffaugment"},
     "images-ada-lazy_r1": {**IMAGES, "augment": "ada", "r1": 1.0, "r1_every": 2},
     "images-accumulate2": {**IMAGES, "accumulate": 2},
+    "images-fp16": {**IMAGES, "precision": "fp16"},
     "images-wgan_gp": {**IMAGES, "objective": "wgan_gp"},
     "began-simultaneous": {**IMAGES, "model": "began", "objective": "began",
                            "schedule": "simultaneous"},

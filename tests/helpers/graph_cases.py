@@ -15,8 +15,9 @@ from . import X_DIM, Z_DIM, Run
 
 
 def make(schedule, precision="fp32", capturable=True, objective="ns", device="cpu",
-         conditional=False, **options):  # fmt: skip
-    """A float32 side (G, D, capturable Adam, seeded latent) and its Step."""
+         conditional=False, fused_adam=False, **options):  # fmt: skip
+    """A float32 side (G, D, capturable Adam, fused where asked, seeded latent) and its
+    Step."""
     if callable(objective):
         objective = objective()
     if callable(options.get("g_regularizer")):  # a factory: a regularizer holds state
@@ -25,8 +26,9 @@ def make(schedule, precision="fp32", capturable=True, objective="ns", device="cp
     side = Run(name, batchnorm=False, dtype=torch.float32, device=device)
     if conditional:
         side.G, side.D = CondG().to(device), CondD().to(device)
-    side.opt_g = torch.optim.Adam(side.G.parameters(), 0.01, capturable=capturable)
-    side.opt_d = torch.optim.Adam(side.D.parameters(), 0.01, capturable=capturable)
+    kind = {"capturable": capturable, "fused": fused_adam or None}
+    side.opt_g = torch.optim.Adam(side.G.parameters(), 0.01, **kind)
+    side.opt_d = torch.optim.Adam(side.D.parameters(), 0.01, **kind)
     if options.pop("info", False):
         options["info_optimizer"] = torch.optim.Adam(
             side.G.parameters(), 0.01, capturable=capturable
@@ -74,6 +76,11 @@ def graph_cases(device: str) -> dict[str, tuple]:
         **{f"{o}-simult": (simultaneous(), o, {}) for o in ("ns", "wgan_gp", "began")},
         "lazy_r1": (d_first(), lazy("ns", 3), {}),
         "lazy_r1-accumulate2": (d_first(), lazy("ns", 3), {"accumulate": 2}),
+        "fp16-fused_adam-lazy_r1": (
+            d_first(),
+            lazy("ns", 3),
+            {"precision": "fp16", "fused_adam": True},
+        ),
         "lazy_r1-g_first-d_steps2": (g_first(d_steps=2), lazy("hinge", 3), {}),
         "wgan-n_critic": (d_first(d_steps=2, g_every=3), "wgan_gp", {}),
         "path_length-g_first": (g_first(), "ns", {"g_regularizer": lambda: PathLength(every=2)}),

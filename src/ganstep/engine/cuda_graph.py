@@ -13,7 +13,9 @@ Capture refuses what a graph cannot replay (each for the reason given):
 
 - the fused step, except for WGAN-GP: it reads one flag on the host to find samples
   where D's slope vanished;
-- ``fp16`` (the loss scalers read their overflow flag on the host); ``bf16`` is fine;
+- ``fp16`` unless every optimizer is fused (Adam/AdamW ``fused=True``): the loss
+  scalers read their overflow flag on the host before any other optimizer's step;
+  ``bf16`` is fine;
 - ``distributed=True`` (collectives are left out of the graph);
 - ``check_finite=True`` (each check reads a value on the host);
 - the fake pool (it draws from Python's random);
@@ -43,6 +45,7 @@ import torch
 from torch import Tensor
 
 from .checks import positive_int
+from .options import Options
 from .schedules import Schedule
 from .step import Step
 
@@ -62,13 +65,36 @@ def check_capturable(step: Step) -> None:
             "steps each iteration takes (Schedule.updates), so its iterations cannot be "
             "sorted into graphs"
         )
-    if step.precision.name == "fp16":
+    game = step.game
+    optimizers = {"opt_g": game.g.optimizer, "opt_d": game.d.optimizer}
+    if game.info is not None:  # InfoGAN's third optimizer steps in the graph too
+        optimizers["info_optimizer"] = game.info.optimizer
+    # GradScaler hands its overflow flag to an optimizer that takes it (fused Adam/AdamW:
+    # the skip happens in the kernel); for any other it reads the flag on the host
+    if step.precision.name == "fp16" and not all(
+        getattr(opt, "_step_supports_amp_scaling", False) for opt in optimizers.values()
+    ):
         raise ValueError(
-            "CUDA graph capture: fp16's loss scalers check overflow on the host; use bf16"
+            "CUDA graph capture: fp16's loss scalers read the overflow flag on the host "
+            "unless the optimizer skips the step on the device: build Adam/AdamW with "
+            "fused=True and capturable=True (or use bf16)"
         )
     if step.distributed:
         raise ValueError("CUDA graph capture: distributed steps are not captured")
-    game, options = step.game, step.game.options
+    _check_options(game.options)
+    for name, opt in optimizers.items():
+        if not all(group.get("capturable", False) for group in opt.param_groups):
+            raise ValueError(
+                f"CUDA graph capture: {name} ({type(opt).__name__}) is not capturable; "
+                "build it with capturable=True"
+            )
+    device = next(step.game.g.module.parameters()).device
+    if device.type != "cuda":
+        raise ValueError(f"CUDA graph capture needs the models on CUDA, they are on {device}")
+
+
+def _check_options(options: Options) -> None:
+    """Raise ValueError naming a Step option a CUDA graph cannot replay."""
     g_regularizer = options.g_regularizer
     if g_regularizer is not None and not getattr(g_regularizer, "capturable", False):
         raise ValueError(
@@ -99,18 +125,6 @@ def check_capturable(step: Step) -> None:
             "CUDA graph capture: check_finite reads each loss on the host; check the "
             "losses the graphed step returns instead"
         )
-    optimizers = [("opt_g", game.g.optimizer), ("opt_d", game.d.optimizer)]
-    if game.info is not None:  # InfoGAN's third optimizer steps in the graph too
-        optimizers.append(("info_optimizer", game.info.optimizer))
-    for name, opt in optimizers:
-        if not all(group.get("capturable", False) for group in opt.param_groups):
-            raise ValueError(
-                f"CUDA graph capture: {name} ({type(opt).__name__}) is not capturable; "
-                "build it with capturable=True"
-            )
-    device = next(step.game.g.module.parameters()).device
-    if device.type != "cuda":
-        raise ValueError(f"CUDA graph capture needs the models on CUDA, they are on {device}")
 
 
 def iteration_kind(step: Step) -> tuple:

@@ -83,12 +83,14 @@ class Trainee:
             d_rates = lazy_regularization(cfg.lr_d, betas, cfg.r1_every)
         self.rates = {"g": (cfg.lr_g, betas), "d": d_rates}
         # For CUDA graphs (--graph), Adam keeps its step count and rate on the device
-        # (capturable, the rate a tensor that --lr-decay changes in place).
+        # (capturable, the rate a tensor that --lr-decay changes in place); under fp16
+        # fused, which takes the loss scaler's overflow flag on the device.
         self.capturable = adam_for_graphs(device, cfg)
         pairs = ((self.G, self.rates["g"]), (self.D, d_rates))
         if self.capturable:
+            kind = {"fused": True} if cfg.precision == "fp16" else {"foreach": True}
             return tuple(torch.optim.Adam(m.parameters(), torch.tensor(rate, device=device),
-                                          betas=b, capturable=True, foreach=True)
+                                          betas=b, capturable=True, **kind)
                          for m, (rate, b) in pairs)  # fmt: skip
         # On the CPU, torch's default Adam loops over the parameters in Python; its fused
         # kernel is the same update in one call per optimizer, and LeanAdam calls it
