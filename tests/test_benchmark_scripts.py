@@ -10,13 +10,12 @@ import sys
 from pathlib import Path
 
 import pytest
-from helpers import SHARED_DATA
+from helpers import SHARED_DATA, needs_shared_data
 
 BENCHMARKS = Path(__file__).parents[1] / "benchmarks"
 SHORT = ["steps=20", "eval_samples=200", "eval_every=20"]  # a run of the 2D grid, briefly
 MNIST = ["--data-dir", str(SHARED_DATA), "--seeds", "1"]
 TINY_MNIST = ["eval_samples=200", "feature_steps=2", "width=8", "batch_size=16"]
-needs_mnist = pytest.mark.skipif(not SHARED_DATA.exists(), reason="needs ../shared/data")
 
 
 @pytest.mark.parametrize(
@@ -34,9 +33,9 @@ needs_mnist = pytest.mark.skipif(not SHARED_DATA.exists(), reason="needs ../shar
         ("autocast_ops.py", ["--batch", "2", "--width", "4"], "aten._to_copy.default +"),
         pytest.param("data_efficient.py", [*MNIST, "--steps", "2", "--only", "whole", "none",
                      "diffaugment", "--set", "ema=0", *TINY_MNIST],
-                     "\ndiffaugment\n         fid: mean", marks=needs_mnist),
+                     "\ndiffaugment\n         fid: mean", marks=needs_shared_data),
         pytest.param("stacked_mnist.py", [*MNIST, "--set", "steps=2", *TINY_MNIST],
-                     "reverse_kl: mean", marks=needs_mnist),
+                     "reverse_kl: mean", marks=needs_shared_data),
     ],
 )  # fmt: skip
 def test_a_benchmark_script_runs(script, args, printed, monkeypatch, capsys, tmp_path):

@@ -20,6 +20,7 @@ from helpers import (
     checkpoint,
     environment,
     ganstep,
+    needs_shared_data,
     records,
 )
 from PIL import Image
@@ -279,7 +280,7 @@ def test_mixed_image_sizes_are_refused(tmp_path, cache):
     assert "images of mixed sizes (0.png is 32x32, 2.png is 28x28)" in proc.stderr
 
 
-@pytest.mark.skipif(not SHARED_DATA.exists(), reason="needs ../shared/data")
+@needs_shared_data
 def test_mnist_from_data_dir_trains(tmp_path, cache):
     run = tmp_path / "mnist"
     ganstep("train", "--data", "mnist", "--data-dir", SHARED_DATA, "--model", "dcgan",

@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from helpers import SHARED_DATA, needs_shared_data
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from PIL import Image
@@ -19,9 +20,6 @@ from ganstep.trainer.data import DataError, load_dataset
 from ganstep.trainer.data import idx as idx_module
 from ganstep.trainer.data.idx import IMAGE_MAGIC, LABEL_MAGIC, locate, read_idx
 from ganstep.trainer.metrics import fid, kid, toy_metrics
-
-SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
-needs_shared = pytest.mark.skipif(not SHARED_DATA.exists(), reason="needs ../shared/data")
 
 
 def write_idx(path: Path, array: np.ndarray, magic: int, cut: int = 0) -> None:
@@ -61,14 +59,14 @@ def test_not_gzip_is_a_clear_error(tmp_path):
         read_idx(tmp_path / "x.gz", IMAGE_MAGIC)
 
 
-@needs_shared
+@needs_shared_data
 def test_mnist_from_data_dir_is_verified_and_read():
     ds = load_dataset("mnist", SHARED_DATA)
     assert ds.train.shape == (60000, 1, 28, 28) and ds.test.shape == (10000, 1, 28, 28)
     assert ds.train.min() == -1 and ds.train.max() == 1
 
 
-@needs_shared
+@needs_shared_data
 def test_checksum_mismatch_is_refused(tmp_path):
     local = tmp_path / "fashion-mnist"
     shutil.copytree(SHARED_DATA / "fashion-mnist", local)
@@ -89,7 +87,7 @@ def test_missing_files_in_data_dir(tmp_path):
         load_dataset("mnist", tmp_path)
 
 
-@needs_shared
+@needs_shared_data
 def test_download_goes_to_the_cache_and_is_verified(tmp_path, monkeypatch):
     """The downloader, offline: mirrors pointed at file:// copies of the official files."""
     monkeypatch.setenv("GANSTEP_CACHE", str(tmp_path / "cache"))

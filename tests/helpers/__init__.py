@@ -16,6 +16,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import torch
 from torch.utils.flop_counter import FlopCounterMode
 
@@ -113,6 +114,8 @@ def build_trainee(**config) -> tuple:
 
 
 SHARED_DATA = Path(__file__).resolve().parents[3] / "shared" / "data"
+# for tests that read MNIST from ../shared/data, which a user's machine does not have
+needs_shared_data = pytest.mark.skipif(not SHARED_DATA.exists(), reason="needs ../shared/data")
 TINY = ["--width", "16", "--batch-size", "32", "--eval-samples", "200", "--log-every", "5",
         "--no-progress"]  # fmt: skip
 
