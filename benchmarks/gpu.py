@@ -11,10 +11,13 @@ fused step with its host sync (ns) and without (WGAN-GP), each against its unfus
 step; and the README's ``ganstep train`` on CUDA against the same command on this
 machine's CPU. Every figure of a section is measured interleaved in one process
 (A B C A B C ...), so the ratios it prints are side by side; the JSON records them
-with the GPU's name, for benchmarks/RESULTS.md. Each section is printed and saved as it
-ends, and compile's rows (which compile for minutes on a fresh machine) come last, each
-order's beside its eager Step and the loops again: a run stopped at a time limit keeps
-every section it finished.
+with the GPU's name, for benchmarks/RESULTS.md. A ``goals`` section then sets issue
+51's bars beside the figures (eager d_first's time ratio to the DCGAN example against
+its FLOP ratio, counted here; the graph's speed-up; bf16 against fp32 at the larger
+size; the default run against the CPU), each marked met or not. Each section is
+printed and saved as it ends, and compile's rows (which compile for minutes on a fresh
+machine) come last, each order's beside its eager Step and the loops again: a run
+stopped at a time limit keeps every section it finished.
 
 ``--device cpu`` runs what a CPU can (no graph rows) on small sizes: a smoke test of
 the script, not a measurement to record.
@@ -38,7 +41,7 @@ import torch
 
 from ganstep import Step, simultaneous
 from ganstep.tools import reference
-from ganstep.tools.bench import PAIRS, hand_minimal_d_first, make_pair, time_interleaved
+from ganstep.tools.bench import PAIRS, flops, hand_minimal_d_first, make_pair, time_interleaved
 from ganstep.trainer.backends import cuda_backends
 
 # (image size, batch, DCGAN width): where the example is written, and where arithmetic counts
@@ -95,10 +98,19 @@ def orders_section(size_name: str, device: str, variants: list[str], reps: int, 
     loops = [*REFERENCES.values(), "hand_minimal_d_first"]
     fns.update({name: loop_factory(name, pair) for name in loops})
     ms = medians(fns, reps, warmup, device)
+    # FLOPs of one iteration where Python runs it (a replay or compiled code hides its
+    # ops from FlopCounterMode; bf16 does the same FLOPs as fp32)
+    gflops = {name: flops(fn) / 1e9 for name, fn in fns.items()
+              if name.partition(":")[2] in ("", "eager")}  # fmt: skip
     rows = []
     for name, value in ms.items():
         order, _, variant = name.partition(":")
         row = {"section": f"{size_name} {label}".strip(), "impl": name, "ms": round(value, 4)}
+        if name in gflops:
+            row["gflops"] = round(gflops[name], 4)
+        if variant == "eager":  # what the issue's goal sets the time ratio beside
+            ratio = gflops[name] / gflops["dcgan_example"]
+            row["flop_ratio_vs_dcgan_example"] = round(ratio, 3)
         if variant:  # a Step: its speed-up over each loop (their ms / its ms)
             row["speedup_vs_dcgan_example"] = round(ms["dcgan_example"] / value, 3)
             row["speedup_vs_own_reference"] = round(ms[REFERENCES[order]] / value, 3)
@@ -172,6 +184,48 @@ def default_run_section(device: str, steps: int | None) -> list[dict]:
     return rows
 
 
+def arithmetic(size: int, batch: int, width: int) -> int:
+    """How a DCGAN's FLOPs per iteration grow: with the pixels, the batch and width^2."""
+    return size * size * batch * width * width
+
+
+def goals_section(rows: list[dict], first: str, heavy: str) -> list[dict]:
+    """Issue 51's goals for a GPU that ``rows`` measured, each with its figure, its bar
+    and whether the figure meets it: eager d_first's time ratio to the DCGAN example
+    beside its FLOP ratio and the graph's speed-up over it, at the first size; bf16
+    against fp32 for each order at ``heavy``; the default run on the device against
+    the CPU. (The Python-call goal is benchmarks/host_calls.py's; the CUDA tests are
+    benchmarks/gpu_session.sh's.)"""
+    at = {(r["section"], r["impl"]): r for r in rows}
+    out = []
+
+    def goal(name: str, measured: float, bar: str, met: bool) -> None:
+        out.append({"section": "goals", "impl": name, "measured": round(measured, 3),
+                    "bar": bar, "met": met})  # fmt: skip
+
+    eager, example = at.get((first, "d_first:eager")), at.get((first, "dcgan_example"))
+    if eager is not None and example is not None:
+        flop = eager["flop_ratio_vs_dcgan_example"]
+        goal(f"{first} d_first eager time / DCGAN example's", eager["ms"] / example["ms"],
+             f"<= {flop + 0.02:.3f} (FLOP ratio {flop} + 0.02)",
+             eager["ms"] / example["ms"] <= flop + 0.02)  # fmt: skip
+    graph = at.get((first, "d_first:graph"))
+    if graph is not None and example is not None:
+        speedup = example["ms"] / graph["ms"]
+        goal(f"{first} d_first graph speed-up over the DCGAN example", speedup, ">= 4",
+             speedup >= 4)  # fmt: skip
+    for order in REFERENCES:
+        fp32, bf16 = at.get((heavy, f"{order}:eager")), at.get((heavy, f"{order}:bf16"))
+        if fp32 is not None and bf16 is not None:
+            ratio = bf16["ms"] / fp32["ms"]
+            goal(f"{heavy} {order} bf16 time / fp32's", ratio, "< 1", ratio < 1)
+    default = next((r for r in rows if "fraction_of_cpu_time" in r), None)
+    if default is not None:
+        fraction = default["fraction_of_cpu_time"]
+        goal("default run: CUDA time / CPU time", fraction, "<= 0.5", fraction <= 0.5)
+    return out
+
+
 def table(rows: list[dict]) -> str:
     lines = []
     for section in dict.fromkeys(r["section"] for r in rows):
@@ -212,14 +266,15 @@ def main(argv: list[str] | None = None) -> list[dict]:
                "torch": torch.__version__, "variants": variants, "reps": reps}  # fmt: skip
     print(f"# ganstep GPU benchmark on {machine['device']} (torch {machine['torch']})", flush=True)
     rows: list[dict] = []
-    for section in sections(args, sizes, variants, reps, warmup):
+    for section in sections(args, sizes, variants, reps, warmup, rows):
         # the flags ganstep train sets for an image model on CUDA (autotuning, TF32 off)
         with cuda_backends("dcgan", False, torch.device(args.device)):
             new = section()
         rows += new
         # each section printed and saved as it ends: a run stopped at a time limit
         # keeps every section it finished
-        print(table(new), flush=True)
+        if new:
+            print(table(new), flush=True)
         if args.json is not None:
             args.json.parent.mkdir(parents=True, exist_ok=True)
             args.json.write_text(json.dumps({"machine": machine, "rows": rows}, indent=1))
@@ -227,9 +282,10 @@ def main(argv: list[str] | None = None) -> list[dict]:
 
 
 def sections(args: argparse.Namespace, sizes: dict, variants: list[str], reps: int,
-             warmup: int) -> list[Callable[[], list[dict]]]:  # fmt: skip
+             warmup: int, rows: list[dict]) -> list[Callable[[], list[dict]]]:  # fmt: skip
     """The sections in the order they run: the ones without compiling first, since
-    compiling takes minutes on a fresh machine; compile's rows last, each beside the
+    compiling takes minutes on a fresh machine, then the goals (read from ``rows``, the
+    list the sections before them were added to); compile's rows last, each beside the
     eager Step of its order and the loops, so their ratios are side by side too."""
     device, (first, *others) = args.device, list(sizes)
     _, batch, width = sizes[first]
@@ -240,6 +296,9 @@ def sections(args: argparse.Namespace, sizes: dict, variants: list[str], reps: i
     out += [partial(orders_section, name, device, plain, reps, warmup, sizes) for name in others]
     if not args.no_default_run:
         out.append(partial(default_run_section, device, args.default_run_steps))
+    # bf16's goal is set where the arithmetic counts: the size with the most of it
+    heavy = max(sizes, key=lambda name: arithmetic(*sizes[name]))
+    out.append(partial(goals_section, rows, first, heavy))
     if "compile" in variants:
         out += [partial(orders_section, name, device, ["eager", "compile"], reps, warmup,
                         sizes, "compile") for name in sizes]  # fmt: skip

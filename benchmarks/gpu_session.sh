@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # What a session lent a GPU runs for issue 51, in one go: every test that has a CUDA
 # path, then the GPU benchmark. Writes under $OUT (default ./gpu-results):
-# gpu_name.txt, cuda_tests.txt, gpu.txt, gpu.json. Meant for a machine whose python3 has
+# gpu_name.txt, cuda_tests.txt, gpu.txt, gpu.json (its "goals" section: issue 51's
+# bars beside the figures, each met or not). Meant for a machine whose python3 has
 # torch with CUDA and pytest; the package is read from src/ (no install).
 #
 # It ends within about 9.5 minutes (the device tool's limit for one command is 10):

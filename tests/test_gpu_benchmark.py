@@ -50,6 +50,43 @@ def test_a_cpu_run_measures_every_order_beside_its_loops(tmp_path):
     assert set(fused) == {"ns:unfused", "ns:fused", "wgan_gp:unfused", "wgan_gp:fused"}
     assert fused["ns:fused"]["fused_over_unfused"] > 0
     assert fused["wgan_gp:fused"]["fused_over_unfused"] > 0
+    # d_first does fewer FLOPs than the DCGAN example (no second D forward on the fakes)
+    assert 0 < impls["d_first:eager"]["flop_ratio_vs_dcgan_example"] < 1
+    assert impls["dcgan_example"]["gflops"] > impls["d_first:eager"]["gflops"]
+    goals = [r["impl"] for r in rows if r["section"] == "goals"]
+    assert goals == ["dcgan32_b4_w8 d_first eager time / DCGAN example's",
+                     *(f"dcgan32_b4_w8 {o} bf16 time / fp32's"
+                       for o in ("d_first", "g_first", "simultaneous"))]  # fmt: skip
+    assert all(isinstance(r["met"], bool) for r in rows if r["section"] == "goals")
+
+
+def test_each_goal_is_read_from_its_rows_against_its_bar():
+    size = "dcgan32_b128"
+    rows = [
+        {"section": size, "impl": "dcgan_example", "ms": 10.0},
+        {"section": size, "impl": "d_first:eager", "ms": 9.3, "flop_ratio_vs_dcgan_example": 0.916},
+        {"section": size, "impl": "d_first:graph", "ms": 2.0},
+        {"section": size, "impl": "d_first:bf16", "ms": 8.0},
+        {"section": size, "impl": "g_first:eager", "ms": 9.0},
+        {"section": size, "impl": "g_first:bf16", "ms": 9.5},
+        {"section": "default_run", "impl": "ganstep train --device cuda", "s": 30.0,
+         "fraction_of_cpu_time": 0.6},
+        {"section": "default_run", "impl": "ganstep train --device cpu", "s": 50.0},
+    ]  # fmt: skip
+    goals = {r["impl"]: r for r in gpu_benchmark().goals_section(rows, size, size)}
+    eager = goals[f"{size} d_first eager time / DCGAN example's"]
+    assert (eager["measured"], eager["bar"], eager["met"]) == (
+        0.93, "<= 0.936 (FLOP ratio 0.916 + 0.02)", True)  # fmt: skip
+    graph = goals[f"{size} d_first graph speed-up over the DCGAN example"]
+    assert (graph["measured"], graph["met"]) == (5.0, True)
+    assert goals[f"{size} d_first bf16 time / fp32's"]["met"] is True
+    assert goals[f"{size} g_first bf16 time / fp32's"]["met"] is False
+    assert f"{size} simultaneous bf16 time / fp32's" not in goals  # not measured: no goal
+    default = goals["default run: CUDA time / CPU time"]
+    assert (default["measured"], default["met"]) == (0.6, False)
+    rows[1]["ms"] = 9.4  # 0.94 > 0.936
+    goals = gpu_benchmark().goals_section(rows, size, size)
+    assert goals[0]["met"] is False
 
 
 def test_no_cuda_is_refused_in_one_line(capsys):
