@@ -87,8 +87,10 @@ def test_ganstep_started_with_ctrl_c_ignored_trains_through_ctrl_c(tmp_path):
     steps, evaluation): the run ends as if none came. It used to end with 130 when one
     landed in the held imports or in the training loop, which installed handlers."""
     env = {**os.environ, "GANSTEP_CACHE": str(tmp_path / "cache")}
+    # 1,000 steps: long enough for a dozen signals on the fastest machine here (30
+    # steps ended in 1.4 s, at the edge of the count asserted below)
     cmd = [sys.executable, "-m", "ganstep", "train", "--out", str(tmp_path / "run"), *TINY,
-           "--steps", "30"]  # fmt: skip
+           "--steps", "1000"]  # fmt: skip
     ignoring = lambda: signal.signal(signal.SIGINT, signal.SIG_IGN)  # noqa: E731
     proc = subprocess.Popen(cmd, cwd=tmp_path, env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, preexec_fn=ignoring)  # fmt: skip
@@ -103,4 +105,4 @@ def test_ganstep_started_with_ctrl_c_ignored_trains_through_ctrl_c(tmp_path):
         proc.kill()
     assert proc.returncode == 0, err[-500:]
     assert sent > 10 and "done:" in out
-    assert (tmp_path / "run" / "checkpoints" / "step_00000030.pt").exists()
+    assert (tmp_path / "run" / "checkpoints" / "step_00001000.pt").exists()
