@@ -29,6 +29,10 @@ PYTHONUNBUFFERED=1 timeout 240 python3 -m pytest -v -p no:xdist -p no:cacheprovi
     -o addopts="" -rfEs --durations 15 $PER_TEST -k "cuda or graph or gpu" $CUDA_TESTS \
     > "$OUT/cuda_tests.txt" 2>&1
 echo "cuda tests: exit $?" | tee -a "$OUT/cuda_tests.txt"
+# the verdict on the console too (the device tool returns its tail): each failure and
+# pytest's count, then the benchmark's goals
+grep -E "^(FAILED|ERROR) |^=+ .*(passed|failed|error).* =+$" "$OUT/cuda_tests.txt" | tail -n 60
 PYTHONUNBUFFERED=1 timeout 330 python3 benchmarks/gpu.py --json "$OUT/gpu.json" \
     > "$OUT/gpu.txt" 2>&1
 echo "gpu benchmark: exit $?" | tee -a "$OUT/gpu.txt"
+sed -n '/^## goals$/,/^$/p' "$OUT/gpu.txt"
