@@ -6,9 +6,11 @@ import pytest
 import torch
 from helpers import real_batches
 from helpers.graph_cases import conditioned, graph_cases, make, per_call
+from helpers.replay import captures_fail_on_cpu
 from torch.testing import assert_close
 
 from ganstep import d_first, g_first, simultaneous
+from ganstep.engine import cuda_graph
 from ganstep.engine.cuda_graph import GraphedStep
 from ganstep.engine.regularizers import PathLength
 
@@ -56,6 +58,21 @@ def test_an_info_optimizer_that_is_not_capturable_is_refused():
     step.game.info.optimizer.param_groups[0]["capturable"] = False
     with pytest.raises(ValueError, match=r"info_optimizer \(Adam\) is not capturable"):
         GraphedStep(step, real_batches(1, dtype=torch.float32)[0])
+
+
+def test_a_failed_capture_says_so_and_puts_the_counters_back(monkeypatch):
+    captures_fail_on_cpu(monkeypatch)
+    _, step = make(d_first())
+    real = real_batches(1, dtype=torch.float32)[0]
+    graphed = GraphedStep(step, real, warmup=1)
+    graphed(real)  # the kind's eager warmup
+    with pytest.raises(cuda_graph.CaptureFailed) as failed:
+        graphed(real)
+    message = str(failed.value)
+    assert message.startswith("CUDA graph capture of an iteration of kind (1, 1, (False,)")
+    assert "(RuntimeError: CUDA error: operation not permitted when stream is capturing)" in message
+    assert message.endswith("run this Step without CUDA graphs, and please report this")
+    assert (step.progress.iteration, step.progress.d_updates, step.progress.g_updates) == (1, 1, 1)
 
 
 GRAPH_CASES = graph_cases("cuda")

@@ -13,8 +13,12 @@ import dataclasses
 import pytest
 import torch
 from helpers import TINY, build_trainee, checkpoint, ganstep, records
+from helpers.replay import captures_fail_on_cpu
 from torch.testing import assert_close
 
+from ganstep.cli import main
+from ganstep.trainer import iteration as iteration_module
+from ganstep.trainer import trainee as trainee_module
 from ganstep.trainer.config import Config
 from ganstep.trainer.iteration import graph_refusal
 from ganstep.trainer.train import train
@@ -57,6 +61,35 @@ def test_each_reason_a_run_is_not_captured_is_named():
     assert "torch.compile checks its guards in Python" in graph_refusal(trainee.cfg, trainee)
     trainee.cfg = dataclasses.replace(trainee.cfg, compile="none")
     assert "is not capturable" in graph_refusal(trainee.cfg, trainee)  # the CPU's Adam
+
+
+def test_a_failed_capture_stops_the_run_saying_how_to_go_on(tmp_path, monkeypatch, capsys):
+    """A capture that fails (here on the CPU, with torch.cuda's graphs stood in for):
+    one line naming --graph off, nothing saved of the failed step, and the run resumed
+    without graphs from its last checkpoint trains to the end."""
+    captures_fail_on_cpu(monkeypatch)
+    refusal = iteration_module.graph_refusal  # all but "CUDA graphs need a CUDA device"
+    monkeypatch.setattr(
+        iteration_module,
+        "graph_refusal",
+        lambda cfg, trainee: refusal(cfg, trainee) if cfg.graph == "off" else None,
+    )
+    monkeypatch.setattr(trainee_module, "adam_for_graphs", lambda device, cfg: cfg.graph != "off")
+    monkeypatch.setenv("GANSTEP_CACHE", str(tmp_path / "cache"))
+    run = tmp_path / "run"
+    args = ["train", "--steps", "8", "--ckpt-every", "2", "--out", str(run), *TINY]
+    assert main(args) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1] == (
+        "ganstep: error: CUDA graph capture failed (RuntimeError: CUDA error: operation not "
+        "permitted when stream is capturing); train with --graph off (--resume continues "
+        "from the last checkpoint), and please report this"
+    )
+    # the default run's kinds: iteration 1 with lazy R1, then the plain kind, captured at
+    # its third call (WARMUP + 1), which failed: steps 1-3 ran, checkpoint at 2
+    assert [c.name for c in sorted((run / "checkpoints").glob("step_*.pt"))] == ["step_00000002.pt"]
+    assert main(["train", "--resume", "--graph", "off", "--out", str(run), "--no-progress"]) == 0
+    assert checkpoint(run)["step"] == 8
 
 
 def test_an_eager_checkpoint_loads_into_a_graphed_runs_adam_as_that_adam():

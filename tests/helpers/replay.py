@@ -19,6 +19,7 @@ tests' sync check), and anything about streams and memory.
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import os
 import sys
@@ -170,3 +171,38 @@ def capturable_on_cpu(monkeypatch) -> None:
         return [*supported(supports_xla), "cpu"]
 
     monkeypatch.setattr(torch_adam, "_get_capturable_supported_devices", with_cpu)
+
+
+class _NoStream:
+    """torch.cuda's streams where there is no CUDA: nothing to order."""
+
+    def wait_stream(self, other) -> None:
+        pass
+
+
+class _NoGraph:
+    def register_generator_state(self, gen) -> None:
+        pass
+
+
+@contextlib.contextmanager
+def _capture_invalidated(graph):
+    """A capture that fails as CUDA fails one whose iteration did what a graph cannot
+    hold (the error comes at the capture's end, after the iteration's Python ran)."""
+    yield
+    raise RuntimeError("CUDA error: operation not permitted when stream is capturing")
+
+
+def captures_fail_on_cpu(monkeypatch) -> None:
+    """torch.cuda's streams and graphs stood in for on the CPU (capture's checks pass
+    models on the CPU), each capture failing: what a CUDA machine shows when an
+    iteration does what a graph cannot hold."""
+    from ganstep.engine import cuda_graph
+
+    capturable_on_cpu(monkeypatch)
+    monkeypatch.setattr(cuda_graph, "check_capturable", lambda step: None)
+    monkeypatch.setattr(torch.cuda, "Stream", _NoStream)
+    monkeypatch.setattr(torch.cuda, "current_stream", _NoStream)
+    monkeypatch.setattr(torch.cuda, "stream", lambda s: contextlib.nullcontext())
+    monkeypatch.setattr(torch.cuda, "CUDAGraph", _NoGraph)
+    monkeypatch.setattr(torch.cuda, "graph", _capture_invalidated)

@@ -142,6 +142,20 @@ def iteration_kind(step: Step) -> tuple:
     return d_steps, g_steps, d_lazy, g_lazy, ada
 
 
+class CaptureFailed(RuntimeError):
+    """Capturing an iteration in a CUDA graph failed (an op the graph cannot hold, or a
+    CUDA error during capture); ``reason`` is what torch raised. Nothing of the
+    iteration ran: the Step's counters are as before it, and a run may go on from its
+    last checkpoint without graphs."""
+
+    def __init__(self, kind: tuple, reason: Exception) -> None:
+        self.reason = f"{type(reason).__name__}: {reason}"
+        super().__init__(
+            f"CUDA graph capture of an iteration of kind {kind} failed ({self.reason}); "
+            "run this Step without CUDA graphs, and please report this"
+        )
+
+
 @dataclass
 class _Captured:
     graph: torch.cuda.CUDAGraph
@@ -203,8 +217,12 @@ class IterationGraphs:
         graph = torch.cuda.CUDAGraph()
         for gen in self.generators:
             graph.register_generator_state(gen)
-        with torch.cuda.graph(graph):
-            logs = self.run()
+        try:
+            with torch.cuda.graph(graph):
+                logs = self.run()
+        except Exception as e:  # torch's message alone names neither graphs nor a way out
+            progress.iteration, progress.d_updates, progress.g_updates = before
+            raise CaptureFailed(kind, e) from e
         after = (progress.iteration, progress.d_updates, progress.g_updates)
         progress.iteration, progress.d_updates, progress.g_updates = before
         moved = (after[0] - before[0], after[1] - before[1], after[2] - before[2])

@@ -14,7 +14,7 @@ import sys
 import torch
 from torch import Tensor
 
-from ..engine.cuda_graph import IterationGraphs, StaticInput, check_capturable
+from ..engine.cuda_graph import CaptureFailed, IterationGraphs, StaticInput, check_capturable
 from .config import Config
 from .data import Dataset
 from .models import pack
@@ -72,7 +72,13 @@ class Iteration:
             if self.static is None:
                 self.static = StaticInput(reals)
             self.static.fill(reals)
-        return self.graphs()
+        try:
+            return self.graphs()
+        except CaptureFailed as e:  # nothing of this step ran; the last checkpoint stands
+            raise RuntimeError(
+                f"CUDA graph capture failed ({e.reason}); train with --graph off (--resume "
+                "continues from the last checkpoint), and please report this"
+            ) from e
 
     def _run(self) -> dict[str, Tensor]:
         """The iteration itself, as one graph holds it."""
