@@ -77,8 +77,8 @@ def test_a_failed_capture_stops_the_run_saying_how_to_go_on(tmp_path, monkeypatc
     monkeypatch.setattr(trainee_module, "adam_for_graphs", lambda device, cfg: cfg.graph != "off")
     monkeypatch.setenv("GANSTEP_CACHE", str(tmp_path / "cache"))
     run = tmp_path / "run"
-    args = ["train", "--steps", "8", "--ckpt-every", "2", "--out", str(run), *TINY]
-    assert main(args) == 1
+    args = ["train", "--device", "cpu", "--steps", "8", "--ckpt-every", "2", "--out", str(run)]
+    assert main([*args, *TINY]) == 1
     err = capsys.readouterr().err.strip().splitlines()
     assert err[-1] == (
         "ganstep: error: CUDA graph capture failed (RuntimeError: CUDA error: operation not "
@@ -88,7 +88,7 @@ def test_a_failed_capture_stops_the_run_saying_how_to_go_on(tmp_path, monkeypatc
     # the default run's kinds: iteration 1 with lazy R1, then the plain kind, captured at
     # its third call (WARMUP + 1), which failed: steps 1-3 ran, checkpoint at 2
     assert [c.name for c in sorted((run / "checkpoints").glob("step_*.pt"))] == ["step_00000002.pt"]
-    assert main(["train", "--resume", "--graph", "off", "--out", str(run), "--no-progress"]) == 0
+    assert main([*args, "--resume", "--graph", "off", "--no-progress"]) == 0
     assert checkpoint(run)["step"] == 8
 
 
