@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 import torch
-from helpers import real_batches
+from helpers import BATCH, X_DIM, real_batches
 from helpers.graph_cases import conditioned, graph_cases, make, per_call
-from helpers.replay import captures_fail_on_cpu
+from helpers.replay import CAPTURES, captures_fail_on_cpu
 from torch.testing import assert_close
 
 from ganstep import d_first, g_first, simultaneous
@@ -73,6 +73,9 @@ def test_a_failed_capture_says_so_and_puts_the_counters_back(monkeypatch):
     assert "(RuntimeError: CUDA error: operation not permitted when stream is capturing)" in message
     assert message.endswith("run this Step without CUDA graphs, and please report this")
     assert (step.progress.iteration, step.progress.d_updates, step.progress.g_updates) == (1, 1, 1)
+    # captured so that other threads' CUDA calls (a DataLoader's pin-memory thread) are
+    # not the capture's: in torch's default mode one of them fails it
+    assert CAPTURES[-1] == {"capture_error_mode": "thread_local"}
 
 
 GRAPH_CASES = graph_cases("cuda")
@@ -111,6 +114,24 @@ def test_graph_replays_equal_eager_iterations(case):
                         getattr(e_side, module).parameters(), strict=True):  # fmt: skip
             assert_close(p, q, rtol=1e-4, atol=1e-5)
     assert g_step.progress == e_step.progress  # replays moved the counters as calls do
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_a_graphed_step_takes_its_batches_from_a_pinned_loader():
+    """As GAN code feeds its step: a DataLoader with worker processes and pin_memory=True,
+    whose pin-memory thread allocates pinned memory while the graphs are captured (which
+    fails a capture in torch's default mode, global, and not in thread_local)."""
+    side, step = make(d_first(), device="cuda")
+    data = torch.utils.data.TensorDataset(torch.randn(24 * BATCH, X_DIM))
+    loader = torch.utils.data.DataLoader(data, batch_size=BATCH, shuffle=True, num_workers=2,
+                                         pin_memory=True, drop_last=True)  # fmt: skip
+    graphed = None
+    for (real,) in loader:
+        real = real.cuda(non_blocking=True)
+        graphed = graphed or GraphedStep(step, real, warmup=2, generators=[side.gen])
+        logs = graphed(real)
+    assert step.progress.iteration == 24 and len(graphed.graphs.graphs) == 1
+    assert all(torch.isfinite(v).all() for v in logs.values())
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")

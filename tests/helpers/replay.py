@@ -185,10 +185,14 @@ class _NoGraph:
         pass
 
 
+CAPTURES: list[dict] = []  # the keyword arguments of each capture the stand-in saw
+
+
 @contextlib.contextmanager
-def _capture_invalidated(graph):
+def _capture_invalidated(graph, **kwargs):
     """A capture that fails as CUDA fails one whose iteration did what a graph cannot
     hold (the error comes at the capture's end, after the iteration's Python ran)."""
+    CAPTURES.append(kwargs)
     yield
     raise RuntimeError("CUDA error: operation not permitted when stream is capturing")
 

@@ -218,7 +218,10 @@ class IterationGraphs:
         for gen in self.generators:
             graph.register_generator_state(gen)
         try:
-            with torch.cuda.graph(graph):
+            # thread_local: CUDA calls of other threads (a DataLoader's pin-memory thread
+            # allocating pinned memory, pin_memory=True) are theirs, not the capture's;
+            # in torch's default mode, global, one of them breaks the capture
+            with torch.cuda.graph(graph, capture_error_mode="thread_local"):
                 logs = self.run()
         except Exception as e:  # torch's message alone names neither graphs nor a way out
             progress.iteration, progress.d_updates, progress.g_updates = before
