@@ -223,11 +223,11 @@ class IterationGraphs:
             # in torch's default mode, global, one of them breaks the capture
             with torch.cuda.graph(graph, capture_error_mode="thread_local"):
                 logs = self.run()
+            after = (progress.iteration, progress.d_updates, progress.g_updates)
         except Exception as e:  # torch's message alone names neither graphs nor a way out
-            progress.iteration, progress.d_updates, progress.g_updates = before
             raise CaptureFailed(kind, e) from e
-        after = (progress.iteration, progress.d_updates, progress.g_updates)
-        progress.iteration, progress.d_updates, progress.g_updates = before
+        finally:  # recorded or failed, nothing ran
+            progress.iteration, progress.d_updates, progress.g_updates = before
         moved = (after[0] - before[0], after[1] - before[1], after[2] - before[2])
         if moved[:2] != (1, kind[0]):
             raise RuntimeError(  # iteration_kind and the schedule disagree: a ganstep bug
