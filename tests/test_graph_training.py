@@ -1,10 +1,12 @@
 """``ganstep train --graph``: CUDA graphs by default on CUDA, eager elsewhere.
 
-On the CPU: the flag's checks, the reasons a run is not captured, the checkpoint of an
-eager run loading into a graphed run's Adam as that Adam (capturable), and a run
-written on CUDA refused by name on the CPU. On CUDA: a graphed run equals the eager one
-(points with lazy R1, a falling rate and the EMA; conditional images), resumes exactly,
-and a run that cannot be captured says why in one line."""
+On the CPU: the flag's checks, the reasons a run is not captured, a failed capture
+(torch.cuda's graphs stood in for) training on eagerly as a run that never captured
+(stopping the run under ``--graph on``), the checkpoint of an eager run loading into a
+graphed run's Adam as that Adam (capturable), and a run written on CUDA refused by name
+on the CPU. On CUDA: a graphed run equals the eager one (points with lazy R1, a falling
+rate and the EMA; conditional images), resumes exactly, a run that cannot be captured
+says why in one line, and one whose capture really fails trains on eagerly."""
 
 from __future__ import annotations
 
@@ -12,7 +14,15 @@ import dataclasses
 
 import pytest
 import torch
-from helpers import TINY, assert_same_state, build_trainee, checkpoint, ganstep, records
+from helpers import (
+    TINY,
+    assert_same_state,
+    assert_same_tree,
+    build_trainee,
+    checkpoint,
+    ganstep,
+    records,
+)
 from helpers.replay import CAPTURES, captures_fail_on_cpu
 from torch.testing import assert_close
 
@@ -230,3 +240,29 @@ def test_a_run_that_cannot_be_captured_says_why_and_trains(tmp_path):
     refused = ganstep(*args, "--graph", "on", "--out", tmp_path / "b", cache=tmp_path / "cache",
                       check=False)  # fmt: skip
     assert refused.returncode != 0 and "--graph on: CUDA graph capture" in refused.stderr
+
+
+@needs_cuda
+def test_a_capture_that_fails_on_cuda_trains_on_eagerly(tmp_path, monkeypatch, capsys):
+    """A capture that really fails (a host sync in the iteration, which a graph cannot
+    hold): the run says so once, goes on eagerly and ends where a run that never
+    captured ends (both on the graphed run's Adam)."""
+    monkeypatch.setattr(trainee_module, "adam_for_graphs", lambda device, cfg: True)
+    update_ema = trainee_module.Trainee.update_ema
+
+    def syncing(self) -> None:
+        update_ema(self)
+        if torch.cuda.is_current_stream_capturing():
+            torch.zeros(1, device=self.device).item()
+
+    monkeypatch.setattr(trainee_module.Trainee, "update_ema", syncing)
+    monkeypatch.setenv("GANSTEP_CACHE", str(tmp_path / "cache"))
+    failed, failed_records = run(tmp_path, "failed", "auto", 10, POINTS)
+    notes = [line for line in capsys.readouterr().err.splitlines() if "CUDA graphs" in line]
+    assert len(notes) == 1 and "the capture failed" in notes[0], notes
+    eager, eager_records = run(tmp_path, "eager", "off", 10, POINTS)
+    for key in ("G", "D", "ema"):
+        for name, value in failed[key].items():
+            assert_close(value, eager[key][name], rtol=1e-5, atol=1e-6, msg=f"{key}.{name}")
+    assert_same_tree(failed["step_state"], eager["step_state"])
+    assert [r["step"] for r in failed_records] == [r["step"] for r in eager_records]

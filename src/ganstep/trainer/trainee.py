@@ -187,9 +187,11 @@ class Trainee:
         return {**copy.deepcopy(self._trained_state()), "rng": self.rng_state()}
 
     def restore(self, snapshot: dict) -> None:
-        """Put back what :meth:`snapshot` copied, its rates included."""
-        self.opt_g.load_state_dict(snapshot["opt_g"])
-        self.opt_d.load_state_dict(snapshot["opt_d"])
+        """Put back what :meth:`snapshot` copied, its rates included; gradients are let
+        go (a failed capture's live in its graph's memory, never computed)."""
+        for opt, key in ((self.opt_g, "opt_g"), (self.opt_d, "opt_d")):
+            opt.zero_grad(set_to_none=True)
+            opt.load_state_dict(snapshot[key])
         self._load_models(snapshot)
         self.set_rng_state(snapshot["rng"])
 
