@@ -10,6 +10,7 @@ says why in one line, and one whose capture really fails trains on eagerly."""
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 
 import pytest
@@ -266,3 +267,44 @@ def test_a_capture_that_fails_on_cuda_trains_on_eagerly(tmp_path, monkeypatch, c
             assert_close(value, eager[key][name], rtol=1e-5, atol=1e-6, msg=f"{key}.{name}")
     assert_same_tree(failed["step_state"], eager["step_state"])
     assert [r["step"] for r in failed_records] == [r["step"] for r in eager_records]
+
+
+SNAPSHOT_RUNS = {
+    "points-lazy_r1-decay-ema": {**POINTS, "ema": 0.99},
+    "images-cgan": IMAGES,
+    "images-ada-lazy_r1": ADA,
+    "images-fp16": FP16,
+    "began-simultaneous": {**IMAGES, "conditional": False, "model": "began",
+                           "objective": "began", "schedule": "simultaneous"},
+    "images-pack2-accumulate2-bf16": {**IMAGES, "conditional": False, "pack": 2,
+                                      "accumulate": 2, "precision": "bf16"},
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("name", list(SNAPSHOT_RUNS))
+def test_a_snapshot_puts_back_all_that_iterations_change(name):
+    """What a failed capture relies on: after ``restore(snapshot())`` the next
+    iterations are those that followed the snapshot, loss for loss and bit for bit
+    (the optimizers' moments and rates, BEGAN's k, ADA's p, the loss scalers, the EMA,
+    every random stream)."""
+    trainee, data = build_trainee(**SNAPSHOT_RUNS[name])
+    iteration = Iteration(trainee.cfg, data, trainee, writer=False)
+    for _ in range(2):  # the optimizers' moments exist
+        iteration()
+    kept = trainee.snapshot()
+
+    def three() -> tuple[list, dict]:
+        logs = []
+        for i in range(3):
+            trainee.set_lr(1 - i / 4)  # the rate changes as --lr-decay changes it
+            logs.append(iteration())
+        return logs, copy.deepcopy(trainee.state_dict())
+
+    first_logs, first = three()
+    trainee.restore(kept)
+    again_logs, again = three()
+    assert_same_tree(first_logs, again_logs, "logs")
+    assert_same_state(first, again)
+    assert_same_tree(first["rng"], again["rng"], "rng")
+    for opt in ("opt_g", "opt_d"):
+        assert_same_tree(first[opt]["param_groups"], again[opt]["param_groups"], opt)
