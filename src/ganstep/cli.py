@@ -109,8 +109,7 @@ TRAIN_FLAGS = {
     "graph": (
         str,
         "CUDA: replay each iteration from CUDA graphs: auto (the default: on CUDA when "
-        "the run allows it, else a note says why not; a capture that fails is noted and "
-        "the run goes on eagerly), on (or fail), off",
+        "the run allows it, else a note says why not), on (or fail), off",
     ),
     "out": (str, "the run folder"),
     "z_dim": (int, "size of z"),

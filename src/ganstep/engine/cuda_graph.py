@@ -168,8 +168,7 @@ class IterationGraphs:
     once per :func:`iteration_kind`, after ``warmup`` eager runs of that kind, and
     replayed from then on. Each call is one iteration. ``run`` reads its inputs from
     tensors that stay where they are (the caller copies new data into them first, or
-    ``run`` draws it on the device) and returns its logs. ``before_capture`` is called
-    before each capture (to keep what a failed one would leave touched)."""
+    ``run`` draws it on the device) and returns its logs."""
 
     def __init__(
         self,
@@ -177,13 +176,11 @@ class IterationGraphs:
         run: Callable[[], dict[str, Tensor]],
         warmup: int = 3,
         generators: Sequence[torch.Generator] = (),
-        before_capture: Callable[[], object] | None = None,
     ) -> None:
         check_capturable(step)
         self.step, self.run = step, run
         self.warmup = positive_int(warmup, "warmup")
         self.generators = list(generators)
-        self.before_capture = before_capture
         self.graphs: dict[Hashable, _Captured] = {}
         self.eager_runs: Counter = Counter()
 
@@ -194,8 +191,6 @@ class IterationGraphs:
             self.eager_runs[kind] += 1
             return self._eager()
         if captured is None:
-            if self.before_capture is not None:
-                self.before_capture()
             captured = self.graphs[kind] = self._capture(kind)
         captured.graph.replay()
         progress = self.step.progress

@@ -47,18 +47,16 @@ class Iteration:
     """Call it to run the next training iteration; it returns the Step's logs."""
 
     def __init__(self, cfg: Config, data: Dataset, trainee: Trainee, writer: bool) -> None:
-        self.cfg, self.trainee, self.writer = cfg, trainee, writer
+        self.cfg, self.trainee = cfg, trainee
         on_device = trainee.data_device.type == "cuda"
         self.data = data.on(trainee.data_device) if on_device else data
         self.static: StaticInput | None = None
         self.graphs: IterationGraphs | None = None
-        self.kept: dict | None = None  # the trainee as it was before a capture
         self.copies_in = False
         refusal = graph_refusal(cfg, trainee)
         if refusal is None:
             generators = [trainee.latent_gen, *([trainee.data_gen] if on_device else [])]
-            self.graphs = IterationGraphs(trainee.step, self._run, WARMUP, generators,
-                                          before_capture=self._keep)  # fmt: skip
+            self.graphs = IterationGraphs(trainee.step, self._run, WARMUP, generators)
             self.copies_in = not on_device  # host data: each batch copied into the graph
         elif cfg.graph == "on":
             raise ValueError(f"--graph on: {refusal}")
@@ -75,33 +73,12 @@ class Iteration:
                 self.static = StaticInput(reals)
             self.static.fill(reals)
         try:
-            logs = self.graphs()
-        except CaptureFailed as e:
-            if self.cfg.graph == "on":  # asked for graphs: stop; the last checkpoint stands
-                raise RuntimeError(
-                    f"CUDA graph capture failed ({e.reason}); train with --graph auto or off "
-                    "(--resume continues from the last checkpoint), and please report this"
-                ) from e
-            return self._eager_from_now(e)
-        self.kept = None
-        return logs
-
-    def _keep(self) -> None:
-        self.kept = self.trainee.snapshot()
-
-    def _eager_from_now(self, failure: CaptureFailed) -> dict[str, Tensor]:
-        """This iteration and the rest run eagerly, from the trainee as it was before the
-        failed capture (its Python ran; on CUDA its kernels did not): the same run as
-        one that never captured."""
-        self.trainee.restore(self.kept)
-        self.graphs = self.kept = None
-        if self.writer:
-            print(f"ganstep: training eagerly from iteration {self.trainee.step.iteration + 1}, "
-                  f"not from CUDA graphs: the capture failed ({failure.reason}); please "
-                  "report this (--graph off skips the capture)", file=sys.stderr)  # fmt: skip
-        logs = self._run()  # on this iteration's batch, when one was copied in
-        self.static = None
-        return logs
+            return self.graphs()
+        except CaptureFailed as e:  # nothing of this step ran; the last checkpoint stands
+            raise RuntimeError(
+                f"CUDA graph capture failed ({e.reason}); train with --graph off (--resume "
+                "continues from the last checkpoint), and please report this"
+            ) from e
 
     def _run(self) -> dict[str, Tensor]:
         """The iteration itself, as one graph holds it."""

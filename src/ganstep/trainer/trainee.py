@@ -167,10 +167,6 @@ class Trainee:
         if self.world > 1:
             ranks = [None] * self.world
             torch.distributed.all_gather_object(ranks, rng)
-        return {**self._trained_state(), "rng": rng, "rng_ranks": ranks}
-
-    def _trained_state(self) -> dict:
-        """The models', optimizers', Step's and EMA's state_dicts (sharing storage)."""
         return {
             "G": self.G.state_dict(),
             "D": self.D.state_dict(),
@@ -178,32 +174,23 @@ class Trainee:
             "opt_d": self.opt_d.state_dict(),
             "step_state": self.step.state_dict(),
             "ema": self.ema.state_dict() if self.ema is not None else None,
+            "rng": rng,
+            "rng_ranks": ranks,
         }
-
-    def snapshot(self) -> dict:
-        """A copy in memory of all an iteration changes (models, optimizers with their
-        rates, the Step, the EMA, this process's random streams), which :meth:`restore`
-        puts back exactly: what a failed CUDA graph capture may have touched."""
-        return {**copy.deepcopy(self._trained_state()), "rng": self.rng_state()}
-
-    def restore(self, snapshot: dict) -> None:
-        """Put back what :meth:`snapshot` copied, its rates included; gradients are let
-        go (a failed capture's live in its graph's memory, never computed)."""
-        for opt, key in ((self.opt_g, "opt_g"), (self.opt_d, "opt_d")):
-            opt.zero_grad(set_to_none=True)
-            opt.load_state_dict(snapshot[key])
-        self._load_models(snapshot)
-        self.set_rng_state(snapshot["rng"])
 
     def load_state_dict(self, state: dict) -> None:
         """Restore a checkpoint (loaded on the CPU: RNG states must stay CPU tensors)."""
+        self.G.load_state_dict(state["G"])
+        self.D.load_state_dict(state["D"])
         for opt, key in ((self.opt_g, "opt_g"), (self.opt_d, "opt_d")):
             _load_keeping_kind(opt, state[key])
         self.set_lr(1.0)  # the config wins over the saved rates: a resume may change them
         for opt, who in ((self.opt_g, "g"), (self.opt_d, "d")):
             for group in opt.param_groups:
                 group["betas"] = self.rates[who][1]
-        self._load_models(state)
+        self.step.load_state_dict(state["step_state"])
+        if self.ema is not None and state.get("ema") is not None:
+            self.ema.load_state_dict(state["ema"])
         ranks = state.get("rng_ranks", [state["rng"]])
         if len(ranks) != self.world:
             raise ValueError(
@@ -211,14 +198,6 @@ class Trainee:
                 f"the same number (now {self.world}), or its random streams cannot continue"
             )
         self.set_rng_state(ranks[self.rank])
-
-    def _load_models(self, state: dict) -> None:
-        """G, D, the Step's state and the EMA from ``state``."""
-        self.G.load_state_dict(state["G"])
-        self.D.load_state_dict(state["D"])
-        self.step.load_state_dict(state["step_state"])
-        if self.ema is not None and state.get("ema") is not None:
-            self.ema.load_state_dict(state["ema"])
 
 
 _KIND = ("capturable", "foreach", "fused")
