@@ -4,15 +4,18 @@ On the CPU: the flag's checks, the reasons a run is not captured, the checkpoint
 eager run loading into a graphed run's Adam as that Adam (capturable), and a run
 written on CUDA refused by name on the CPU. On CUDA: a graphed run equals the eager one
 (points with lazy R1, a falling rate and the EMA; conditional images), resumes exactly,
-and a run that cannot be captured says why in one line."""
+a run that cannot be captured says why in one line, and one whose capture really fails
+stops, resumed without graphs by a new process."""
 
 from __future__ import annotations
 
 import dataclasses
+import subprocess
+import sys
 
 import pytest
 import torch
-from helpers import TINY, build_trainee, checkpoint, ganstep, records
+from helpers import TINY, build_trainee, checkpoint, environment, ganstep, records
 from helpers.replay import captures_fail_on_cpu
 from torch.testing import assert_close
 
@@ -188,3 +191,52 @@ def test_a_run_that_cannot_be_captured_says_why_and_trains(tmp_path):
     refused = ganstep(*args, "--graph", "on", "--out", tmp_path / "b", cache=tmp_path / "cache",
                       check=False)  # fmt: skip
     assert refused.returncode != 0 and "--graph on: CUDA graph capture" in refused.stderr
+
+
+# A host read inside the iteration, which no graph can hold: its capture really fails.
+FAILING_CAPTURE = """
+import sys
+
+import torch
+
+from ganstep.cli import main
+from ganstep.trainer import trainee
+
+update_ema = trainee.Trainee.update_ema
+
+
+def syncing(self):
+    update_ema(self)
+    if torch.cuda.is_current_stream_capturing():
+        torch.zeros(1, device=self.device).item()
+
+
+trainee.Trainee.update_ema = syncing
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+@needs_cuda
+def test_a_capture_that_fails_on_cuda_stops_and_resumes_without_graphs(tmp_path):
+    """A capture that really fails (in its own process: torch leaves that process's
+    allocator in capture mode, which would fail the CUDA tests after it): the run stops
+    with one line, its last checkpoint kept, and a new process resumes it eagerly."""
+    script = tmp_path / "failing_capture.py"
+    script.write_text(FAILING_CAPTURE)
+    run = tmp_path / "run"
+    args = ["train", "--device", "cuda", "--steps", "6", "--ckpt-every", "2", "--out", str(run),
+            *TINY]  # fmt: skip
+    proc = subprocess.run([sys.executable, str(script), *args], capture_output=True, text=True,
+                          env=environment(tmp_path / "cache"), timeout=300)  # fmt: skip
+    assert proc.returncode == 1, proc.stderr
+    last = proc.stderr.strip().splitlines()[-1]
+    # torch >= 2.8 raises CUDA errors as torch.AcceleratorError, before as RuntimeError
+    assert last.startswith("ganstep: error: CUDA graph capture failed (") and "CUDA" in last
+    assert last.endswith(
+        "train with --graph off (--resume continues from the last checkpoint), and please "
+        "report this"
+    )
+    saved = [c.name for c in sorted((run / "checkpoints").glob("step_*.pt"))]
+    assert saved == ["step_00000002.pt"]  # the capture of iteration 4 failed
+    ganstep(*args, "--resume", "--graph", "off", cache=tmp_path / "cache", timeout=300)
+    assert checkpoint(run)["step"] == 6

@@ -145,14 +145,19 @@ def iteration_kind(step: Step) -> tuple:
 class CaptureFailed(RuntimeError):
     """Capturing an iteration in a CUDA graph failed (an op the graph cannot hold, or a
     CUDA error during capture); ``reason`` is what torch raised. Nothing of the
-    iteration ran: the Step's counters are as before it, and a run may go on from its
-    last checkpoint without graphs."""
+    iteration ran: the Step's counters are as before it. A run goes on from its last
+    checkpoint without graphs, in a new process: torch ends a failed capture before its
+    caching allocator stops routing to the graph's pool and before the registered
+    generators leave capture mode (``CUDAGraph::capture_end``), so in this process
+    ``torch.cuda.empty_cache`` (which the next capture calls) trips the allocator's
+    assert, and the next eager draw from those generators fails."""
 
     def __init__(self, kind: tuple, reason: Exception) -> None:
         self.reason = f"{type(reason).__name__}: {reason}"
         super().__init__(
             f"CUDA graph capture of an iteration of kind {kind} failed ({self.reason}); "
-            "run this Step without CUDA graphs, and please report this"
+            "run this Step without CUDA graphs in a new process (torch leaves this one's "
+            "CUDA allocator and generators in capture mode), and please report this"
         )
 
 

@@ -4,7 +4,8 @@ On CUDA it is replayed from CUDA graphs (``--graph auto``, the default), where t
 allows it: the batches are drawn on the device from data kept there (or copied into
 the graph's input when the data is too large for it), z from the run's own generator,
 Adam is capturable with its rate a tensor, and the EMA is one foreach op, all inside
-the graph. A run that cannot be captured says why in one line and runs eagerly.
+the graph. A run that cannot be captured says why in one line and runs eagerly; one
+whose capture fails stops, to be resumed without graphs in a new process.
 """
 
 from __future__ import annotations
@@ -74,7 +75,9 @@ class Iteration:
             self.static.fill(reals)
         try:
             return self.graphs()
-        except CaptureFailed as e:  # nothing of this step ran; the last checkpoint stands
+        except CaptureFailed as e:
+            # nothing of this step ran and the last checkpoint stands; no eager fallback
+            # here: torch leaves a failed capture's process unfit to go on (CaptureFailed)
             raise RuntimeError(
                 f"CUDA graph capture failed ({e.reason}); train with --graph off (--resume "
                 "continues from the last checkpoint), and please report this"
