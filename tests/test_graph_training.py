@@ -1,26 +1,36 @@
 """``ganstep train --graph``: CUDA graphs by default on CUDA, eager elsewhere.
 
-On the CPU: the flag's checks, the reasons a run is not captured, the checkpoint of an
-eager run loading into a graphed run's Adam as that Adam (capturable), and a run
-written on CUDA refused by name on the CPU. On CUDA: a graphed run equals the eager one
-(points with lazy R1, a falling rate and the EMA; conditional images), resumes exactly,
-a run that cannot be captured says why in one line, and one whose capture really fails
-stops, resumed without graphs by a new process."""
+On the CPU: the flag's checks, the reasons a run is not captured, a failed capture
+(torch.cuda's graphs stood in for) stopping the run and the command going on without
+graphs in a new process, the checkpoint of an eager run loading into a graphed run's
+Adam as that Adam (capturable), and a run written on CUDA refused by name on the CPU.
+On CUDA: a graphed run equals the eager one (points with lazy R1, a falling rate and
+the EMA; conditional images), resumes exactly, a run that cannot be captured says why
+in one line, and one whose capture really fails goes on without graphs in a new
+process."""
 
 from __future__ import annotations
 
 import dataclasses
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 import torch
-from helpers import TINY, build_trainee, checkpoint, environment, ganstep, records
-from helpers.replay import captures_fail_on_cpu
+from helpers import (
+    TINY,
+    assert_same_state,
+    build_trainee,
+    checkpoint,
+    environment,
+    ganstep,
+    records,
+)
+from helpers.replay import training_captures_fail_on_cpu
 from torch.testing import assert_close
 
 from ganstep.cli import main
-from ganstep.trainer import iteration as iteration_module
 from ganstep.trainer import trainee as trainee_module
 from ganstep.trainer.config import Config
 from ganstep.trainer.iteration import graph_refusal
@@ -67,17 +77,11 @@ def test_each_reason_a_run_is_not_captured_is_named():
 
 
 def test_a_failed_capture_stops_the_run_saying_how_to_go_on(tmp_path, monkeypatch, capsys):
-    """A capture that fails (here on the CPU, with torch.cuda's graphs stood in for):
+    """A capture that fails (here on the CPU, with torch.cuda's graphs stood in for),
+    where ``main`` runs in the caller's process (the command itself relaunches, below):
     one line naming --graph off, nothing saved of the failed step, and the run resumed
     without graphs from its last checkpoint trains to the end."""
-    captures_fail_on_cpu(monkeypatch)
-    refusal = iteration_module.graph_refusal  # all but "CUDA graphs need a CUDA device"
-    monkeypatch.setattr(
-        iteration_module,
-        "graph_refusal",
-        lambda cfg, trainee: refusal(cfg, trainee) if cfg.graph == "off" else None,
-    )
-    monkeypatch.setattr(trainee_module, "adam_for_graphs", lambda device, cfg: cfg.graph != "off")
+    training_captures_fail_on_cpu(monkeypatch)
     monkeypatch.setenv("GANSTEP_CACHE", str(tmp_path / "cache"))
     run = tmp_path / "run"
     args = ["train", "--device", "cpu", "--steps", "8", "--ckpt-every", "2", "--out", str(run)]
@@ -93,6 +97,59 @@ def test_a_failed_capture_stops_the_run_saying_how_to_go_on(tmp_path, monkeypatc
     assert [c.name for c in sorted((run / "checkpoints").glob("step_*.pt"))] == ["step_00000002.pt"]
     assert main([*args, "--resume", "--graph", "off", "--no-progress"]) == 0
     assert checkpoint(run)["step"] == 8
+
+
+# The ganstep command with the stand-ins of training_captures_fail_on_cpu: each capture
+# fails; the process it relaunches (python -m ganstep ... --graph off) has none.
+RELAUNCHING = """
+import sys
+
+import pytest
+
+sys.path.insert(0, {tests!r})
+from helpers.replay import training_captures_fail_on_cpu
+
+from ganstep.cli import run
+
+training_captures_fail_on_cpu(pytest.MonkeyPatch())
+run()
+"""
+
+
+@pytest.mark.parametrize("ckpt_every", [2, 1000], ids=["checkpoint-before", "none-before"])
+def test_the_command_goes_on_without_graphs_in_a_new_process(tmp_path, monkeypatch, ckpt_every):
+    """``ganstep train`` (``--graph auto``) whose capture fails says so in one line and
+    replaces itself by the same command resumed with ``--graph off``: the run ends as the
+    stop and a manual ``--resume --graph off`` end it, or, stopped before its first
+    checkpoint, as a run without graphs from the start."""
+    script = tmp_path / "relaunching.py"
+    script.write_text(RELAUNCHING.format(tests=str(Path(__file__).parent)))
+    args = ["train", "--device", "cpu", "--steps", "8", "--ckpt-every", str(ckpt_every), *TINY]
+    cache = tmp_path / "cache"
+    command = [sys.executable, str(script), *args, "--out", str(tmp_path / "auto")]
+    proc = subprocess.run(command, capture_output=True, text=True, env=environment(cache),
+                          timeout=300)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    notes = [line for line in proc.stderr.splitlines() if "CUDA graph" in line]
+    assert notes == [
+        "ganstep: CUDA graph capture failed (RuntimeError: CUDA error: operation not "
+        "permitted when stream is capturing); going on without CUDA graphs in a new process "
+        "(--resume --graph off), from the last checkpoint; please report this"
+    ]
+    assert checkpoint(tmp_path / "auto")["step"] == 8
+    if ckpt_every == 2:  # what the stop and a resume by hand make
+        training_captures_fail_on_cpu(monkeypatch)
+        monkeypatch.setenv("GANSTEP_CACHE", str(cache))
+        by_hand = [*args, "--out", str(tmp_path / "by_hand")]
+        assert main(by_hand) == 1
+        assert main([*by_hand, "--resume", "--graph", "off"]) == 0
+        assert_same_state(checkpoint(tmp_path / "auto"), checkpoint(tmp_path / "by_hand"))
+        config = (tmp_path / "auto" / "config.toml").read_text()
+        assert '# resumed at step 2: graph "auto" -> "off"' in config
+    else:  # afresh, as the stale attempt's warning says
+        assert "it starts afresh" in proc.stderr
+        ganstep(*args, "--graph", "off", "--out", tmp_path / "off", cache=cache)
+        assert_same_state(checkpoint(tmp_path / "auto"), checkpoint(tmp_path / "off"))
 
 
 def test_an_eager_checkpoint_loads_into_a_graphed_runs_adam_as_that_adam():
@@ -195,11 +252,9 @@ def test_a_run_that_cannot_be_captured_says_why_and_trains(tmp_path):
 
 # A host read inside the iteration, which no graph can hold: its capture really fails.
 FAILING_CAPTURE = """
-import sys
-
 import torch
 
-from ganstep.cli import main
+from ganstep.cli import run
 from ganstep.trainer import trainee
 
 update_ema = trainee.Trainee.update_ema
@@ -212,31 +267,28 @@ def syncing(self):
 
 
 trainee.Trainee.update_ema = syncing
-sys.exit(main(sys.argv[1:]))
+run()
 """
 
 
 @needs_cuda
-def test_a_capture_that_fails_on_cuda_stops_and_resumes_without_graphs(tmp_path):
+def test_a_capture_that_fails_on_cuda_goes_on_without_graphs_in_a_new_process(tmp_path):
     """A capture that really fails (in its own process: torch leaves that process's
-    allocator in capture mode, which would fail the CUDA tests after it): the run stops
-    with one line, its last checkpoint kept, and a new process resumes it eagerly."""
+    allocator in capture mode, which would fail the CUDA tests after it): the command
+    says so in one line and a new process, without graphs, trains the run to its end
+    from its last checkpoint."""
     script = tmp_path / "failing_capture.py"
     script.write_text(FAILING_CAPTURE)
     run = tmp_path / "run"
-    args = ["train", "--device", "cuda", "--steps", "6", "--ckpt-every", "2", "--out", str(run),
-            *TINY]  # fmt: skip
-    proc = subprocess.run([sys.executable, str(script), *args], capture_output=True, text=True,
+    command = [sys.executable, str(script), "train", "--device", "cuda", "--steps", "6",
+               "--ckpt-every", "2", "--out", str(run), *TINY]  # fmt: skip
+    proc = subprocess.run(command, capture_output=True, text=True,
                           env=environment(tmp_path / "cache"), timeout=300)  # fmt: skip
-    assert proc.returncode == 1, proc.stderr
-    last = proc.stderr.strip().splitlines()[-1]
+    assert proc.returncode == 0, proc.stderr
+    notes = [line for line in proc.stderr.splitlines() if "CUDA graph" in line]
     # torch >= 2.8 raises CUDA errors as torch.AcceleratorError, before as RuntimeError
-    assert last.startswith("ganstep: error: CUDA graph capture failed (") and "CUDA" in last
-    assert last.endswith(
-        "train with --graph off (--resume continues from the last checkpoint), and please "
-        "report this"
-    )
-    saved = [c.name for c in sorted((run / "checkpoints").glob("step_*.pt"))]
-    assert saved == ["step_00000002.pt"]  # the capture of iteration 4 failed
-    ganstep(*args, "--resume", "--graph", "off", cache=tmp_path / "cache", timeout=300)
+    assert len(notes) == 1 and notes[0].startswith("ganstep: CUDA graph capture failed ("), notes
+    assert "going on without CUDA graphs in a new process" in notes[0]
     assert checkpoint(run)["step"] == 6
+    # the capture of iteration 4 failed: resumed from step 2
+    assert '# resumed at step 2: graph "auto" -> "off"' in (run / "config.toml").read_text()

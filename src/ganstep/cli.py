@@ -109,7 +109,8 @@ TRAIN_FLAGS = {
     "graph": (
         str,
         "CUDA: replay each iteration from CUDA graphs: auto (the default: on CUDA when "
-        "the run allows it, else a note says why not), on (or fail), off",
+        "the run allows it, else a note says why not; should a capture fail, the command "
+        "goes on with --resume --graph off in a new process), on (or fail), off",
     ),
     "out": (str, "the run folder"),
     "z_dim": (int, "size of z"),
@@ -538,8 +539,10 @@ def _show_warning(message, category, filename, lineno, file=None, line=None) -> 
 _python_show_warning = warnings.showwarning
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Entry point of the ``ganstep`` console script."""
+def main(argv: list[str] | None = None, *, relaunch: bool = False) -> int:
+    """Entry point of the ``ganstep`` console script. With ``relaunch`` (the command
+    itself, not a caller in the same process), a ``--graph auto`` training run whose CUDA
+    graph capture fails goes on without graphs in a new process that replaces this one."""
     argv = sys.argv[1:] if argv is None else list(argv)
     for stream in (sys.stdout, sys.stderr):  # a path the console's encoding cannot show
         if isinstance(stream, io.TextIOWrapper):  # (PYTHONIOENCODING=ascii) is escaped
@@ -566,10 +569,34 @@ def main(argv: list[str] | None = None) -> int:
         print(_extra_missing(e), file=sys.stderr)
         return 1
     except (ValueError, DataError, OSError, RuntimeError) as e:
+        if relaunch and _capture_stopped(e):
+            _relaunch_without_graphs(e, argv)
         print(f"ganstep: error: {_one_line(e)}", file=sys.stderr)
         return 1
     finally:
         warnings.showwarning = previous
+
+
+def _capture_stopped(e: BaseException) -> bool:
+    """Whether ``e`` is a ``--graph auto`` run stopped by a failed capture."""
+    iteration = sys.modules.get("ganstep.trainer.iteration")  # imported if a run trained
+    return iteration is not None and isinstance(e, iteration.CaptureStopped)
+
+
+def _relaunch_without_graphs(e: BaseException, argv: list[str]) -> None:
+    """Replace this process by the same command resumed without CUDA graphs: torch leaves
+    a process whose capture failed unfit to go on (its allocator and generators stay in
+    capture mode), and the run's checkpoints make a new one continue exactly (a run
+    stopped before its first checkpoint starts afresh)."""
+    import os
+
+    reason = getattr(e.__cause__, "reason", None) or _one_line(e)  # torch's error
+    print(f"ganstep: CUDA graph capture failed ({reason}); going on without CUDA graphs in "
+          "a new process (--resume --graph off), from the last checkpoint; please report "
+          "this", file=sys.stderr)  # fmt: skip
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.execv(sys.executable, [sys.executable, "-m", "ganstep", *argv, "--resume", "--graph", "off"])
 
 
 def _extra_missing(e: ModuleNotFoundError) -> str:
@@ -589,7 +616,7 @@ def run(argv: list[str] | None = None) -> None:
     """The ``ganstep`` command: :func:`main`, then exit with its status. Once the command
     is done, Ctrl-C is ignored: a second one pressed while the process exits would
     otherwise interrupt the exit handlers (``Exception ignored in atexit callback``)."""
-    code = main(argv)
+    code = main(argv, relaunch=True)
     import signal
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)

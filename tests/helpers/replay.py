@@ -210,3 +210,19 @@ def captures_fail_on_cpu(monkeypatch) -> None:
     monkeypatch.setattr(torch.cuda, "stream", lambda s: contextlib.nullcontext())
     monkeypatch.setattr(torch.cuda, "CUDAGraph", _NoGraph)
     monkeypatch.setattr(torch.cuda, "graph", _capture_invalidated)
+
+
+def training_captures_fail_on_cpu(monkeypatch) -> None:
+    """``ganstep train --device cpu`` run as a CUDA run is (graphed, its Adam
+    capturable) unless ``--graph off``, each capture failing as in
+    :func:`captures_fail_on_cpu`."""
+    from ganstep.trainer import iteration, trainee
+
+    captures_fail_on_cpu(monkeypatch)
+    refusal = iteration.graph_refusal  # all but "CUDA graphs need a CUDA device"
+    monkeypatch.setattr(
+        iteration,
+        "graph_refusal",
+        lambda cfg, trainee: refusal(cfg, trainee) if cfg.graph == "off" else None,
+    )
+    monkeypatch.setattr(trainee, "adam_for_graphs", lambda device, cfg: cfg.graph != "off")

@@ -5,7 +5,8 @@ allows it: the batches are drawn on the device from data kept there (or copied i
 the graph's input when the data is too large for it), z from the run's own generator,
 Adam is capturable with its rate a tensor, and the EMA is one foreach op, all inside
 the graph. A run that cannot be captured says why in one line and runs eagerly; one
-whose capture fails stops, to be resumed without graphs in a new process.
+whose capture fails stops (:class:`CaptureStopped`), and the ``ganstep`` command goes
+on without graphs in a new process.
 """
 
 from __future__ import annotations
@@ -44,6 +45,11 @@ def graph_refusal(cfg: Config, trainee: Trainee) -> str | None:
     return None
 
 
+class CaptureStopped(RuntimeError):
+    """A ``--graph auto`` run stopped at a failed capture, all its checkpoints kept: the
+    ``ganstep`` command goes on from the last one without graphs in a new process."""
+
+
 class Iteration:
     """Call it to run the next training iteration; it returns the Step's logs."""
 
@@ -78,7 +84,8 @@ class Iteration:
         except CaptureFailed as e:
             # nothing of this step ran and the last checkpoint stands; no eager fallback
             # here: torch leaves a failed capture's process unfit to go on (CaptureFailed)
-            raise RuntimeError(
+            stop = CaptureStopped if self.cfg.graph == "auto" else RuntimeError
+            raise stop(
                 f"CUDA graph capture failed ({e.reason}); train with --graph off (--resume "
                 "continues from the last checkpoint), and please report this"
             ) from e
