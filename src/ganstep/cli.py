@@ -596,7 +596,12 @@ def _relaunch_without_graphs(e: BaseException, argv: list[str]) -> None:
           "this", file=sys.stderr)  # fmt: skip
     sys.stdout.flush()
     sys.stderr.flush()
-    os.execv(sys.executable, [sys.executable, "-m", "ganstep", *argv, "--resume", "--graph", "off"])
+    command = [sys.executable, "-m", "ganstep", *argv, "--resume", "--graph", "off"]
+    if os.name == "nt":  # there execv starts the new process and ends this one at once
+        import subprocess
+
+        sys.exit(subprocess.call(command))
+    os.execv(sys.executable, command)
 
 
 def _extra_missing(e: ModuleNotFoundError) -> str:
