@@ -12,8 +12,6 @@ process."""
 from __future__ import annotations
 
 import dataclasses
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -23,7 +21,6 @@ from helpers import (
     assert_same_state,
     build_trainee,
     checkpoint,
-    environment,
     ganstep,
     records,
 )
@@ -126,10 +123,7 @@ def test_the_command_goes_on_without_graphs_in_a_new_process(tmp_path, monkeypat
     script.write_text(RELAUNCHING.format(tests=str(Path(__file__).parent)))
     args = ["train", "--device", "cpu", "--steps", "8", "--ckpt-every", str(ckpt_every), *TINY]
     cache = tmp_path / "cache"
-    command = [sys.executable, str(script), *args, "--out", str(tmp_path / "auto")]
-    proc = subprocess.run(command, capture_output=True, text=True, env=environment(cache),
-                          timeout=300)  # fmt: skip
-    assert proc.returncode == 0, proc.stderr
+    proc = ganstep(*args, "--out", tmp_path / "auto", cache=cache, script=script, timeout=300)
     notes = [line for line in proc.stderr.splitlines() if "CUDA graph" in line]
     assert notes == [
         "ganstep: CUDA graph capture failed (RuntimeError: CUDA error: operation not "
@@ -280,11 +274,8 @@ def test_a_capture_that_fails_on_cuda_goes_on_without_graphs_in_a_new_process(tm
     script = tmp_path / "failing_capture.py"
     script.write_text(FAILING_CAPTURE)
     run = tmp_path / "run"
-    command = [sys.executable, str(script), "train", "--device", "cuda", "--steps", "6",
-               "--ckpt-every", "2", "--out", str(run), *TINY]  # fmt: skip
-    proc = subprocess.run(command, capture_output=True, text=True,
-                          env=environment(tmp_path / "cache"), timeout=300)  # fmt: skip
-    assert proc.returncode == 0, proc.stderr
+    proc = ganstep("train", "--device", "cuda", "--steps", "6", "--ckpt-every", "2", "--out",
+                   run, *TINY, cache=tmp_path / "cache", script=script, timeout=300)  # fmt: skip
     notes = [line for line in proc.stderr.splitlines() if "CUDA graph" in line]
     # torch >= 2.8 raises CUDA errors as torch.AcceleratorError, before as RuntimeError
     assert len(notes) == 1 and notes[0].startswith("ganstep: CUDA graph capture failed ("), notes

@@ -124,10 +124,14 @@ def environment(cache: Path) -> dict:
     return {**os.environ, "GANSTEP_CACHE": str(cache), "OMP_NUM_THREADS": "1"}
 
 
-def ganstep(*args, cache: Path, check: bool = True, timeout: float = 120, cwd=None):
+def ganstep(*args, cache: Path, check: bool = True, timeout: float = 120, cwd=None,
+            script: Path | None = None):  # fmt: skip
+    """The ganstep command in a new process (or ``script``, a file that runs it with
+    something changed first, given the same arguments)."""
     env = environment(cache)
+    entry = ["-m", "ganstep"] if script is None else [str(script)]
     proc = subprocess.run(
-        [sys.executable, "-m", "ganstep", *map(str, args)],
+        [sys.executable, *entry, *map(str, args)],
         capture_output=True, text=True, env=env, timeout=timeout, cwd=cwd,
     )  # fmt: skip
     if check and proc.returncode != 0:
