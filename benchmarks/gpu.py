@@ -17,7 +17,10 @@ its FLOP ratio, counted here; the graph's speed-up; bf16 against fp32 at the lar
 size; the default run against the CPU), each marked met or not. Each section is
 printed and saved as it ends, and compile's rows (which compile for minutes on a fresh
 machine) come last, each order's beside its eager Step and the loops again: a run
-stopped at a time limit keeps every section it finished.
+stopped at a time limit keeps every section it finished. A section that fails (a CUDA
+graph capture, say) is recorded as an ``error`` row and the run goes on in a new process
+(a failed capture leaves torch's CUDA state unfit to go on in this one): from that
+section again without the graph variants where it had them, else from the next one.
 
 ``--device cpu`` runs what a CPU can (no graph rows) on small sizes: a smoke test of
 the script, not a measurement to record.
@@ -36,6 +39,7 @@ import time
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
+from typing import NamedTuple
 
 import torch
 
@@ -43,6 +47,16 @@ from ganstep import Step, simultaneous
 from ganstep.tools import reference
 from ganstep.tools.bench import PAIRS, flops, hand_minimal_d_first, make_pair, time_interleaved
 from ganstep.trainer.backends import cuda_backends
+
+
+class Section(NamedTuple):
+    """One part of the run: its name (its rows' section), whether it measures a CUDA
+    graph, and what measures it."""
+
+    name: str
+    graphs: bool
+    run: Callable[[], list[dict]]
+
 
 # (image size, batch, DCGAN width): where the example is written, and where arithmetic counts
 SIZES = {"dcgan32_b128": (32, 128, 64), "dcgan64_b256": (64, 256, 64)}
@@ -176,7 +190,10 @@ def default_run_section(device: str, steps: int | None) -> list[dict]:
             cmd = [sys.executable, "-m", "ganstep", "train", "--device", target, "--out",
                    str(Path(out) / "run"), "--no-progress", *extra]  # fmt: skip
             start = time.perf_counter()
-            subprocess.run(cmd, check=True, capture_output=True)
+            proc = subprocess.run(cmd, capture_output=True, text=True)
+            if proc.returncode != 0:  # the command's own last words, for the error row
+                raise RuntimeError(f"{' '.join(cmd[1:])} exited {proc.returncode}: "
+                                   f"{proc.stderr[-1500:]}")  # fmt: skip
             rows.append({"section": "default_run", "impl": f"ganstep train --device {target}",
                          "s": round(time.perf_counter() - start, 2)})  # fmt: skip
     if len(rows) == 2:
@@ -247,6 +264,11 @@ def main(argv: list[str] | None = None) -> list[dict]:
                         help="steps of the default run (its own default if not given)")  # fmt: skip
     parser.add_argument("--no-default-run", action="store_true")
     parser.add_argument("--json", type=Path, help="write the rows and the machine here")
+    parser.add_argument("--variants", nargs="*", choices=VARIANTS, default=list(VARIANTS),
+                        help="the Step variants to measure (graph ones only on CUDA)")  # fmt: skip
+    parser.add_argument("--start-section", type=int, default=0,
+                        help="begin at this section, adding to --json's rows (what a run "
+                             "does in a new process after a section fails)")  # fmt: skip
     args = parser.parse_args(argv)
     cuda = torch.device(args.device).type == "cuda"
     if cuda and not torch.cuda.is_available():
@@ -258,30 +280,72 @@ def main(argv: list[str] | None = None) -> list[dict]:
         else:
             size, batch, width = (int(v) for v in spec.split(":"))
             sizes[f"dcgan{size}_b{batch}_w{width}"] = (size, batch, width)
-    variants = [v for v in VARIANTS if (cuda or not v.startswith("graph"))
+    variants = [v for v in args.variants if (cuda or not v.startswith("graph"))
                 and not (args.quick and v == "compile")]  # fmt: skip
     reps, warmup = (10, 3) if args.quick else (args.reps, args.warmup)
     machine = {"device": torch.cuda.get_device_name() if cuda else platform.processor() or "cpu",
                "torch": torch.__version__, "variants": variants, "reps": reps}  # fmt: skip
-    print(f"# ganstep GPU benchmark on {machine['device']} (torch {machine['torch']})", flush=True)
     rows: list[dict] = []
-    for section in sections(args, sizes, variants, reps, warmup, rows):
-        # the flags ganstep train sets for an image model on CUDA (autotuning, TF32 off)
-        with cuda_backends("dcgan", False, torch.device(args.device)):
-            new = section()
+    if args.start_section and args.json is not None and args.json.is_file():
+        rows = json.loads(args.json.read_text())["rows"]  # the sections run before this one
+    else:
+        name = f"{machine['device']} (torch {machine['torch']})"
+        print(f"# ganstep GPU benchmark on {name}", flush=True)
+    listed = sections(args, sizes, variants, reps, warmup, rows)
+    for index, section in enumerate(listed[args.start_section :], args.start_section):
+        try:
+            # the flags ganstep train sets for an image model on CUDA (autotuning, TF32 off)
+            with cuda_backends("dcgan", False, torch.device(args.device)):
+                new = section.run()
+        except Exception as error:  # noqa: BLE001 - recorded, then the run goes on
+            failed = {"section": section.name, "impl": "error",
+                      "error": f"{type(error).__name__}: {error}"[:2000]}  # fmt: skip
+            print(table([failed]), flush=True)
+            rows.append(failed)
+            return rows + go_on_in_new_process(argv, args, machine, rows, index, section, variants)
         rows += new
         # each section printed and saved as it ends: a run stopped at a time limit
         # keeps every section it finished
         if new:
             print(table(new), flush=True)
-        if args.json is not None:
-            args.json.parent.mkdir(parents=True, exist_ok=True)
-            args.json.write_text(json.dumps({"machine": machine, "rows": rows}, indent=1))
+        save(args.json, machine, rows)
     return rows
 
 
+def save(path: Path | None, machine: dict, rows: list[dict]) -> None:
+    if path is not None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps({"machine": machine, "rows": rows}, indent=1))
+
+
+def after_failure(index: int, section: Section, variants: list[str]) -> tuple[int, list[str]]:
+    """Where a run goes on after ``section``, at ``index``, failed: that section again
+    without the graph variants if it measured them (a capture is what fails most
+    likely, and the section's other rows are worth having), else the next section."""
+    if section.graphs:
+        return index, [v for v in variants if not v.startswith("graph")]
+    return index + 1, variants
+
+
+def go_on_in_new_process(argv: list[str] | None, args: argparse.Namespace, machine: dict,
+                         rows: list[dict], index: int, section: Section,
+                         variants: list[str]) -> list[dict]:  # fmt: skip
+    """The rest of the run after ``section`` failed, in a new process (one whose CUDA
+    state no failure touched), without the graph variants if the failed section had
+    them; the rows it adds to ``rows``. They pass through --json (a temporary file
+    where none was given)."""
+    start, variants = after_failure(index, section, variants)
+    with tempfile.TemporaryDirectory() as scratch:
+        path = args.json if args.json is not None else Path(scratch) / "gpu.json"
+        save(path, machine, rows)
+        rest = [*(sys.argv[1:] if argv is None else argv), "--json", str(path),
+                "--start-section", str(start), "--variants", *variants]  # fmt: skip
+        subprocess.run([sys.executable, str(Path(__file__).resolve()), *rest], check=False)
+        return json.loads(path.read_text())["rows"][len(rows) :]
+
+
 def sections(args: argparse.Namespace, sizes: dict, variants: list[str], reps: int,
-             warmup: int, rows: list[dict]) -> list[Callable[[], list[dict]]]:  # fmt: skip
+             warmup: int, rows: list[dict]) -> list[Section]:  # fmt: skip
     """The sections in the order they run: the ones without compiling first, since
     compiling takes minutes on a fresh machine, then the goals (read from ``rows``, the
     list the sections before them were added to); compile's rows last, each beside the
@@ -289,18 +353,27 @@ def sections(args: argparse.Namespace, sizes: dict, variants: list[str], reps: i
     device, (first, *others) = args.device, list(sizes)
     _, batch, width = sizes[first]
     plain = [v for v in variants if v != "compile"]
-    out = [partial(orders_section, first, device, plain, reps, warmup, sizes),
-           partial(began_section, device, reps, warmup, batch, max(8, width // 2)),
-           partial(fused_section, device, reps, warmup, batch, width)]  # fmt: skip
-    out += [partial(orders_section, name, device, plain, reps, warmup, sizes) for name in others]
+    graphs = any(v.startswith("graph") for v in plain)
+
+    def orders(name: str) -> Section:
+        return Section(name, graphs, partial(orders_section, name, device, plain, reps,
+                                             warmup, sizes))  # fmt: skip
+
+    out = [orders(first),
+           Section("began", False, partial(began_section, device, reps, warmup, batch,
+                                           max(8, width // 2))),
+           Section("fused", False, partial(fused_section, device, reps, warmup, batch, width)),
+           *(orders(name) for name in others)]  # fmt: skip
     if not args.no_default_run:
-        out.append(partial(default_run_section, device, args.default_run_steps))
+        default_run = partial(default_run_section, device, args.default_run_steps)
+        out.append(Section("default_run", False, default_run))
     # bf16's goal is set where the arithmetic counts: the size with the most of it
     heavy = max(sizes, key=lambda name: arithmetic(*sizes[name]))
-    out.append(partial(goals_section, rows, first, heavy))
+    out.append(Section("goals", False, partial(goals_section, rows, first, heavy)))
     if "compile" in variants:
-        out += [partial(orders_section, name, device, ["eager", "compile"], reps, warmup,
-                        sizes, "compile") for name in sizes]  # fmt: skip
+        out += [Section(f"{name} compile", False,
+                        partial(orders_section, name, device, ["eager", "compile"], reps,
+                                warmup, sizes, "compile")) for name in sizes]  # fmt: skip
     return out
 
 

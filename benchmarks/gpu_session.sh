@@ -8,7 +8,8 @@
 # It ends within about 9.5 minutes (the device tool's limit for one command is 10):
 # the tests get 4 minutes (each at most 90 s, where pytest-timeout is there), the
 # benchmark 5.5; the benchmark prints and saves each section as it ends and compiles
-# last, so what a time limit stops keeps every section before it.
+# last, so what a time limit stops keeps every section before it; a section that fails
+# (a graph capture) is an error row, and the benchmark goes on in a new process.
 #
 #     OUT=/tmp/gpu bash benchmarks/gpu_session.sh
 set -u

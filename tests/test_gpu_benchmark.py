@@ -138,3 +138,46 @@ def test_compile_rows_come_last_and_each_section_is_saved_as_it_ends(tmp_path, m
     assert [r[0] for r in ran] == ["dcgan32_b128", "began", "fused", "dcgan64_b256", "default_run"]
     saved = json.loads(out.read_text())["rows"]
     assert [r["section"] for r in saved] == ["dcgan32_b128", "began", "fused", "dcgan64_b256"]
+
+
+def test_a_failed_section_is_recorded_and_the_run_goes_on_in_a_new_process(
+    tmp_path, monkeypatch, capfd
+):
+    # a failed CUDA graph capture leaves torch's CUDA state unfit to go on in the same
+    # process: the section's error is a row, and the rest runs in a new one (here the
+    # real script, on the CPU), which still reads the rows measured before the failure
+    module = gpu_benchmark()
+    size = "dcgan32_b4_w8"
+    measured = [
+        {"section": size, "impl": "dcgan_example", "ms": 10.0, "gflops": 1.0},
+        {"section": size, "impl": "d_first:eager", "ms": 9.0, "flop_ratio_vs_dcgan_example": 0.9},
+    ]  # fmt: skip
+
+    failure = "CUDA graph capture failed (a stand-in)"
+
+    def began(*args):
+        raise RuntimeError(failure)
+
+    monkeypatch.setattr(module, "orders_section", lambda *args: [dict(r) for r in measured])
+    monkeypatch.setattr(module, "began_section", began)
+    rows = module.main(["--device", "cpu", "--quick", "--sizes", "32:4:8", "--no-default-run"])
+    error = {"section": "began", "impl": "error", "error": f"RuntimeError: {failure}"}
+    assert rows[:3] == [*measured, error]
+    # the new process ran the sections after the failed one: fused, then the goals,
+    # which read the rows before the failure
+    assert [r["section"] for r in rows[3:]] == ["fused"] * 4 + ["goals"]
+    assert all(r["ms"] > 0 for r in rows[3:7])
+    goal = rows[7]
+    assert goal["impl"] == f"{size} d_first eager time / DCGAN example's"
+    assert (goal["measured"], goal["met"]) == (0.9, True)
+    printed = capfd.readouterr().out
+    assert printed.index("## began\nerror") < printed.index("## fused") < printed.index("## goals")
+
+
+def test_after_a_failure_the_run_retries_a_graph_section_without_graphs_else_goes_past_it():
+    module = gpu_benchmark()
+    variants = ["eager", "graph", "bf16", "graph_bf16", "compile"]
+    with_graphs = module.Section("dcgan32_b128", True, list)
+    assert module.after_failure(0, with_graphs, variants) == (0, ["eager", "bf16", "compile"])
+    without = module.Section("began", False, list)
+    assert module.after_failure(1, without, variants) == (2, variants)
