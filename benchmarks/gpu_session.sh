@@ -21,8 +21,10 @@ nvidia-smi --query-gpu=name,memory.total --format=csv > "$OUT/gpu_name.txt" 2>&1
 # the CPU-side graph checks), not the rest of test_precision/test_step_api/test_bench
 CUDA_TESTS="tests/test_cuda_graph.py tests/test_graph_training.py tests/test_precision.py
             tests/test_bench.py tests/test_step_api.py tests/test_gpu_benchmark.py"
-PER_TEST=""
-python3 -c "import pytest_timeout" 2>/dev/null && PER_TEST="--timeout 90"
+# a test past 80 s has every thread's traceback written to the file (pytest's own
+# faulthandler), and is stopped at 90 s where pytest-timeout is there
+PER_TEST="-o faulthandler_timeout=80"
+python3 -c "import pytest_timeout" 2>/dev/null && PER_TEST="$PER_TEST --timeout 90"
 # shellcheck disable=SC2086  # the lists split on purpose
 # -v, unbuffered: each test's outcome is in the file as it ends, should the limit stop
 # the run before pytest's summary
