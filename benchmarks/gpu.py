@@ -273,13 +273,7 @@ def main(argv: list[str] | None = None) -> list[dict]:
     cuda = torch.device(args.device).type == "cuda"
     if cuda and not torch.cuda.is_available():
         parser.error("no CUDA device here: give --device cpu for a smoke run")
-    sizes = {}
-    for spec in args.sizes:
-        if spec in SIZES:
-            sizes[spec] = SIZES[spec]
-        else:
-            size, batch, width = (int(v) for v in spec.split(":"))
-            sizes[f"dcgan{size}_b{batch}_w{width}"] = (size, batch, width)
+    sizes = parse_sizes(args.sizes, parser)
     variants = [v for v in args.variants if (cuda or not v.startswith("graph"))
                 and not (args.quick and v == "compile")]  # fmt: skip
     reps, warmup = (10, 3) if args.quick else (args.reps, args.warmup)
@@ -310,6 +304,24 @@ def main(argv: list[str] | None = None) -> list[dict]:
             print(table(new), flush=True)
         save(args.json, machine, rows)
     return rows
+
+
+def parse_sizes(specs: list[str], parser: argparse.ArgumentParser) -> dict[str, tuple]:
+    """--sizes: names from SIZES, or size:batch:width triples (the DCGANs' 32 or 64)."""
+    sizes = {}
+    for spec in specs:
+        parts = spec.split(":")
+        if spec in SIZES:
+            sizes[spec] = SIZES[spec]
+        elif (len(parts) == 3 and all(v.isdigit() and int(v) > 0 for v in parts)
+              and parts[0] in ("32", "64")):  # fmt: skip
+            size, batch, width = (int(v) for v in parts)
+            sizes[f"dcgan{size}_b{batch}_w{width}"] = (size, batch, width)
+        else:
+            names = ", ".join(SIZES)
+            parser.error(f"--sizes {spec!r}: give size:batch:width (size 32 or 64, batch and "
+                         f"width positive, e.g. 32:128:64) or one of {names}")  # fmt: skip
+    return sizes
 
 
 def save(path: Path | None, machine: dict, rows: list[dict]) -> None:

@@ -181,3 +181,11 @@ def test_after_a_failure_the_run_retries_a_graph_section_without_graphs_else_goe
     assert module.after_failure(0, with_graphs, variants) == (0, ["eager", "bf16", "compile"])
     without = module.Section("began", False, list)
     assert module.after_failure(1, without, variants) == (2, variants)
+
+
+@pytest.mark.parametrize("spec", ["32:4", "48:4:8", "32:0:8", "32:4:-8", "big"])
+def test_a_size_it_cannot_build_is_refused_in_one_line(spec, capsys):
+    with pytest.raises(SystemExit):
+        gpu_benchmark().main(["--device", "cpu", "--sizes", "dcgan32_b128", spec])
+    err = capsys.readouterr().err
+    assert f"--sizes {spec!r}: give size:batch:width (size 32 or 64" in err
