@@ -30,9 +30,10 @@ from torch.testing import assert_close
 from ganstep.cli import main
 from ganstep.trainer import trainee as trainee_module
 from ganstep.trainer.config import Config
-from ganstep.trainer.iteration import graph_refusal
-from ganstep.trainer.train import train
-from ganstep.trainer.trainee import _load_keeping_kind
+from ganstep.trainer.iteration import Iteration, graph_refusal
+from ganstep.trainer.loss_tally import LossTally
+from ganstep.trainer.train import prepared_data, train
+from ganstep.trainer.trainee import Trainee, _load_keeping_kind
 
 needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
 POINTS = {"data": "grid", "model": "mlp", "width": 16, "batch_size": 16, "r1": 0.5,
@@ -242,6 +243,35 @@ def test_a_run_that_cannot_be_captured_says_why_and_trains(tmp_path):
     refused = ganstep(*args, "--graph", "on", "--out", tmp_path / "b", cache=tmp_path / "cache",
                       check=False)  # fmt: skip
     assert refused.returncode != 0 and "--graph on: CUDA graph capture" in refused.stderr
+
+
+@needs_cuda
+def test_a_graphed_runs_steps_between_its_logs_never_wait_for_the_gpu():
+    """What the training loop does each step between its logs (the decayed rate set in
+    place, the iteration replayed, its losses added to the tally on the device) reads
+    nothing back, so the host runs ahead of the GPU: the graphs' point where an
+    iteration's kernels take less time than its Python."""
+    device = torch.device("cuda")
+    data, cfg = prepared_data(Config(**POINTS, steps=100, device="cuda"))
+    trainee = Trainee(cfg, data, device)
+    iteration, tally = Iteration(cfg, data, trainee, writer=False), LossTally(device)
+
+    def steps(first: int, last: int) -> None:  # as _training_loop runs them
+        for done in range(first, last + 1):
+            trainee.set_lr(1 - (done - 1) / cfg.steps)
+            tally.add(iteration(), done)
+
+    steps(1, 16)  # each kind's eager warmups and its capture (lazy R1: two kinds)
+    graphs = iteration.graphs
+    assert graphs is not None and len(graphs.graphs) == 2
+    assert set(graphs.eager_runs) == set(graphs.graphs)  # every kind seen is captured
+    torch.cuda.set_sync_debug_mode("error")  # any host synchronisation raises
+    try:
+        steps(17, 24)
+    finally:
+        torch.cuda.set_sync_debug_mode(0)
+    tally.check()  # the logging step's one read: the losses were finite
+    assert trainee.step.progress.iteration == 24
 
 
 # A host read inside the iteration, which no graph can hold: its capture really fails.
