@@ -97,6 +97,19 @@ class _Backward:
     double: list[_Backward] = field(default_factory=list)  # create_graph calls it went back through
     iteration: int = 0
     where: str | None = None  # the audited script's line that called it ("file:line: source")
+    # the loss it took: its roots' sum where each is one number and no gradient was given
+    # for them (kept where the recorder's ``loss_values`` says so, for the port)
+    value: float | None = None
+
+
+def _loss_value(roots: list[Tensor], bound: dict) -> float | None:
+    """The loss a backward pass took: the sum of its roots where each is one floating
+    number and no gradient was given for them; else None."""
+    if any(bound.get(k) is not None for k in ("gradient", "grad_tensors", "grad_outputs")):
+        return None
+    if not roots or any(t.numel() != 1 or not t.is_floating_point() for t in roots):
+        return None
+    return sum(float(t.detach()) for t in roots)
 
 
 @dataclass(eq=False)
@@ -274,6 +287,8 @@ def _rng_states() -> list[Tensor]:
 
 class Recorder:
     """The event log of one audited run (forwards, backwards, optimizer steps)."""
+
+    loss_values = False  # read each backward's loss value (one host read a backward)
 
     def __init__(self) -> None:
         self.modules: dict[str, nn.Module] = {}
@@ -499,6 +514,8 @@ class Recorder:
             finally:
                 self.count_off()
                 self.current = outer
+            if self.loss_values:
+                b.value = _loss_value(roots, bound)
             b.roots = [self.key(t) for t in roots]  # keys only: keep no graph alive
             if create and result is not None:
                 for t in _tensors(result):

@@ -87,6 +87,10 @@ class ScriptRecorder(Recorder):
         self.capture: Capture | None = None  # what --port keeps to replay the update
         self.script_file: str | None = None  # the audited script's path, as its frames name it
 
+    @property
+    def loss_values(self) -> bool:  # the port tells candidates apart by them
+        return self.capture is not None
+
     def call_site(self) -> str | None:
         frame = sys._getframe(1)
         while frame is not None and frame.f_code.co_filename != self.script_file:

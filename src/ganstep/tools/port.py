@@ -20,9 +20,11 @@ statistics) are made on the copies where it made them. A G whose parts the scrip
 calls itself (StyleGAN2-ADA's ``G.mapping``, then ``G.synthesis``) is called whole on
 the call's inputs, or through a printed ``StyleMixedG`` where two mappings are mixed
 (style mixing); G's own lazy steps (StyleGAN2-ADA's Greg) are tried as a path length.
-Each iteration's end is compared with the script's states there, and an objective's
-one number of state (BEGAN's k) with the script's number globals where that tells
-equal candidates apart. The one candidate
+Each iteration's end is compared with the script's states there; where several
+candidates are equal there, an objective's one number of state (BEGAN's k) is compared
+with the script's number globals, and then the losses each candidate logged with the
+values the script's backward passes took (hinge and Wasserstein inside the hinge's
+margin), where that tells them apart. The one candidate
 whose parameters, buffers and optimizer states stay within :data:`TOLERANCE` of the
 script's is printed as code, with the largest difference; where none or several do,
 none is printed, and what stood in the way is said (where each parts, or which several
@@ -51,6 +53,9 @@ from ..engine.views import adversarial, ends_in_sigmoid
 TOLERANCE = 1e-5
 # float64's: the same sums in another order, amplified by a few Adam steps
 FLOAT64_TOLERANCE = 1e-12
+# a loss value the script backpropagated against a Step's (relative, past 1): the same
+# formula in another order of ops, or the script's sum of several backward passes
+LOSS_TOLERANCE = 1e-4
 TRIED = "each schedule and objective tried:"
 # DataLoader batches kept at most (an audit of a few iterations takes a few per iteration)
 MAX_BATCHES = 1000
@@ -278,6 +283,9 @@ class Replay:
     # which of ``zs`` are G's calls in its own lazy regularization steps (path length:
     # on the first rows of a round's z only), not judged by D
     lazy: list[bool] = field(default_factory=list)
+    # each iteration's losses the script backpropagated for each of D's and G's steps
+    # ("D"/"G": one value a step, None where its backward passes took no plain number)
+    losses: list[dict[str, list[float | None]]] = field(default_factory=list)
 
     @property
     def conditional(self) -> bool:
@@ -348,7 +356,26 @@ def replay(rec, capture: Capture, iterations: int, d_order: str = "real_first") 
     return Replay(reals, zs, d_takes == {2}, ends, image_to_image, labels,
                   concat=min(concat, default=None), d_order=d_order, embedding=embedding,
                   after=_calls_after(rec, capture, ends), g_parts=parts,
-                  style_mixing=mixing, lazy=_lazy_calls(rec, z_seqs))  # fmt: skip
+                  style_mixing=mixing, lazy=_lazy_calls(rec, z_seqs),
+                  losses=_step_losses(rec, iterations))  # fmt: skip
+
+
+def _step_losses(rec, iterations: int) -> list[dict[str, list[float | None]]]:
+    """For each iteration, what the script backpropagated for each step of D and of G:
+    the summed loss values of the backward passes that step used since that role's
+    step before (None where one of them took no plain number, or none was recorded)."""
+    out: list[dict[str, list[float | None]]] = [{"D": [], "G": []} for _ in range(iterations)]
+    before = {"D": -1, "G": -1}
+    for st in rec.opt_steps:
+        if st.label not in before:
+            continue
+        values = [b.value for b in rec.backwards
+                  if st.label in b.used_by and before[st.label] < b.seq < st.seq]  # fmt: skip
+        before[st.label] = st.seq
+        if st.iteration < iterations:
+            known = values and None not in values
+            out[st.iteration][st.label].append(sum(values) if known else None)
+    return out
 
 
 def _call_groups(rec, iterations: int) -> tuple[tuple[str, str] | None, bool, set[int]] | str:
@@ -604,12 +631,14 @@ def schedules(audited: str) -> list[tuple[str, bool]]:
 
 def _run(script: _Script, capture: Capture, data: Replay, schedule: tuple[str, bool],
          candidate: Candidate, iterations: int, tolerance: float = TOLERANCE,
-         objective_states: list | None = None) -> tuple[float, str]:  # fmt: skip
+         objective_states: list | None = None,
+         logged: list | None = None) -> tuple[float, str]:  # fmt: skip
     """The largest difference from the script's states at the end of each of
     ``iterations`` (the candidate Step called once per audited iteration, or with
     ``schedule[1]`` once per real batch, on copies of the script's models and its
     replayed inputs), and where they first part (empty if they do not). The objective's
-    state at each iteration's end is appended to ``objective_states``, if given."""
+    state at each iteration's end is appended to ``objective_states``, and the losses
+    each call logged (L_D and L_G) to ``logged``, a list an iteration, if given."""
     G = _copy(script.G, capture.first_state[id(script.G)])
     D = _copy(script.D, capture.first_state[id(script.D)])
     opt_g = _optimizer_like(script.opt_g, capture.made_state[id(script.opt_g)], script.G, G)
@@ -634,12 +663,16 @@ def _run(script: _Script, capture: Capture, data: Replay, schedule: tuple[str, b
     step = _step(G, D, opt_g, opt_d, data, schedule[0], candidate, sources)
     worst = (0.0, "")
     for i in range(iterations):
+        calls_logged: list[dict[str, float]] = []
         for call in _step_calls(data, candidate, schedule[1], step.schedule.real_batches, i):
             if isinstance(call, str):
                 return float("inf"), call
             if data.image_to_image:  # G draws (Dropout) from where the script's G did
                 _set_rng(queue.pop(0)[1])
-            step(call)
+            logs = step(call)
+            calls_logged.append({k: float(logs[k]) for k in ("loss_d", "loss_g") if k in logs})
+        if logged is not None:
+            logged.append(calls_logged)
         here = _gap(script, capture.history[data.ends[i]], (G, D, opt_g, opt_d))
         worst = max(worst, here)
         if here[0] > tolerance:  # parted: the later iterations tell nothing more
@@ -915,12 +948,13 @@ def _search(script: _Script, capture: Capture, data: Replay, report, n: int,
             tried: list[tuple], tolerance: float) -> Port:  # fmt: skip
     """Every candidate run; the one that equals the script printed, or none where none
     does, or where several do (the iterations verified cannot tell them apart)."""
-    parted, equal, states = [], [], {}
+    parted, equal, states, logged = [], [], {}, {}
     for schedule, candidate in tried:
-        label, states[label] = _label(schedule, candidate), []
+        label = _label(schedule, candidate)
+        states[label], logged[label] = [], []
         try:
             gap, where = _run(script, capture, data, schedule, candidate, n, tolerance,
-                              objective_states=states[label])  # fmt: skip
+                              objective_states=states[label], logged=logged[label])  # fmt: skip
         except Exception as e:  # a candidate the script's models refuse: not it
             parted.append(f"{label}: {type(e).__name__}: {e}".splitlines()[0])
             continue
@@ -928,17 +962,16 @@ def _search(script: _Script, capture: Capture, data: Replay, report, n: int,
             equal.append((gap, schedule, candidate, label))
         else:
             parted.append(f"{label}: {where}")
-    told = _told_apart(equal, states, capture, data.ends, tolerance)
+    told = (_told_apart(equal, states, capture, data.ends, tolerance)
+            or _told_apart_by_losses(equal, logged, data.losses))  # fmt: skip
     if told is not None:
-        told_from, equal = len(equal), [told]
+        told_from, (equal, how) = len(equal), ([told[0]], told[1])
     if len(equal) == 1:
         gap, schedule, candidate, _ = equal[0]
         note = [] if report.error is None else [
             f"verified over the {n} iteration(s) before the script's loop crashed"]  # fmt: skip
         if told is not None:
-            note.append(f"{told_from} candidates equal the script in its models; their "
-                        f"objective's state told them apart: this one's equals the script's "
-                        f"global {candidate.state_in} at each iteration's end")  # fmt: skip
+            note.append(f"{told_from} candidates equal the script in its models; {how}")
         outside = sum(len(calls) for calls in data.after)
         if outside:
             note.append(f"the script's {outside} call(s) of G or D outside its update (a "
@@ -964,7 +997,8 @@ def _told_apart(equal: list[tuple], states: dict[str, list[dict]], capture: Capt
                 ends: list[int], tolerance: float) -> tuple | None:  # fmt: skip
     """Of several candidates equal in the models, the one whose objective's state (BEGAN's
     k, which its gamma moves) a global of the script holds at every iteration's end, with
-    that global as its ``state_in``; None where not exactly one does."""
+    that global as its ``state_in``, and the note saying so; None where not exactly one
+    does."""
     if len(equal) < 2:
         return None
     kept = []
@@ -974,7 +1008,48 @@ def _told_apart(equal: list[tuple], states: dict[str, list[dict]], capture: Capt
             why = (f"{candidate.why}; its state equals the script's {names[0]} at each "
                    "iteration's end")  # fmt: skip
             kept.append((gap, schedule, replace(candidate, state_in=names[0], why=why), label))
-    return kept[0] if len(kept) == 1 else None
+    if len(kept) != 1:
+        return None
+    return kept[0], (f"their objective's state told them apart: this one's equals the "
+                     f"script's global {kept[0][2].state_in} at each iteration's end")  # fmt: skip
+
+
+def _told_apart_by_losses(equal: list[tuple], logged: dict[str, list],
+                          losses: list[dict]) -> tuple | None:  # fmt: skip
+    """Of several candidates equal in the models, the one whose every logged L_D and L_G
+    is a loss the script backpropagated for a step of D or G in that iteration (hinge
+    and Wasserstein() give D the same gradients while every score is inside the hinge's
+    margin, and their L_D differ by 2 there), and the note saying so; None where not
+    exactly one is."""
+    if len(equal) < 2:
+        return None
+    kept = [entry for entry in equal if _losses_taken(logged[entry[3]], losses)]
+    if len(kept) != 1:
+        return None
+    gap, schedule, candidate, label = kept[0]
+    why = f"{candidate.why}; its losses are the values the script backpropagated"
+    return (gap, schedule, replace(candidate, why=why), label), (
+        "their loss values told them apart: this one's L_D and L_G are the values the "
+        "script's backward passes took at each iteration"
+    )
+
+
+def _losses_taken(logged: list[list[dict[str, float]]], losses: list[dict]) -> bool:
+    """Whether each loss in ``logged`` (a list of the Step's calls' logs an iteration) is
+    one the script took for a step of that role in that iteration, where it is known."""
+    for calls, script in zip(logged, losses, strict=False):
+        for logs in calls:
+            for key, role in (("loss_d", "D"), ("loss_g", "G")):
+                theirs = script.get(role) or [None]
+                if (
+                    key in logs
+                    and None not in theirs
+                    and not any(
+                        abs(logs[key] - v) <= LOSS_TOLERANCE * max(1.0, abs(v)) for v in theirs
+                    )
+                ):
+                    return False
+    return True
 
 
 def _kept_by_script(states: list[dict], capture: Capture, ends: list[int],
