@@ -625,6 +625,16 @@ def test_a_step_is_told_apart_by_its_losses_only_where_the_scripts_are_known():
     assert _losses_taken([[{}], [{}]], script)  # nothing logged: nothing to tell
 
 
+def test_the_loss_a_backward_took_is_read_only_where_it_is_plain_numbers():
+    from ganstep.tools.audit import _loss_value
+
+    assert _loss_value([torch.tensor(2.0), torch.tensor(0.5)], {}) == 2.5  # summed roots
+    assert _loss_value([torch.tensor(1.0)], {"gradient": torch.tensor(2.0)}) is None
+    assert _loss_value([torch.ones(2)], {}) is None  # a loss of several numbers
+    assert _loss_value([torch.tensor(3)], {}) is None  # not floating
+    assert _loss_value([torch.empty((), device="meta")], {}) is None  # no value: no failure
+
+
 def test_port_of_crashed_loops_verifies_only_whole_updates_and_says_so(tmp_path):
     """began.py crashes after both steps and k's update of its first batch: two BEGANs
     (gamma 0.5 and 0.75) equal that iteration in the models, and the script's global k

@@ -109,7 +109,10 @@ def _loss_value(roots: list[Tensor], bound: dict) -> float | None:
         return None
     if not roots or any(t.numel() != 1 or not t.is_floating_point() for t in roots):
         return None
-    return sum(float(t.detach()) for t in roots)
+    try:
+        return sum(float(t.detach()) for t in roots)
+    except Exception:  # noqa: BLE001 - a tensor with no value to read (meta): the script goes on
+        return None
 
 
 @dataclass(eq=False)
