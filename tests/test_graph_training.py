@@ -249,8 +249,9 @@ def test_a_run_that_cannot_be_captured_says_why_and_trains(tmp_path):
 def test_a_graphed_runs_steps_between_its_logs_never_wait_for_the_gpu():
     """What the training loop does each step between its logs (the decayed rate set in
     place, the iteration replayed, its losses added to the tally on the device) reads
-    nothing back, so the host runs ahead of the GPU: the graphs' point where an
-    iteration's kernels take less time than its Python."""
+    nothing back, so the host runs ahead of the GPU: what graphs gain where an
+    iteration's Python outlasts its kernels. The Trainee is given "cuda", as a user of
+    it may give it, not train()'s "cuda:0": its rate is set in place either way."""
     device = torch.device("cuda")
     data, cfg = prepared_data(Config(**POINTS, steps=100, device="cuda"))
     trainee = Trainee(cfg, data, device)
@@ -265,6 +266,7 @@ def test_a_graphed_runs_steps_between_its_logs_never_wait_for_the_gpu():
     graphs = iteration.graphs
     assert graphs is not None and len(graphs.graphs) == 2
     assert set(graphs.eager_runs) == set(graphs.graphs)  # every kind seen is captured
+    read = [group["lr"] for opt in (trainee.opt_g, trainee.opt_d) for group in opt.param_groups]
     torch.cuda.set_sync_debug_mode("error")  # any host synchronisation raises
     try:
         steps(17, 24)
@@ -272,6 +274,11 @@ def test_a_graphed_runs_steps_between_its_logs_never_wait_for_the_gpu():
         torch.cuda.set_sync_debug_mode(0)
     tally.check()  # the logging step's one read: the losses were finite
     assert trainee.step.progress.iteration == 24
+    # the rates are the tensors the graphs read, holding the last step's values
+    now = [group["lr"] for opt in (trainee.opt_g, trainee.opt_d) for group in opt.param_groups]
+    assert all(a is b for a, b in zip(read, now, strict=True))
+    rate = trainee.rates["d"][0] * (1 - 23 / cfg.steps)
+    assert trainee.opt_d.param_groups[0]["lr"].item() == pytest.approx(rate)
 
 
 # A host read inside the iteration, which no graph can hold: its capture really fails.

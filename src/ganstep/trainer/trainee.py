@@ -33,6 +33,10 @@ class Trainee:
     """What a checkpoint holds: models, optimizers, Step, EMA and every random stream."""
 
     def __init__(self, cfg: Config, data: Dataset, device: torch.device) -> None:
+        if device.type == "cuda" and device.index is None:
+            # named as its tensors name theirs ("cuda:0"): set_lr finds a rate tensor on
+            # this device by ==, and else replaces it, which a captured graph never reads
+            device = torch.device("cuda", torch.cuda.current_device())
         self.cfg, self.device = cfg, device
         self.rank, self.world = data_parallel.rank(), data_parallel.world_size()
         torch.manual_seed(cfg.seed)  # the same models everywhere (and rank 0's are broadcast)
