@@ -6,8 +6,8 @@ graphs in a new process, the checkpoint of an eager run loading into a graphed r
 Adam as that Adam (capturable), and a run written on CUDA refused by name on the CPU.
 On CUDA: a graphed run equals the eager one (points with lazy R1, a falling rate and
 the EMA; conditional images), resumes exactly, a run that cannot be captured says why
-in one line, and one whose capture really fails goes on without graphs in a new
-process."""
+in one line, one whose capture really fails goes on without graphs in a new process,
+and the loop's steps between its logs never wait for the GPU."""
 
 from __future__ import annotations
 
@@ -262,11 +262,14 @@ def test_a_graphed_runs_steps_between_its_logs_never_wait_for_the_gpu():
             trainee.set_lr(1 - (done - 1) / cfg.steps)
             tally.add(iteration(), done)
 
+    def rate_tensors() -> list[torch.Tensor]:
+        return [group["lr"] for opt in (trainee.opt_g, trainee.opt_d) for group in opt.param_groups]
+
     steps(1, 16)  # each kind's eager warmups and its capture (lazy R1: two kinds)
     graphs = iteration.graphs
     assert graphs is not None and len(graphs.graphs) == 2
     assert set(graphs.eager_runs) == set(graphs.graphs)  # every kind seen is captured
-    read = [group["lr"] for opt in (trainee.opt_g, trainee.opt_d) for group in opt.param_groups]
+    read = rate_tensors()
     torch.cuda.set_sync_debug_mode("error")  # any host synchronisation raises
     try:
         steps(17, 24)
@@ -275,8 +278,7 @@ def test_a_graphed_runs_steps_between_its_logs_never_wait_for_the_gpu():
     tally.check()  # the logging step's one read: the losses were finite
     assert trainee.step.progress.iteration == 24
     # the rates are the tensors the graphs read, holding the last step's values
-    now = [group["lr"] for opt in (trainee.opt_g, trainee.opt_d) for group in opt.param_groups]
-    assert all(a is b for a, b in zip(read, now, strict=True))
+    assert all(a is b for a, b in zip(read, rate_tensors(), strict=True))
     rate = trainee.rates["d"][0] * (1 - 23 / cfg.steps)
     assert trainee.opt_d.param_groups[0]["lr"].item() == pytest.approx(rate)
 
