@@ -5,13 +5,13 @@ from __future__ import annotations
 import pytest
 import torch
 from helpers import BATCH, X_DIM, real_batches
-from helpers.graph_cases import conditioned, graph_cases, make, per_call
-from helpers.replay import CAPTURES, captures_fail_on_cpu
+from helpers.graph_cases import conditioned, disc_start, graph_cases, make, per_call
+from helpers.replay import CAPTURES, captures_fail_on_cpu, captures_on_cpu
 from torch.testing import assert_close
 
 from ganstep import d_first, g_first, simultaneous
 from ganstep.engine import cuda_graph
-from ganstep.engine.cuda_graph import GraphedStep
+from ganstep.engine.cuda_graph import GraphedStep, iteration_kind
 from ganstep.engine.regularizers import PathLength
 
 
@@ -43,7 +43,6 @@ class HostMean(PathLength):
         ({"schedule": d_first(), "g_regularizer": HostMean()}, "HostMean does not say it is"),
         ({"schedule": d_first(), "fake_pool": 4}, "fake pool"),
         ({"schedule": d_first(), "augment": HostAdaptive()}, "HostAdaptive has an end_iter"),
-        ({"schedule": d_first(), "d_scale": lambda i: 1.0}, "function of the iteration"),
         ({"schedule": d_first(), "check_finite": True}, "check_finite"),
     ],
 )
@@ -79,6 +78,53 @@ def test_a_failed_capture_says_so_and_puts_the_counters_back(monkeypatch):
     # captured so that other threads' CUDA calls (a DataLoader's pin-memory thread) are
     # not the capture's: in torch's default mode one of them fails it
     assert CAPTURES[-1] == {"capture_error_mode": "thread_local"}
+
+
+def test_a_weight_of_the_iteration_sorts_iterations_by_its_values():
+    """Iterations whose weights take the same values are one kind (one graph): taming's
+    disc_start (d_scale 0 until iteration 2, then 0.5) and a term's weight stepping
+    every third iteration make three kinds of six iterations."""
+    l1 = (lambda i: 0.1 * (i // 3), lambda v: v.fake.x.abs().mean())
+    _, step = make(d_first(), capturable=False, d_scale=disc_start(2, 0.5), g_terms={"l1": l1})
+    kinds = []
+    for real in real_batches(6, dtype=torch.float32):
+        kinds.append(iteration_kind(step))
+        step(real)
+    assert [k[-1] for k in kinds] == [(0.0, 0.0), (0.0, 0.0), (0.5, 0.0)] + [(0.5, 0.1)] * 3
+    assert {k[:-1] for k in kinds} == {(1, 1, (False,), (False,), False)}
+    _, step = make(d_first(), capturable=False, g_scale=lambda i: "1")  # checked as a Step does
+    with pytest.raises(TypeError, match="g_scale is a function of the iteration and must"):
+        iteration_kind(step)
+
+
+def test_a_term_that_reads_the_iteration_is_refused_at_capture(monkeypatch):
+    """What a term computes from view.iteration a graph would replay as captured; the
+    capture finds the read, and the iteration it recorded does not count."""
+    captures_on_cpu(monkeypatch)
+    ramp = lambda v: v.fake.x.abs().mean() * min(v.iteration / 10, 1.0)  # noqa: E731
+    _, step = make(d_first(), g_terms={"ramp": ramp})
+    real = real_batches(1, dtype=torch.float32)[0]
+    graphed = GraphedStep(step, real, warmup=1)
+    graphed(real)  # the kind's eager warmup reads it as the Step does
+    with pytest.raises(ValueError, match="a loss term of the G phase reads view.iteration"):
+        graphed(real)
+    assert (step.progress.iteration, step.progress.d_updates, step.progress.g_updates) == (1, 1, 1)
+
+
+def test_a_weight_that_never_repeats_runs_eagerly_and_says_so_once(monkeypatch):
+    """A linear ramp makes a new kind at every iteration: none is ever captured, the
+    counts kept are bounded, and one warning says why the Step is eager."""
+    captures_on_cpu(monkeypatch)
+    monkeypatch.setattr(cuda_graph, "KINDS_COUNTED", 3)
+    _, step = make(d_first(), g_scale=lambda i: 1.0 + i / 100)
+    data = real_batches(8, dtype=torch.float32)
+    graphed = GraphedStep(step, data[0], warmup=1)
+    with pytest.warns(UserWarning, match="iterations of 3 kinds ran eagerly") as said:
+        for real in data:
+            graphed(real)
+    assert len(said) == 1 and said[0].filename == __file__
+    assert graphed.graphs.graphs == {} and len(graphed.graphs.eager_runs) <= 3
+    assert step.progress.iteration == 8
 
 
 GRAPH_CASES = graph_cases("cuda")

@@ -224,7 +224,8 @@ WRONG = {
     "no device": ({"augment": lambda x: x + torch.randn(x.shape)}, "without a device"),
     "other generator": ({"augment": lambda x: x + torch.randn(x.shape, generator=OTHER)},
                         "a generator the graph does not advance"),
-    "host value": ({"d_scale": lambda i: 1.0 / (i + 1)}, "is not its capture's work"),
+    "host value": ({"g_terms": {"t": lambda v: v.fake.x.abs().mean() / (v.iteration + 1)}},
+                   "is not its capture's work"),
     "replaced state": ({"g_terms": {"t": replaced_running_value}}, "is not its capture's work"),
 }  # fmt: skip
 

@@ -69,6 +69,11 @@ def lazy(name, every):
     return lambda: OBJECTIVES[name](r1=0.5, r1_every=every)
 
 
+def disc_start(at: int, value: float):
+    """taming's ``adopt_weight``: a weight of 0 before iteration ``at``, then ``value``."""
+    return lambda i: 0.0 if i < at else value
+
+
 def graph_cases(device: str) -> dict[str, tuple]:
     """name -> (schedule, objective, Step options), for Steps on ``device``."""
     return {
@@ -87,6 +92,15 @@ def graph_cases(device: str) -> dict[str, tuple]:
         "simult-d_every": (simultaneous(d_every=2), "ns", {}),
         "fused-wgan_gp": (simultaneous(fused=True), "wgan_gp", {}),
         "g_terms": (d_first(), "ns", {"g_terms": {"l1": lambda v: v.fake.x.abs().mean()}}),
+        # a graph per pair of values: iterations 0-3, 4-7, then 8 on
+        "weights-of-the-iteration": (
+            d_first(),
+            "ns",
+            {
+                "d_scale": disc_start(4, 0.5),
+                "g_terms": {"l1": (lambda i: 0.1 if i < 8 else 0.2, lambda v: v.fake.x.mean())},
+            },
+        ),
         "infogan-lazy_r1": (d_first(), lazy("ns", 2), {"info": True}),
         "diffaugment": (d_first(), "ns", {"augment": lambda x: x + 0.1 * torch.randn_like(x)}),
         "condition-real": (d_first(), "hinge", {"condition": "real"}),

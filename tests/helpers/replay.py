@@ -202,10 +202,18 @@ def _capture_invalidated(graph, **kwargs):
     raise RuntimeError("CUDA error: operation not permitted when stream is capturing")
 
 
-def captures_fail_on_cpu(monkeypatch) -> None:
+@contextlib.contextmanager
+def _capture_recorded(graph, **kwargs):
+    """A capture that ends well (the stand-in graph replays nothing: for what happens
+    up to a capture's end)."""
+    CAPTURES.append(kwargs)
+    yield
+
+
+def captures_on_cpu(monkeypatch, fail: bool = False) -> None:
     """torch.cuda's streams and graphs stood in for on the CPU (capture's checks pass
-    models on the CPU), each capture failing: what a CUDA machine shows when an
-    iteration does what a graph cannot hold."""
+    models on the CPU); with ``fail``, each capture fails: what a CUDA machine shows
+    when an iteration does what a graph cannot hold."""
     from ganstep.engine import cuda_graph
 
     capturable_on_cpu(monkeypatch)
@@ -214,7 +222,12 @@ def captures_fail_on_cpu(monkeypatch) -> None:
     monkeypatch.setattr(torch.cuda, "current_stream", _NoStream)
     monkeypatch.setattr(torch.cuda, "stream", lambda s: contextlib.nullcontext())
     monkeypatch.setattr(torch.cuda, "CUDAGraph", _NoGraph)
-    monkeypatch.setattr(torch.cuda, "graph", _capture_invalidated)
+    monkeypatch.setattr(torch.cuda, "graph", _capture_invalidated if fail else _capture_recorded)
+
+
+def captures_fail_on_cpu(monkeypatch) -> None:
+    """:func:`captures_on_cpu`, each capture failing."""
+    captures_on_cpu(monkeypatch, fail=True)
 
 
 def training_captures_fail_on_cpu(monkeypatch) -> None:

@@ -7,7 +7,9 @@ steps each side takes, and after which of them a lazy phase runs, R1 or path len
 and each kind gets a graph of its own, captured the first time that kind comes after
 ``warmup`` eager iterations of it. A plain d_first Step has one kind; lazy R1 two
 (with and without the penalty), and path length likewise; WGAN's ``g_every = 5`` two
-(with and without G's step); ADA's augmentation two (with and without its update of p).
+(with and without G's step); ADA's augmentation two (with and without its update of p);
+a weight that is a function of the iteration one per value it takes (taming's
+``disc_start``, a weight of 0 until then: two).
 
 Capture refuses what a graph cannot replay (each for the reason given):
 
@@ -23,8 +25,11 @@ Capture refuses what a graph cannot replay (each for the reason given):
   capturable (PathLength, whose running mean changes in place, is captured: one graph
   with its phase, one without; so is ganstep's ADA, whose p moves on the device in
   place: one graph with its update, one without);
-- weights that are functions of the iteration and hooks that read it (a replay would
-  repeat the captured iteration's value);
+- hooks that read the iteration, and loss terms that read ``View.iteration`` (found
+  at capture): a replay would repeat the captured iteration's value. A weight that
+  is a function of the iteration (``d_scale``, ``g_scale``, a term's weight) is
+  captured once per value: one that takes a new value at every iteration keeps the
+  Step eager;
 - optimizers that are not capturable, InfoGAN's info optimizer among them (build
   Adam/AdamW with ``capturable=True``; a learning rate that changes during training
   must be a tensor, changed in place).
@@ -37,6 +42,7 @@ draw on the CPU, moved to the GPU, would be replayed as the captured numbers.
 
 from __future__ import annotations
 
+import warnings
 from collections import Counter
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
@@ -44,10 +50,15 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from .checks import positive_int
+from .checks import positive_int, weight_at
 from .options import Options
 from .schedules import Schedule
 from .step import Step
+from .views import iteration_reads
+
+# Kinds counted towards their capture at most at once: a weight that takes a new value
+# at every iteration (a linear ramp) makes a new kind each time, none ever captured.
+KINDS_COUNTED = 1024
 
 
 def check_capturable(step: Step) -> None:
@@ -113,12 +124,10 @@ def _check_options(options: Options) -> None:
             "capturable = True and moves_after(done)"
         )
     hooks = [*options.before_step.values(), *options.after_step.values()]
-    reads_iteration = any(h.with_iteration for h in hooks)
-    if callable(options.d_scale) or callable(options.g_scale) or reads_iteration:
+    if any(h.with_iteration for h in hooks):
         raise ValueError(
-            "CUDA graph capture: a weight that is a function of the iteration, or a hook "
-            "that reads it, is read on the host each iteration; a graph would replay the "
-            "first iteration's value"
+            "CUDA graph capture: a hook that reads the iteration is recorded with the "
+            "captured iteration's number, and a replay would repeat it"
         )
     if options.check_finite:
         raise ValueError(
@@ -130,8 +139,9 @@ def _check_options(options: Options) -> None:
 def iteration_kind(step: Step) -> tuple:
     """What ``step``'s next iteration does, as far as a graph must know: the steps each
     side takes, for each of D's whether a lazy R1 phase follows it, for each of G's
-    whether a path-length phase does, and whether an adaptive augmentation updates its
-    p at the end. Two iterations of one kind run the same kernels on the same shapes."""
+    whether a path-length phase does, whether an adaptive augmentation updates its
+    p at the end, and the values of the weights that are functions of the iteration.
+    Two iterations of one kind run the same kernels on the same shapes and numbers."""
     d_steps, g_steps = step.schedule.updates(step.iteration)
     progress, options = step.progress, step.game.options
     r1, pl = step.objective.regularizer, options.g_regularizer
@@ -139,7 +149,17 @@ def iteration_kind(step: Step) -> tuple:
     g_lazy = tuple(pl is not None and pl.due(progress.g_updates + j) for j in range(g_steps))
     moves_after = getattr(options.augment, "moves_after", None)
     ada = moves_after is not None and moves_after(step.iteration + 1)
-    return d_steps, g_steps, d_lazy, g_lazy, ada
+    return d_steps, g_steps, d_lazy, g_lazy, ada, _weights_at(options, step.iteration)
+
+
+def _weights_at(options: Options, iteration: int) -> tuple[float, ...]:
+    """The values at ``iteration`` of the weights that are functions of it, in the
+    order the Step's options hold them (checked as the Step checks them)."""
+    named = {"d_scale": options.d_scale, "g_scale": options.g_scale}
+    for owner in ("g_terms", "d_terms", "info_terms"):
+        for name, (w, _) in getattr(options, owner).items():
+            named[f"the weight of term {name!r}"] = w
+    return tuple(weight_at(w, iteration, what) for what, w in named.items() if callable(w))
 
 
 class CaptureFailed(RuntimeError):
@@ -188,12 +208,13 @@ class IterationGraphs:
         self.generators = list(generators)
         self.graphs: dict[Hashable, _Captured] = {}
         self.eager_runs: Counter = Counter()
+        self.warned_kinds = False  # KINDS_COUNTED was passed, and said, once
 
     def __call__(self) -> dict[str, Tensor]:
         kind = iteration_kind(self.step)
         captured = self.graphs.get(kind)
         if captured is None and self.eager_runs[kind] < self.warmup:
-            self.eager_runs[kind] += 1
+            self._count_eager(kind)
             return self._eager()
         if captured is None:
             captured = self.graphs[kind] = self._capture(kind)
@@ -203,6 +224,23 @@ class IterationGraphs:
         progress.d_updates += captured.moved[1]
         progress.g_updates += captured.moved[2]
         return {k: v.clone() for k, v in captured.logs.items()}
+
+    def _count_eager(self, kind: tuple) -> None:
+        """Count an eager run of ``kind``; past KINDS_COUNTED kinds, forget the counts
+        (a kind that comes again warms up again), saying once why the Step runs eagerly."""
+        if kind not in self.eager_runs and len(self.eager_runs) >= KINDS_COUNTED:
+            if not self.warned_kinds:
+                warnings.warn(
+                    f"CUDA graphs: iterations of {KINDS_COUNTED} kinds ran eagerly (a kind is "
+                    f"captured after {self.warmup} eager runs of it); a weight that is a "
+                    "function of the iteration and takes a new value at each makes a new "
+                    f"kind every time (the last: {kind}), so those iterations never replay "
+                    "a graph: give such a weight a few steps",
+                    stacklevel=4,  # GraphedStep's caller
+                )
+            self.warned_kinds = True
+            self.eager_runs.clear()
+        self.eager_runs[kind] += 1
 
     def _eager(self) -> dict[str, Tensor]:
         """One ordinary iteration, on a side stream as torch's capture recipe warms up
@@ -226,13 +264,23 @@ class IterationGraphs:
             # thread_local: CUDA calls of other threads (a DataLoader's pin-memory thread
             # allocating pinned memory, pin_memory=True) are theirs, not the capture's;
             # in torch's default mode, global, one of them breaks the capture
-            with torch.cuda.graph(graph, capture_error_mode="thread_local"):
+            with (
+                iteration_reads() as reads,
+                torch.cuda.graph(graph, capture_error_mode="thread_local"),
+            ):
                 logs = self.run()
             after = (progress.iteration, progress.d_updates, progress.g_updates)
         except Exception as e:  # torch's message alone names neither graphs nor a way out
             raise CaptureFailed(kind, e) from e
         finally:  # recorded or failed, nothing ran
             progress.iteration, progress.d_updates, progress.g_updates = before
+        if reads:
+            raise ValueError(
+                f"CUDA graph capture: a loss term of the {reads[0]} phase reads "
+                "view.iteration, and a replay would repeat the captured iteration's value; "
+                "give the term a weight that is a function of the iteration instead (a "
+                "graph is captured per value), or run this Step without CUDA graphs"
+            )
         moved = (after[0] - before[0], after[1] - before[1], after[2] - before[2])
         if moved[:2] != (1, kind[0]):
             raise RuntimeError(  # iteration_kind and the schedule disagree: a ganstep bug

@@ -18,7 +18,8 @@ them, as the phase already computed them; a term never causes a forward of its o
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import contextlib
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from torch import Tensor
@@ -113,8 +114,16 @@ class View:
     fake: Batch
     d_real_out: object = None
     d_fake_out: object = None
-    # The iteration being run, counting from 0 (taming's global_step, a warm-up's count).
-    iteration: int = 0
+    # The iteration being run (read through ``iteration``).
+    _iteration: int = 0
+
+    @property
+    def iteration(self) -> int:
+        """The iteration being run, counting from 0 (taming's global_step, a warm-up's
+        count)."""
+        if _iteration_reads is not None:
+            _iteration_reads.append(self.phase)
+        return self._iteration
 
     @property
     def d_real(self) -> object:
@@ -136,6 +145,24 @@ class View:
 
 
 Term = Callable[[View], Tensor]
+
+# While :func:`iteration_reads` watches: the phases whose terms read View.iteration.
+_iteration_reads: list[str] | None = None
+
+
+@contextlib.contextmanager
+def iteration_reads() -> Iterator[list[str]]:
+    """Within: the list of the phases whose loss terms read ``View.iteration``, one entry
+    a read. A CUDA graph records an iteration's kernels with the numbers they took then,
+    so a term that computes with the iteration would be replayed with the recorded one
+    (a weight that is a function of the iteration is not such a read: graphs are kept
+    per its value)."""
+    global _iteration_reads
+    outer, _iteration_reads = _iteration_reads, []
+    try:
+        yield _iteration_reads
+    finally:
+        _iteration_reads = outer
 
 
 def reads_real(fn: Term) -> Term:
@@ -208,8 +235,10 @@ def add_terms(
     """``loss`` plus each weighted term (a weight that is a function of the iteration is
     read at ``view.iteration``); the logs hold each weighted term by its name."""
     logs = {}
+    # a weight's iteration is read past View.iteration: a graph is kept per its value
+    iteration = view._iteration if isinstance(view, View) else view.iteration
     for name, (w, fn) in terms.items():
-        w = weight_at(w, view.iteration, f"the weight of term {name!r}")
+        w = weight_at(w, iteration, f"the weight of term {name!r}")
         try:
             value = fn(view)
         except (IndexError, KeyError, TypeError, AttributeError) as e:
