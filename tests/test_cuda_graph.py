@@ -127,6 +127,32 @@ def test_a_weight_that_never_repeats_runs_eagerly_and_says_so_once(monkeypatch):
     assert step.progress.iteration == 8
 
 
+def test_a_setting_changed_after_a_capture_is_refused_before_its_replay(monkeypatch):
+    """A graph's Adam kernels take the learning rate its capture saw: a float lr changed
+    later (a scheduler's step) would be ignored by every replay, and so would a tensor
+    lr replaced by another. One filled in place, as torch's schedulers fill it, is read
+    by the replays."""
+    captures_on_cpu(monkeypatch)
+    side, step = make(d_first())
+    side.opt_g.param_groups[0]["lr"] = torch.tensor(0.01)
+    halves = torch.optim.lr_scheduler.StepLR(side.opt_g, 1, gamma=0.5)
+    data = real_batches(4, dtype=torch.float32)
+    graphed = GraphedStep(step, data[0], warmup=1)
+    graphed(data[0])  # eager
+    graphed(data[1])  # captured and replayed
+    halves.step()  # fills G's lr in place
+    graphed(data[2])
+    assert side.opt_g.param_groups[0]["lr"].item() == pytest.approx(0.005)
+    side.opt_d.param_groups[0]["lr"] = 0.005
+    with pytest.raises(ValueError, match=r"opt_d's lr \(group 0\) changed from 0.01 to 0.005 "):
+        graphed(data[3])
+    side.opt_d.param_groups[0]["lr"] = 0.01
+    side.opt_g.param_groups[0]["lr"] = torch.tensor(0.005)  # what the graph does not read
+    with pytest.raises(ValueError, match=r"opt_g's lr \(group 0\) is another tensor than"):
+        graphed(data[3])
+    assert step.progress.iteration == 3
+
+
 GRAPH_CASES = graph_cases("cuda")
 
 

@@ -24,13 +24,13 @@ from helpers import (
     ganstep,
     records,
 )
-from helpers.replay import training_captures_fail_on_cpu
+from helpers.replay import REPLAYS, training_captures_fail_on_cpu, training_captures_on_cpu
 from torch.testing import assert_close
 
 from ganstep.cli import main
 from ganstep.trainer import trainee as trainee_module
 from ganstep.trainer.config import Config
-from ganstep.trainer.iteration import Iteration, graph_refusal
+from ganstep.trainer.iteration import WARMUP, Iteration, graph_refusal
 from ganstep.trainer.loss_tally import LossTally
 from ganstep.trainer.train import prepared_data, train
 from ganstep.trainer.trainee import Trainee, _load_keeping_kind
@@ -145,6 +145,21 @@ def test_the_command_goes_on_without_graphs_in_a_new_process(tmp_path, monkeypat
         assert "it starts afresh" in proc.stderr
         ganstep(*args, "--graph", "off", "--out", tmp_path / "off", cache=cache)
         assert_same_state(checkpoint(tmp_path / "auto"), checkpoint(tmp_path / "off"))
+
+
+def test_a_graphed_runs_replays_find_the_settings_their_capture_saw(tmp_path, monkeypatch):
+    """Each replay checks that the optimizers' settings are those its graph reads (a
+    float rate changed, or a rate tensor replaced, would be ignored by every replay): a
+    run whose rate falls, stopped and resumed, passes the check at each replay (the
+    captures and replays stood in for on the CPU)."""
+    training_captures_on_cpu(monkeypatch)
+    monkeypatch.setenv("GANSTEP_CACHE", str(tmp_path / "cache"))
+    args = ["train", "--device", "cpu", "--lr-decay", "linear", "--ckpt-every", "6",
+            "--out", str(tmp_path / "run"), *TINY]  # fmt: skip
+    REPLAYS.clear()
+    assert main([*args, "--steps", "12"]) == 0
+    assert main([*args, "--steps", "24", "--resume"]) == 0
+    assert len(REPLAYS) >= 24 - 4 * (WARMUP + 1)  # each run: two kinds, each warmed up
 
 
 def test_an_eager_checkpoint_loads_into_a_graphed_runs_adam_as_that_adam():

@@ -189,8 +189,14 @@ class _NoGraph:
     def register_generator_state(self, gen) -> None:
         pass
 
+    def replay(self) -> None:
+        """Nothing but a count: a stand-in capture records nothing (for what happens
+        around replays)."""
+        REPLAYS.append(self)
+
 
 CAPTURES: list[dict] = []  # the keyword arguments of each capture the stand-in saw
+REPLAYS: list[_NoGraph] = []  # the stand-in graph of each replay
 
 
 @contextlib.contextmanager
@@ -231,12 +237,16 @@ def captures_fail_on_cpu(monkeypatch) -> None:
 
 
 def training_captures_fail_on_cpu(monkeypatch) -> None:
+    """:func:`training_captures_on_cpu`, each capture failing."""
+    training_captures_on_cpu(monkeypatch, fail=True)
+
+
+def training_captures_on_cpu(monkeypatch, fail: bool = False) -> None:
     """``ganstep train --device cpu`` run as a CUDA run is (graphed, its Adam
-    capturable) unless ``--graph off``, each capture failing as in
-    :func:`captures_fail_on_cpu`."""
+    capturable) unless ``--graph off``, with the stand-ins of :func:`captures_on_cpu`."""
     from ganstep.trainer import iteration, trainee
 
-    captures_fail_on_cpu(monkeypatch)
+    captures_on_cpu(monkeypatch, fail)
     refusal = iteration.graph_refusal  # all but "CUDA graphs need a CUDA device"
     monkeypatch.setattr(
         iteration,

@@ -32,7 +32,8 @@ Capture refuses what a graph cannot replay (each for the reason given):
   Step eager;
 - optimizers that are not capturable, InfoGAN's info optimizer among them (build
   Adam/AdamW with ``capturable=True``; a learning rate that changes during training
-  must be a tensor, changed in place).
+  must be a tensor, changed in place: each replay checks that the optimizers'
+  settings are those its graph was captured with, and raises where one changed).
 
 Random draws must come from generators the graph advances: the default CUDA generator
 (augmentation, WGAN-GP's interpolation, a condition sampler that draws on the device)
@@ -46,6 +47,7 @@ import warnings
 from collections import Counter
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import torch
 from torch import Tensor
@@ -76,10 +78,7 @@ def check_capturable(step: Step) -> None:
             "steps each iteration takes (Schedule.updates), so its iterations cannot be "
             "sorted into graphs"
         )
-    game = step.game
-    optimizers = {"opt_g": game.g.optimizer, "opt_d": game.d.optimizer}
-    if game.info is not None:  # InfoGAN's third optimizer steps in the graph too
-        optimizers["info_optimizer"] = game.info.optimizer
+    optimizers = step_optimizers(step)
     # GradScaler hands its overflow flag to an optimizer that takes it (fused Adam/AdamW:
     # the skip happens in the kernel); for any other it reads the flag on the host
     if step.precision.name == "fp16" and not all(
@@ -92,7 +91,7 @@ def check_capturable(step: Step) -> None:
         )
     if step.distributed:
         raise ValueError("CUDA graph capture: distributed steps are not captured")
-    _check_options(game.options)
+    _check_options(step.game.options)
     for name, opt in optimizers.items():
         if not all(group.get("capturable", False) for group in opt.param_groups):
             raise ValueError(
@@ -102,6 +101,69 @@ def check_capturable(step: Step) -> None:
     device = next(step.game.g.module.parameters()).device
     if device.type != "cuda":
         raise ValueError(f"CUDA graph capture needs the models on CUDA, they are on {device}")
+
+
+def step_optimizers(step: Step) -> dict[str, torch.optim.Optimizer]:
+    """The optimizers a captured iteration steps, by the Step's names for them."""
+    game = step.game
+    optimizers = {"opt_g": game.g.optimizer, "opt_d": game.d.optimizer}
+    if game.info is not None:  # InfoGAN's third optimizer steps in the graph too
+        optimizers["info_optimizer"] = game.info.optimizer
+    return optimizers
+
+
+_PLAIN = (bool, int, float, str, type(None))
+
+
+class _TensorAt(NamedTuple):
+    """A setting that is a tensor, by the memory a graph's kernels read it from."""
+
+    address: int
+
+
+def optimizer_settings(optimizers: dict[str, torch.optim.Optimizer]) -> tuple:
+    """Each optimizer group's settings as ``(name, group, key, value)``: Python values
+    (lr, betas, eps...) as they are, tensors (a capturable Adam's lr) by their address.
+    A graph's kernels take the values, and read the addresses, its capture saw."""
+    settings = []
+    for name, opt in optimizers.items():
+        for i, group in enumerate(opt.param_groups):
+            for key, value in group.items():
+                if isinstance(value, Tensor):
+                    settings.append((name, i, key, _TensorAt(value.data_ptr())))
+                elif isinstance(value, _PLAIN) or (
+                    isinstance(value, tuple) and all(isinstance(v, _PLAIN) for v in value)
+                ):
+                    settings.append((name, i, key, value))
+    return tuple(settings)
+
+
+def _changed_setting(captured: tuple, now: tuple) -> str:
+    """Why a graph captured with optimizer settings ``captured`` cannot replay ``now``."""
+    for before, after in zip(captured, now, strict=False):
+        if before == after:
+            continue
+        name, i, key, value = before
+        if after[:3] != before[:3]:
+            break
+        what = f"CUDA graphs: {name}'s {key} (group {i})"
+        if isinstance(value, _TensorAt):
+            return (
+                f"{what} is another tensor than when this kind of iteration was captured, "
+                "and a replay reads the captured one: change it in place (lr.fill_(new), "
+                "as torch's LR schedulers do)"
+            )
+        return (
+            f"{what} changed from {value!r} to {after[3]!r} after this kind of iteration "
+            "was captured, and a replay steps with the captured value; a setting that "
+            "changes during training must be a tensor changed in place (Adam(..., "
+            "lr=torch.tensor(lr, device=...), capturable=True): torch's LR schedulers "
+            "then fill it)"
+        )
+    return (
+        "CUDA graphs: the optimizers' parameter groups changed after this kind of "
+        "iteration was captured; a replay steps the groups its capture saw"
+    )
 
 
 def _check_options(options: Options) -> None:
@@ -186,6 +248,7 @@ class _Captured:
     graph: torch.cuda.CUDAGraph
     logs: dict[str, Tensor]
     moved: tuple[int, int, int]  # what one iteration adds to (iteration, d_updates, g_updates)
+    settings: tuple  # optimizer_settings at the capture
 
 
 class IterationGraphs:
@@ -204,6 +267,7 @@ class IterationGraphs:
     ) -> None:
         check_capturable(step)
         self.step, self.run = step, run
+        self.optimizers = step_optimizers(step)
         self.warmup = positive_int(warmup, "warmup")
         self.generators = list(generators)
         self.graphs: dict[Hashable, _Captured] = {}
@@ -218,6 +282,8 @@ class IterationGraphs:
             return self._eager()
         if captured is None:
             captured = self.graphs[kind] = self._capture(kind)
+        elif (settings := optimizer_settings(self.optimizers)) != captured.settings:
+            raise ValueError(_changed_setting(captured.settings, settings))
         captured.graph.replay()
         progress = self.step.progress
         progress.iteration += captured.moved[0]
@@ -287,7 +353,7 @@ class IterationGraphs:
                 f"CUDA graph capture: an iteration of kind {kind} moved the step counters "
                 f"by {moved}; please report this"
             )
-        return _Captured(graph, logs, moved)
+        return _Captured(graph, logs, moved, optimizer_settings(self.optimizers))
 
 
 class GraphedStep:
