@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import copy
+
 import pytest
 import torch
 from helpers import BATCH, X_DIM, real_batches
 from helpers.graph_cases import conditioned, disc_start, graph_cases, make, per_call
-from helpers.replay import CAPTURES, captures_fail_on_cpu, captures_on_cpu
+from helpers.replay import CAPTURES, REPLAYS, captures_fail_on_cpu, captures_on_cpu
 from torch.testing import assert_close
 
 from ganstep import d_first, g_first, simultaneous
@@ -153,6 +155,30 @@ def test_a_setting_changed_after_a_capture_is_refused_before_its_replay(monkeypa
     assert step.progress.iteration == 3
 
 
+def test_loading_state_drops_the_graphs_that_read_the_state_it_replaced(monkeypatch):
+    """torch's Optimizer.load_state_dict makes new state tensors, and a Step's puts
+    BEGAN's k in a new one: graphs captured before would read the old ones. They are
+    dropped; each kind warms up and is captured again."""
+    captures_on_cpu(monkeypatch)
+    side, step = make(d_first(), objective="began")
+    data = real_batches(3, dtype=torch.float32)
+    graphed = GraphedStep(step, data[0], warmup=1)
+    CAPTURES.clear()
+
+    def replays_of_three_calls() -> int:
+        before = len(REPLAYS)
+        for real in data:
+            graphed(real)
+        return len(REPLAYS) - before
+
+    assert replays_of_three_calls() == 2 and len(CAPTURES) == 1  # eager, captured, replayed
+    side.opt_d.load_state_dict(side.opt_d.state_dict())
+    assert replays_of_three_calls() == 2 and len(CAPTURES) == 2  # warmed up, captured again
+    step.load_state_dict(step.state_dict())
+    assert replays_of_three_calls() == 2 and len(CAPTURES) == 3
+    assert replays_of_three_calls() == 3 and len(CAPTURES) == 3  # nothing loaded: replays
+
+
 GRAPH_CASES = graph_cases("cuda")
 
 
@@ -189,6 +215,41 @@ def test_graph_replays_equal_eager_iterations(case):
                         getattr(e_side, module).parameters(), strict=True):  # fmt: skip
             assert_close(p, q, rtol=1e-4, atol=1e-5)
     assert g_step.progress == e_step.progress  # replays moved the counters as calls do
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_a_graphed_step_restored_mid_run_goes_on_as_the_eager_step_restored():
+    """Both sides run 6 iterations (the graphed one from its graphs), then load the
+    eager side's state of iteration 3 (Adam's moments, BEGAN's k: new tensors) and run
+    6 more: equal. Graphs kept across the load would go on from iteration 6's state."""
+    torch.manual_seed(0)
+    calls = [b.float().cuda() for b in real_batches(12)]
+    sides = []
+    for graph in (True, False):
+        side, step = make(d_first(), objective="began", device="cuda")
+        run = GraphedStep(step, calls[0], warmup=2, generators=[side.gen]) if graph else step
+        saved = None
+        for i, real in enumerate(calls[:6]):
+            if i == 3:
+                saved = copy.deepcopy([side.opt_g.state_dict(), side.opt_d.state_dict(),
+                                       step.state_dict(), side.G.state_dict(),
+                                       side.D.state_dict()])  # fmt: skip
+            run(real)
+        sides.append((side, step, run, saved))
+    eager_saved = sides[1][3]
+    for side, step, run, _ in sides:  # z goes on from iteration 6 on both sides
+        for part, state in zip((side.opt_g, side.opt_d, step, side.G, side.D), eager_saved,
+                               strict=True):  # fmt: skip
+            part.load_state_dict(copy.deepcopy(state))
+        for real in calls[6:]:
+            run(real)
+    (g_side, g_step, *_), (e_side, e_step, *_) = sides
+    for module in ("G", "D"):
+        for p, q in zip(getattr(g_side, module).parameters(),
+                        getattr(e_side, module).parameters(), strict=True):  # fmt: skip
+            assert_close(p, q, rtol=1e-4, atol=1e-5)
+    assert_close(g_step.objective.k, e_step.objective.k, rtol=1e-4, atol=1e-6)
+    assert g_step.progress == e_step.progress
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")

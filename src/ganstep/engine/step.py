@@ -290,6 +290,9 @@ class Step:
         self._param_ids = self._parameter_ids()
         # the plain iteration from the second call on (None: each call takes the general path)
         self._steady: Steady | None = None
+        # times load_state_dict ran: state tensors it replaced are not those a captured
+        # CUDA graph reads (GraphedStep captures again)
+        self.state_loads = 0
 
     def _parameter_ids(self) -> tuple:
         G, D = self._models[:2]
@@ -474,6 +477,7 @@ class Step:
         self.iteration = int(state["iteration"])
         self.progress.d_updates = int(state.get("d_updates", 0))
         self.progress.g_updates = int(state.get("g_updates", 0))
+        self.state_loads += 1
 
     def _stateful_options(self) -> dict:
         """The options that hold objects of their own (None where not given), by key."""
