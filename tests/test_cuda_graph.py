@@ -155,10 +155,11 @@ def test_a_setting_changed_after_a_capture_is_refused_before_its_replay(monkeypa
     assert step.progress.iteration == 3
 
 
-def test_loading_state_drops_the_graphs_that_read_the_state_it_replaced(monkeypatch):
+def test_replacing_what_the_graphs_read_drops_them(monkeypatch):
     """torch's Optimizer.load_state_dict makes new state tensors, and a Step's puts
     BEGAN's k in a new one: graphs captured before would read the old ones. They are
-    dropped; each kind warms up and is captured again."""
+    dropped; each kind warms up and is captured again. A parameter replaced after the
+    capture likewise: the Step's own check then says it is in no optimizer."""
     captures_on_cpu(monkeypatch)
     side, step = make(d_first(), objective="began")
     data = real_batches(3, dtype=torch.float32)
@@ -177,6 +178,13 @@ def test_loading_state_drops_the_graphs_that_read_the_state_it_replaced(monkeypa
     step.load_state_dict(step.state_dict())
     assert replays_of_three_calls() == 2 and len(CAPTURES) == 3
     assert replays_of_three_calls() == 3 and len(CAPTURES) == 3  # nothing loaded: replays
+    first = next(side.D.parameters())
+    first.data = first.data.clone()  # new memory, as Module.to gives
+    assert replays_of_three_calls() == 2 and len(CAPTURES) == 4
+    layer = next(m for m in side.D.modules() if isinstance(m, torch.nn.Linear))
+    layer.weight = torch.nn.Parameter(layer.weight.detach().clone())
+    with pytest.raises(ValueError, match="parameters changed after the Step was built"):
+        graphed(data[0])
 
 
 GRAPH_CASES = graph_cases("cuda")

@@ -268,7 +268,7 @@ class IterationGraphs:
         check_capturable(step)
         self.step, self.run = step, run
         self.optimizers = step_optimizers(step)
-        self.loaded = self._loaded_state()
+        self.read = self._what_graphs_read()
         self.warmup = positive_int(warmup, "warmup")
         self.generators = list(generators)
         self.graphs: dict[Hashable, _Captured] = {}
@@ -276,13 +276,12 @@ class IterationGraphs:
         self.warned_kinds = False  # KINDS_COUNTED was passed, and said, once
 
     def __call__(self) -> dict[str, Tensor]:
-        if self._state_reloaded():
-            # a Step's or optimizer's load_state_dict put new tensors where the graphs
-            # read the old ones: they are dropped, and each kind warms up and is captured
-            # again
+        if self._state_replaced():
+            # new tensors where the graphs read the old ones: they are dropped, and each
+            # kind warms up (the Step's checks run again) and is captured again
             self.graphs.clear()
             self.eager_runs.clear()
-            self.loaded = self._loaded_state()
+            self.read = self._what_graphs_read()
         kind = iteration_kind(self.step)
         captured = self.graphs.get(kind)
         if captured is None and self.eager_runs[kind] < self.warmup:
@@ -299,15 +298,20 @@ class IterationGraphs:
         progress.g_updates += captured.moved[2]
         return {k: v.clone() for k, v in captured.logs.items()}
 
-    def _loaded_state(self) -> tuple:
-        """What a load of state changes: the Step's count of loads, and each optimizer's
-        state dict (torch's load_state_dict makes a new one)."""
-        return (self.step.state_loads, *(opt.state for opt in self.optimizers.values()))
+    def _what_graphs_read(self) -> tuple:
+        """What replacing the tensors the graphs read changes: the addresses of G's and
+        D's parameters (a layer replaced, a module moved with ``.to``), the Step's count
+        of state loads, and each optimizer's state dict (torch's load_state_dict makes
+        a new one)."""
+        G, D = self.step.game.g.module, self.step.game.d.module
+        addresses = tuple(p.data_ptr() for m in (G, D) for p in m.parameters())
+        return addresses, self.step.state_loads, *(o.state for o in self.optimizers.values())
 
-    def _state_reloaded(self) -> bool:
-        """Whether state was loaded since ``self.loaded`` was taken."""
-        now, then = self._loaded_state(), self.loaded
-        return now[0] != then[0] or any(a is not b for a, b in zip(now[1:], then[1:], strict=True))
+    def _state_replaced(self) -> bool:
+        """Whether what the graphs read was replaced since ``self.read`` was taken."""
+        now, then = self._what_graphs_read(), self.read
+        same_states = all(a is b for a, b in zip(now[2:], then[2:], strict=True))
+        return now[:2] != then[:2] or not same_states
 
     def _count_eager(self, kind: tuple) -> None:
         """Count an eager run of ``kind``; past KINDS_COUNTED kinds, forget the counts
@@ -376,9 +380,10 @@ class IterationGraphs:
 
 class GraphedStep:
     """``step`` replayed from CUDA graphs on the shapes of ``real``; call it like the
-    Step: each call is one iteration, the first ``warmup`` of each kind eager. Loading
-    a state (the Step's or an optimizer's ``load_state_dict``, which put new tensors
-    where the graphs read the old ones) drops the graphs: each kind is captured again.
+    Step: each call is one iteration, the first ``warmup`` of each kind eager. Where
+    the tensors the graphs read are replaced (the Step's or an optimizer's
+    ``load_state_dict``, a model moved with ``.to`` or given a new layer), the next
+    call drops the graphs: each kind is checked, run eagerly and captured again.
 
     Args:
         step: the Step to capture.
