@@ -303,12 +303,14 @@ class IterationGraphs:
         D's parameters (a layer replaced, a module moved with ``.to``), the Step's count
         of state loads, and each optimizer's state dict (torch's load_state_dict makes
         a new one)."""
-        G, D = self.step.game.g.module, self.step.game.d.module
-        addresses = tuple(p.data_ptr() for m in (G, D) for p in m.parameters())
+        game = self.step.game  # its lists are walked again only after a registration
+        addresses = tuple(p.data_ptr() for side in (game.g, game.d) for p in side.all_params())
         return addresses, self.step.state_loads, *(o.state for o in self.optimizers.values())
 
     def _state_replaced(self) -> bool:
-        """Whether what the graphs read was replaced since ``self.read`` was taken."""
+        """Whether what the graphs read was replaced since ``self.read`` was taken (a
+        replaced layer that is in no optimizer raises, as the Step's call does)."""
+        self.step.check_parameters()
         now, then = self._what_graphs_read(), self.read
         same_states = all(a is b for a, b in zip(now[2:], then[2:], strict=True))
         return now[:2] != then[:2] or not same_states

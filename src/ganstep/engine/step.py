@@ -317,6 +317,14 @@ class Step:
                 "distributed=False if every process is meant to train alone"
             )
 
+    def check_parameters(self) -> None:
+        """Where a module registered a parameter or submodule since the last check (a
+        layer may have been replaced), check that G's and D's parameters are still
+        their optimizers' (each call does; a CUDA graph's replays do it too)."""
+        g, d = self.game.g, self.game.d
+        if g.params_moved() or d.params_moved():
+            self._check_same_parameters(g.all_params(), d.all_params())
+
     def _check_same_parameters(self, g_params: list[Tensor], d_params: list[Tensor]) -> None:
         """A parameter replaced after the Step was built (``G.fc = nn.Linear(...)``) is in
         no optimizer and would never train: say so at the next call."""
@@ -391,9 +399,7 @@ class Step:
             if logs is not None:
                 return logs
         batches = self.batches_of(real)
-        g, d = self.game.g, self.game.d
-        if g.params_moved() or d.params_moved():  # a layer may have been replaced
-            self._check_same_parameters(g.all_params(), d.all_params())
+        self.check_parameters()
         self._check_process_group()
         self._d_observer.know(batches[0])
         logs = self._iteration(batches)
