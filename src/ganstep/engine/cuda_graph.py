@@ -43,6 +43,7 @@ draw on the CPU, moved to the GPU, would be replayed as the captured numbers.
 
 from __future__ import annotations
 
+import operator
 import warnings
 from collections import Counter
 from collections.abc import Callable, Hashable, Sequence
@@ -113,6 +114,7 @@ def step_optimizers(step: Step) -> dict[str, torch.optim.Optimizer]:
 
 
 _PLAIN = (bool, int, float, str, type(None))
+_PLAIN_TYPES = frozenset(_PLAIN)
 
 
 class _TensorAt(NamedTuple):
@@ -132,7 +134,7 @@ def optimizer_settings(optimizers: dict[str, torch.optim.Optimizer]) -> tuple:
                 if isinstance(value, Tensor):
                     settings.append((name, i, key, _TensorAt(value.data_ptr())))
                 elif isinstance(value, _PLAIN) or (
-                    isinstance(value, tuple) and all(isinstance(v, _PLAIN) for v in value)
+                    isinstance(value, tuple) and {type(v) for v in value} <= _PLAIN_TYPES
                 ):
                     settings.append((name, i, key, value))
     return tuple(settings)
@@ -207,8 +209,9 @@ def iteration_kind(step: Step) -> tuple:
     d_steps, g_steps = step.schedule.updates(step.iteration)
     progress, options = step.progress, step.game.options
     r1, pl = step.objective.regularizer, options.g_regularizer
-    d_lazy = tuple(r1 is not None and r1.due(progress.d_updates + j) for j in range(d_steps))
-    g_lazy = tuple(pl is not None and pl.due(progress.g_updates + j) for j in range(g_steps))
+    # lists, not generators: each item a generator yields is a Python call of the replay
+    d_lazy = tuple([r1 is not None and r1.due(progress.d_updates + j) for j in range(d_steps)])
+    g_lazy = tuple([pl is not None and pl.due(progress.g_updates + j) for j in range(g_steps)])
     moves_after = getattr(options.augment, "moves_after", None)
     ada = moves_after is not None and moves_after(step.iteration + 1)
     return d_steps, g_steps, d_lazy, g_lazy, ada, _weights_at(options, step.iteration)
@@ -304,16 +307,16 @@ class IterationGraphs:
         of state loads, and each optimizer's state dict (torch's load_state_dict makes
         a new one)."""
         game = self.step.game  # its lists are walked again only after a registration
-        addresses = tuple(p.data_ptr() for side in (game.g, game.d) for p in side.all_params())
-        return addresses, self.step.state_loads, *(o.state for o in self.optimizers.values())
+        # comprehensions, not generators: a replay's host work is a few dozen Python calls
+        addresses = [p.data_ptr() for side in (game.g, game.d) for p in side.all_params()]
+        return addresses, self.step.state_loads, [o.state for o in self.optimizers.values()]
 
     def _state_replaced(self) -> bool:
         """Whether what the graphs read was replaced since ``self.read`` was taken (a
         replaced layer that is in no optimizer raises, as the Step's call does)."""
         self.step.check_parameters()
         now, then = self._what_graphs_read(), self.read
-        same_states = all(a is b for a, b in zip(now[2:], then[2:], strict=True))
-        return now[:2] != then[:2] or not same_states
+        return now[:2] != then[:2] or any(map(operator.is_not, now[2], then[2]))
 
     def _count_eager(self, kind: tuple) -> None:
         """Count an eager run of ``kind``; past KINDS_COUNTED kinds, forget the counts
