@@ -20,7 +20,8 @@ nvidia-smi --query-gpu=name,memory.total --format=csv > "$OUT/gpu_name.txt" 2>&1
 # every test that skips without CUDA is in these files; -k keeps their CUDA ones (and
 # the CPU-side graph checks), not the rest of test_precision/test_step_api/test_bench
 CUDA_TESTS="tests/test_cuda_graph.py tests/test_graph_training.py tests/test_precision.py
-            tests/test_bench.py tests/test_step_api.py tests/test_gpu_benchmark.py"
+            tests/test_bench.py tests/test_step_api.py tests/test_gpu_benchmark.py
+            tests/test_examples.py"
 # a test past 80 s has every thread's traceback written to the file (pytest's own
 # faulthandler), and is stopped at 90 s where pytest-timeout is there
 PER_TEST="-o faulthandler_timeout=80"
