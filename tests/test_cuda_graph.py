@@ -9,6 +9,8 @@ import torch
 from helpers import BATCH, X_DIM, real_batches
 from helpers.graph_cases import conditioned, disc_start, graph_cases, make, per_call
 from helpers.replay import CAPTURES, REPLAYS, captures_fail_on_cpu, captures_on_cpu
+from hypothesis import given
+from hypothesis import strategies as st
 from torch.testing import assert_close
 
 from ganstep import d_first, g_first, simultaneous
@@ -59,6 +61,28 @@ def test_an_info_optimizer_that_is_not_capturable_is_refused():
     step.game.info.optimizer.param_groups[0]["capturable"] = False
     with pytest.raises(ValueError, match=r"info_optimizer \(Adam\) is not capturable"):
         GraphedStep(step, real_batches(1, dtype=torch.float32)[0])
+
+
+@given(st.one_of(st.integers(), st.text(), st.none(), st.floats(allow_nan=False)))
+def test_generators_that_are_not_a_list_of_generators_are_refused(item):
+    cuda = torch.device("cuda")
+    with pytest.raises(TypeError, match=r"generators\[1\]: a torch.Generator, got "):
+        cuda_graph.graph_generators([torch.Generator(), item], torch.device("cpu"))
+    with pytest.raises(TypeError, match=r"generators: a list of torch.Generator \(e.g. \[gen\]\)"):
+        cuda_graph.graph_generators(item, cuda)
+
+
+def test_a_generator_of_another_device_than_the_models_is_refused(monkeypatch):
+    """z drawn on the host and moved to the GPU: a graph would replay its captured
+    numbers. The models' device decides (CPU models here, under the CPU stand-ins)."""
+    with pytest.raises(ValueError, match=r"generators\[0\] draws on cpu, the models are on cuda"):
+        cuda_graph.graph_generators([torch.Generator()], torch.device("cuda"))
+    captures_on_cpu(monkeypatch)
+    side, step = make(d_first())
+    real = real_batches(1, dtype=torch.float32)[0]
+    with pytest.raises(TypeError, match=r"e.g. \[gen\]\), got Generator"):
+        GraphedStep(step, real, generators=side.gen)  # one generator, not a list of them
+    assert GraphedStep(step, real, generators=(side.gen,)).graphs.generators == [side.gen]
 
 
 def test_a_failed_capture_says_so_and_puts_the_counters_back(monkeypatch):
@@ -259,6 +283,14 @@ def test_a_graphed_step_restored_mid_run_goes_on_as_the_eager_step_restored():
             assert_close(p, q, rtol=1e-4, atol=1e-5)
     assert_close(g_step.objective.k, e_step.objective.k, rtol=1e-4, atol=1e-6)
     assert g_step.progress == e_step.progress
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_a_cuda_step_refuses_a_generator_on_the_host():
+    side, step = make(d_first(), device="cuda")
+    real = real_batches(1, dtype=torch.float32)[0].cuda()
+    with pytest.raises(ValueError, match=r"generators\[1\] draws on cpu, the models are on cuda"):
+        GraphedStep(step, real, generators=[side.gen, torch.Generator()])
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")

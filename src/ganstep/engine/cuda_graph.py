@@ -99,9 +99,34 @@ def check_capturable(step: Step) -> None:
                 f"CUDA graph capture: {name} ({type(opt).__name__}) is not capturable; "
                 "build it with capturable=True"
             )
-    device = next(step.game.g.module.parameters()).device
+    device = _models_device(step)
     if device.type != "cuda":
         raise ValueError(f"CUDA graph capture needs the models on CUDA, they are on {device}")
+
+
+def _models_device(step: Step) -> torch.device:
+    """Where the Step's models are (G's first parameter's device)."""
+    return next(step.game.g.module.parameters()).device
+
+
+def graph_generators(generators: object, device: torch.device) -> list[torch.Generator]:
+    """``generators`` as a list, each a generator of ``device``: a graph advances the
+    generators of its own device alone, and a draw on the host, moved to the GPU, would
+    be replayed as the captured numbers."""
+    if isinstance(generators, str | torch.Generator) or not isinstance(generators, Sequence):
+        raise TypeError(
+            f"generators: a list of torch.Generator (e.g. [gen]), got {type(generators).__name__}"
+        )
+    for i, gen in enumerate(generators):
+        if not isinstance(gen, torch.Generator):
+            raise TypeError(f"generators[{i}]: a torch.Generator, got {type(gen).__name__}")
+        if gen.device.type != device.type:
+            raise ValueError(
+                f"generators[{i}] draws on {gen.device}, the models are on {device}: a "
+                "graph advances only generators of its device; make it with "
+                f"torch.Generator(device={device.type!r}) and draw z from it there"
+            )
+    return list(generators)
 
 
 def step_optimizers(step: Step) -> dict[str, torch.optim.Optimizer]:
@@ -273,7 +298,7 @@ class IterationGraphs:
         self.optimizers = step_optimizers(step)
         self.read = self._what_graphs_read()
         self.warmup = positive_int(warmup, "warmup")
-        self.generators = list(generators)
+        self.generators = graph_generators(generators, _models_device(step))
         self.graphs: dict[Hashable, _Captured] = {}
         self.eager_runs: Counter = Counter()
         self.warned_kinds = False  # KINDS_COUNTED was passed, and said, once
@@ -399,8 +424,9 @@ class GraphedStep:
         warmup: eager iterations of each kind before its graph is captured, on a side
             stream, so that lazily created state (optimizer moments, cuDNN plans)
             exists at capture.
-        generators: extra CUDA generators the iteration draws from (e.g. the one
-            behind ``latent``), registered with each graph so replays advance them.
+        generators: a list of the extra CUDA generators the iteration draws from
+            (e.g. the one behind ``latent``), registered with each graph so replays
+            advance them; one on another device than the models' is refused.
     """
 
     def __init__(
