@@ -205,10 +205,40 @@ def test_replacing_what_the_graphs_read_drops_them(monkeypatch):
     first = next(side.D.parameters())
     first.data = first.data.clone()  # new memory, as Module.to gives
     assert replays_of_three_calls() == 2 and len(CAPTURES) == 4
+    side.D.net[1] = torch.nn.Tanh()  # a layer without parameters: the graphs hold LeakyReLU
+    assert replays_of_three_calls() == 2 and len(CAPTURES) == 5
+    torch.nn.Sequential(torch.nn.Linear(2, 2))  # registrations elsewhere: G and D as they were
+    assert replays_of_three_calls() == 3 and len(CAPTURES) == 5
     layer = next(m for m in side.D.modules() if isinstance(m, torch.nn.Linear))
     layer.weight = torch.nn.Parameter(layer.weight.detach().clone())
     with pytest.raises(ValueError, match="parameters changed after the Step was built"):
         graphed(data[0])
+
+
+def test_a_module_switched_to_eval_gets_graphs_of_its_own(monkeypatch):
+    """G.eval() after a capture (BatchNorm then normalizes by its running statistics and
+    updates none, Dropout passes everything) runs other kernels than the capture's: its
+    iterations warm up and are captured apart, and G.train() replays the first graph."""
+    captures_on_cpu(monkeypatch)
+    side, step = make(d_first(), batchnorm=True)
+    data = real_batches(3, dtype=torch.float32)
+    graphed = GraphedStep(step, data[0], warmup=1)
+    CAPTURES.clear()
+    replays = len(REPLAYS)
+
+    def three_calls() -> tuple[int, int]:
+        for real in data:
+            graphed(real)
+        return len(CAPTURES), len(REPLAYS) - replays
+
+    assert three_calls() == (1, 2)  # eager, captured, replayed
+    side.G.net[1].eval()
+    assert three_calls() == (2, 4)
+    side.G.train()
+    assert three_calls() == (2, 7)  # the first graph again
+    side.G.net[1].eval()
+    assert three_calls() == (2, 10)  # the second
+    assert len(graphed.graphs.graphs) == 2
 
 
 GRAPH_CASES = graph_cases("cuda")
@@ -283,6 +313,31 @@ def test_a_graphed_step_restored_mid_run_goes_on_as_the_eager_step_restored():
             assert_close(p, q, rtol=1e-4, atol=1e-5)
     assert_close(g_step.objective.k, e_step.objective.k, rtol=1e-4, atol=1e-6)
     assert g_step.progress == e_step.progress
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_a_graphed_step_follows_a_module_switched_to_eval_as_the_eager_step_does():
+    """G's BatchNorm in eval mode for calls 4-7 (its running statistics normalize, and
+    stay as they are), then back: the graphed run (a graph of each mode) equals the
+    eager run, running statistics too. One graph of the training mode would have gone
+    on updating them."""
+    torch.manual_seed(0)
+    calls = [b.float().cuda() for b in real_batches(12)]
+    runs = []
+    for graph in (True, False):
+        side, step = make(d_first(), device="cuda", batchnorm=True)
+        torch.manual_seed(3)
+        run = GraphedStep(step, calls[0], warmup=2, generators=[side.gen]) if graph else step
+        for i, real in enumerate(calls):
+            side.G.net[1].train(not 4 <= i < 8)
+            run(real)
+        runs.append((side, run))
+    (g_side, graphed), (e_side, _) = runs
+    assert len(graphed.graphs.graphs) == 2
+    for module in ("G", "D"):
+        eager = getattr(e_side, module).state_dict()
+        for name, p in getattr(g_side, module).state_dict().items():
+            assert_close(p, eager[name], rtol=1e-4, atol=1e-5, msg=f"{module}.{name}")
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")

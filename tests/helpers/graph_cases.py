@@ -15,15 +15,15 @@ from . import X_DIM, Z_DIM, Run
 
 
 def make(schedule, precision="fp32", capturable=True, objective="ns", device="cpu",
-         conditional=False, fused_adam=False, **options):  # fmt: skip
-    """A float32 side (G, D, capturable Adam, fused where asked, seeded latent) and its
-    Step."""
+         conditional=False, fused_adam=False, batchnorm=False, **options):  # fmt: skip
+    """A float32 side (G, D, capturable Adam, fused where asked, seeded latent; MLPs with
+    BatchNorm where asked) and its Step."""
     if callable(objective):
         objective = objective()
     if callable(options.get("g_regularizer")):  # a factory: a regularizer holds state
         options["g_regularizer"] = options["g_regularizer"]()
     name = objective if isinstance(objective, str) else objective.name
-    side = Run(name, batchnorm=False, dtype=torch.float32, device=device)
+    side = Run(name, batchnorm=batchnorm, dtype=torch.float32, device=device)
     if conditional:
         side.G, side.D = CondG().to(device), CondD().to(device)
     kind = {"capturable": capturable, "fused": fused_adam or None}

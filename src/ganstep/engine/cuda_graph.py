@@ -9,7 +9,10 @@ and each kind gets a graph of its own, captured the first time that kind comes a
 (with and without the penalty), and path length likewise; WGAN's ``g_every = 5`` two
 (with and without G's step); ADA's augmentation two (with and without its update of p);
 a weight that is a function of the iteration one per value it takes (taming's
-``disc_start``, a weight of 0 until then: two).
+``disc_start``, a weight of 0 until then: two). A module of G's or D's switched to eval
+mode (BatchNorm then normalizes by its running statistics, Dropout passes everything)
+runs other kernels, so iterations are told apart by the modules in eval mode too: a
+model switched to eval and back replays the graphs of each mode.
 
 Capture refuses what a graph cannot replay (each for the reason given):
 
@@ -51,8 +54,9 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 import torch
-from torch import Tensor
+from torch import Tensor, nn
 
+from .autograd_calls import REGISTRATIONS
 from .checks import positive_int, weight_at
 from .options import Options
 from .schedules import Schedule
@@ -279,6 +283,23 @@ class _Captured:
     settings: tuple  # optimizer_settings at the capture
 
 
+class _Submodules:
+    """G's and D's submodules (and InfoGAN's head's): the user's modules, behind any
+    compiled wrapper, walked again only after some module registered a parameter or
+    a submodule (as :class:`~ganstep.engine.autograd_calls.ParameterList` does)."""
+
+    def __init__(self, step: Step) -> None:
+        game = step.game
+        self.roots = [side.eager for side in (game.g, game.d, game.info) if side is not None]
+        self.seen, self.listed = -1, []
+
+    def __call__(self) -> list[nn.Module]:
+        if self.seen != REGISTRATIONS[0]:
+            self.listed = [m for root in self.roots for m in root.modules()]
+            self.seen = REGISTRATIONS[0]
+        return self.listed
+
+
 class IterationGraphs:
     """``run`` (one iteration of ``step``, and whatever the caller adds to it) captured
     once per :func:`iteration_kind`, after ``warmup`` eager runs of that kind, and
@@ -296,6 +317,7 @@ class IterationGraphs:
         check_capturable(step)
         self.step, self.run = step, run
         self.optimizers = step_optimizers(step)
+        self.modules = _Submodules(step)
         self.read = self._what_graphs_read()
         self.warmup = positive_int(warmup, "warmup")
         self.generators = graph_generators(generators, _models_device(step))
@@ -311,12 +333,14 @@ class IterationGraphs:
             self.eager_runs.clear()
             self.read = self._what_graphs_read()
         kind = iteration_kind(self.step)
-        captured = self.graphs.get(kind)
-        if captured is None and self.eager_runs[kind] < self.warmup:
-            self._count_eager(kind)
+        # a module switched to eval (or back) runs other kernels: its own graphs
+        key = (kind, tuple([i for i, m in enumerate(self.modules.listed) if not m.training]))
+        captured = self.graphs.get(key)
+        if captured is None and self.eager_runs[key] < self.warmup:
+            self._count_eager(key)
             return self._eager()
         if captured is None:
-            captured = self.graphs[kind] = self._capture(kind)
+            captured = self.graphs[key] = self._capture(kind)
         elif (settings := optimizer_settings(self.optimizers)) != captured.settings:
             raise ValueError(_changed_setting(captured.settings, settings))
         captured.graph.replay()
@@ -327,38 +351,41 @@ class IterationGraphs:
         return {k: v.clone() for k, v in captured.logs.items()}
 
     def _what_graphs_read(self) -> tuple:
-        """What replacing the tensors the graphs read changes: the addresses of G's and
-        D's parameters (a layer replaced, a module moved with ``.to``), the Step's count
-        of state loads, and each optimizer's state dict (torch's load_state_dict makes
-        a new one)."""
+        """What replacing what the graphs read changes: the addresses of G's and D's
+        parameters (a layer replaced, a module moved with ``.to``), the Step's count of
+        state loads, G's and D's submodules (a layer without parameters added or
+        replaced: the graphs hold the old one's kernels), and each optimizer's state
+        dict (torch's load_state_dict makes a new one)."""
         game = self.step.game  # its lists are walked again only after a registration
         # comprehensions, not generators: a replay's host work is a few dozen Python calls
         addresses = [p.data_ptr() for side in (game.g, game.d) for p in side.all_params()]
-        return addresses, self.step.state_loads, [o.state for o in self.optimizers.values()]
+        states = [o.state for o in self.optimizers.values()]
+        return addresses, self.step.state_loads, self.modules(), states
 
     def _state_replaced(self) -> bool:
         """Whether what the graphs read was replaced since ``self.read`` was taken (a
         replaced layer that is in no optimizer raises, as the Step's call does)."""
         self.step.check_parameters()
         now, then = self._what_graphs_read(), self.read
-        return now[:2] != then[:2] or any(map(operator.is_not, now[2], then[2]))
+        return now[:3] != then[:3] or any(map(operator.is_not, now[3], then[3]))
 
-    def _count_eager(self, kind: tuple) -> None:
-        """Count an eager run of ``kind``; past KINDS_COUNTED kinds, forget the counts
-        (a kind that comes again warms up again), saying once why the Step runs eagerly."""
-        if kind not in self.eager_runs and len(self.eager_runs) >= KINDS_COUNTED:
+    def _count_eager(self, key: tuple) -> None:
+        """Count an eager run of ``key`` (a kind and the modules in eval mode); past
+        KINDS_COUNTED keys, forget the counts (a key that comes again warms up again),
+        saying once why the Step runs eagerly."""
+        if key not in self.eager_runs and len(self.eager_runs) >= KINDS_COUNTED:
             if not self.warned_kinds:
                 warnings.warn(
                     f"CUDA graphs: iterations of {KINDS_COUNTED} kinds ran eagerly (a kind is "
                     f"captured after {self.warmup} eager runs of it); a weight that is a "
                     "function of the iteration and takes a new value at each makes a new "
-                    f"kind every time (the last: {kind}), so those iterations never replay "
+                    f"kind every time (the last: {key[0]}), so those iterations never replay "
                     "a graph: give such a weight a few steps",
                     stacklevel=4,  # GraphedStep's caller
                 )
             self.warned_kinds = True
             self.eager_runs.clear()
-        self.eager_runs[kind] += 1
+        self.eager_runs[key] += 1
 
     def _eager(self) -> dict[str, Tensor]:
         """One ordinary iteration, on a side stream as torch's capture recipe warms up
@@ -411,7 +438,7 @@ class IterationGraphs:
 class GraphedStep:
     """``step`` replayed from CUDA graphs on the shapes of ``real``; call it like the
     Step: each call is one iteration, the first ``warmup`` of each kind eager. Where
-    the tensors the graphs read are replaced (the Step's or an optimizer's
+    the tensors or layers the graphs read are replaced (the Step's or an optimizer's
     ``load_state_dict``, a model moved with ``.to`` or given a new layer), the next
     call drops the graphs: each kind is checked, run eagerly and captured again.
 
