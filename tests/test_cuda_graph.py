@@ -215,6 +215,23 @@ def test_replacing_what_the_graphs_read_drops_them(monkeypatch):
         graphed(data[0])
 
 
+def test_a_layer_frozen_or_unfrozen_after_a_capture_drops_the_graphs(monkeypatch):
+    """FreezeD freezes D's first layers partway through training: the eager Step then
+    leaves them as they are (it backpropagates into the parameters that train), where a
+    graph captured before would go on updating them. The next call drops the graphs,
+    and so does unfreezing."""
+    captures_on_cpu(monkeypatch)
+    side, step = make(d_first())
+    data = real_batches(3, dtype=torch.float32)
+    graphed = GraphedStep(step, data[0], warmup=1)
+    CAPTURES.clear()
+    for frozen, captures in ((False, 1), (True, 2), (True, 2), (False, 3)):
+        side.D.net[0].requires_grad_(not frozen)
+        for real in data:
+            graphed(real)
+        assert len(CAPTURES) == captures
+
+
 def test_a_module_switched_to_eval_gets_graphs_of_its_own(monkeypatch):
     """G.eval() after a capture (BatchNorm then normalizes by its running statistics and
     updates none, Dropout passes everything) runs other kernels than the capture's: its
@@ -315,29 +332,54 @@ def test_a_graphed_step_restored_mid_run_goes_on_as_the_eager_step_restored():
     assert g_step.progress == e_step.progress
 
 
+def graphed_and_eager(change, batchnorm=False, calls=12) -> tuple:
+    """A graphed and an eager d_first run on CUDA, each from the same seeds, ``change(side,
+    i)`` made before call i on both; (graphed side, GraphedStep, eager side), each run
+    checked equal to the other: parameters and buffers."""
+    torch.manual_seed(0)
+    data = [b.float().cuda() for b in real_batches(calls)]
+    runs = []
+    for graph in (True, False):
+        side, step = make(d_first(), device="cuda", batchnorm=batchnorm)
+        torch.manual_seed(3)
+        run = GraphedStep(step, data[0], warmup=2, generators=[side.gen]) if graph else step
+        for i, real in enumerate(data):
+            change(side, i)
+            run(real)
+        runs.append((side, run))
+    (g_side, graphed), (e_side, _) = runs
+    for module in ("G", "D"):
+        eager = getattr(e_side, module).state_dict()
+        for name, p in getattr(g_side, module).state_dict().items():
+            assert_close(p, eager[name], rtol=1e-4, atol=1e-5, msg=f"{module}.{name}")
+    return g_side, graphed, e_side
+
+
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
 def test_a_graphed_step_follows_a_module_switched_to_eval_as_the_eager_step_does():
     """G's BatchNorm in eval mode for calls 4-7 (its running statistics normalize, and
     stay as they are), then back: the graphed run (a graph of each mode) equals the
     eager run, running statistics too. One graph of the training mode would have gone
     on updating them."""
-    torch.manual_seed(0)
-    calls = [b.float().cuda() for b in real_batches(12)]
-    runs = []
-    for graph in (True, False):
-        side, step = make(d_first(), device="cuda", batchnorm=True)
-        torch.manual_seed(3)
-        run = GraphedStep(step, calls[0], warmup=2, generators=[side.gen]) if graph else step
-        for i, real in enumerate(calls):
-            side.G.net[1].train(not 4 <= i < 8)
-            run(real)
-        runs.append((side, run))
-    (g_side, graphed), (e_side, _) = runs
+    _, graphed, _ = graphed_and_eager(lambda side, i: side.G.net[1].train(not 4 <= i < 8), True)
     assert len(graphed.graphs.graphs) == 2
-    for module in ("G", "D"):
-        eager = getattr(e_side, module).state_dict()
-        for name, p in getattr(g_side, module).state_dict().items():
-            assert_close(p, eager[name], rtol=1e-4, atol=1e-5, msg=f"{module}.{name}")
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_a_graphed_step_leaves_a_layer_frozen_mid_run_as_the_eager_step_does():
+    """FreezeD: D's first layer frozen (requires_grad False) from call 5 on. The graphed
+    run equals the eager run, and that layer stays as it was at call 5 in both."""
+    kept = {}
+
+    def freeze_at_5(side, i):
+        if i == 5:
+            side.D.net[0].requires_grad_(False)
+            kept[id(side)] = copy.deepcopy(side.D.net[0].state_dict())
+
+    g_side, _, e_side = graphed_and_eager(freeze_at_5)
+    for side in (g_side, e_side):
+        for name, p in side.D.net[0].state_dict().items():
+            assert_close(p, kept[id(side)][name], rtol=0, atol=0, msg=name)
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")

@@ -352,15 +352,18 @@ class IterationGraphs:
 
     def _what_graphs_read(self) -> tuple:
         """What replacing what the graphs read changes: the addresses of G's and D's
-        parameters (a layer replaced, a module moved with ``.to``), the Step's count of
-        state loads, G's and D's submodules (a layer without parameters added or
-        replaced: the graphs hold the old one's kernels), and each optimizer's state
-        dict (torch's load_state_dict makes a new one)."""
+        parameters (a layer replaced, a module moved with ``.to``) and whether each
+        trains (a layer frozen, as FreezeD freezes D's first ones: the graphs would go
+        on updating it), the Step's count of state loads, G's and D's submodules (a
+        layer without parameters added or replaced: the graphs hold the old one's
+        kernels), and each optimizer's state dict (torch's load_state_dict makes a new
+        one)."""
         game = self.step.game  # its lists are walked again only after a registration
         # comprehensions, not generators: a replay's host work is a few dozen Python calls
-        addresses = [p.data_ptr() for side in (game.g, game.d) for p in side.all_params()]
+        params = [(p.data_ptr(), p.requires_grad) for side in (game.g, game.d)
+                  for p in side.all_params()]  # fmt: skip
         states = [o.state for o in self.optimizers.values()]
-        return addresses, self.step.state_loads, self.modules(), states
+        return params, self.step.state_loads, self.modules(), states
 
     def _state_replaced(self) -> bool:
         """Whether what the graphs read was replaced since ``self.read`` was taken (a
@@ -439,8 +442,9 @@ class GraphedStep:
     """``step`` replayed from CUDA graphs on the shapes of ``real``; call it like the
     Step: each call is one iteration, the first ``warmup`` of each kind eager. Where
     the tensors or layers the graphs read are replaced (the Step's or an optimizer's
-    ``load_state_dict``, a model moved with ``.to`` or given a new layer), the next
-    call drops the graphs: each kind is checked, run eagerly and captured again.
+    ``load_state_dict``, a model moved with ``.to`` or given a new layer) or a
+    parameter is frozen or unfrozen (``requires_grad``), the next call drops the
+    graphs: each kind is checked, run eagerly and captured again.
 
     Args:
         step: the Step to capture.
