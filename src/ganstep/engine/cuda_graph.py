@@ -302,10 +302,11 @@ class _Submodules:
 
 class IterationGraphs:
     """``run`` (one iteration of ``step``, and whatever the caller adds to it) captured
-    once per :func:`iteration_kind`, after ``warmup`` eager runs of that kind, and
-    replayed from then on. Each call is one iteration. ``run`` reads its inputs from
-    tensors that stay where they are (the caller copies new data into them first, or
-    ``run`` draws it on the device) and returns its logs."""
+    once per :func:`iteration_kind` and set of G's and D's modules in eval mode, after
+    ``warmup`` eager runs of that key, and replayed from then on. Each call is one
+    iteration. ``run`` reads its inputs from tensors that stay where they are (the
+    caller copies new data into them first, or ``run`` draws it on the device) and
+    returns its logs."""
 
     def __init__(
         self,
