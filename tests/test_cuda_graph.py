@@ -232,6 +232,23 @@ def test_a_layer_frozen_or_unfrozen_after_a_capture_drops_the_graphs(monkeypatch
         assert len(CAPTURES) == captures
 
 
+def test_a_replay_with_gradients_off_is_refused_as_a_call_is(monkeypatch):
+    """A replay runs its kernels whatever autograd's mode; the eager Step refuses a call
+    inside torch.no_grad(), and so does a graphed one, before it replays."""
+    captures_on_cpu(monkeypatch)
+    _, step = make(d_first())
+    data = real_batches(3, dtype=torch.float32)
+    graphed = GraphedStep(step, data[0], warmup=1)
+    for real in data[:2]:  # eager, captured
+        graphed(real)
+    replays = len(REPLAYS)
+    with torch.no_grad(), pytest.raises(RuntimeError, match="gradients disabled"):
+        graphed(data[2])
+    assert len(REPLAYS) == replays and step.iteration == 2
+    graphed(data[2])
+    assert len(REPLAYS) == replays + 1
+
+
 def test_a_module_switched_to_eval_gets_graphs_of_its_own(monkeypatch):
     """G.eval() after a capture (BatchNorm then normalizes by its running statistics and
     updates none, Dropout passes everything) runs other kernels than the capture's: its

@@ -215,6 +215,23 @@ def test_number_of_real_batches_follows_d_steps(count):
             step(batches)
 
 
+@pytest.mark.parametrize("off", [torch.no_grad, torch.inference_mode], ids=str)
+@pytest.mark.parametrize("schedule", ["d_first", "g_first", "simultaneous"])
+def test_a_call_with_gradients_off_is_refused_and_updates_nothing(off, schedule):
+    """A Step called inside torch.no_grad() (an evaluation block left open) said D's
+    loss did not depend on D's layers; it names the block now, on the first call and
+    on a steady one."""
+    side, step = make_step(schedule=schedule)
+    data = real_batches(2)
+    for i, real in enumerate(data):
+        before = copy.deepcopy([side.G.state_dict(), side.D.state_dict()])
+        with off(), pytest.raises(RuntimeError, match=r"gradients disabled \(inside torch"):
+            step(real)
+        assert_close([side.G.state_dict(), side.D.state_dict()], before, rtol=0, atol=0)
+        assert step.iteration == i
+        step(real)  # outside: an iteration, so the second round is a steady call
+
+
 def test_real_must_be_a_tensor_or_a_list_of_them():
     _, step = make_step()
     with pytest.raises(TypeError, match="a real batch is a tensor x, a pair"):

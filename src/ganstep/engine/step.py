@@ -46,6 +46,12 @@ Terms = dict[str, Term | tuple[float, Term]]  # extra loss terms: {"name": fn or
 
 # Keys of Step.state_dict() present when the Step has that part (ADA, a pool, path length).
 OPTIONAL_STATE = ("augment", "fake_pool", "g_regularizer")
+# Said by a call (eager or replayed from a CUDA graph) made where autograd is off.
+GRADIENTS_OFF = (
+    "the Step was called with gradients disabled (inside torch.no_grad() or "
+    "torch.inference_mode()): a training iteration backpropagates; call it outside that "
+    "block (nothing was updated)"
+)
 
 
 class Step:
@@ -393,11 +399,14 @@ class Step:
         return real_input.feed(loader, iterations, self.real_batches, self.batch_of)
 
     def __call__(self, real: Tensor | Sequence[Tensor]) -> dict[str, Tensor]:
-        """Run one training iteration on ``real``; return the iteration's losses."""
+        """Run one training iteration on ``real``; return the iteration's losses. Called
+        where autograd is off (``torch.no_grad()``), it raises RuntimeError."""
         if self._steady is not None:
             logs = self._steady(real)
             if logs is not None:
                 return logs
+        if not torch.is_grad_enabled():  # else: "D's loss does not depend on D's ..."
+            raise RuntimeError(GRADIENTS_OFF)
         batches = self.batches_of(real)
         self.check_parameters()
         self._check_process_group()
