@@ -56,6 +56,24 @@ def test_capture_refuses_what_a_graph_cannot_hold(kwargs, match):
         GraphedStep(step, real_batches(1, dtype=torch.float32)[0])
 
 
+@given(st.one_of(st.none(), st.integers(), st.text(), st.builds(object)))
+def test_what_is_not_a_step_is_refused_by_name(thing):
+    with pytest.raises(TypeError, match=r"CUDA graph capture takes a ganstep.Step, got "):
+        GraphedStep(thing, torch.zeros(BATCH, X_DIM))
+
+
+def test_a_cycle_step_is_refused_by_name():
+    from ganstep.engine.cycle import CycleStep
+
+    G_A, G_B = torch.nn.Linear(X_DIM, X_DIM), torch.nn.Linear(X_DIM, X_DIM)
+    D_A, D_B = torch.nn.Linear(X_DIM, 1), torch.nn.Linear(X_DIM, 1)
+    opt_g = torch.optim.Adam([*G_A.parameters(), *G_B.parameters()])
+    opt_d = torch.optim.Adam([*D_A.parameters(), *D_B.parameters()])
+    cycle = CycleStep(G_A, G_B, D_A, D_B, opt_g, opt_d)
+    with pytest.raises(TypeError, match=r"got CycleStep \(CycleStep and BicycleStep are not"):
+        GraphedStep(cycle, torch.zeros(BATCH, X_DIM))
+
+
 def test_an_info_optimizer_that_is_not_capturable_is_refused():
     _, step = make(d_first(), info=True)
     step.game.info.optimizer.param_groups[0]["capturable"] = False

@@ -68,8 +68,20 @@ from .views import iteration_reads
 KINDS_COUNTED = 1024
 
 
+def _check_is_step(step: object) -> None:
+    """Raise TypeError unless ``step`` is a :class:`~ganstep.Step` (what a graph
+    captures: its iterations are sorted by the Step's schedule and counters)."""
+    if not isinstance(step, Step):
+        raise TypeError(
+            f"CUDA graph capture takes a ganstep.Step, got {type(step).__name__} "
+            "(CycleStep and BicycleStep are not captured)"
+        )
+
+
 def check_capturable(step: Step) -> None:
-    """Raise ValueError naming what keeps ``step`` out of a CUDA graph."""
+    """Raise ValueError naming what keeps ``step`` out of a CUDA graph (TypeError if it
+    is not a Step)."""
+    _check_is_step(step)
     schedule = step.schedule
     if getattr(schedule, "fused", False) and not step.objective.constant_slopes:
         raise ValueError(
@@ -470,6 +482,7 @@ class GraphedStep:
         warmup: int = 3,
         generators: Sequence[torch.Generator] = (),
     ) -> None:
+        _check_is_step(step)
         step.batches_of(real)  # what the Step would refuse, refused now
         self.step = step
         self.static = StaticInput(real)
