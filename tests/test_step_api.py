@@ -215,7 +215,7 @@ def test_number_of_real_batches_follows_d_steps(count):
             step(batches)
 
 
-@pytest.mark.parametrize("off", [torch.no_grad, torch.inference_mode], ids=str)
+@pytest.mark.parametrize("off", [torch.no_grad, torch.inference_mode], ids=["no_grad", "inference"])
 @pytest.mark.parametrize("schedule", ["d_first", "g_first", "simultaneous"])
 def test_a_call_with_gradients_off_is_refused_and_updates_nothing(off, schedule):
     """A Step called inside torch.no_grad() (an evaluation block left open) said D's
