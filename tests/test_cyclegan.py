@@ -4,12 +4,14 @@ the pool of 50 (here 3) past fakes per domain."""
 
 from __future__ import annotations
 
+import copy
 import random
 
 import pytest
 import torch
 from helpers.wild import assert_losses, assert_same
 from torch import nn
+from torch.testing import assert_close
 
 from ganstep import reference
 from ganstep.engine.cycle import CycleStep
@@ -153,6 +155,10 @@ def test_cycle_step_arguments_are_checked():
             torch.zeros(2, 1, 8, 8, dtype=torch.float64),
             torch.zeros(3, 1, 8, 8, dtype=torch.float64),
         )
+    before = copy.deepcopy([m.state_dict() for m in (G_A, G_B, D_A, D_B)])
+    with torch.inference_mode(), pytest.raises(RuntimeError, match="a CycleStep was called with"):
+        step(*domains(1, 1, 1)[0])
+    assert_close([m.state_dict() for m in (G_A, G_B, D_A, D_B)], before, rtol=0, atol=0)
 
 
 def test_cycle_step_hooks_may_read_the_iteration():

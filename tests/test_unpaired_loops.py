@@ -368,6 +368,8 @@ def test_bicycle_step_arguments_are_checked():
     a, b = domains(1)[0]
     with pytest.raises(ValueError, match="pairs each source with its target"):
         step(a, b[:2])
+    with torch.no_grad(), pytest.raises(RuntimeError, match="a BicycleStep was called with "):
+        step(a, b)
     step(a, b)
     assert step.state_dict() == {"iteration": 1}
 

@@ -23,6 +23,16 @@ def positive_int(value: object, what: str, maximum: int | None = None) -> int:
     return value
 
 
+def gradients_off(what: str) -> str:
+    """What a training call made where autograd is off says (``what``: "the Step"): a
+    loss without a graph would otherwise be blamed on the user's layers."""
+    return (
+        f"{what} was called with gradients disabled (inside torch.no_grad() or "
+        "torch.inference_mode()): a training iteration backpropagates; call it outside "
+        "that block (nothing was updated)"
+    )
+
+
 def flag(value: object, what: str, error: type[Exception] = ValueError) -> bool:
     """``value`` if it is True or False; otherwise ``error`` naming ``what``."""
     if not isinstance(value, bool):

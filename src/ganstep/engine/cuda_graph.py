@@ -57,10 +57,10 @@ import torch
 from torch import Tensor, nn
 
 from .autograd_calls import REGISTRATIONS
-from .checks import positive_int, weight_at
+from .checks import gradients_off, positive_int, weight_at
 from .options import Options
 from .schedules import Schedule
-from .step import GRADIENTS_OFF, Step
+from .step import Step
 from .views import iteration_reads
 
 # Kinds counted towards their capture at most at once: a weight that takes a new value
@@ -340,7 +340,7 @@ class IterationGraphs:
 
     def __call__(self) -> dict[str, Tensor]:
         if not torch.is_grad_enabled():  # a replay would train all the same; a call does not
-            raise RuntimeError(GRADIENTS_OFF)
+            raise RuntimeError(gradients_off("the Step"))
         if self._state_replaced():
             # new tensors where the graphs read the old ones: they are dropped, and each
             # kind warms up (the Step's checks run again) and is captured again

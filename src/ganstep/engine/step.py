@@ -12,7 +12,7 @@ from . import distributed as data_parallel
 from . import real_input
 from .augment import get_augment
 from .batch import Batch, Condition
-from .checks import Weight, flag, positive_int, weight
+from .checks import Weight, flag, gradients_off, positive_int, weight
 from .compiled import compiled
 from .d_observer import DObserver
 from .d_profile import DProfile
@@ -46,12 +46,6 @@ Terms = dict[str, Term | tuple[float, Term]]  # extra loss terms: {"name": fn or
 
 # Keys of Step.state_dict() present when the Step has that part (ADA, a pool, path length).
 OPTIONAL_STATE = ("augment", "fake_pool", "g_regularizer")
-# Said by a call (eager or replayed from a CUDA graph) made where autograd is off.
-GRADIENTS_OFF = (
-    "the Step was called with gradients disabled (inside torch.no_grad() or "
-    "torch.inference_mode()): a training iteration backpropagates; call it outside that "
-    "block (nothing was updated)"
-)
 
 
 class Step:
@@ -406,7 +400,7 @@ class Step:
             if logs is not None:
                 return logs
         if not torch.is_grad_enabled():  # else: "D's loss does not depend on D's ..."
-            raise RuntimeError(GRADIENTS_OFF)
+            raise RuntimeError(gradients_off("the Step"))
         batches = self.batches_of(real)
         self.check_parameters()
         self._check_process_group()
