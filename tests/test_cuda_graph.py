@@ -267,6 +267,32 @@ def test_a_replay_with_gradients_off_is_refused_as_a_call_is(monkeypatch):
     assert len(REPLAYS) == replays + 1
 
 
+def test_a_hook_registered_after_a_capture_runs_once_recaptured(monkeypatch):
+    """A replay runs no Python, so a hook registered on D after the capture is never
+    run by one (the graphs cannot see it); recapture() drops the graphs: the next call
+    runs eagerly with the hook, and the one after captures it."""
+    captures_on_cpu(monkeypatch)
+    side, step = make(d_first())
+    data = real_batches(2, dtype=torch.float32)
+    graphed = GraphedStep(step, data[0], warmup=1)
+    for real in data:  # eager, captured
+        graphed(real)
+    CAPTURES.clear()
+    seen = []
+    side.D.register_forward_hook(lambda module, args, out: seen.append(out.shape[0]))
+    graphed(data[0])
+    assert seen == [] and CAPTURES == []  # replayed: the hook never ran
+    graphed.recapture()
+    graphed(data[0])
+    forwards = len(seen)  # D's forwards in an eager iteration (3: real, fake, fake for G)
+    assert forwards == 3 and CAPTURES == []
+    graphed(data[1])
+    assert len(CAPTURES) == 1 and len(seen) == 2 * forwards  # the capture ran it once more
+    replays = len(REPLAYS)
+    graphed(data[0])
+    assert len(seen) == 2 * forwards and len(REPLAYS) == replays + 1
+
+
 def test_a_module_switched_to_eval_gets_graphs_of_its_own(monkeypatch):
     """G.eval() after a capture (BatchNorm then normalizes by its running statistics and
     updates none, Dropout passes everything) runs other kernels than the capture's: its

@@ -344,9 +344,7 @@ class IterationGraphs:
         if self._state_replaced():
             # new tensors where the graphs read the old ones: they are dropped, and each
             # kind warms up (the Step's checks run again) and is captured again
-            self.graphs.clear()
-            self.eager_runs.clear()
-            self.read = self._what_graphs_read()
+            self.drop()
         kind = iteration_kind(self.step)
         # a module switched to eval (or back) runs other kernels: its own graphs
         key = (kind, tuple([i for i, m in enumerate(self.modules.listed) if not m.training]))
@@ -364,6 +362,12 @@ class IterationGraphs:
         progress.d_updates += captured.moved[1]
         progress.g_updates += captured.moved[2]
         return {k: v.clone() for k, v in captured.logs.items()}
+
+    def drop(self) -> None:
+        """Forget every graph: each kind warms up and is captured again."""
+        self.graphs.clear()
+        self.eager_runs.clear()
+        self.read = self._what_graphs_read()
 
     def _what_graphs_read(self) -> tuple:
         """What replacing what the graphs read changes: the addresses of G's and D's
@@ -492,6 +496,13 @@ class GraphedStep:
         """Copy ``real`` into the graph's input and run one iteration."""
         self.static.fill(real)
         return self.graphs()
+
+    def recapture(self) -> None:
+        """Drop every graph, after a change they cannot see: a hook registered on G or
+        D, a Python number your code inside the iteration reads (a replay repeats the
+        capture's kernels and values). The next calls of each kind run eagerly, with
+        the change, then capture it."""
+        self.graphs.drop()
 
 
 class StaticInput:
