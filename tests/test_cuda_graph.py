@@ -250,9 +250,17 @@ def test_a_layer_frozen_or_unfrozen_after_a_capture_drops_the_graphs(monkeypatch
         assert len(CAPTURES) == captures
 
 
-def test_a_replay_with_gradients_off_is_refused_as_a_call_is(monkeypatch):
-    """A replay runs its kernels whatever autograd's mode; the eager Step refuses a call
-    inside torch.no_grad(), and so does a graphed one, before it replays."""
+BLOCKS_REFUSED = {
+    "no_grad": (torch.no_grad, "gradients disabled"),
+    "autocast": (lambda: torch.autocast("cpu", dtype=torch.bfloat16), r"inside torch.autocast"),
+}
+
+
+@pytest.mark.parametrize("block", BLOCKS_REFUSED)
+def test_a_replay_in_a_refused_block_is_refused_as_a_call_is(monkeypatch, block):
+    """A replay runs its kernels whatever autograd's mode and autocast's dtype; the
+    eager Step refuses a call inside torch.no_grad() or the user's torch.autocast, and
+    so does a graphed one, before it replays."""
     captures_on_cpu(monkeypatch)
     _, step = make(d_first())
     data = real_batches(3, dtype=torch.float32)
@@ -260,7 +268,8 @@ def test_a_replay_with_gradients_off_is_refused_as_a_call_is(monkeypatch):
     for real in data[:2]:  # eager, captured
         graphed(real)
     replays = len(REPLAYS)
-    with torch.no_grad(), pytest.raises(RuntimeError, match="gradients disabled"):
+    enter, words = BLOCKS_REFUSED[block]
+    with enter(), pytest.raises(RuntimeError, match=words):
         graphed(data[2])
     assert len(REPLAYS) == replays and step.iteration == 2
     graphed(data[2])

@@ -158,6 +158,11 @@ def test_cycle_step_arguments_are_checked():
     before = copy.deepcopy([m.state_dict() for m in (G_A, G_B, D_A, D_B)])
     with torch.inference_mode(), pytest.raises(RuntimeError, match="a CycleStep was called with"):
         step(*domains(1, 1, 1)[0])
+    with (
+        torch.autocast("cpu", dtype=torch.bfloat16),
+        pytest.raises(RuntimeError, match=r"a CycleStep was called inside torch.autocast"),
+    ):
+        step(*domains(1, 1, 1)[0])
     assert_close([m.state_dict() for m in (G_A, G_B, D_A, D_B)], before, rtol=0, atol=0)
 
 

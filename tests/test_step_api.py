@@ -10,6 +10,7 @@ import torch
 from helpers import BATCH, X_DIM, Z_DIM, Run, real_batches
 from hypothesis import given
 from hypothesis import strategies as st
+from torch import nn
 from torch.testing import assert_close
 
 from ganstep import Step, d_first, g_first, get_objective, get_schedule, simultaneous
@@ -230,6 +231,42 @@ def test_a_call_with_gradients_off_is_refused_and_updates_nothing(off, schedule)
         assert_close([side.G.state_dict(), side.D.state_dict()], before, rtol=0, atol=0)
         assert step.iteration == i
         step(real)  # outside: an iteration, so the second round is a steady call
+
+
+def test_autocast_reuses_a_weight_cast_after_an_in_place_update():
+    """Why a Step refuses a call inside the user's torch.autocast (below): within one
+    autocast block a weight's cast copy is made once, so a forward after an optimizer
+    step in that block still multiplies by the weights from before it."""
+    torch.manual_seed(0)
+    layer, x = nn.Linear(4, 4), torch.randn(2, 4)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        before = layer(x)
+        with torch.no_grad():
+            layer.weight.mul_(3.0)
+        assert torch.equal(layer(x), before)  # stale: the cast from before the update
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        assert not torch.equal(layer(x), before)
+
+
+@pytest.mark.parametrize("schedule", ["d_first", "g_first", "simultaneous"])
+def test_a_call_inside_autocast_is_refused_and_updates_nothing(schedule):
+    """Inside the user's autocast block the forwards after D's (or G's) step read the
+    cast weights from before it: a g_first iteration, or a loop of them in one block,
+    trained on stale weights. The Step owns its precision; the call names the block, on
+    the first call and on a steady one, and an autocast turned off is no block."""
+    side, step = make_step(schedule=schedule)
+    for i, real in enumerate(real_batches(2)):
+        before = copy.deepcopy([side.G.state_dict(), side.D.state_dict()])
+        with (
+            torch.autocast("cpu", dtype=torch.bfloat16),
+            pytest.raises(RuntimeError, match=r"inside torch.autocast\('cpu'\).*precision='bf16'"),
+        ):
+            step(real)
+        assert_close([side.G.state_dict(), side.D.state_dict()], before, rtol=0, atol=0)
+        assert step.iteration == i
+        with torch.autocast("cpu", enabled=False):
+            step(real)  # the second round is a steady call
+    assert step.iteration == 2
 
 
 def test_real_must_be_a_tensor_or_a_list_of_them():

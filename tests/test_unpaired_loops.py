@@ -370,6 +370,11 @@ def test_bicycle_step_arguments_are_checked():
         step(a, b[:2])
     with torch.no_grad(), pytest.raises(RuntimeError, match="a BicycleStep was called with "):
         step(a, b)
+    with (
+        torch.autocast("cpu", dtype=torch.bfloat16),
+        pytest.raises(RuntimeError, match=r"a BicycleStep was called inside torch.autocast"),
+    ):
+        step(a, b)
     step(a, b)
     assert step.state_dict() == {"iteration": 1}
 

@@ -31,7 +31,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from .checks import gradients_off, scale_factor
+from .checks import gradients_off, inside_autocast, scale_factor
 from .cycle import _check_holds, check_batches, check_modules
 from .game import Game
 from .losses import scores, summed
@@ -123,6 +123,8 @@ class BicycleStep:
         """One iteration on a batch of sources ``real_A`` and their targets ``real_B``."""
         if not torch.is_grad_enabled():
             raise RuntimeError(gradients_off("a BicycleStep"))
+        if torch.is_autocast_enabled(device_type := self.game.precision.device_type):
+            raise RuntimeError(inside_autocast("a BicycleStep", device_type))
         check_batches(real_A, real_B, "BicycleGAN pairs each source with its target")
         game = self.game
         D_VAE, D_LR = game.d.module

@@ -33,6 +33,19 @@ def gradients_off(what: str) -> str:
     )
 
 
+def inside_autocast(what: str, device_type: str) -> str:
+    """What a training call made inside the user's ``torch.autocast`` says: autocast keeps
+    each weight's cast copy until its outermost block ends, so a forward after an
+    optimizer step in the same block reads the weights from before that step."""
+    return (
+        f"{what} was called inside torch.autocast({device_type!r}): autocast reuses each "
+        "weight's cast copy until the block ends, so the forwards after an optimizer step "
+        "would read the weights from before it; give the Step its precision instead "
+        "(precision='bf16' or 'fp16': autocast in each phase) and call it outside that "
+        "block (nothing was updated)"
+    )
+
+
 def flag(value: object, what: str, error: type[Exception] = ValueError) -> bool:
     """``value`` if it is True or False; otherwise ``error`` naming ``what``."""
     if not isinstance(value, bool):

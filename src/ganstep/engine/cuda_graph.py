@@ -57,7 +57,7 @@ import torch
 from torch import Tensor, nn
 
 from .autograd_calls import REGISTRATIONS
-from .checks import gradients_off, positive_int, weight_at
+from .checks import gradients_off, inside_autocast, positive_int, weight_at
 from .options import Options
 from .schedules import Schedule
 from .step import Step
@@ -334,6 +334,7 @@ class IterationGraphs:
         self.read = self._what_graphs_read()
         self.warmup = positive_int(warmup, "warmup")
         self.generators = graph_generators(generators, _models_device(step))
+        self.device_type = step.game.precision.device_type  # where a user's autocast acts
         self.graphs: dict[Hashable, _Captured] = {}
         self.eager_runs: Counter = Counter()
         self.warned_kinds = False  # KINDS_COUNTED was passed, and said, once
@@ -341,6 +342,8 @@ class IterationGraphs:
     def __call__(self) -> dict[str, Tensor]:
         if not torch.is_grad_enabled():  # a replay would train all the same; a call does not
             raise RuntimeError(gradients_off("the Step"))
+        if torch.is_autocast_enabled(self.device_type):  # a replay: the captured precision
+            raise RuntimeError(inside_autocast("the Step", self.device_type))
         if self._state_replaced():
             # new tensors where the graphs read the old ones: they are dropped, and each
             # kind warms up (the Step's checks run again) and is captured again

@@ -99,6 +99,7 @@ class Steady:
         self.concat = game.concat_d_calls()
         self.fake_first = o.d_order == "fake_first"
         self.autocast = game.precision.autocast if game.precision.dtype is not None else None
+        self.device_type = game.precision.device_type  # a user's autocast there: refused
         self.fake_dtypes = (like.x.dtype, game.precision.dtype)
         regularizer = objective.regularizer
         self.r1 = regularizer if regularizer is not None and regularizer.in_loss() else None
@@ -123,6 +124,7 @@ class Steady:
         if None in reals:
             return None
         if (self.user_d.training is not self.d_mode or not torch.is_grad_enabled()
+                or torch.is_autocast_enabled(self.device_type)
                 or REGISTRATIONS[0] != self.registrations):  # fmt: skip
             return None
         if self.mixing and [m.training for m in self.mixing] != self.mixing_modes:

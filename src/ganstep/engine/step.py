@@ -12,7 +12,7 @@ from . import distributed as data_parallel
 from . import real_input
 from .augment import get_augment
 from .batch import Batch, Condition
-from .checks import Weight, flag, gradients_off, positive_int, weight
+from .checks import Weight, flag, gradients_off, inside_autocast, positive_int, weight
 from .compiled import compiled
 from .d_observer import DObserver
 from .d_profile import DProfile
@@ -394,13 +394,16 @@ class Step:
 
     def __call__(self, real: Tensor | Sequence[Tensor]) -> dict[str, Tensor]:
         """Run one training iteration on ``real``; return the iteration's losses. Called
-        where autograd is off (``torch.no_grad()``), it raises RuntimeError."""
+        where autograd is off (``torch.no_grad()``) or inside ``torch.autocast`` on the
+        models' device (the Step's ``precision`` autocasts), it raises RuntimeError."""
         if self._steady is not None:
             logs = self._steady(real)
             if logs is not None:
                 return logs
         if not torch.is_grad_enabled():  # else: "D's loss does not depend on D's ..."
             raise RuntimeError(gradients_off("the Step"))
+        if torch.is_autocast_enabled(device_type := self.game.precision.device_type):
+            raise RuntimeError(inside_autocast("the Step", device_type))
         batches = self.batches_of(real)
         self.check_parameters()
         self._check_process_group()
