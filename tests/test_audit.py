@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 
 import pytest
@@ -282,3 +283,91 @@ def test_a_crashing_function_keeps_its_location():
     assert isinstance(report.error, IndexError)
     assert report.location.endswith('raise IndexError("late")')
     assert report.forwards["D"] == 1 and report.backwards["D"] == 1
+
+
+def _one_block_loop(G, D, opt_g, opt_d, freeze_d: bool, block: str):
+    """A d_first iteration under autocast: ``block`` "iteration" wraps the whole of it
+    (both optimizer steps inside), "forwards" each forward and loss alone."""
+    bce = torch.nn.functional.binary_cross_entropy_with_logits
+    real, z = torch.randn(8, 2), torch.randn(8, 4)
+
+    def autocast(whole: bool):
+        if (block == "iteration") is whole:
+            return torch.autocast("cpu", dtype=torch.bfloat16)
+        return contextlib.nullcontext()
+
+    def iteration():
+        with autocast(whole=True):
+            with autocast(whole=False):
+                fake = G(z)
+                s_real, s_fake = D(real).float(), D(fake.detach()).float()
+                loss_d = bce(s_real, s_real.new_ones(8, 1)) + bce(s_fake, s_fake.new_zeros(8, 1))
+            opt_d.zero_grad()
+            loss_d.backward()
+            opt_d.step()
+            D.requires_grad_(not freeze_d)
+            with autocast(whole=False):
+                s = D(fake).float()
+                loss_g = bce(s, torch.ones_like(s))
+            opt_g.zero_grad()
+            loss_g.backward()
+            opt_g.step()
+            D.requires_grad_(True)
+
+    return iteration
+
+
+@pytest.mark.parametrize(
+    "block, freeze_d, stale",
+    [("iteration", False, True), ("forwards", False, False), ("iteration", True, False)],
+)
+def test_a_forward_after_a_step_in_one_autocast_block_is_a_hazard(block, freeze_d, stale):
+    """Within one torch.autocast block each weight is cast once: D's forward in G's
+    phase, after D's step in the same block, ran at D's weights from before the step.
+    Not where each forward has its own block, nor where D is frozen in G's phase
+    (autocast keeps no cast of a frozen weight, and a frozen weight reads none)."""
+    torch.manual_seed(0)
+    G = torch.nn.Sequential(torch.nn.Linear(4, 16), torch.nn.ReLU(), torch.nn.Linear(16, 2))
+    D = torch.nn.Sequential(torch.nn.Linear(2, 16), torch.nn.ReLU(), torch.nn.Linear(16, 1))
+    opt_g, opt_d = torch.optim.SGD(G.parameters(), 0.1), torch.optim.SGD(D.parameters(), 0.1)
+    loop = _one_block_loop(G, D, opt_g, opt_d, freeze_d, block)
+    report = audit(loop, G=G, D=D, opt_g=opt_g, opt_d=opt_d, iterations=2)
+    # D's weight gradients in G's step, unless frozen: counted by re-running D as it ran
+    # (autocast on, G's bfloat16 fakes in), which used to fail on the dtypes
+    assert (report.wasted_flops > 0) is not freeze_d
+    found = [h for h in report.hazards if "inside a torch.autocast block" in h]
+    if stale:
+        assert found == [
+            "D was forwarded inside a torch.autocast block after D's optimizer step in that "
+            "block (2 time(s), first in iteration 0): autocast casts each weight once per "
+            "block, so that forward ran at D's weights from before the step. End the block "
+            "before each optimizer step (autocast the forwards and losses only), or give "
+            "ganstep's Step precision='bf16'."
+        ]
+    else:
+        assert found == []
+    # what the rule reads from torch: a weight updated in place inside one block is read
+    # stale by the next forward there, unless it is frozen at either forward
+    x, layer = torch.randn(2, 2), torch.nn.Linear(2, 2)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        before = layer(x)
+        with torch.no_grad():
+            layer.weight.add_(1.0)
+        layer.requires_grad_(not freeze_d)
+        assert torch.equal(layer(x), before) is (not freeze_d)
+
+
+def test_one_autocast_block_around_several_iterations_makes_g_stale_too():
+    """A loop of iterations inside one block (a decorated train function calling the
+    step repeatedly): G's forward of the second iteration reads G's cast from the
+    first, before G's step."""
+    torch.manual_seed(0)
+    G = torch.nn.Sequential(torch.nn.Linear(4, 16), torch.nn.ReLU(), torch.nn.Linear(16, 2))
+    D = torch.nn.Sequential(torch.nn.Linear(2, 16), torch.nn.ReLU(), torch.nn.Linear(16, 1))
+    opt_g, opt_d = torch.optim.SGD(G.parameters(), 0.1), torch.optim.SGD(D.parameters(), 0.1)
+    loop = _one_block_loop(G, D, opt_g, opt_d, freeze_d=True, block="forwards")
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        report = audit(loop, G=G, D=D, opt_g=opt_g, opt_d=opt_d, iterations=3)
+    found = [h for h in report.hazards if "inside a torch.autocast block" in h]
+    assert [h.split(" was forwarded")[0] for h in found] == ["G", "D"]
+    assert "G's optimizer step in that block (2 time(s), first in iteration 1)" in found[0]

@@ -773,3 +773,57 @@ def test_acgans_printed_step_runs_and_keeps_the_scripts_sample_calls(tmp_path):
     exec(port["code"], names)  # noqa: S102 - the code the port printed
     logs = names["step"]((torch.rand(4, NX), torch.randint(4, (4,))))
     assert {"loss_d", "loss_g", "aux", "aux_real", "aux_fake"} <= set(logs)
+
+
+AMP_LOOP = """
+import torch
+from torch import nn
+
+torch.manual_seed(0)
+G = nn.Sequential(nn.Linear(4, 16), nn.ReLU(), nn.Linear(16, 2))
+D = nn.Sequential(nn.Linear(2, 16), nn.LeakyReLU(0.2), nn.Linear(16, 1))
+opt_g = torch.optim.Adam(G.parameters(), 1e-3)
+opt_d = torch.optim.Adam(D.parameters(), 1e-3)
+bce = nn.BCEWithLogitsLoss()
+ones, zeros = torch.ones(32, 1), torch.zeros(32, 1)
+
+for i in range(4):
+    real = torch.randn(32, 2)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        fake = G(torch.randn(32, 4))
+        opt_d.zero_grad()
+        loss_d = bce(D(real).float(), ones) + bce(D(fake.detach()).float(), zeros)
+        loss_d.backward()
+        opt_d.step()
+        opt_g.zero_grad()
+        loss_g = bce(D(fake).float(), ones)
+        loss_g.backward()
+        opt_g.step()
+"""
+
+
+def test_a_script_stepping_inside_its_autocast_block(tmp_path):
+    """A script whose iteration is one autocast block, optimizer steps inside: D's
+    forward in G's step reads D's weights cast before D's step (named with its line);
+    D's unstepped weight gradients are still counted (D re-run under autocast on G's
+    bfloat16 fakes); and the port says it does not map autocast, where it is, instead
+    of listing every candidate as parting."""
+    script, out = tmp_path / "amp_gan.py", tmp_path / "amp.json"
+    script.write_text(AMP_LOOP)
+    proc = ganstep("audit", script, "--port", "--json", out, cache=tmp_path, cwd=tmp_path)
+    report = json.loads(out.read_text())
+    assert report["order"] == "d_first" and report["wasted_flops"] > 0
+    assert report["hazards"][1] == (
+        "D was forwarded inside a torch.autocast block after D's optimizer step in that "
+        "block (2 time(s), first in iteration 0 at amp_gan.py:22: loss_g = "
+        "bce(D(fake).float(), ones)): autocast casts each weight once per block, so that "
+        "forward ran at D's weights from before the step. End the block before each "
+        "optimizer step (autocast the forwards and losses only), or give ganstep's Step "
+        "precision='bf16'."
+    )
+    assert report["port"]["code"] is None and report["port"]["notes"] == [
+        "G ran under torch.autocast to bfloat16 (amp_gan.py:16: fake = G(torch.randn(32, "
+        "4))): the port tries Steps without autocast (a Step's own is precision='bf16' or "
+        "'fp16', autocast in each phase): not mapped"
+    ]
+    assert "not mapped" in proc.stdout

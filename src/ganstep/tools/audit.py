@@ -67,6 +67,12 @@ class _Forward:
     # the part of its module that was called, where the script calls a module's parts
     # itself (StyleGAN2-ADA's G.mapping, then G.synthesis): its dotted name; "" the whole
     part: str = ""
+    autocast: torch.dtype | None = None  # the dtype autocast cast to at this call, if on
+    # inside a torch.autocast block: the parameters whose cast copy the block's cache
+    # keeps (float32, requiring a gradient), and which block (counted by cache clears)
+    cast: frozenset[int] = frozenset()
+    cast_block: int = 0
+    where: str | None = None  # the audited script's line, for a call under autocast
 
     @property
     def continues(self) -> bool:
@@ -281,6 +287,26 @@ def _tensors(value: object) -> Iterator[Tensor]:
         yield from (v for v in value.values() if isinstance(v, Tensor))
 
 
+def _autocast_dtype(module: nn.Module) -> torch.dtype | None:
+    """The dtype torch.autocast casts to now on ``module``'s device; None outside it."""
+    p = next(module.parameters(), None)
+    if p is None or not torch.is_autocast_enabled(p.device.type):
+        return None
+    return torch.get_autocast_dtype(p.device.type)
+
+
+def _cast_in_block(module: nn.Module, dtype: torch.dtype) -> frozenset[int]:
+    """The parameters of ``module`` whose cast copy a call under autocast to ``dtype``
+    leaves in autocast's cache for the rest of the block: float32 and requiring a
+    gradient, with caching on. (Casts of frozen parameters are not kept, and a frozen
+    parameter does not read a kept one.)"""
+    if dtype == torch.float32 or not torch.is_autocast_cache_enabled():
+        return frozenset()
+    return frozenset(
+        id(p) for p in module.parameters() if p.requires_grad and p.dtype == torch.float32
+    )
+
+
 def _rng_states() -> list[Tensor]:
     states = [torch.random.get_rng_state()]
     if torch.cuda.is_available() and torch.cuda.is_initialized():
@@ -319,6 +345,7 @@ class Recorder:
         self.handles: list = []
         self.failed: _Backward | None = None
         self._saved: tuple | None = None
+        self.autocast_block = 0  # torch.autocast's cache clears so far (blocks ended)
 
     def _next(self) -> int:
         self.seq += 1
@@ -388,7 +415,7 @@ class Recorder:
         def post(m, a, out) -> None:
             start = started.pop()
             if start is not None:
-                self.forward_end(label, a, out, start)
+                self.forward_end(label, a, out, start, m)
 
         self.handles.append(module.register_forward_pre_hook(pre))
         self.handles.append(module.register_forward_hook(post, always_call=True))
@@ -396,7 +423,10 @@ class Recorder:
     def forward_start(self) -> tuple[int, list[Tensor]]:
         return self.flops(), _rng_states()
 
-    def forward_end(self, label: str, args: tuple, out: object, start: tuple) -> None:
+    def forward_end(
+        self, label: str, args: tuple, out: object, start: tuple, module: nn.Module | None = None
+    ) -> None:
+        """Record a finished call of ``module`` (by default the module under ``label``)."""
         flops, states = start
         tensors = [a for a in args if isinstance(a, Tensor)]
         x = tensors[0] if tensors else None
@@ -420,6 +450,11 @@ class Recorder:
             output=outputs[0].detach() if outputs else None,
             concat=concat,
         )
+        called = self.modules[label] if module is None else module
+        fwd.autocast = _autocast_dtype(called)
+        if fwd.autocast is not None:
+            fwd.cast = _cast_in_block(called, fwd.autocast)
+            fwd.cast_block, fwd.where = self.autocast_block, self.call_site()
         if label not in self._kept_args:  # for observing what D is, after the run
             self._kept_args.add(label)
             fwd.args = tuple(a.detach() if isinstance(a, Tensor) else a for a in args)
@@ -534,6 +569,12 @@ class Recorder:
             b.double.append(penalty)
         return grad
 
+    def _autocast_block_ended(self) -> None:
+        """torch.autocast's exit from its outermost block clears the cast cache (it calls
+        ``torch.clear_autocast_cache``): the next block casts afresh."""
+        self.autocast_block += 1
+        self._saved[2]()
+
     def reaches(self, roots: list) -> set[str]:
         """The modules whose parameters a backward from ``roots`` would reach."""
         seen, todo, found = set(), [t.grad_fn for t in roots if isinstance(t, Tensor)], set()
@@ -566,9 +607,10 @@ class Recorder:
 
         self.handles.append(register_optimizer_step_pre_hook(self._step_hook))
         self.handles.append(register_optimizer_step_post_hook(self._after_step))
-        self._saved = torch.autograd.backward, torch.autograd.grad
+        self._saved = torch.autograd.backward, torch.autograd.grad, torch.clear_autocast_cache
         torch.autograd.backward = self._wrap(self._saved[0])
         torch.autograd.grad = self._wrap(self._saved[1])
+        torch.clear_autocast_cache = self._autocast_block_ended
         if not self.scoped_flops:
             self.counter.__enter__()
         return self
@@ -579,7 +621,7 @@ class Recorder:
         elif self._counting:  # the script was stopped inside a module or backward call
             self._counting = 1
             self.count_off()
-        torch.autograd.backward, torch.autograd.grad = self._saved
+        torch.autograd.backward, torch.autograd.grad, torch.clear_autocast_cache = self._saved
         for h in self.handles:
             h.remove()
         self.handles.clear()
@@ -648,7 +690,7 @@ class _Analysis:
 
     def backward_flops(self, f: _Forward, weights: bool, input_grad: bool) -> int:
         """FLOPs of one backward through a copy of ``f``'s module at ``f``'s input shapes."""
-        key = (f.label, f.part, tuple(f.inputs), weights, input_grad)
+        key = (f.label, f.part, tuple(f.inputs), f.autocast, weights, input_grad)
         if key not in self._cost:
             module = copy.deepcopy(self.rec.modules[f.label]).get_submodule(f.part)
             param = next(module.parameters())
@@ -664,7 +706,11 @@ class _Analysis:
             if not weights and not input_grad:
                 self._cost[key] = 0
                 return 0
-            loss = sum(t.float().sum() for t in _tensors(module(*inputs)))
+            # in the precision the call ran in (G's bfloat16 fakes need D autocast too)
+            kind, dtype = param.device.type, f.autocast
+            with torch.autocast(kind, dtype=dtype, enabled=dtype is not None):
+                out = module(*inputs)
+            loss = sum(t.float().sum() for t in _tensors(out))
             with TotalFlops() as counter:
                 loss.backward()
             self._cost[key] = counter.get_total_flops()
@@ -771,6 +817,37 @@ class _Analysis:
                     "accumulate into this step."
                 )
             stepped[s.label] |= s.backwards
+        return hazards
+
+    def stale_casts(self) -> list[str]:
+        """Forwards inside a torch.autocast block that read a weight's cast copy made in
+        that block before an optimizer step of its module: autocast casts each weight
+        once per block, so they ran at the weights from before the step."""
+        hazards = []
+        for m in MODULES:
+            steps = [s.seq for s in self.steps if s.label == m]
+            kept: dict[int, tuple[int, int]] = {}  # parameter -> (block, forward that cast it)
+            stale = []
+            for f in self.forwards:
+                if f.label != m or not f.cast:
+                    continue
+                made = [kept[p][1] for p in f.cast if kept.get(p, (None,))[0] == f.cast_block]
+                if made and any(min(made) < s < f.seq for s in steps):
+                    stale.append(f)
+                for p in f.cast:
+                    if kept.get(p, (None,))[0] != f.cast_block:
+                        kept[p] = (f.cast_block, f.seq)
+            if stale:
+                first = stale[0]
+                at = f" at {first.where}" if first.where else ""
+                hazards.append(
+                    f"{m} was forwarded inside a torch.autocast block after {m}'s optimizer "
+                    f"step in that block ({len(stale)} time(s), first in iteration "
+                    f"{first.iteration}{at}): autocast casts each weight once per block, so "
+                    f"that forward ran at {m}'s weights from before the step. End the block "
+                    "before each optimizer step (autocast the forwards and losses only), or "
+                    "give ganstep's Step precision='bf16'."
+                )
         return hazards
 
     # -- the update order ----------------------------------------------------------------
@@ -940,7 +1017,7 @@ def analyse(
     a = _Analysis(rec, iterations, error)
     forwards, backwards, double, others = a.passes()
     wasted, hazards = a.waste()
-    hazards += a.leaks() + a.stale_steps()
+    hazards += a.leaks() + a.stale_steps() + a.stale_casts()
     if a.steps and not a.backwards:
         hazards.insert(0, "no backward call ran in the audited iterations: every optimizer "
                           "step found no gradients and changed nothing (is loss.backward() "

@@ -105,8 +105,10 @@ class ScriptRecorder(Recorder):
         if self.capture is not None:  # its state before the script's first call of it
             self.capture.module_seen(module)
 
-    def forward_end(self, label: str, args: tuple, out: object, start: tuple) -> None:
-        super().forward_end(label, args, out, start)
+    def forward_end(
+        self, label: str, args: tuple, out: object, start: tuple, module: nn.Module | None = None
+    ) -> None:
+        super().forward_end(label, args, out, start, module)
         if self.capture is not None:
             self.capture.called(self.forwards[-1].seq, args, start[1])
 
@@ -204,7 +206,7 @@ class ScriptRecorder(Recorder):
         self.scopes.pop()
         call = self.calls.pop()
         if call is not None:
-            self.forward_end(call[0], args, out, call[1])
+            self.forward_end(call[0], args, out, call[1], module)
             whole = self.modules[call[0]]
             if module is not whole:  # one of its parts, called by the script itself
                 self.forwards[-1].part = next(

@@ -847,7 +847,7 @@ def port(rec, report, capture: Capture, names: dict[str, str], *,
     notes = []
     capture.numbers_end = _numbers(rec.namespace or {})  # as the script's run left them
     script, data = _find(rec, names), replay(rec, capture, n, report.d_order or "real_first")
-    notes += [problem for problem in (script, data) if isinstance(problem, str)]
+    notes += [problem for problem in (script, data, _autocast(rec, n)) if isinstance(problem, str)]
     if notes:
         return Port(None, n, notes=notes)
     state = torch.random.get_rng_state()
@@ -861,6 +861,21 @@ def port(rec, report, capture: Capture, names: dict[str, str], *,
     if found.code is None and found.notes[0] == TRIED:  # none equal: name the losses' lines
         found.notes.insert(0, _loss_lines(rec))
     return found
+
+
+def _autocast(rec, iterations: int) -> str | None:
+    """Why a script whose G or D ran under torch.autocast is not ported: the Steps tried
+    run in the script's dtype, without autocast."""
+    f = next((f for f in rec.forwards if f.label in ("G", "D") and f.autocast is not None
+              and f.iteration < iterations), None)  # fmt: skip
+    if f is None:
+        return None
+    at = f" ({f.where})" if f.where else ""
+    return (
+        f"{f.label} ran under torch.autocast to {str(f.autocast).removeprefix('torch.')}{at}: "
+        "the port tries Steps without autocast (a Step's own is precision='bf16' or 'fp16', "
+        "autocast in each phase): not mapped"
+    )
 
 
 def _loss_lines(rec) -> str:
