@@ -1112,6 +1112,10 @@ CASES = [
          library_case("s = step(lambda n: torch.randn(n, 2)); s(torch.randn(4, 2)); "
                       "G.weight = nn.Parameter(torch.ones(2, 2)); s(torch.randn(4, 2))",
                       "changed after the Step was built", "weight")),
+    Case("library: a g_first Step called inside torch.autocast", "silent",
+         library_case("s = step(lambda n: torch.randn(n, 2), schedule='g_first')\n"
+                      "    with torch.autocast('cpu', dtype=torch.bfloat16):\n"
+                      "        s(torch.randn(4, 2))", "inside torch.autocast", "precision=")),
     Case("audit --json over a file of the user's", "vague", existing_json("audit")),
     Case("audit x.py --json x.py", "lost", audit_json_is_the_script),
     Case("sample --out over a file of the user's", "vague", sample_over_a_file, in_suite=False),
