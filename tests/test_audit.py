@@ -156,7 +156,8 @@ def test_bad_arguments():
         audit(lambda: None, G=G, D=D, opt_g=opt_d)
 
 
-SCRIPT = """
+# a user's script up to its loop: G, D, their optimizers and a loss
+SCRIPT_HEAD = """
 import torch
 from torch import nn
 
@@ -166,7 +167,8 @@ D = nn.Sequential(nn.Linear(2, 16), nn.LeakyReLU(0.2), nn.Linear(16, 1))
 opt_g = torch.optim.Adam(G.parameters(), 1e-3)
 opt_d = torch.optim.Adam(D.parameters(), 1e-3)
 bce = nn.BCEWithLogitsLoss()
-
+"""
+SCRIPT = f"""{SCRIPT_HEAD}
 
 def train_step():
     real = torch.randn(32, 2)

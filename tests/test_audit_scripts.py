@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 import torch
 from helpers import ganstep
+from test_audit import SCRIPT_HEAD
 
 SCRIPTS = Path(__file__).parent / "audit_scripts"
 # torch 2.5's dispatch modes (the FLOP count) cannot return BigGAN's Tensor subclass z_
@@ -775,17 +776,7 @@ def test_acgans_printed_step_runs_and_keeps_the_scripts_sample_calls(tmp_path):
     assert {"loss_d", "loss_g", "aux", "aux_real", "aux_fake"} <= set(logs)
 
 
-AMP_LOOP = """
-import torch
-from torch import nn
-
-torch.manual_seed(0)
-G = nn.Sequential(nn.Linear(4, 16), nn.ReLU(), nn.Linear(16, 2))
-D = nn.Sequential(nn.Linear(2, 16), nn.LeakyReLU(0.2), nn.Linear(16, 1))
-opt_g = torch.optim.Adam(G.parameters(), 1e-3)
-opt_d = torch.optim.Adam(D.parameters(), 1e-3)
-bce = nn.BCEWithLogitsLoss()
-ones, zeros = torch.ones(32, 1), torch.zeros(32, 1)
+AMP_LOOP = f"""{SCRIPT_HEAD}ones, zeros = torch.ones(32, 1), torch.zeros(32, 1)
 
 for i in range(4):
     real = torch.randn(32, 2)
