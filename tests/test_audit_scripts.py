@@ -793,6 +793,24 @@ for i in range(4):
 """
 
 
+FP32_LOOP_BF16_SAMPLE = f"""{SCRIPT_HEAD}ones, zeros = torch.ones(32, 1), torch.zeros(32, 1)
+fixed = torch.randn(8, 4)
+
+for i in range(4):
+    real = torch.randn(32, 2)
+    fake = G(torch.randn(32, 4))
+    opt_d.zero_grad()
+    loss_d = bce(D(real), ones) + bce(D(fake.detach()), zeros)
+    loss_d.backward()
+    opt_d.step()
+    opt_g.zero_grad()
+    bce(D(fake), ones).backward()
+    opt_g.step()
+    with torch.no_grad(), torch.autocast("cpu", dtype=torch.bfloat16):
+        sample = G(fixed)
+"""
+
+
 def test_a_script_stepping_inside_its_autocast_block(tmp_path):
     """A script whose iteration is one autocast block, optimizer steps inside: D's
     forward in G's step reads D's weights cast before D's step (named with its line);
@@ -818,3 +836,15 @@ def test_a_script_stepping_inside_its_autocast_block(tmp_path):
         "'fp16', autocast in each phase): not mapped"
     ]
     assert "not mapped" in proc.stdout
+
+
+def test_a_sample_under_autocast_outside_the_update_is_no_reason_not_to_port(tmp_path):
+    """A float32 update whose sample grid is drawn under autocast (a forward no step
+    used) ports and verifies: only the update's own forwards under autocast stop it."""
+    script, out = tmp_path / "sampling.py", tmp_path / "sampling.json"
+    script.write_text(FP32_LOOP_BF16_SAMPLE)
+    ganstep("audit", script, "--port", "--json", out, cache=tmp_path, cwd=tmp_path)
+    report = json.loads(out.read_text())
+    assert not any("autocast" in h for h in report["hazards"])
+    assert "schedule=d_first()" in report["port"]["code"]
+    assert report["port"]["max_difference"] <= 1e-6

@@ -864,10 +864,11 @@ def port(rec, report, capture: Capture, names: dict[str, str], *,
 
 
 def _autocast(rec, iterations: int) -> str | None:
-    """Why a script whose G or D ran under torch.autocast is not ported: the Steps tried
-    run in the script's dtype, without autocast."""
+    """Why a script whose update ran G or D under torch.autocast is not ported: the Steps
+    tried run in the script's dtype, without autocast. (A sample taken under autocast
+    outside the update is no reason.)"""
     f = next((f for f in rec.forwards if f.label in ("G", "D") and f.autocast is not None
-              and f.iteration < iterations), None)  # fmt: skip
+              and f.used and f.iteration < iterations), None)  # fmt: skip
     if f is None:
         return None
     at = f" ({f.where})" if f.where else ""
