@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+
 import pytest
 import torch
 from helpers import Run, real_batches
@@ -39,6 +41,24 @@ def test_low_precision_runs_the_forwards_in_it_and_the_losses_in_float32(precisi
         assert_close(logs["loss_d"], logs32["loss_d"], rtol=0.05, atol=0.02)
     assert set(seen) == {Precision(precision).dtype}
     assert any(not torch.equal(a, b) for a, b in zip(before, side.G.parameters(), strict=True))
+
+
+@pytest.mark.parametrize("schedule", ["d_first", "g_first", "simultaneous"])
+@pytest.mark.parametrize("block", ["cpu", "cuda"])
+def test_low_precision_inside_a_callers_autocast_block_that_is_off(schedule, block):
+    """torch keeps autocast's weight casts until the outermost block ends, and a block
+    with enabled=False (``autocast(enabled=args.amp)`` with amp off), or one for another
+    device, counts: a bf16 Step inside one read G's or D's casts from before their
+    optimizer step (parameters off by up to 0.2 after four iterations). Each of the
+    Step's own blocks now ends its casts: the same bits as outside."""
+    trained = []
+    for inside in (False, True):
+        side, step = make(schedule=schedule, precision="bf16")
+        with torch.autocast(block, enabled=False) if inside else contextlib.nullcontext():
+            for real in batches(4):
+                step(real)
+        trained.append([p.detach().clone() for p in (*side.G.parameters(), *side.D.parameters())])
+    assert_close(trained[1], trained[0], rtol=0, atol=0)
 
 
 @pytest.mark.parametrize(

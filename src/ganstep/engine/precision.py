@@ -45,12 +45,20 @@ class Precision:
 
     @contextlib.contextmanager
     def autocast(self) -> Iterator[None]:
-        """Run the forwards of a phase in the chosen precision (no-op for fp32)."""
+        """Run the forwards of a phase in the chosen precision (no-op for fp32).
+
+        Its weight casts end with it, as an outermost autocast block's do, even inside a
+        block of the caller's (``enabled=False``, or for another device): torch keeps
+        them until the outermost block ends, and the next phase, after an optimizer
+        step, would read them stale."""
         if self.dtype is None:
             yield
             return
-        with torch.autocast(self.device_type, dtype=self.dtype):
-            yield
+        try:
+            with torch.autocast(self.device_type, dtype=self.dtype):
+                yield
+        finally:
+            torch.clear_autocast_cache()
 
     def scale(self, loss: Tensor, who: str) -> Tensor:
         """The loss to call backward on for ``who`` (``"d"`` or ``"g"``)."""
