@@ -1116,6 +1116,12 @@ CASES = [
          library_case("s = step(lambda n: torch.randn(n, 2), schedule='g_first')\n"
                       "    with torch.autocast('cpu', dtype=torch.bfloat16):\n"
                       "        s(torch.randn(4, 2))", "inside torch.autocast", "precision=")),
+    Case("library: a spectral-norm D's Step inside parametrize.cached()", "silent",
+         library_case("from torch.nn.utils import parametrize\n"
+                      "    torch.nn.utils.parametrizations.spectral_norm(D[0])\n"
+                      "    s = step(lambda n: torch.randn(n, 2))\n"
+                      "    with parametrize.cached():\n"
+                      "        s(torch.randn(4, 2))", "inside torch.nn.utils.parametrize")),
     Case("audit --json over a file of the user's", "vague", existing_json("audit")),
     Case("audit x.py --json x.py", "lost", audit_json_is_the_script),
     Case("sample --out over a file of the user's", "vague", sample_over_a_file, in_suite=False),

@@ -253,16 +253,18 @@ def test_a_layer_frozen_or_unfrozen_after_a_capture_drops_the_graphs(monkeypatch
 BLOCKS_REFUSED = {
     "no_grad": (torch.no_grad, "gradients disabled"),
     "autocast": (lambda: torch.autocast("cpu", dtype=torch.bfloat16), r"inside torch.autocast"),
+    "parametrize": (torch.nn.utils.parametrize.cached, r"parametrize.cached\(\)"),
 }
 
 
 @pytest.mark.parametrize("block", BLOCKS_REFUSED)
 def test_a_replay_in_a_refused_block_is_refused_as_a_call_is(monkeypatch, block):
-    """A replay runs its kernels whatever autograd's mode and autocast's dtype; the
-    eager Step refuses a call inside torch.no_grad() or the user's torch.autocast, and
-    so does a graphed one, before it replays."""
+    """A replay runs its kernels whatever autograd's mode, autocast's dtype or
+    parametrize's cache; the eager Step refuses a call inside torch.no_grad(), the
+    user's torch.autocast or (D spectral-normalized) parametrize.cached(), and so does
+    a graphed one, before it replays."""
     captures_on_cpu(monkeypatch)
-    _, step = make(d_first())
+    _, step = make(d_first(), spectral=True)
     data = real_batches(3, dtype=torch.float32)
     graphed = GraphedStep(step, data[0], warmup=1)
     for real in data[:2]:  # eager, captured

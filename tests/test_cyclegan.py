@@ -11,6 +11,8 @@ import pytest
 import torch
 from helpers.wild import assert_losses, assert_same
 from torch import nn
+from torch.nn.utils import parametrize
+from torch.nn.utils.parametrizations import spectral_norm
 from torch.testing import assert_close
 
 from ganstep import reference
@@ -164,6 +166,10 @@ def test_cycle_step_arguments_are_checked():
     ):
         step(*domains(1, 1, 1)[0])
     assert_close([m.state_dict() for m in (G_A, G_B, D_A, D_B)], before, rtol=0, atol=0)
+    spectral_norm(D_B[0])  # a parametrization: computed once per parametrize.cached() block
+    with parametrize.cached(), pytest.raises(RuntimeError, match=r"inside torch.nn.utils.param"):
+        step(*domains(1, 1, 1)[0])
+    assert step.iteration == 0
 
 
 def test_cycle_step_hooks_may_read_the_iteration():

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import copy
 from dataclasses import replace
 
@@ -11,6 +12,8 @@ from helpers import BATCH, X_DIM, Z_DIM, Run, real_batches
 from hypothesis import given
 from hypothesis import strategies as st
 from torch import nn
+from torch.nn.utils import parametrize
+from torch.nn.utils.parametrizations import spectral_norm
 from torch.testing import assert_close
 
 from ganstep import Step, d_first, g_first, get_objective, get_schedule, simultaneous
@@ -267,6 +270,33 @@ def test_a_call_inside_autocast_is_refused_and_updates_nothing(schedule):
         with torch.autocast("cpu", enabled=False):
             step(real)  # the second round is a steady call
     assert step.iteration == 2
+
+
+@pytest.mark.parametrize("schedule", ["d_first", "g_first", "simultaneous"])
+def test_a_call_inside_parametrize_cached_is_refused_for_parametrized_models(schedule):
+    """parametrize.cached() computes each parametrized weight once per block: inside it,
+    D's spectral-normalized weight in G's phase was D's from before D's step, and every
+    order trained on that. For a model with a parametrization the call is refused
+    before anything is updated (first call and steady one); for one without, cached()
+    changes nothing, and the calls run as outside it."""
+    side = Run("ns", False)
+    spectral_norm(side.D.net[0])
+    step = Step(*side.models(), objective="ns", schedule=schedule, latent=side.latent)
+    for i, real in enumerate(real_batches(2)):
+        before = copy.deepcopy([side.G.state_dict(), side.D.state_dict()])
+        with parametrize.cached(), pytest.raises(RuntimeError, match=r"parametrize.cached\(\)"):
+            step(real)
+        assert_close([side.G.state_dict(), side.D.state_dict()], before, rtol=0, atol=0)
+        assert step.iteration == i
+        step(real)
+    trained = []
+    for inside in (False, True):
+        plain, step = make_step(schedule=schedule)
+        with parametrize.cached() if inside else contextlib.nullcontext():
+            for real in real_batches(3):
+                step(real)
+        trained.append([plain.G.state_dict(), plain.D.state_dict()])
+    assert_close(trained[1], trained[0], rtol=0, atol=0)
 
 
 def test_real_must_be_a_tensor_or_a_list_of_them():

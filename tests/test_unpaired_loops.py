@@ -12,6 +12,8 @@ import torch
 import torch.nn.functional as F
 from helpers.wild import TOLERANCE, assert_losses, assert_same
 from torch import nn
+from torch.nn.utils import parametrize
+from torch.nn.utils.parametrizations import spectral_norm
 from torch.testing import assert_close
 
 from ganstep import reference
@@ -376,6 +378,9 @@ def test_bicycle_step_arguments_are_checked():
     ):
         step(a, b)
     step(a, b)
+    spectral_norm(next(m for m in E.modules() if isinstance(m, nn.Linear | nn.Conv2d)))
+    with parametrize.cached(), pytest.raises(RuntimeError, match=r"inside torch.nn.utils.param"):
+        step(a, b)  # E's weight computed once for the block, read again after E's step
     assert step.state_dict() == {"iteration": 1}
 
 

@@ -15,9 +15,10 @@ from . import X_DIM, Z_DIM, Run
 
 
 def make(schedule, precision="fp32", capturable=True, objective="ns", device="cpu",
-         conditional=False, fused_adam=False, batchnorm=False, **options):  # fmt: skip
+         conditional=False, fused_adam=False, batchnorm=False, spectral=False,
+         **options):  # fmt: skip
     """A float32 side (G, D, capturable Adam, fused where asked, seeded latent; MLPs with
-    BatchNorm where asked) and its Step."""
+    BatchNorm where asked, D's first layer spectral-normalized where asked) and its Step."""
     if callable(objective):
         objective = objective()
     if callable(options.get("g_regularizer")):  # a factory: a regularizer holds state
@@ -26,6 +27,8 @@ def make(schedule, precision="fp32", capturable=True, objective="ns", device="cp
     side = Run(name, batchnorm=batchnorm, dtype=torch.float32, device=device)
     if conditional:
         side.G, side.D = CondG().to(device), CondD().to(device)
+    if spectral:
+        torch.nn.utils.parametrizations.spectral_norm(side.D.net[0])
     kind = {"capturable": capturable, "fused": fused_adam or None}
     side.opt_g = torch.optim.Adam(side.G.parameters(), 0.01, **kind)
     side.opt_d = torch.optim.Adam(side.D.parameters(), 0.01, **kind)

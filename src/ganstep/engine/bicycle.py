@@ -31,7 +31,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from .checks import gradients_off, inside_autocast, scale_factor
+from .checks import refused_block, scale_factor
 from .cycle import _check_holds, check_batches, check_modules
 from .game import Game
 from .losses import scores, summed
@@ -121,12 +121,11 @@ class BicycleStep:
 
     def __call__(self, real_A: Tensor, real_B: Tensor) -> dict[str, Tensor]:
         """One iteration on a batch of sources ``real_A`` and their targets ``real_B``."""
-        if not torch.is_grad_enabled():
-            raise RuntimeError(gradients_off("a BicycleStep"))
-        if torch.is_autocast_enabled(device_type := self.game.precision.device_type):
-            raise RuntimeError(inside_autocast("a BicycleStep", device_type))
-        check_batches(real_A, real_B, "BicycleGAN pairs each source with its target")
         game = self.game
+        modules = [game.g.eager, game.d.eager, self.encoder.eager]
+        if why := refused_block("a BicycleStep", game.precision.device_type, modules):
+            raise RuntimeError(why)
+        check_batches(real_A, real_B, "BicycleGAN pairs each source with its target")
         D_VAE, D_LR = game.d.module
         with frozen(game.d.module):
             logs, fake_B, fake_B_lr = self._g_and_e(real_A, real_B, D_VAE, D_LR)

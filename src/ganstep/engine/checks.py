@@ -7,7 +7,11 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+
+import torch
+from torch import nn
+from torch.nn.utils import parametrize
 
 # A loss's factor: a number, or a function of the iteration (counting from 0) giving one.
 Weight = float | Callable[[int], float]
@@ -44,6 +48,36 @@ def inside_autocast(what: str, device_type: str) -> str:
         "(precision='bf16' or 'fp16': autocast in each phase) and call it outside that "
         "block (nothing was updated)"
     )
+
+
+def parametrizations_cached(what: str) -> str:
+    """What a training call made inside ``torch.nn.utils.parametrize.cached()`` says."""
+    return (
+        f"{what} was called inside torch.nn.utils.parametrize.cached(): it computes each "
+        "parametrized weight (spectral_norm's, weight_norm's) once for the whole block, so "
+        "the forwards after an optimizer step would read the weights from before it; call "
+        "it outside that block (nothing was updated)"
+    )
+
+
+def parametrized(modules: Iterable[nn.Module]) -> bool:
+    """Whether any of ``modules``, walked whole, has a parametrization."""
+    return any(parametrize.is_parametrized(m) for module in modules for m in module.modules())
+
+
+def refused_block(what: str, device_type: str, modules: Iterable[nn.Module]) -> str | None:
+    """Why a training call of ``what`` made now would go wrong, naming the block it is
+    made in (None where it is in none): autograd off, the caller's autocast on the
+    models' device (``device_type``), or parametrize's cache over ``modules`` (a
+    parametrization computed once per block). The last two keep a weight as it was
+    before an optimizer step for the rest of the block."""
+    if not torch.is_grad_enabled():
+        return gradients_off(what)
+    if torch.is_autocast_enabled(device_type):
+        return inside_autocast(what, device_type)
+    if getattr(parametrize, "_cache_enabled", 0) and parametrized(modules):
+        return parametrizations_cached(what)
+    return None
 
 
 def flag(value: object, what: str, error: type[Exception] = ValueError) -> bool:

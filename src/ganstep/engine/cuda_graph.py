@@ -55,9 +55,10 @@ from typing import NamedTuple
 
 import torch
 from torch import Tensor, nn
+from torch.nn.utils import parametrize
 
 from .autograd_calls import REGISTRATIONS
-from .checks import gradients_off, inside_autocast, positive_int, weight_at
+from .checks import positive_int, refused_block, weight_at
 from .options import Options
 from .schedules import Schedule
 from .step import Step
@@ -340,10 +341,12 @@ class IterationGraphs:
         self.warned_kinds = False  # KINDS_COUNTED was passed, and said, once
 
     def __call__(self) -> dict[str, Tensor]:
-        if not torch.is_grad_enabled():  # a replay would train all the same; a call does not
-            raise RuntimeError(gradients_off("the Step"))
-        if torch.is_autocast_enabled(self.device_type):  # a replay: the captured precision
-            raise RuntimeError(inside_autocast("the Step", self.device_type))
+        # a replay would train all the same in a block the Step refuses a call in
+        if (not torch.is_grad_enabled() or torch.is_autocast_enabled(self.device_type)
+                or getattr(parametrize, "_cache_enabled", 0)):  # fmt: skip
+            why = refused_block("the Step", self.device_type, self.modules.roots)
+            if why is not None:
+                raise RuntimeError(why)
         if self._state_replaced():
             # new tensors where the graphs read the old ones: they are dropped, and each
             # kind warms up (the Step's checks run again) and is captured again

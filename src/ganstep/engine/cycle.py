@@ -42,7 +42,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from .batch import Batch
-from .checks import gradients_off, inside_autocast, positive_int, scale_factor
+from .checks import positive_int, refused_block, scale_factor
 from .game import Game, check_hooks
 from .losses import joined, penalty_of, scores, summed
 from .objectives import Logs, Objective, get_objective
@@ -192,13 +192,12 @@ class CycleStep:
 
     def __call__(self, real_A: Tensor, real_B: Tensor) -> dict[str, Tensor]:
         """One iteration on a batch of each domain (the same number of rows)."""
-        if not torch.is_grad_enabled():
-            raise RuntimeError(gradients_off("a CycleStep"))
-        if torch.is_autocast_enabled(device_type := self.precision.device_type):
-            raise RuntimeError(inside_autocast("a CycleStep", device_type))
+        game = self.game
+        modules = [game.g.eager, game.d.eager]
+        if why := refused_block("a CycleStep", self.precision.device_type, modules):
+            raise RuntimeError(why)
         check_batches(real_A, real_B, "a CycleStep takes one batch of each domain, of the "
                       "same size, as CycleGAN's loop does")  # fmt: skip
-        game = self.game
         reals = [(real_A, real_B)]
         if self.order == "d_first":
             with torch.no_grad():

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import torch
 from torch import Tensor, nn
+from torch.nn.utils import parametrize
 
 from .autograd_calls import REGISTRATIONS, backward_into
 from .batch import Batch
@@ -123,8 +124,10 @@ class Steady:
             return None
         if None in reals:
             return None
+        # (blocks the checked path refuses: autograd off, autocast, parametrize's cache)
         if (self.user_d.training is not self.d_mode or not torch.is_grad_enabled()
                 or torch.is_autocast_enabled(self.device_type)
+                or getattr(parametrize, "_cache_enabled", 0)
                 or REGISTRATIONS[0] != self.registrations):  # fmt: skip
             return None
         if self.mixing and [m.training for m in self.mixing] != self.mixing_modes:

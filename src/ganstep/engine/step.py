@@ -12,7 +12,7 @@ from . import distributed as data_parallel
 from . import real_input
 from .augment import get_augment
 from .batch import Batch, Condition
-from .checks import Weight, flag, gradients_off, inside_autocast, positive_int, weight
+from .checks import Weight, flag, positive_int, refused_block, weight
 from .compiled import compiled
 from .d_observer import DObserver
 from .d_profile import DProfile
@@ -394,16 +394,18 @@ class Step:
 
     def __call__(self, real: Tensor | Sequence[Tensor]) -> dict[str, Tensor]:
         """Run one training iteration on ``real``; return the iteration's losses. Called
-        where autograd is off (``torch.no_grad()``) or inside ``torch.autocast`` on the
-        models' device (the Step's ``precision`` autocasts), it raises RuntimeError."""
+        where autograd is off (``torch.no_grad()``), inside ``torch.autocast`` on the
+        models' device (the Step's ``precision`` autocasts) or, for parametrized models,
+        inside ``torch.nn.utils.parametrize.cached()``, it raises RuntimeError."""
         if self._steady is not None:
             logs = self._steady(real)
             if logs is not None:
                 return logs
-        if not torch.is_grad_enabled():  # else: "D's loss does not depend on D's ..."
-            raise RuntimeError(gradients_off("the Step"))
-        if torch.is_autocast_enabled(device_type := self.game.precision.device_type):
-            raise RuntimeError(inside_autocast("the Step", device_type))
+        # (with gradients off the error would be "D's loss does not depend on D's ...")
+        game = self.game
+        modules = [side.eager for side in (game.g, game.d, game.info) if side is not None]
+        if (why := refused_block("the Step", game.precision.device_type, modules)):
+            raise RuntimeError(why)
         batches = self.batches_of(real)
         self.check_parameters()
         self._check_process_group()
