@@ -287,15 +287,15 @@ def test_a_crashing_function_keeps_its_location():
     assert report.forwards["D"] == 1 and report.backwards["D"] == 1
 
 
-def _one_block_loop(G, D, opt_g, opt_d, freeze_d: bool, block: str):
-    """A d_first iteration under autocast: ``block`` "iteration" wraps the whole of it
-    (both optimizer steps inside), "forwards" each forward and loss alone."""
+def _one_block_loop(G, D, opt_g, opt_d, freeze_d: bool, block: str, dtype=torch.bfloat16):
+    """A d_first iteration under autocast to ``dtype``: ``block`` "iteration" wraps the
+    whole of it (both optimizer steps inside), "forwards" each forward and loss alone."""
     bce = torch.nn.functional.binary_cross_entropy_with_logits
     real, z = torch.randn(8, 2), torch.randn(8, 4)
 
     def autocast(whole: bool):
         if (block == "iteration") is whole:
-            return torch.autocast("cpu", dtype=torch.bfloat16)
+            return torch.autocast("cpu", dtype=dtype)
         return contextlib.nullcontext()
 
     def iteration():
@@ -357,6 +357,16 @@ def test_a_forward_after_a_step_in_one_autocast_block_is_a_hazard(block, freeze_
             layer.weight.add_(1.0)
         layer.requires_grad_(not freeze_d)
         assert torch.equal(layer(x), before) is (not freeze_d)
+
+
+def test_the_stale_cast_hazard_names_the_precision_the_loop_used():
+    torch.manual_seed(0)
+    G = torch.nn.Sequential(torch.nn.Linear(4, 16), torch.nn.ReLU(), torch.nn.Linear(16, 2))
+    D = torch.nn.Sequential(torch.nn.Linear(2, 16), torch.nn.ReLU(), torch.nn.Linear(16, 1))
+    opt_g, opt_d = torch.optim.SGD(G.parameters(), 0.1), torch.optim.SGD(D.parameters(), 0.1)
+    loop = _one_block_loop(G, D, opt_g, opt_d, False, "iteration", dtype=torch.float16)
+    (found,) = [h for h in audit(loop, G=G, D=D).hazards if "torch.autocast block" in h]
+    assert found.endswith("or give ganstep's Step precision='fp16'.")
 
 
 def test_one_autocast_block_around_several_iterations_makes_g_stale_too():

@@ -49,8 +49,8 @@ def test_low_precision_inside_a_callers_autocast_block_that_is_off(schedule, blo
     """torch keeps autocast's weight casts until the outermost block ends, and a block
     with enabled=False (``autocast(enabled=args.amp)`` with amp off), or one for another
     device, counts: a bf16 Step inside one read G's or D's casts from before their
-    optimizer step (parameters off by up to 0.2 after four iterations). Each of the
-    Step's own blocks now ends its casts: the same bits as outside."""
+    optimizer step, in every order. Each of the Step's own blocks now ends its casts:
+    the same bits as outside."""
     trained = []
     for inside in (False, True):
         side, step = make(schedule=schedule, precision="bf16")

@@ -840,13 +840,14 @@ class _Analysis:
             if stale:
                 first = stale[0]
                 at = f" at {first.where}" if first.where else ""
+                precision = "fp16" if first.autocast == torch.float16 else "bf16"
                 hazards.append(
                     f"{m} was forwarded inside a torch.autocast block after {m}'s optimizer "
                     f"step in that block ({len(stale)} time(s), first in iteration "
                     f"{first.iteration}{at}): autocast casts each weight once per block, so "
                     f"that forward ran at {m}'s weights from before the step. End the block "
                     "before each optimizer step (autocast the forwards and losses only), or "
-                    "give ganstep's Step precision='bf16'."
+                    f"give ganstep's Step precision={precision!r}."
                 )
         return hazards
 
