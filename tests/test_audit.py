@@ -9,6 +9,8 @@ import pytest
 import torch
 from helpers import ganstep
 from helpers.dcgan import N, d_costs, dcgan_pair, latent
+from torch.nn.utils import parametrize
+from torch.nn.utils.parametrizations import spectral_norm
 
 from ganstep import Step, audit, d_first, g_first, reference, simultaneous
 
@@ -287,15 +289,17 @@ def test_a_crashing_function_keeps_its_location():
     assert report.forwards["D"] == 1 and report.backwards["D"] == 1
 
 
-def _one_block_loop(G, D, opt_g, opt_d, freeze_d: bool, block: str, dtype=torch.bfloat16):
-    """A d_first iteration under autocast to ``dtype``: ``block`` "iteration" wraps the
-    whole of it (both optimizer steps inside), "forwards" each forward and loss alone."""
+def _one_block_loop(G, D, opt_g, opt_d, freeze_d: bool, block: str, enter=None):
+    """A d_first iteration in blocks that ``enter()`` opens (by default autocast to
+    bfloat16): ``block`` "iteration" wraps the whole of it (both optimizer steps
+    inside), "forwards" each forward and loss alone."""
+    enter = enter or (lambda: torch.autocast("cpu", dtype=torch.bfloat16))
     bce = torch.nn.functional.binary_cross_entropy_with_logits
     real, z = torch.randn(8, 2), torch.randn(8, 4)
 
     def autocast(whole: bool):
         if (block == "iteration") is whole:
-            return torch.autocast("cpu", dtype=dtype)
+            return enter()
         return contextlib.nullcontext()
 
     def iteration():
@@ -364,7 +368,8 @@ def test_the_stale_cast_hazard_names_the_precision_the_loop_used():
     G = torch.nn.Sequential(torch.nn.Linear(4, 16), torch.nn.ReLU(), torch.nn.Linear(16, 2))
     D = torch.nn.Sequential(torch.nn.Linear(2, 16), torch.nn.ReLU(), torch.nn.Linear(16, 1))
     opt_g, opt_d = torch.optim.SGD(G.parameters(), 0.1), torch.optim.SGD(D.parameters(), 0.1)
-    loop = _one_block_loop(G, D, opt_g, opt_d, False, "iteration", dtype=torch.float16)
+    fp16 = lambda: torch.autocast("cpu", dtype=torch.float16)  # noqa: E731
+    loop = _one_block_loop(G, D, opt_g, opt_d, False, "iteration", fp16)
     (found,) = [h for h in audit(loop, G=G, D=D).hazards if "torch.autocast block" in h]
     assert found.endswith("or give ganstep's Step precision='fp16'.")
 
@@ -383,3 +388,30 @@ def test_one_autocast_block_around_several_iterations_makes_g_stale_too():
     found = [h for h in report.hazards if "inside a torch.autocast block" in h]
     assert [h.split(" was forwarded")[0] for h in found] == ["G", "D"]
     assert "G's optimizer step in that block (2 time(s), first in iteration 1)" in found[0]
+
+
+@pytest.mark.parametrize("block, stale", [("iteration", True), ("forwards", False)])
+def test_a_forward_after_a_step_in_one_parametrize_cached_block_is_a_hazard(block, stale):
+    """parametrize.cached() computes each parametrized weight once per block: D's
+    spectral-normalized weight in G's phase, after D's step in the same block, was D's
+    from before the step (as a Step inside such a block read it, which it now refuses).
+    The loop holds ``cached`` as bound before the audit began: blocks are still told
+    apart. Here G's backward through D's kept weight then fails, in iteration 0."""
+    torch.manual_seed(0)
+    G = torch.nn.Sequential(torch.nn.Linear(4, 16), torch.nn.ReLU(), torch.nn.Linear(16, 2))
+    D = torch.nn.Sequential(spectral_norm(torch.nn.Linear(2, 16)), torch.nn.ReLU(),
+                            torch.nn.Linear(16, 1))  # fmt: skip
+    opt_g, opt_d = torch.optim.SGD(G.parameters(), 0.1), torch.optim.SGD(D.parameters(), 0.1)
+    loop = _one_block_loop(G, D, opt_g, opt_d, False, block, parametrize.cached)
+    report = audit(loop, G=G, D=D, iterations=2)
+    if stale:  # G's backward goes through D's kept weight again, its graph freed by D's
+        assert "backward through the graph a second time" in str(report.error)
+    else:
+        assert report.error is None
+    found = [h for h in report.hazards if "cached() block" in h]
+    assert found == ([
+        "D was forwarded inside a torch.nn.utils.parametrize.cached() block after D's "
+        "optimizer step in that block (1 time(s), first in iteration 0): the block computes "
+        "each parametrized weight once, so that forward ran at D's weights from before the "
+        "step. End the block before each optimizer step."
+    ] if stale else [])  # fmt: skip

@@ -35,6 +35,7 @@ from pathlib import Path
 
 import torch
 from torch import Tensor, nn
+from torch.nn.utils import parametrize
 
 from ..engine.batch import Batch
 from ..engine.checks import positive_int
@@ -42,6 +43,7 @@ from ..engine.d_profile import DProfile, observing, profile_d
 from .flops import TotalFlops
 
 INPLACE = "modified by an inplace operation"
+_BLOCK = ("ganstep audit", "block")  # the mark of a parametrize.cached() block's cache
 MODULES = ("G", "D")
 
 
@@ -72,7 +74,11 @@ class _Forward:
     # keeps (float32, requiring a gradient), and which block (counted by cache clears)
     cast: frozenset[int] = frozenset()
     cast_block: int = 0
-    where: str | None = None  # the audited script's line, for a call under autocast
+    # inside a parametrize.cached() block: the parametrized submodules whose weights the
+    # block's cache keeps, and which block
+    cached: frozenset[int] = frozenset()
+    cached_block: int = 0
+    where: str | None = None  # the audited script's line, for a call in either block
 
     @property
     def continues(self) -> bool:
@@ -346,6 +352,7 @@ class Recorder:
         self.failed: _Backward | None = None
         self._saved: tuple | None = None
         self.autocast_block = 0  # torch.autocast's cache clears so far (blocks ended)
+        self.parametrize_block = 0  # parametrize.cached() blocks seen so far
 
     def _next(self) -> int:
         self.seq += 1
@@ -455,6 +462,11 @@ class Recorder:
         if fwd.autocast is not None:
             fwd.cast = _cast_in_block(called, fwd.autocast)
             fwd.cast_block, fwd.where = self.autocast_block, self.call_site()
+        if getattr(parametrize, "_cache_enabled", 0):
+            fwd.cached = frozenset(
+                id(m) for m in called.modules() if parametrize.is_parametrized(m)
+            )
+            fwd.cached_block, fwd.where = self._parametrize_block(), fwd.where or self.call_site()
         if label not in self._kept_args:  # for observing what D is, after the run
             self._kept_args.add(label)
             fwd.args = tuple(a.detach() if isinstance(a, Tensor) else a for a in args)
@@ -574,6 +586,16 @@ class Recorder:
         ``torch.clear_autocast_cache``): the next block casts afresh."""
         self.autocast_block += 1
         self._saved[2]()
+
+    def _parametrize_block(self) -> int:
+        """The number of the ``parametrize.cached()`` block open now. torch gives each
+        outermost block a new cache dict (whatever name the script called ``cached`` by,
+        bound before the audit or not); the first call in a block marks it."""
+        cache = parametrize._cache
+        if _BLOCK not in cache:  # (torch reads the cache by (module id, name) alone)
+            self.parametrize_block += 1
+            cache[_BLOCK] = self.parametrize_block
+        return cache[_BLOCK]
 
     def reaches(self, roots: list) -> set[str]:
         """The modules whose parameters a backward from ``roots`` would reach."""
@@ -819,24 +841,33 @@ class _Analysis:
             stepped[s.label] |= s.backwards
         return hazards
 
+    def _stale(self, m: str, kept_by: Callable[[_Forward], tuple[frozenset[int], int]]):
+        """``m``'s forwards that read what a block kept (``kept_by(f)``: the things ``f``
+        made or read from the block's cache, and the block) since before a step of
+        ``m`` in that block."""
+        steps = [s.seq for s in self.steps if s.label == m]
+        kept: dict[int, tuple[int, int]] = {}  # thing -> (block, the forward that made it)
+        stale = []
+        for f in self.forwards:
+            things, block = kept_by(f)
+            if f.label != m or not things:
+                continue
+            made = [kept[t][1] for t in things if kept.get(t, (None,))[0] == block]
+            if made and any(min(made) < s < f.seq for s in steps):
+                stale.append(f)
+            for t in things:
+                if kept.get(t, (None,))[0] != block:
+                    kept[t] = (block, f.seq)
+        return stale
+
     def stale_casts(self) -> list[str]:
         """Forwards inside a torch.autocast block that read a weight's cast copy made in
-        that block before an optimizer step of its module: autocast casts each weight
-        once per block, so they ran at the weights from before the step."""
+        that block before an optimizer step of its module (autocast casts each weight
+        once per block), or inside a parametrize.cached() block one of its parametrized
+        weights computed there before the step: they ran at the weights from before it."""
         hazards = []
         for m in MODULES:
-            steps = [s.seq for s in self.steps if s.label == m]
-            kept: dict[int, tuple[int, int]] = {}  # parameter -> (block, forward that cast it)
-            stale = []
-            for f in self.forwards:
-                if f.label != m or not f.cast:
-                    continue
-                made = [kept[p][1] for p in f.cast if kept.get(p, (None,))[0] == f.cast_block]
-                if made and any(min(made) < s < f.seq for s in steps):
-                    stale.append(f)
-                for p in f.cast:
-                    if kept.get(p, (None,))[0] != f.cast_block:
-                        kept[p] = (f.cast_block, f.seq)
+            stale = self._stale(m, lambda f: (f.cast, f.cast_block))
             if stale:
                 first = stale[0]
                 at = f" at {first.where}" if first.where else ""
@@ -848,6 +879,17 @@ class _Analysis:
                     f"that forward ran at {m}'s weights from before the step. End the block "
                     "before each optimizer step (autocast the forwards and losses only), or "
                     f"give ganstep's Step precision={precision!r}."
+                )
+            stale = self._stale(m, lambda f: (f.cached, f.cached_block))
+            if stale:
+                first = stale[0]
+                at = f" at {first.where}" if first.where else ""
+                hazards.append(
+                    f"{m} was forwarded inside a torch.nn.utils.parametrize.cached() block "
+                    f"after {m}'s optimizer step in that block ({len(stale)} time(s), first "
+                    f"in iteration {first.iteration}{at}): the block computes each "
+                    f"parametrized weight once, so that forward ran at {m}'s weights from "
+                    "before the step. End the block before each optimizer step."
                 )
         return hazards
 
