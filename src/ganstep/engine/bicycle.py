@@ -122,7 +122,7 @@ class BicycleStep:
     def __call__(self, real_A: Tensor, real_B: Tensor) -> dict[str, Tensor]:
         """One iteration on a batch of sources ``real_A`` and their targets ``real_B``."""
         game = self.game
-        modules = [game.g.eager, game.d.eager, self.encoder.eager]
+        modules = [*game.eager_modules(), self.encoder.eager]
         if why := refused_block("a BicycleStep", game.precision.device_type, modules):
             raise RuntimeError(why)
         check_batches(real_A, real_B, "BicycleGAN pairs each source with its target")

@@ -302,8 +302,7 @@ class _Submodules:
     a submodule (as :class:`~ganstep.engine.autograd_calls.ParameterList` does)."""
 
     def __init__(self, step: Step) -> None:
-        game = step.game
-        self.roots = [side.eager for side in (game.g, game.d, game.info) if side is not None]
+        self.roots = step.game.eager_modules()
         self.seen, self.listed = -1, []
 
     def __call__(self) -> list[nn.Module]:

@@ -193,8 +193,7 @@ class CycleStep:
     def __call__(self, real_A: Tensor, real_B: Tensor) -> dict[str, Tensor]:
         """One iteration on a batch of each domain (the same number of rows)."""
         game = self.game
-        modules = [game.g.eager, game.d.eager]
-        if why := refused_block("a CycleStep", self.precision.device_type, modules):
+        if why := refused_block("a CycleStep", game.precision.device_type, game.eager_modules()):
             raise RuntimeError(why)
         check_batches(real_A, real_B, "a CycleStep takes one batch of each domain, of the "
                       "same size, as CycleGAN's loop does")  # fmt: skip

@@ -88,6 +88,11 @@ class Game:
     def precision(self) -> Precision:
         return self.d.precision
 
+    def eager_modules(self) -> list[nn.Module]:
+        """The user's modules of each side (G, D, InfoGAN's head), behind any compiled
+        wrapper."""
+        return [side.eager for side in (self.g, self.d, self.info) if side is not None]
+
     def d_weight(self) -> float:
         """``d_scale`` at this iteration."""
         return weight_at(self.options.d_scale, self.progress.iteration, "d_scale")

@@ -403,8 +403,7 @@ class Step:
                 return logs
         # (with gradients off the error would be "D's loss does not depend on D's ...")
         game = self.game
-        modules = [side.eager for side in (game.g, game.d, game.info) if side is not None]
-        if (why := refused_block("the Step", game.precision.device_type, modules)):
+        if why := refused_block("the Step", game.precision.device_type, game.eager_modules()):
             raise RuntimeError(why)
         batches = self.batches_of(real)
         self.check_parameters()

@@ -860,7 +860,7 @@ class _Analysis:
                     kept[t] = (block, f.seq)
         return stale
 
-    def stale_casts(self) -> list[str]:
+    def stale_in_blocks(self) -> list[str]:
         """Forwards inside a torch.autocast block that read a weight's cast copy made in
         that block before an optimizer step of its module (autocast casts each weight
         once per block), or inside a parametrize.cached() block one of its parametrized
@@ -1060,7 +1060,7 @@ def analyse(
     a = _Analysis(rec, iterations, error)
     forwards, backwards, double, others = a.passes()
     wasted, hazards = a.waste()
-    hazards += a.leaks() + a.stale_steps() + a.stale_casts()
+    hazards += a.leaks() + a.stale_steps() + a.stale_in_blocks()
     if a.steps and not a.backwards:
         hazards.insert(0, "no backward call ran in the audited iterations: every optimizer "
                           "step found no gradients and changed nothing (is loss.backward() "
