@@ -13,7 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from torch.testing import assert_close
 
-from ganstep import d_first, g_first, simultaneous
+from ganstep import Step, d_first, g_first, simultaneous
 from ganstep.engine import cuda_graph
 from ganstep.engine.cuda_graph import GraphedStep, iteration_kind
 from ganstep.engine.regularizers import PathLength
@@ -48,6 +48,7 @@ class HostMean(PathLength):
         ({"schedule": d_first(), "fake_pool": 4}, "fake pool"),
         ({"schedule": d_first(), "augment": HostAdaptive()}, "HostAdaptive has an end_iter"),
         ({"schedule": d_first(), "check_finite": True}, "check_finite"),
+        ({"schedule": d_first(), "compile": "eager"}, "G and D run through torch.compile"),
     ],
 )
 def test_capture_refuses_what_a_graph_cannot_hold(kwargs, match):
@@ -72,6 +73,16 @@ def test_a_cycle_step_is_refused_by_name():
     cycle = CycleStep(G_A, G_B, D_A, D_B, opt_g, opt_d)
     with pytest.raises(TypeError, match=r"got CycleStep \(CycleStep and BicycleStep are not"):
         GraphedStep(cycle, torch.zeros(BATCH, X_DIM))
+
+
+def test_a_g_the_user_compiled_is_refused_as_a_compiled_step_is():
+    """A replay skips torch.compile's guards however the module came to be compiled."""
+    side, _ = make(d_first())
+    step = Step(torch.compile(side.G, backend="eager"), side.D, side.opt_g,
+                           side.opt_d, objective="ns", schedule=d_first(),
+                           latent=side.latent)  # fmt: skip
+    with pytest.raises(ValueError, match=r"capture: G run through torch.compile, which"):
+        GraphedStep(step, real_batches(1, dtype=torch.float32)[0])
 
 
 def test_an_info_optimizer_that_is_not_capturable_is_refused():

@@ -109,6 +109,13 @@ def check_capturable(step: Step) -> None:
         )
     if step.distributed:
         raise ValueError("CUDA graph capture: distributed steps are not captured")
+    compiled = [side.name for side in (step.game.g, step.game.d) if side.compiled]
+    if compiled:
+        raise ValueError(
+            f"CUDA graph capture: {' and '.join(compiled)} run through torch.compile, which "
+            "checks its guards in Python at each call, and a replay would skip them; "
+            "build the Step with compile=False (and G and D not compiled) to capture it"
+        )
     _check_options(step.game.options)
     for name, opt in optimizers.items():
         if not all(group.get("capturable", False) for group in opt.param_groups):
