@@ -442,7 +442,9 @@ class IterationGraphs:
         try:
             # thread_local: CUDA calls of other threads (a DataLoader's pin-memory thread
             # allocating pinned memory, pin_memory=True) are theirs, not the capture's;
-            # in torch's default mode, global, one of them breaks the capture
+            # in torch's default mode, global, one of them breaks the capture. No pool=:
+            # torch shares a memory pool safely only among graphs replayed in the order
+            # they were captured, and kinds are replayed in any order (lazy R1's 1 in 16)
             with (
                 iteration_reads() as reads,
                 torch.cuda.graph(graph, capture_error_mode="thread_local"),
