@@ -43,7 +43,7 @@ _R1_EVERY = (
 # what `ganstep COMMAND --help` says of a command (audit's own text is beside its flags)
 COMMANDS = {
     "train": {
-        "help": "train a GAN (with no option: the 2D grid in a few minutes on a CPU)",
+        "help": "train a GAN (with no option: the 2D grid, about a minute on a CPU)",
         "description": "Train a GAN. Values come from the defaults, then the run's "
         "config.toml (with --resume), then --config FILE.toml, then the flags given.",
     },
