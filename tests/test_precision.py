@@ -85,6 +85,22 @@ def test_fp16_loss_scaling_is_exact_with_two_scales_and_many_steps(schedule):
         assert_close(p, q)
 
 
+@pytest.mark.parametrize("precision", ["bf16", "fp16"])
+@pytest.mark.parametrize("schedule", ["d_first", "g_first", "simultaneous"])
+def test_float64_models_train_to_the_same_bits_at_any_precision(precision, schedule):
+    """autocast leaves float64 tensors alone (a script's float64 repeat runs so), and so
+    does the Step: D's scores are taken to float32 only from bfloat16 or float16. They
+    were taken from float64 to float32 too, about 2e-10 off a float64 loop."""
+    trained = []
+    for name in ("fp32", precision):
+        side, step = make("ns", schedule, name, torch.float64)
+        for real in batches(3, torch.float64):
+            logs = step(real)
+        assert logs["loss_d"].dtype == torch.float64
+        trained.append([p.detach().clone() for p in (*side.G.parameters(), *side.D.parameters())])
+    assert_close(trained[1], trained[0], rtol=0, atol=0)
+
+
 def test_fp16_overflow_skips_only_that_optimizer_and_backs_off():
     side, step = make("ns", "d_first", "fp16")
     # D's float16 backward overflows at this scale; G's does not at the default one.

@@ -16,6 +16,7 @@ from torch import Tensor
 from .batch import Batch, cat, split
 from .game import Game
 from .objectives import Logs, Objective
+from .precision import REDUCED
 from .views import View, add_terms, adversarial, check_adversarial, check_logits
 
 
@@ -70,7 +71,9 @@ def scores(game: Game, out: object, inp: Tensor) -> list[Tensor]:
         for o in outputs:
             check_logits(o, objective.name)
     found = [objective.score(o, inp) for o in outputs]
-    return found if game.precision.dtype is None else [s.float() for s in found]
+    if game.precision.dtype is None:  # the scores in the dtype D gave them
+        return found
+    return [s.float() if s.dtype in REDUCED else s for s in found]
 
 
 def summed(parts: list[tuple[Tensor, Logs]]) -> tuple[Tensor, Logs]:

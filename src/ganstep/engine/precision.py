@@ -18,6 +18,9 @@ from torch import Tensor
 from .registry import check_name
 
 DTYPES = {"fp32": None, "bf16": torch.bfloat16, "fp16": torch.float16}
+# what autocast casts to: D's scores in these are taken to float32 for the losses (a
+# float64 model's stay float64: autocast leaves float64 alone, and so does the Step)
+REDUCED = (torch.bfloat16, torch.float16)
 
 
 class Precision:

@@ -27,6 +27,7 @@ from .fakes import checked_fake, checked_latent
 from .game import Game
 from .losses import penalty_of, score_logs
 from .objectives import Logs, Objective
+from .precision import REDUCED
 from .schedules import DFirst, GFirst, Schedule, Simultaneous
 from .sides import Side
 from .views import adversarial, describe
@@ -279,7 +280,7 @@ class Steady:
                 )
             out = found[0]
         s = self.objective.score(out, inp)
-        return s if self.autocast is None else s.float()
+        return s if self.autocast is None or s.dtype not in REDUCED else s.float()
 
     def _d_loss(self, x: Tensor, c: Tensor | None, fake: Tensor, out_real: object,
                 out_fake: object):  # fmt: skip
