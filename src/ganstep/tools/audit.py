@@ -42,6 +42,9 @@ from ..engine.checks import positive_int
 from ..engine.d_profile import DProfile, observing, profile_d
 from .flops import TotalFlops
 
+# what the hazard of a forward reading autocast's stale cast copy says (the port reads it)
+STALE_CAST = "inside a torch.autocast block after"
+
 INPLACE = "modified by an inplace operation"
 _BLOCK = ("ganstep audit", "block")  # the mark of a parametrize.cached() block's cache
 MODULES = ("G", "D")
@@ -487,9 +490,13 @@ class Recorder:
     def _inside(self, x: Tensor) -> tuple[_Forward | None, str | None]:
         """The recent forward whose output is the first or last rows of ``x``: an input
         concatenated from another module's output and more (G's fakes beside the real
-        batch), which a tensor's storage cannot tell."""
+        batch), which a tensor's storage cannot tell; or whose output ``x`` is a cast of
+        (G's bfloat16 fakes taken to float32 for a D outside autocast: new storage)."""
         for f in reversed(self.forwards[-8:]):
             out = f.output
+            if (out is not None and out.shape == x.shape and out.dtype != x.dtype
+                    and out.device == x.device and torch.equal(out.to(x.dtype), x)):  # fmt: skip
+                return f, None
             if out is None or out.dim() == 0 or out.shape[0] >= x.shape[0]:
                 continue
             if out.shape[1:] != x.shape[1:] or out.dtype != x.dtype or out.device != x.device:
@@ -873,7 +880,7 @@ class _Analysis:
                 at = f" at {first.where}" if first.where else ""
                 precision = "fp16" if first.autocast == torch.float16 else "bf16"
                 hazards.append(
-                    f"{m} was forwarded inside a torch.autocast block after {m}'s optimizer "
+                    f"{m} was forwarded {STALE_CAST} {m}'s optimizer "
                     f"step in that block ({len(stale)} time(s), first in iteration "
                     f"{first.iteration}{at}): autocast casts each weight once per block, so "
                     f"that forward ran at {m}'s weights from before the step. End the block "
