@@ -832,10 +832,82 @@ def test_a_script_stepping_inside_its_autocast_block(tmp_path):
     )
     assert report["port"]["code"] is None and report["port"]["notes"] == [
         "G ran under torch.autocast to bfloat16 (amp_gan.py:16: fake = G(torch.randn(32, "
-        "4))): the port tries Steps without autocast (a Step's own is precision='bf16' or "
-        "'fp16', autocast in each phase): not mapped"
+        "4))), in a block where a forward read weights cast before an optimizer step (the "
+        "hazard above): no Step computes that update; end the block before each step and "
+        "port again: not mapped"
     ]
     assert "not mapped" in proc.stdout
+
+
+def amp_update(dtype: str, scaled: bool = False, d_autocast: bool = True) -> str:
+    """An AMP loop as PyTorch's AMP recipe writes one: forwards and losses in an autocast
+    block, each optimizer step after it; with ``scaled``, a GradScaler per optimizer;
+    without ``d_autocast``, G alone in the block."""
+    block = f'torch.autocast("cpu", dtype=torch.{dtype})'
+    d_block = block if d_autocast else "contextlib.nullcontext()"
+
+    def stepped(side: str) -> str:
+        if not scaled:
+            return f"    loss_{side}.backward()\n    opt_{side}.step()\n"
+        return (f"    scaler_{side}.scale(loss_{side}).backward()\n"
+                f"    scaler_{side}.step(opt_{side})\n    scaler_{side}.update()\n")  # fmt: skip
+
+    return (
+        f"import contextlib\n{SCRIPT_HEAD}"
+        'scaler_d, scaler_g = torch.amp.GradScaler("cpu"), torch.amp.GradScaler("cpu")\n'
+        "ones, zeros = torch.ones(32, 1), torch.zeros(32, 1)\n\n"
+        "for i in range(4):\n"
+        "    real = torch.randn(32, 2)\n"
+        f"    with {block}:\n"
+        f"        fake = G(torch.randn(32, 4)){'' if d_autocast else '.float()'}\n"
+        f"    with {d_block}:\n"
+        "        loss_d = bce(D(real), ones) + bce(D(fake.detach()), zeros)\n"
+        "    opt_d.zero_grad()\n"
+        f"{stepped('d')}"
+        f"    with {d_block}:\n"
+        "        loss_g = bce(D(fake), ones)\n"
+        "    opt_g.zero_grad()\n"
+        f"{stepped('g')}"
+    )
+
+
+@pytest.mark.parametrize(("dtype", "scaled", "precision"),
+                         [("bfloat16", False, "bf16"), ("float16", True, "fp16")])  # fmt: skip
+def test_an_amp_loop_ports_to_a_step_of_its_precision(tmp_path, dtype, scaled, precision):
+    """The AMP recipe's loop (autocast around the forwards and losses, the steps after
+    it; fp16 with a GradScaler per optimizer) is the Step with that precision: its own
+    autocast makes the same casts, 0 apart in float32; in float64, where autocast
+    changes nothing, 1e-12 apart too. The printed code says where the autocast was."""
+    script, out = tmp_path / "amp_update.py", tmp_path / "amp.json"
+    script.write_text(amp_update(dtype, scaled))
+    ganstep("audit", script, "--verify", 3, "--json", out, cache=tmp_path, cwd=tmp_path)
+    port = json.loads(out.read_text())["port"]
+    assert port["max_difference"] == 0 and port["float64_difference"] <= 1e-12
+    assert (
+        f'precision="{precision}",  # G and D ran under torch.autocast to {dtype}, as the '
+        "script's (amp_update.py:18: fake = G(torch.randn(32, 4)))" in port["code"]
+    )
+    assert "schedule=d_first()" in port["code"] and "objective=NS()" in port["code"]
+    scaling = [n for n in port["notes"] if "GradScaler of its own" in n]
+    assert len(scaling) == (precision == "fp16")
+
+
+def test_autocast_on_g_alone_is_named_not_ported(tmp_path):
+    """A Step's precision autocasts every forward of its phases: a script that autocasts
+    G's forward and not D's is no Step's, and the port says which forward did not. The
+    audit reads the loop's order all the same: D's input cast from G's bfloat16 output
+    (new storage) is G's fake batch, not a real one (it read "other" before)."""
+    script, out = tmp_path / "amp_g.py", tmp_path / "amp.json"
+    script.write_text(amp_update("bfloat16", d_autocast=False))
+    ganstep("audit", script, "--port", "--json", out, cache=tmp_path, cwd=tmp_path)
+    report = json.loads(out.read_text())
+    assert report["order"] == "d_first" and report["forwards"] == {"G": 1, "D": 3}
+    port = report["port"]
+    assert port["code"] is None and port["notes"] == [
+        "G ran under torch.autocast to bfloat16 (amp_g.py:18: fake = G(torch.randn(32, "
+        "4)).float()) and D did not, in iteration 0: a Step's precision autocasts every "
+        "forward of its phases: not mapped"
+    ]
 
 
 def test_a_sample_under_autocast_outside_the_update_is_no_reason_not_to_port(tmp_path):

@@ -16,10 +16,13 @@ A D returning (scores, class logits) beside a G given the fakes' labels is ACGAN
 class terms are tried at the scripts' weights, on the real labels the script's
 DataLoader gave beside each real batch. The script's calls of G or D outside its update
 after an iteration's steps (a sample grid in training mode, which moves BatchNorm's
-statistics) are made on the copies where it made them. A G whose parts the script
-calls itself (StyleGAN2-ADA's ``G.mapping``, then ``G.synthesis``) is called whole on
-the call's inputs, or through a printed ``StyleMixedG`` where two mappings are mixed
-(style mixing); G's own lazy steps (StyleGAN2-ADA's Greg) are tried as a path length.
+statistics) are made on the copies where it made them. A script whose update ran G
+and D under ``torch.autocast`` to bfloat16 or float16 is tried with the Step's own
+``precision`` (``"bf16"``, ``"fp16"``), which autocasts the forwards of each phase. A
+G whose parts the script calls itself (StyleGAN2-ADA's ``G.mapping``, then
+``G.synthesis``) is called whole on the call's inputs, or through a printed
+``StyleMixedG`` where two mappings are mixed (style mixing); G's own lazy steps
+(StyleGAN2-ADA's Greg) are tried as a path length.
 Each iteration's end is compared with the script's states there; where several
 candidates are equal there, an objective's one number of state (BEGAN's k) is compared
 with the script's number globals, and then the losses each candidate logged with the
@@ -48,6 +51,7 @@ from ..engine.regularizers import PathLength
 from ..engine.schedules import d_first, g_first, simultaneous
 from ..engine.step import Step
 from ..engine.views import adversarial, ends_in_sigmoid
+from .audit import STALE_CAST
 
 # float32's rounding after a few Adam steps, the order of sums being another one's
 TOLERANCE = 1e-5
@@ -286,6 +290,10 @@ class Replay:
     # each iteration's losses the script backpropagated for each of D's and G's steps
     # ("D"/"G": one value a step, None where its backward passes took no plain number)
     losses: list[dict[str, list[float | None]]] = field(default_factory=list)
+    # the Step's precision: "bf16" or "fp16" where the update's forwards of G and D all
+    # ran under torch.autocast to that dtype, and the first of them (its script line)
+    precision: str = "fp32"
+    autocast_at: str = ""
 
     @property
     def conditional(self) -> bool:
@@ -767,6 +775,8 @@ def _step(G, D, opt_g, opt_d, data: Replay, code: str, candidate: Candidate,
         made: dict = {"torch": torch}
         exec(_mixing_wrapper(*data.g_parts), made)  # noqa: S102 - ganstep's own text
         g = made["StyleMixedG"](G, candidate.style_mixing)
+    if data.precision != "fp32":
+        options.update(precision=data.precision)
     return Step(g, D, opt_g, opt_d, objective=candidate.make(), schedule=_schedule(code),
                 d_scale=candidate.d_scale, g_scale=candidate.g_scale,
                 d_conditional=data.d_conditional, **sources, **options)  # fmt: skip
@@ -847,9 +857,14 @@ def port(rec, report, capture: Capture, names: dict[str, str], *,
     notes = []
     capture.numbers_end = _numbers(rec.namespace or {})  # as the script's run left them
     script, data = _find(rec, names), replay(rec, capture, n, report.d_order or "real_first")
-    notes += [problem for problem in (script, data, _autocast(rec, n)) if isinstance(problem, str)]
+    precision = _precision(rec, n, report.hazards)
+    notes += [problem for problem in (script, data) if isinstance(problem, str)]
+    if isinstance(precision, str):
+        notes.append(precision)
     if notes:
         return Port(None, n, notes=notes)
+    if precision is not None:  # the script's autocast, as the Step's own in each phase
+        data = replace(data, precision=precision[0], autocast_at=precision[1])
     state = torch.random.get_rng_state()
     try:
         tried = [only] if only is not None else _tried(script, capture, data, report)
@@ -860,23 +875,56 @@ def port(rec, report, capture: Capture, names: dict[str, str], *,
         torch.random.set_rng_state(state)
     if found.code is None and found.notes[0] == TRIED:  # none equal: name the losses' lines
         found.notes.insert(0, _loss_lines(rec))
+    if found.code is not None and data.precision == "fp16":
+        found.notes.append(
+            "precision='fp16' scales each side's loss with a GradScaler of its own (torch's "
+            "defaults): the verification compares models and optimizers, not the script's "
+            "loss scaling (a scaler shared by G and D grows twice as often)"
+        )
     return found
 
 
-def _autocast(rec, iterations: int) -> str | None:
-    """Why a script whose update ran G or D under torch.autocast is not ported: the Steps
-    tried run in the script's dtype, without autocast. (A sample taken under autocast
-    outside the update is no reason.)"""
-    f = next((f for f in rec.forwards if f.label in ("G", "D") and f.autocast is not None
-              and f.used and f.iteration < iterations), None)  # fmt: skip
-    if f is None:
+# the autocast dtypes a Step's precision runs G's and D's forwards in, and their names
+PRECISIONS = {torch.bfloat16: "bf16", torch.float16: "fp16"}
+DTYPE_NAMES = {name: str(dtype).removeprefix("torch.") for dtype, name in PRECISIONS.items()}
+
+
+def _precision(rec, iterations: int, hazards: list[str]) -> tuple[str, str] | str | None:
+    """The Step's precision for a script whose update ran G and D under torch.autocast:
+    (``"bf16"`` or ``"fp16"``, where the first such forward is); ``None`` where none
+    did; or why the script's autocast is not mapped. A Step's precision autocasts every
+    forward of its phases, so each of the update's G and D forwards must have run under
+    autocast to one dtype. (A sample taken under autocast outside the update is no
+    reason.)"""
+    update = [f for f in rec.forwards if f.label in ("G", "D") and f.used
+              and f.iteration < iterations]  # fmt: skip
+    cast = [f for f in update if f.autocast is not None]
+    if not cast:
         return None
-    at = f" ({f.where})" if f.where else ""
-    return (
-        f"{f.label} ran under torch.autocast to {str(f.autocast).removeprefix('torch.')}{at}: "
-        "the port tries Steps without autocast (a Step's own is precision='bf16' or 'fp16', "
-        "autocast in each phase): not mapped"
-    )
+    first = cast[0]
+    at = f" ({first.where})" if first.where else ""
+    dtype = str(first.autocast).removeprefix("torch.")
+    if any(STALE_CAST in h for h in hazards):  # the hazard above says where and why
+        return (
+            f"{first.label} ran under torch.autocast to {dtype}{at}, in a block where a "
+            "forward read weights cast before an optimizer step (the hazard above): no "
+            "Step computes that update; end the block before each step and port again: "
+            "not mapped"
+        )
+    plain = next((f for f in update if f.autocast is None), None)
+    if plain is not None:
+        return (
+            f"{first.label} ran under torch.autocast to {dtype}{at} and {plain.label} did "
+            f"not, in iteration {plain.iteration}: a Step's precision autocasts every "
+            "forward of its phases: not mapped"
+        )
+    if {f.autocast for f in cast} != {first.autocast} or first.autocast not in PRECISIONS:
+        found = sorted({str(f.autocast).removeprefix("torch.") for f in cast})
+        return (
+            f"G and D ran under torch.autocast to {', '.join(found)}{at}: a Step's precision "
+            "is one of bfloat16 ('bf16') and float16 ('fp16'): not mapped"
+        )
+    return PRECISIONS[first.autocast], first.where
 
 
 def _loss_lines(rec) -> str:
@@ -1246,6 +1294,10 @@ def _options(candidate: Candidate, data: Replay, g_name: str = "G") -> str:
         more += (f"\n    g_regularizer=PathLength({weight}, {every}{parts}),  # G's steps of "
                  f"its own every {every} G steps: path length{summed}, its mean moved by "
                  "0.01 a round, on half of each round's z")  # fmt: skip
+    if data.precision != "fp32":
+        at = f" ({data.autocast_at})" if data.autocast_at else ""
+        more += (f'\n    precision="{data.precision}",  # G and D ran under torch.autocast '
+                 f"to {DTYPE_NAMES[data.precision]}, as the script's{at}")  # fmt: skip
     if candidate.d_scale != 1.0:
         more += f"\n    d_scale={candidate.d_scale},  # the script scales D's loss by this"
     if candidate.g_scale != 1.0:
