@@ -114,6 +114,45 @@ def test_began_fast_loop_is_simultaneous():
     assert report.order == "simultaneous" and report.forwards == {"G": 1, "D": 3}
 
 
+def _instance_noise(x):
+    return x + 0.1 * torch.randn_like(x)
+
+
+def _brightness(x):  # DiffAugment's rand_brightness
+    return x + (torch.rand(x.size(0), 1, 1, 1, dtype=x.dtype, device=x.device) - 0.5)
+
+
+@pytest.mark.parametrize("change", [_instance_noise, _brightness, lambda x: x.double().float()],
+                         ids=["instance_noise", "diffaugment_brightness", "cast"])  # fmt: skip
+def test_g_s_output_changed_on_its_way_to_d_is_still_its_fake_batch(change):
+    """D(augment(fake.detach())) in D's step and D(augment(fake)) in G's: new tensors,
+    which the audit took for real batches (the order read "other", with a made-up lazy
+    regularization step of D's). It reads the loop as the same loop without the change."""
+    reports = []
+    for changed in (lambda x: x, change):
+        G, D, opt_g, opt_d = dcgan_pair(batchnorm=False)
+        bce = torch.nn.BCEWithLogitsLoss()
+
+        def loop(G=G, D=D, opt_g=opt_g, opt_d=opt_d, bce=bce, changed=changed):
+            fake = G(latent(N))
+            d_real, d_fake = D(changed(REAL)), D(changed(fake.detach()))
+            loss_d = bce(d_real, torch.ones_like(d_real)) + bce(d_fake, torch.zeros_like(d_fake))
+            opt_d.zero_grad()
+            loss_d.backward()
+            opt_d.step()
+            opt_g.zero_grad()
+            out = D(changed(fake))
+            bce(out, torch.ones_like(out)).backward()
+            opt_g.step()
+
+        reports.append(audit(loop, G=G, D=D, opt_g=opt_g, opt_d=opt_d, iterations=2))
+    plain, report = reports
+    assert report.order == plain.order == "d_first" and report.schedule == "d_first()"
+    assert report.forwards == plain.forwards == {"G": 1, "D": 3}
+    assert report.backwards == plain.backwards and not any(report.regularization.values())
+    assert report.wasted_flops == plain.wasted_flops > 0
+
+
 @pytest.mark.parametrize("schedule", ["d_first", "g_first", "simultaneous"])
 def test_ganstep_steps_audit_clean(schedule):
     G, D, opt_g, opt_d = dcgan_pair(batchnorm=True)

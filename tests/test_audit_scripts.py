@@ -892,6 +892,44 @@ def test_an_amp_loop_ports_to_a_step_of_its_precision(tmp_path, dtype, scaled, p
     assert len(scaling) == (precision == "fp16")
 
 
+INSTANCE_NOISE_LOOP = f"""{SCRIPT_HEAD}ones, zeros = torch.ones(32, 1), torch.zeros(32, 1)
+
+
+def noisy(x, sigma=0.1):  # instance noise, on the real and the fake batches alike
+    return x + sigma * torch.randn_like(x)
+
+
+for i in range(4):
+    real = torch.randn(32, 2)
+    fake = G(torch.randn(32, 4))
+    opt_d.zero_grad()
+    loss_d = bce(D(noisy(real)), ones) + bce(D(noisy(fake.detach())), zeros)
+    loss_d.backward()
+    opt_d.step()
+    opt_g.zero_grad()
+    bce(D(noisy(fake)), ones).backward()
+    opt_g.step()
+"""
+
+
+def test_a_loop_with_instance_noise_is_read_and_its_noise_named_not_ported(tmp_path):
+    """G's fakes with noise added before D: the audit reads the loop's order (it read
+    "other" with a lazy regularization step of D's that is not there), and the port
+    names the noise, with its line, instead of blaming the losses."""
+    script, out = tmp_path / "noise.py", tmp_path / "noise.json"
+    script.write_text(INSTANCE_NOISE_LOOP)
+    ganstep("audit", script, "--port", "--json", out, cache=tmp_path, cwd=tmp_path)
+    report = json.loads(out.read_text())
+    assert report["order"] == "d_first" and report["forwards"] == {"G": 1, "D": 3}
+    assert report["regularization"] == {"G": 0, "D": 0}
+    assert report["port"]["code"] is None and report["port"]["notes"] == [
+        "D was given G's output changed by the script's own calls (noise.py:22: loss_d = "
+        "bce(D(noisy(real)), ones) + bce(D(noisy(fake.detach())), zeros)); the Steps tried "
+        "give D G's output as it is (noise or an augmentation of both batches is a Step's "
+        "augment=, with draws of its own; anything else belongs in G): not mapped"
+    ]
+
+
 def test_autocast_on_g_alone_is_named_not_ported(tmp_path):
     """A Step's precision autocasts every forward of its phases: a script that autocasts
     G's forward and not D's is no Step's, and the port says which forward did not. The

@@ -41,6 +41,7 @@ from ..engine.batch import Batch
 from ..engine.checks import positive_int
 from ..engine.d_profile import DProfile, observing, profile_d
 from .flops import TotalFlops
+from .provenance import Provenance
 
 # what the hazard of a forward reading autocast's stale cast copy says (the port reads it)
 STALE_CAST = "inside a torch.autocast block after"
@@ -82,6 +83,9 @@ class _Forward:
     cached: frozenset[int] = frozenset()
     cached_block: int = 0
     where: str | None = None  # the audited script's line, for a call in either block
+    # its input was made from its producer's output by the script's own calls (noise
+    # added, an augmentation, a cast): tensors of their own, found by Provenance
+    changed: bool = False
 
     @property
     def continues(self) -> bool:
@@ -115,6 +119,12 @@ class _Backward:
     # the loss it took: its roots' sum where each is one number and no gradient was given
     # for them (kept where the recorder's ``loss_values`` says so, for the port)
     value: float | None = None
+
+
+def _cast_of(out: Tensor | None, x: Tensor) -> bool:
+    """Whether ``x`` is ``out`` in another dtype, every value kept."""
+    return (out is not None and out.shape == x.shape and out.device == x.device
+            and torch.equal(out.to(x.dtype), x))  # fmt: skip
 
 
 def _loss_value(roots: list[Tensor], bound: dict) -> float | None:
@@ -356,6 +366,8 @@ class Recorder:
         self._saved: tuple | None = None
         self.autocast_block = 0  # torch.autocast's cache clears so far (blocks ended)
         self.parametrize_block = 0  # parametrize.cached() blocks seen so far
+        # what G's output became on its way to D (noise added, augmented, cast)
+        self.provenance = Provenance(self._output_of)
 
     def _next(self) -> int:
         self.seq += 1
@@ -442,9 +454,15 @@ class Recorder:
         x = tensors[0] if tensors else None
         random = any(not torch.equal(a, b) for a, b in zip(states, _rng_states(), strict=False))
         producer = self.made_by.get(x.untyped_storage().data_ptr()) if x is not None else None
-        concat = None
+        concat, changed = None, False
         if producer is None and x is not None:
             producer, concat = self._inside(x)
+        if producer is None and x is not None:  # G's output with noise, augmented, cast
+            made = self.provenance.source(x)
+            if isinstance(made, _Forward):  # (a cast alone changes no value: G's bf16
+                producer, changed = made, not _cast_of(made.output, x)  # fakes to float32)
+            else:  # data (a real batch, z): what is made from it is data too
+                self.provenance.mark_data(x)
         outputs = list(_tensors(out))
         fwd = _Forward(
             label=label,
@@ -459,7 +477,10 @@ class Recorder:
             iteration=self.iteration,
             output=outputs[0].detach() if outputs else None,
             concat=concat,
+            changed=changed,
         )
+        if changed:
+            fwd.where = self.call_site()
         called = self.modules[label] if module is None else module
         fwd.autocast = _autocast_dtype(called)
         if fwd.autocast is not None:
@@ -487,16 +508,17 @@ class Recorder:
             if t.requires_grad:
                 t.register_hook(on_grad)
 
+    def _output_of(self, t: Tensor) -> _Forward | None:
+        """The module call whose output ``t`` holds (the same storage), if any (a
+        script's modules have provisional labels until its run ends: any module's)."""
+        return self.made_by.get(t.untyped_storage().data_ptr())
+
     def _inside(self, x: Tensor) -> tuple[_Forward | None, str | None]:
         """The recent forward whose output is the first or last rows of ``x``: an input
         concatenated from another module's output and more (G's fakes beside the real
-        batch), which a tensor's storage cannot tell; or whose output ``x`` is a cast of
-        (G's bfloat16 fakes taken to float32 for a D outside autocast: new storage)."""
+        batch), which a tensor's storage cannot tell."""
         for f in reversed(self.forwards[-8:]):
             out = f.output
-            if (out is not None and out.shape == x.shape and out.dtype != x.dtype
-                    and out.device == x.device and torch.equal(out.to(x.dtype), x)):  # fmt: skip
-                return f, None
             if out is None or out.dim() == 0 or out.shape[0] >= x.shape[0]:
                 continue
             if out.shape[1:] != x.shape[1:] or out.dtype != x.dtype or out.device != x.device:
@@ -642,9 +664,11 @@ class Recorder:
         torch.clear_autocast_cache = self._autocast_block_ended
         if not self.scoped_flops:
             self.counter.__enter__()
+        self.provenance.__enter__()
         return self
 
     def __exit__(self, *exc: object) -> None:
+        self.provenance.__exit__(None, None, None)
         if not self.scoped_flops:
             self.counter.__exit__(None, None, None)
         elif self._counting:  # the script was stopped inside a module or backward call

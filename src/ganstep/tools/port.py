@@ -858,9 +858,8 @@ def port(rec, report, capture: Capture, names: dict[str, str], *,
     capture.numbers_end = _numbers(rec.namespace or {})  # as the script's run left them
     script, data = _find(rec, names), replay(rec, capture, n, report.d_order or "real_first")
     precision = _precision(rec, n, report.hazards)
-    notes += [problem for problem in (script, data) if isinstance(problem, str)]
-    if isinstance(precision, str):
-        notes.append(precision)
+    notes += [problem for problem in (script, data, precision, _changed(rec, n))
+              if isinstance(problem, str)]  # fmt: skip
     if notes:
         return Port(None, n, notes=notes)
     if precision is not None:  # the script's autocast, as the Step's own in each phase
@@ -925,6 +924,22 @@ def _precision(rec, iterations: int, hazards: list[str]) -> tuple[str, str] | st
             "is one of bfloat16 ('bf16') and float16 ('fp16'): not mapped"
         )
     return PRECISIONS[first.autocast], first.where
+
+
+def _changed(rec, iterations: int) -> str | None:
+    """Why a script that gave D G's output changed by calls of its own (instance noise,
+    an augmentation, an activation outside G) is not ported: the Steps tried give D G's
+    output as it is."""
+    f = next((f for f in rec.forwards if f.label == "D" and f.changed and f.used
+              and f.iteration < iterations), None)  # fmt: skip
+    if f is None:
+        return None
+    at = f" ({f.where})" if f.where else ""
+    return (
+        f"D was given G's output changed by the script's own calls{at}; the Steps tried "
+        "give D G's output as it is (noise or an augmentation of both batches is a Step's "
+        "augment=, with draws of its own; anything else belongs in G): not mapped"
+    )
 
 
 def _loss_lines(rec) -> str:

@@ -1,0 +1,160 @@
+"""Which tensors of an audited loop were computed from G's output (or another module's).
+
+The audit knows a D input is G's fake batch when it is G's output itself (the same
+storage: ``fake``, ``fake.detach()``) or holds it as rows of a concatenation. Loops put
+work in between: instance noise (``D(fake.detach() + sigma * torch.randn_like(fake))``),
+augmentation (DiffAugment, ADA: ``D(augment(fake))``), a cast (``D(fake.float())``).
+Each makes a tensor with storage of its own, which the audit took for a real batch,
+and so misread the loop's order. :class:`Provenance`, a ``TorchFunctionMode`` active
+while the loop runs, follows every torch call: a result is made from a module's call
+(G's, once the audit knows which module is G) where that call's output went in and
+everything else that went in was made in the loop from no data (random draws,
+constants such as ``torch.ones``, factories of a shape such as ``torch.randn_like``)
+or is smaller than the output's part (a per-sample factor, a scalar). A call that
+mixes it with data of its size (WGAN-GP's interpolation of real and fake rows) makes
+neither: D's input there is no fake batch. A module input made from no module's output
+(a real batch, z) is data from then on.
+
+A function mode, not a dispatch mode: a dispatch mode active around a whole script
+gives every tensor a Python object, which breaks tensor subclasses (BigGAN's
+Distribution). The mode holds weak references only, so it keeps nothing alive.
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Callable, Iterator
+
+from torch import Tensor
+from torch.overrides import TorchFunctionMode
+
+# Made in the loop from no data: a draw, or a constant of a shape.
+MADE = "made"
+# A batch D was given that is not G's: data, whatever is computed from it.
+DATA = "data"
+
+# Calls whose result does not depend on their tensor inputs' values (only on a shape,
+# dtype or device): a random draw "like" the fakes is noise, not a fake.
+_LIKE = frozenset(
+    {"randn_like", "rand_like", "randint_like", "zeros_like", "ones_like", "empty_like",
+     "full_like", "new_zeros", "new_ones", "new_empty", "new_full", "new_tensor", "size",
+     "dim", "numel"}
+)  # fmt: skip
+# Draws in place ("x.normal_()"): the result is a draw whatever x held.
+_DRAWS = frozenset(
+    {"normal_", "uniform_", "bernoulli_", "random_", "exponential_", "geometric_",
+     "cauchy_", "log_normal_", "zero_", "fill_"}
+)  # fmt: skip
+# Past this many tracked tensors (at least), entries whose tensors are gone are dropped.
+_PURGE_AT = 4096
+
+
+class Provenance(TorchFunctionMode):
+    """Follows module outputs through the loop's torch calls (see the module's docstring).
+
+    ``output_of(t)`` says which module call's output a tensor holds directly (the
+    recorder's own record, by storage); :meth:`source` then answers for any tensor:
+    that call, :data:`MADE`, :data:`DATA` or None (nothing known).
+    """
+
+    def __init__(self, output_of: Callable[[Tensor], object | None]) -> None:
+        super().__init__()
+        self.output_of = output_of
+        self.purge_at = _PURGE_AT
+        # storage (device, address) -> (its tag, weak references to the tensors tagged
+        # there: a view or detach() of one shares its storage and may outlive it)
+        self.tags: dict[tuple, tuple[object, list[weakref.ref]]] = {}
+
+    def source(self, t: Tensor) -> object | None:
+        """The module call whose output ``t`` was made from, MADE, DATA or None."""
+        try:
+            found = self.output_of(t)
+            ptr = _address(t)
+        except Exception:  # noqa: BLE001 - no storage (sparse, a subclass's): not known
+            return None
+        if found is not None or ptr[1] == 0:  # (no memory: every empty tensor's address)
+            return found
+        entry = self.tags.get(ptr)
+        if entry is None:
+            return None
+        if not _alive(entry[1], ptr):  # all gone: that memory may be another tensor's now
+            del self.tags[ptr]
+            return None
+        return entry[0]
+
+    def mark_data(self, t: Tensor) -> None:
+        """``t`` was given to a module as data (a real batch, z): data from now on."""
+        try:
+            self._tag(t, DATA)
+        except Exception:  # noqa: BLE001 - no storage (a subclass's): nothing known of it
+            pass
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        out = func(*args, **kwargs)
+        try:  # following must never change what the loop computes, nor stop it
+            name = getattr(func, "__name__", "")
+            if name in _DRAWS:
+                tag = MADE
+            else:
+                tag = self._combined([] if name in _LIKE else list(_tensors(args, kwargs)))
+            if tag is not None:
+                self._tag_all(out, tag)
+        except Exception:  # noqa: BLE001 - a tensor this cannot read: nothing known of it
+            pass
+        return out
+
+    def _combined(self, inputs: list[Tensor]) -> object | None:
+        """The tag of a call's result from its tensor inputs' (none: MADE)."""
+        if not inputs:
+            return MADE
+        sources = [(self.source(t), t.numel()) for t in inputs]
+        fakes = {id(s): (s, n) for s, n in sources if s not in (None, MADE, DATA)}
+        if any(s is DATA for s, _ in sources):
+            return None if fakes else DATA
+        if len(fakes) > 1:
+            return None  # two calls' outputs mixed: neither's
+        if not fakes:
+            return MADE if all(s is MADE for s, _ in sources) else None
+        ((fake, size),) = fakes.values()
+        # anything else as large as the output's part must be noise or constants made here
+        others = [s for s, n in sources if s is not fake and s is not MADE and n >= size]
+        return None if others else fake
+
+    def _tag_all(self, out: object, tag: object) -> None:
+        for t in _tensors((out,), {}):
+            self._tag(t, tag)
+
+    def _tag(self, t: Tensor, tag: object) -> None:
+        if len(self.tags) > self.purge_at:  # (as many alive again before the next purge)
+            self.tags = {p: e for p, e in self.tags.items() if _alive(e[1], p)}
+            self.purge_at = max(_PURGE_AT, 2 * len(self.tags))
+        ptr = _address(t)
+        if ptr[1] == 0:  # no memory: every empty tensor's address
+            return
+        entry = self.tags.get(ptr)
+        if entry is not None and entry[0] is tag and _alive(entry[1], ptr):
+            if not any(r() is t for r in entry[1]):  # another view of the same tensor
+                entry[1].append(weakref.ref(t))
+        else:
+            self.tags[ptr] = (tag, [weakref.ref(t)])
+
+
+def _address(t: Tensor) -> tuple:
+    """Where ``t``'s memory is: its device and its storage's address there."""
+    return t.device, t.untyped_storage().data_ptr()
+
+
+def _alive(refs: list[weakref.ref], ptr: tuple) -> bool:
+    """Whether a tensor of ``refs`` still holds the storage at ``ptr``."""
+    refs[:] = [r for r in refs if r() is not None]
+    return any(_address(r()) == ptr for r in refs)
+
+
+def _tensors(args: tuple, kwargs: dict) -> Iterator[Tensor]:
+    """The tensors among ``args`` and ``kwargs``, and in their lists and tuples."""
+    for value in (*args, *kwargs.values()):
+        if isinstance(value, Tensor):
+            yield value
+        elif isinstance(value, list | tuple):
+            yield from (v for v in value if isinstance(v, Tensor))

@@ -1,0 +1,82 @@
+"""What the audit's Provenance calls G's fake batch: G's output through the loop's own
+torch calls (noise added, an augmentation, a cast), and not a mix of it with data."""
+
+from __future__ import annotations
+
+import gc
+
+import torch
+
+from ganstep.tools.provenance import DATA, MADE, Provenance
+
+G_CALL = object()  # stands for the recorder's record of one call of G
+
+
+def follow(make):
+    """Run ``make(fake, real)`` under a Provenance whose G output is ``fake``; return
+    the sources of what it returns, in order, and what it returned."""
+    fake, real = torch.randn(8, 2), torch.randn(8, 2)
+    mode = Provenance(lambda t: G_CALL if t.untyped_storage().data_ptr() == ptr else None)
+    ptr = fake.untyped_storage().data_ptr()
+    with mode:
+        mode.mark_data(real)  # D was given it as a real batch
+        made = make(fake, real)
+    return [mode.source(t) for t in made], made
+
+
+def test_noise_an_augmentation_and_a_cast_keep_g_s_output_g_s():
+    sources, _ = follow(lambda fake, real: [
+        fake.detach() + 0.1 * torch.randn_like(fake),  # instance noise
+        fake * (torch.rand(8, 1) + 0.5),  # a per-sample factor (smaller than G's part)
+        torch.roll(fake, 1, dims=1).flip(0)[torch.randperm(8)],  # moved, drawn indices
+        fake.to(torch.float64),  # a cast
+        torch.where(torch.rand(8, 2) < 0.5, fake, torch.zeros_like(fake)),  # cutout
+    ])  # fmt: skip
+    assert sources == [G_CALL] * 5
+
+
+def test_what_data_went_into_is_no_fake_batch():
+    """Data (what D was given as real) makes data; with G's output, neither: D's input
+    there is no fake batch (WGAN-GP's interpolates)."""
+    sources, _ = follow(lambda fake, real: [
+        real + 0.1 * torch.randn_like(real),  # the real batch's noise
+        (alpha := torch.rand(8, 1)) * real + (1 - alpha) * fake.detach(),  # WGAN-GP's mix
+        torch.cat([fake, real]),  # both batches in one (the recorder finds the rows)
+        torch.randn_like(fake),  # a draw shaped like the fakes: noise
+        torch.ones(8, 2),  # a constant made here
+    ])  # fmt: skip
+    assert sources == [DATA, None, None, MADE, MADE]
+
+
+def test_g_s_output_mixed_with_an_unknown_tensor_of_its_size_is_nobody_s():
+    other = torch.randn(8, 2)  # made before the mode was on: the audit knows nothing of it
+    sources, _ = follow(lambda fake, real: [fake + other, fake + other[:1]])
+    assert sources == [None, G_CALL]  # one row broadcast is a factor, not a batch
+
+
+def test_a_detached_view_outlives_the_tensor_it_was_made_from():
+    """``(fake + noise).detach()``: the sum is gone, its storage held by the view."""
+    fake, ptr = torch.randn(8, 2), None
+    mode = Provenance(lambda t: G_CALL if t.untyped_storage().data_ptr() == ptr else None)
+    ptr = fake.untyped_storage().data_ptr()
+    with mode:
+        view = (fake + torch.randn_like(fake)).detach()
+    gc.collect()
+    assert mode.source(view) == G_CALL
+
+
+def test_a_tag_is_dropped_with_its_tensors():
+    """The mode keeps no tensor alive: once every tensor tagged at an address is gone,
+    the address (which the allocator may give another tensor) tells nothing."""
+    fake, ptr = torch.randn(8, 2), None
+    mode = Provenance(lambda t: G_CALL if t.untyped_storage().data_ptr() == ptr else None)
+    ptr = fake.untyped_storage().data_ptr()
+    with mode:
+        noisy = fake + 1.0
+    address = (noisy.device, noisy.untyped_storage().data_ptr())
+    assert mode.source(noisy) == G_CALL and address in mode.tags
+    del noisy
+    gc.collect()
+    stand_in = torch.randn(3)  # a tensor the test points at the old address's entry
+    mode.tags[(stand_in.device, stand_in.untyped_storage().data_ptr())] = mode.tags.pop(address)
+    assert mode.source(stand_in) is None  # the tagged tensor is gone: not G's
