@@ -55,8 +55,9 @@ class CondD(nn.Module):
         return self.fc(torch.cat([x, nn.functional.one_hot(c, K).to(x)], 1))
 
 
-def run(options: dict, *, schedule="d_first", conditional=False, nan=False, map_d=False) -> Seen:
-    side = Run("ns", batchnorm=False)
+def run(options: dict, *, schedule="d_first", conditional=False, nan=False, map_d=False,
+        dtype=torch.float64) -> Seen:  # fmt: skip
+    side = Run("ns", batchnorm=False, dtype=dtype)
     if map_d:  # D gives two scores per sample
         side.D = nn.Linear(X_DIM, 2).double()
         side.opt_d = torch.optim.Adam(side.D.parameters(), 0.02)
@@ -65,7 +66,7 @@ def run(options: dict, *, schedule="d_first", conditional=False, nan=False, map_
         side.G, side.D = CondG().double(), CondD().double()
         side.opt_g = torch.optim.Adam(side.G.parameters(), 0.02)
         side.opt_d = torch.optim.Adam(side.D.parameters(), 0.02)
-    reals = real_batches(3)
+    reals = real_batches(3, dtype)
     if nan:
         reals[0][0, 0] = float("nan")
     labels = torch.Generator().manual_seed(3)
@@ -113,7 +114,7 @@ STEP_OPTIONS: dict[str, tuple] = {
         {"conditional", "condition"},
     ),
     "concat": (True, lambda a, b: len(a.d_calls) < len(b.d_calls)),
-    "precision": ("bf16", params_differ),
+    "precision": ("bf16", params_differ, {"float32"}),  # (autocast leaves float64 alone)
     "distributed": (True, "refused"),
     "compile": ("eager", lambda a, b: type(a.step.game.d.module).__name__ == "OptimizedModule"),
     "check_finite": (True, "raises on NaN"),
@@ -145,7 +146,7 @@ STEP_OPTIONS: dict[str, tuple] = {
     "log_scores": (True, lambda a, b: a.log_keys > b.log_keys),
 }
 WITH = {"conditional": {}, "condition": {"condition": "real"}, "simultaneous": {},
-        "map_d": {}, "info_terms": {"info_terms": INFO_TERMS},
+        "map_d": {}, "float32": {}, "info_terms": {"info_terms": INFO_TERMS},
         "info_optimizer": {"info_optimizer": info}}  # fmt: skip
 
 
@@ -166,7 +167,8 @@ def test_each_step_option_is_applied_or_refused(option):
     for need in needs:
         base.update(WITH[need])
     settings = {"conditional": "conditional" in needs, "map_d": "map_d" in needs,
-                "schedule": "simultaneous" if "simultaneous" in needs else "d_first"}  # fmt: skip
+                "schedule": "simultaneous" if "simultaneous" in needs else "d_first",
+                "dtype": torch.float32 if "float32" in needs else torch.float64}  # fmt: skip
     changed = {**base, **(rest[1] if len(rest) > 1 else {}), option: value}
     if check == "refused":
         with pytest.raises((ValueError, TypeError)):
@@ -189,18 +191,19 @@ def test_each_step_option_is_applied_or_refused(option):
 # --- CycleStep ---------------------------------------------------------------------------
 
 
-def cycle_run(options: dict) -> list[torch.Tensor]:
+def cycle_run(options: dict, dtype=torch.float64) -> list[torch.Tensor]:
     """A short CycleStep run; its Gs and Ds draw Dropout masks, so the order of their
     forwards shows in the parameters."""
     torch.manual_seed(0)
-    G_A, G_B = (nn.Sequential(nn.Linear(X_DIM, X_DIM), nn.Dropout(0.3)).double() for _ in range(2))
-    D_A, D_B = (nn.Sequential(nn.Dropout(0.3), nn.Linear(X_DIM, 1)).double() for _ in range(2))
+    G_A, G_B = (nn.Sequential(nn.Linear(X_DIM, X_DIM), nn.Dropout(0.3)).to(dtype)
+                for _ in range(2))  # fmt: skip
+    D_A, D_B = (nn.Sequential(nn.Dropout(0.3), nn.Linear(X_DIM, 1)).to(dtype) for _ in range(2))
     opt_g = torch.optim.Adam([*G_A.parameters(), *G_B.parameters()], 0.02)
     opt_d = torch.optim.Adam([*D_A.parameters(), *D_B.parameters()], 0.02)
     step = CycleStep(G_A, G_B, D_A, D_B, opt_g, opt_d, **options)
     random.seed(7)
     torch.manual_seed(7)
-    batches = real_batches(8)
+    batches = real_batches(8, dtype)
     for a, b in zip(batches[:4], batches[4:], strict=True):
         step(a, b)
     return [p.detach().clone() for m in (G_A, G_B, D_A, D_B) for p in m.parameters()]
@@ -232,9 +235,11 @@ def test_every_cycle_step_option_has_a_row():
 @pytest.mark.parametrize("option", list(CYCLE_OPTIONS))
 def test_each_cycle_step_option_is_applied_or_refused(option):
     base = {"order": "d_first"} if option == "g_every" else {}  # where it is taken
-    default = cycle_run(base)
+    # (autocast leaves float64 alone: a precision shows in float32 models)
+    dtype = torch.float32 if option == "precision" else torch.float64
+    default = cycle_run(base, dtype)
     try:
-        changed = cycle_run({**base, option: CYCLE_OPTIONS[option]})
+        changed = cycle_run({**base, option: CYCLE_OPTIONS[option]}, dtype)
     except (ValueError, TypeError):
         return  # refused, in words
     assert any(not torch.equal(p, q) for p, q in zip(changed, default, strict=True)), option
