@@ -122,7 +122,7 @@ class _Backward:
 
 
 def _cast_of(out: Tensor | None, x: Tensor) -> bool:
-    """Whether ``x`` is ``out`` in another dtype, every value kept."""
+    """Whether ``x`` holds ``out``'s values, in its dtype or another (a cast, a copy)."""
     return (out is not None and out.shape == x.shape and out.device == x.device
             and torch.equal(out.to(x.dtype), x))  # fmt: skip
 
@@ -459,8 +459,8 @@ class Recorder:
             producer, concat = self._inside(x)
         if producer is None and x is not None:  # G's output with noise, augmented, cast
             made = self.provenance.source(x)
-            if isinstance(made, _Forward):  # (a cast alone changes no value: G's bf16
-                producer, changed = made, not _cast_of(made.output, x)  # fakes to float32)
+            if isinstance(made, _Forward):  # a cast changes no value (bf16 fakes to fp32)
+                producer, changed = made, not _cast_of(made.output, x)
             else:  # data (a real batch, z): what is made from it is data too
                 self.provenance.mark_data(x)
         outputs = list(_tensors(out))
