@@ -548,6 +548,30 @@ def audit_of_a_step(tmp: Path, timeout: float) -> Outcome:
     return Outcome(bool(ok), waste[0] if waste else f"exit {proc.returncode}: {proc.stderr[-200:]}")
 
 
+def instance_noise(tmp: Path, timeout: float) -> Outcome:
+    """A loop adding instance noise to D's inputs, G's fakes included: read as order
+    "other" with a lazy regularization step of D's that is not there."""
+    proc = audit_source(
+        tmp,
+        """
+        import torch
+        G, D = torch.nn.Linear(2, 2), torch.nn.Linear(2, 1)
+        og, od = torch.optim.SGD(G.parameters(), 0.1), torch.optim.SGD(D.parameters(), 0.1)
+        noisy = lambda x: x + 0.1 * torch.randn_like(x)
+        for _ in range(10):
+            fake = G(torch.randn(4, 2))
+            od.zero_grad()
+            (D(noisy(fake.detach())).mean() - D(noisy(torch.randn(4, 2))).mean()).backward()
+            od.step()
+            og.zero_grad(); (-D(noisy(fake)).mean()).backward(); og.step()
+    """,
+        timeout,
+    )
+    order = next((line for line in proc.stdout.splitlines() if "update order" in line), "")
+    ok = order.endswith("update order: d_first") and "regularization steps" not in proc.stdout
+    return Outcome(ok, order.strip() or f"exit {proc.returncode}: {proc.stderr[-200:]}")
+
+
 def one_optimizer_for_both(tmp: Path, timeout: float) -> Outcome:
     """One optimizer over G and D, 50 steps: "ran to its end before any optimizer step"."""
     proc = audit_source(
@@ -1094,6 +1118,7 @@ CASES = [
     Case("audit --function that does nothing", "silent", function_that_does_nothing),
     Case("audit: a script that trains with Step", "silent", audit_of_a_step),
     Case("audit: one optimizer over G and D", "vague", one_optimizer_for_both),
+    Case("audit: instance noise on D's inputs", "silent", instance_noise),
     Case("audit: a script that waits before training", "hang", waiting_script),
     Case("audit: a script leaving a non-daemon thread", "hang", lingering_thread),
     Case("audit: a script that closes sys.stdout", "vague", closed_stdout),
