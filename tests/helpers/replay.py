@@ -220,6 +220,11 @@ def captures_on_cpu(monkeypatch, fail: bool = False) -> None:
     """torch.cuda's streams and graphs stood in for on the CPU (capture's checks pass
     models on the CPU); with ``fail``, each capture fails: what a CUDA machine shows
     when an iteration does what a graph cannot hold."""
+    # torch's compiler imported while torch.cuda.Stream is the real one: torch 2.5
+    # imports it lazily, at an optimizer's first parameter group, and refuses to load
+    # beside a stand-in stream ("should be inherit from _StreamBase")
+    import torch._dynamo  # noqa: F401
+
     from ganstep.engine import cuda_graph
 
     capturable_on_cpu(monkeypatch)
