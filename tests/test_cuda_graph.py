@@ -78,9 +78,8 @@ def test_a_cycle_step_is_refused_by_name():
 def test_a_g_the_user_compiled_is_refused_as_a_compiled_step_is():
     """A replay skips torch.compile's guards however the module came to be compiled."""
     side, _ = make(d_first())
-    step = Step(torch.compile(side.G, backend="eager"), side.D, side.opt_g,
-                           side.opt_d, objective="ns", schedule=d_first(),
-                           latent=side.latent)  # fmt: skip
+    step = Step(torch.compile(side.G, backend="eager"), side.D, side.opt_g, side.opt_d,
+                objective="ns", schedule=d_first(), latent=side.latent)  # fmt: skip
     with pytest.raises(ValueError, match=r"capture: G run through torch.compile, which"):
         GraphedStep(step, real_batches(1, dtype=torch.float32)[0])
 
