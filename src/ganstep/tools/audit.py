@@ -453,7 +453,7 @@ class Recorder:
         tensors = [a for a in args if isinstance(a, Tensor)]
         x = tensors[0] if tensors else None
         random = any(not torch.equal(a, b) for a, b in zip(states, _rng_states(), strict=False))
-        producer = self.made_by.get(x.untyped_storage().data_ptr()) if x is not None else None
+        producer = self._output_of(x) if x is not None else None
         concat, changed = None, False
         if producer is None and x is not None:
             producer, concat = self._inside(x)
@@ -479,18 +479,19 @@ class Recorder:
             concat=concat,
             changed=changed,
         )
-        if changed:
-            fwd.where = self.call_site()
         called = self.modules[label] if module is None else module
         fwd.autocast = _autocast_dtype(called)
         if fwd.autocast is not None:
             fwd.cast = _cast_in_block(called, fwd.autocast)
-            fwd.cast_block, fwd.where = self.autocast_block, self.call_site()
-        if getattr(parametrize, "_cache_enabled", 0):
+            fwd.cast_block = self.autocast_block
+        in_cached = getattr(parametrize, "_cache_enabled", 0)
+        if in_cached:
             fwd.cached = frozenset(
                 id(m) for m in called.modules() if parametrize.is_parametrized(m)
             )
-            fwd.cached_block, fwd.where = self._parametrize_block(), fwd.where or self.call_site()
+            fwd.cached_block = self._parametrize_block()
+        if changed or fwd.autocast is not None or in_cached:  # its line, walked to once
+            fwd.where = self.call_site()
         if label not in self._kept_args:  # for observing what D is, after the run
             self._kept_args.add(label)
             fwd.args = tuple(a.detach() if isinstance(a, Tensor) else a for a in args)
