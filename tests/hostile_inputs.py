@@ -572,6 +572,32 @@ def instance_noise(tmp: Path, timeout: float) -> Outcome:
     return Outcome(ok, order.strip() or f"exit {proc.returncode}: {proc.stderr[-200:]}")
 
 
+def hooked_spectral_norm(tmp: Path, timeout: float) -> Outcome:
+    """A D whose layer has the hook-based torch.nn.utils.spectral_norm (SNGAN's code):
+    its forward leaves a tensor of its graph on the layer, and the audit, copying D to
+    count a backward's FLOPs, ended with "ganstep: error: Only Tensors created
+    explicitly by the user (graph leaves) support the deepcopy protocol"."""
+    proc = audit_source(
+        tmp,
+        """
+        import torch
+        G = torch.nn.Linear(2, 2)
+        D = torch.nn.utils.spectral_norm(torch.nn.Linear(2, 1))
+        og, od = torch.optim.SGD(G.parameters(), 0.1), torch.optim.SGD(D.parameters(), 0.1)
+        for _ in range(10):
+            fake = G(torch.randn(4, 2))
+            od.zero_grad()
+            (D(fake.detach()).mean() - D(torch.randn(4, 2)).mean()).backward()
+            od.step()
+            og.zero_grad(); (-D(fake).mean()).backward(); og.step()
+    """,
+        timeout,
+    )
+    order = next((line for line in proc.stdout.splitlines() if "update order" in line), "")
+    ok = proc.returncode == 0 and order.endswith("update order: d_first")
+    return Outcome(ok, order.strip() or f"exit {proc.returncode}: {proc.stderr[-200:]}")
+
+
 def one_optimizer_for_both(tmp: Path, timeout: float) -> Outcome:
     """One optimizer over G and D, 50 steps: "ran to its end before any optimizer step"."""
     proc = audit_source(
@@ -1119,6 +1145,7 @@ CASES = [
     Case("audit: a script that trains with Step", "silent", audit_of_a_step),
     Case("audit: one optimizer over G and D", "vague", one_optimizer_for_both),
     Case("audit: instance noise on D's inputs", "silent", instance_noise),
+    Case("audit: a D with the hook-based spectral_norm", "vague", hooked_spectral_norm),
     Case("audit: a script that waits before training", "hang", waiting_script),
     Case("audit: a script leaving a non-daemon thread", "hang", lingering_thread),
     Case("audit: a script that closes sys.stdout", "vague", closed_stdout),

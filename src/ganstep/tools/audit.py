@@ -23,7 +23,6 @@ crashes is analysed up to the crash.
 
 from __future__ import annotations
 
-import copy
 import inspect
 import json
 import sys
@@ -40,6 +39,7 @@ from torch.nn.utils import parametrize
 from ..engine.batch import Batch
 from ..engine.checks import positive_int
 from ..engine.d_profile import DProfile, observing, profile_d
+from .copies import module_copy
 from .flops import TotalFlops
 from .provenance import Provenance
 
@@ -746,7 +746,7 @@ class _Analysis:
         """FLOPs of one backward through a copy of ``f``'s module at ``f``'s input shapes."""
         key = (f.label, f.part, tuple(f.inputs), f.autocast, weights, input_grad)
         if key not in self._cost:
-            module = copy.deepcopy(self.rec.modules[f.label]).get_submodule(f.part)
+            module = module_copy(self.rec.modules[f.label]).get_submodule(f.part)
             param = next(module.parameters())
             inputs = []
             for i, (shape, dtype) in enumerate(f.inputs):

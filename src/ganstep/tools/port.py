@@ -52,6 +52,7 @@ from ..engine.schedules import d_first, g_first, simultaneous
 from ..engine.step import Step
 from ..engine.views import adversarial, ends_in_sigmoid
 from .audit import STALE_CAST
+from .copies import module_copy
 
 # float32's rounding after a few Adam steps, the order of sums being another one's
 TOLERANCE = 1e-5
@@ -507,7 +508,7 @@ def _set_rng(states: list[Tensor]) -> None:
 
 
 def _copy(module: nn.Module, state: dict) -> nn.Module:
-    twin = copy.deepcopy(module)
+    twin = module_copy(module)
     twin.load_state_dict(state)
     return twin
 
