@@ -958,3 +958,62 @@ def test_a_sample_under_autocast_outside_the_update_is_no_reason_not_to_port(tmp
     assert not any("autocast" in h for h in report["hazards"])
     assert "schedule=d_first()" in report["port"]["code"]
     assert report["port"]["max_difference"] <= 1e-6
+
+
+def test_sngan_collections_ports_from_its_train_function(tmp_path):
+    """pytorch-gan-collections' SNGAN loop as its author wrote it: its models, optimizers
+    and LambdaLR schedulers are train()'s locals (the port printed the classes' names
+    and opt_g, opt_d), D's layers use the hook-based spectral_norm, whose forward leaves
+    a tensor of its graph on each (the audit's copies of D raised), G's step draws twice
+    the D step's z (g_batch=2, never tried), and the rates decay at every step (the
+    copies kept the first rate, and every candidate parted). The printed Step equals
+    the loop with train()'s names, and the note says to keep the schedulers."""
+    proc, port = ported(tmp_path, "sngan_collections", "--n_dis", 2, "--batch_size", 16,
+                        "--z_dim", 8, flag=("--verify", 3))  # fmt: skip
+    assert port["max_difference"] is not None, port["notes"]
+    assert port["max_difference"] <= 1e-6 and port["iterations"] == 3
+    code = port["code"]
+    assert "net_G, net_D, optim_G, optim_D," in code and "objective=Hinge()" in code
+    assert "schedule=d_first(d_steps=2, reuse_fake=False, g_batch=2)" in code
+    assert "of 2 times the D step's rows" in code
+    assert not any("failed beside the script's names" in note for note in port["notes"])
+    rates = [note for note in port["notes"] if "a learning-rate scheduler" in note]
+    assert rates == [
+        "the script changed its optimizers' settings between iterations (optim_G's lr "
+        "0.0002 to 0.000199996; optim_D's lr 0.0002 to 0.000199996 over 3 iteration(s): a "
+        "learning-rate scheduler); the copies stepped with the script's settings at each "
+        "step: keep the script's scheduler steps where they are, after each call of step(...)"
+    ]
+    float64 = port["notes"][-1]  # its second run stops where it makes its log folder
+    assert ": not repeated, " in float64 and "FileExistsError" in float64, float64
+
+
+SCHEDULED_INSIDE = f"""{SCRIPT_HEAD}
+sched_d = torch.optim.lr_scheduler.ExponentialLR(opt_d, gamma=0.9)
+for it in range(10):
+    for _ in range(2):
+        real = torch.randn(32, 2)
+        opt_d.zero_grad()
+        fake = G(torch.randn(32, 4)).detach()
+        (bce(D(real), torch.ones(32, 1)) + bce(D(fake), torch.zeros(32, 1))).backward()
+        opt_d.step()
+        sched_d.step()
+    opt_g.zero_grad()
+    bce(D(G(torch.randn(32, 4))), torch.ones(32, 1)).backward()
+    opt_g.step()
+"""
+
+
+def test_a_rate_changed_between_two_d_steps_of_an_iteration_is_named_not_ported(tmp_path):
+    """A scheduler stepped after each of D's two steps changes D's rate inside what a
+    Step does in one call: the port names it instead of trying Steps that part."""
+    script, out = tmp_path / "inside.py", tmp_path / "inside.json"
+    script.write_text(SCHEDULED_INSIDE)
+    ganstep("audit", script, "--port", "--json", out, cache=tmp_path, cwd=tmp_path)
+    report = json.loads(out.read_text())
+    assert report["order"] == "d_first"
+    assert report["port"]["code"] is None and report["port"]["notes"] == [
+        "opt_d's settings changed between two of its steps in iteration 0 (a learning-rate "
+        "scheduler stepped inside the update); a Step's call steps with one setting: not "
+        "mapped"
+    ]

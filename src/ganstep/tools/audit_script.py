@@ -76,6 +76,9 @@ class ScriptRecorder(Recorder):
         self.followed = False
         self.completed = 0
         self.namespace: dict | None = None  # the script's globals, seen while it runs
+        # the locals of the function whose loop took the first step (a train() of the
+        # script's), as they were then; None before it, {} for a loop at the top level
+        self.loop_names: dict | None = None
         self.stop_seq: int | None = None  # where the audit stopped the script
         self.stop_thread: int | None = None  # the thread it stopped there
         self.exit_code: int | None = None  # how it ended, when it ended by itself
@@ -91,10 +94,24 @@ class ScriptRecorder(Recorder):
     def loss_values(self) -> bool:  # the port tells candidates apart by them
         return self.capture is not None
 
-    def call_site(self) -> str | None:
-        frame = sys._getframe(1)
+    @property
+    def scope(self) -> dict:
+        """The names the script's loop sees: the locals of the function it runs in first
+        (so that they name what they hold), then the script's globals."""
+        names = dict(self.loop_names or {})
+        for name, value in (self.namespace or {}).items():
+            names.setdefault(name, value)
+        return names
+
+    def _script_frame(self):
+        """The innermost frame of the audited script's own code now running, or None."""
+        frame = sys._getframe(2)
         while frame is not None and frame.f_code.co_filename != self.script_file:
             frame = frame.f_back
+        return frame
+
+    def call_site(self) -> str | None:
+        frame = self._script_frame()
         if frame is None:
             return None
         line = linecache.getline(self.script_file, frame.f_lineno).strip()
@@ -115,7 +132,8 @@ class ScriptRecorder(Recorder):
     def _after_step(self, opt, args, kwargs) -> None:
         super()._after_step(opt, args, kwargs)
         if self.capture is not None:
-            self.capture.stepped(list(self.modules.values()), self.optimizers, len(self.opt_steps))
+            self.capture.stepped(list(self.modules.values()), self.optimizers, len(self.opt_steps),
+                                 opt)  # fmt: skip
 
     def _after_stop(self) -> None:
         """The script ran on after being stopped: stop it again, or leave. Another thread
@@ -216,6 +234,10 @@ class ScriptRecorder(Recorder):
             self.count_off()
 
     def before_step(self, step) -> None:
+        if self.loop_names is None:
+            frame = self._script_frame()
+            top = frame is None or frame.f_code.co_name == "<module>"
+            self.loop_names = {} if top else dict(frame.f_locals)
         if self.capture is not None:  # the script's numbers as the last step left them
             self.capture.before_step(len(self.opt_steps), self.namespace)
         if self.stop_seq is not None:
@@ -246,7 +268,7 @@ def _resolve(namespace: dict, name: str) -> object:
 def _names(rec: ScriptRecorder) -> dict[str, str]:
     """A readable name per label: the script's global naming that module, else its class."""
     names = {}
-    by_id = global_names(rec.namespace or {})
+    by_id = global_names(rec.scope)
     for label, module in rec.modules.items():
         names[label] = by_id.get(id(module), type(module).__name__)
     return names
@@ -258,7 +280,7 @@ def _find_g_and_d(rec: ScriptRecorder, g_name: str | None, d_name: str | None) -
     for role, name in (("G", g_name), ("D", d_name)):
         if name is None:
             continue
-        obj = _resolve(rec.namespace or {}, name)
+        obj = _resolve(rec.scope, name)
         if not isinstance(obj, nn.Module):
             raise AuditError(f"--{role} {name} is a {type(obj).__name__}, not a torch.nn.Module")
         first = next(obj.parameters(), None)

@@ -7,11 +7,14 @@ when the script made it, every top-level call's arguments with torch's generator
 state at that call, and every module's and optimizer's state after each optimizer
 step. Afterwards (:func:`port`), copies of G and D start from the first states, new
 optimizers of the script's kinds from theirs, and every candidate Step (the audit's
-schedule, or the n_critic loop its ``d_steps=k`` may be, with each objective, loss
-scale and, for image-to-image, L1 weight that could be the script's) runs the audited
+schedule, on ``g_batch=k`` times the rows where G's calls took two sizes, or the n_critic
+loop its ``d_steps=k`` may be, with each objective, loss scale and, for image-to-image,
+L1 weight that could be the script's) runs the audited
 iterations on the real batches the script gave D, ``latent`` (or, without z, each
 call) returning what the script gave G and setting torch's generator to its state at
-that call (so that a penalty's draws and Dropout masks follow the script's stream).
+that call (so that a penalty's draws and Dropout masks follow the script's stream);
+each optimizer step of the copies takes the settings the script's took at its step of
+that count (a learning-rate scheduler's rates).
 A D returning (scores, class logits) beside a G given the fakes' labels is ACGAN's: its
 class terms are tried at the scripts' weights, on the real labels the script's
 DataLoader gave beside each real batch. The script's calls of G or D outside its update
@@ -83,6 +86,9 @@ class Capture:
     # it) and where its run ended: state it keeps beside its models (BEGAN's k)
     numbers: dict[int, dict[str, float]] = field(default_factory=dict)
     numbers_end: dict[str, float] = field(default_factory=dict)
+    # by id(optimizer): after each of its steps (by the steps recorded then), its param
+    # groups' settings (lr, betas...), which a learning-rate scheduler of the script's sets
+    settings: dict[int, list[tuple[int, list[dict]]]] = field(default_factory=dict)
 
     def module_seen(self, module: nn.Module) -> None:
         if id(module) not in self.first_state:
@@ -105,12 +111,21 @@ class Capture:
         if namespace is not None and steps not in self.numbers:
             self.numbers[steps] = _numbers(namespace)
 
-    def stepped(self, modules: list[nn.Module], optimizers: list, steps: int) -> None:
-        """After an optimizer step, the ``steps``-th one recorded: everyone's state."""
+    def stepped(self, modules: list[nn.Module], optimizers: list, steps: int,
+                opt: torch.optim.Optimizer) -> None:  # fmt: skip
+        """After ``opt``'s step, the ``steps``-th one recorded: everyone's state, and the
+        settings ``opt`` stepped with."""
         states = {id(m): _cloned(m.state_dict()) for m in modules}
         states.update({id(opt): copy.deepcopy(opt.state_dict()) for opt in optimizers})
         self.after_step = states
         self.history[steps] = states
+        self.settings.setdefault(id(opt), []).append((steps, _settings(opt)))
+
+
+def _settings(opt: torch.optim.Optimizer) -> list[dict]:
+    """Each param group's settings (all but its parameters), as copies."""
+    return [copy.deepcopy({k: v for k, v in g.items() if k != "params"})
+            for g in opt.param_groups]  # fmt: skip
 
 
 def _numbers(namespace: dict) -> dict[str, float]:
@@ -565,7 +580,7 @@ class _Script:
     opt_g: torch.optim.Optimizer
     opt_d: torch.optim.Optimizer
     names: dict[str, str]
-    namespace: dict = field(default_factory=dict)  # the script's globals
+    namespace: dict = field(default_factory=dict)  # the names its loop sees (ScriptRecorder.scope)
 
 
 def _find(rec, names: dict[str, str]) -> _Script | str:
@@ -578,7 +593,7 @@ def _find(rec, names: dict[str, str]) -> _Script | str:
         if len(held) != 1:
             return f"{role}'s parameters are in {len(held)} optimizers: the port maps one each"
         found[role] = held[0]
-    namespace = rec.namespace or {}
+    namespace = rec.scope
     by_id = global_names(namespace)
     shown = {"G": names.get("G", "G"), "D": names.get("D", "D")}
     for role, module in (("G", G), ("D", D)):  # a global, the module's attribute (BigGAN's)
@@ -622,16 +637,20 @@ def _path_to(namespace: dict, target: object) -> str | None:
     return None
 
 
-def schedules(audited: str) -> list[tuple[str, bool]]:
+def schedules(audited: str, g_batch: int = 1) -> list[tuple[str, bool]]:
     """The schedules that could be the script's, each with whether a Step call takes one
     real batch per D step: the audit's; for a ``d_first`` the same with G's step on a z
-    of its own (``reuse_fake=False``, BigGAN's); and for its ``d_first(d_steps=k)`` the n_critic
-    loop that steps G on every k-th batch from the first (PyTorch-GAN's ``i % n_critic ==
-    0``, G forwarded again on the same z), whose first audited iteration has one D step."""
+    of its own (``reuse_fake=False``, BigGAN's), on ``g_batch`` times the rows where G's
+    calls took two sizes (SNGAN's ``batch_size * 2``); and for its ``d_first(d_steps=k)``
+    the n_critic loop that steps G on every k-th batch from the first (PyTorch-GAN's ``i %
+    n_critic == 0``, G forwarded again on the same z), whose first audited iteration has
+    one D step."""
     found = [(audited, False)]
     if audited.startswith("d_first(") and "reuse_fake" not in audited:  # G on a fresh z
-        found.append((audited[:-1] + (", " if audited != "d_first()" else "")
-                      + "reuse_fake=False)", False))  # fmt: skip
+        fresh = audited[:-1] + (", " if audited != "d_first()" else "") + "reuse_fake=False"
+        found.append((fresh + ")", False))
+        if g_batch > 1:
+            found.append((f"{fresh}, g_batch={g_batch})", False))
     match = re.fullmatch(r"d_first\(d_steps=(\d+)\)", audited)
     if match:
         found.append((f"d_first(g_every={match[1]}, reuse_fake=False, reuse_z=True)", True))
@@ -652,6 +671,8 @@ def _run(script: _Script, capture: Capture, data: Replay, schedule: tuple[str, b
     D = _copy(script.D, capture.first_state[id(script.D)])
     opt_g = _optimizer_like(script.opt_g, capture.made_state[id(script.opt_g)], script.G, G)
     opt_d = _optimizer_like(script.opt_d, capture.made_state[id(script.opt_d)], script.D, D)
+    for twin, theirs in ((opt_g, script.opt_g), (opt_d, script.opt_d)):
+        _follow_settings(twin, capture.settings.get(id(theirs), []))
     queue, drawn = _queue(data, candidate), []
 
     def latent(n: int) -> Tensor:  # the script's G calls until n rows (its rounds, joined)
@@ -698,6 +719,53 @@ def _run(script: _Script, capture: Capture, data: Replay, schedule: tuple[str, b
             with torch.no_grad():
                 (G if role == "G" else D).get_submodule(part)(*args)
     return worst[0], ""
+
+
+def _follow_settings(twin: torch.optim.Optimizer, taken: list[tuple[int, list[dict]]]) -> None:
+    """Before each of ``twin``'s steps, the settings the script's optimizer took its step
+    of that count with (the rates its learning-rate scheduler set), in order."""
+    queue = [groups for _, groups in taken]
+
+    def before(opt, args, kwargs) -> None:
+        if queue:
+            for group, settings in zip(opt.param_groups, queue.pop(0), strict=True):
+                group.update(copy.deepcopy(settings))
+
+    twin.register_step_pre_hook(before)
+
+
+def _settings_changed(rec, script: _Script, capture: Capture,
+                      iterations: int) -> tuple[str, bool]:  # fmt: skip
+    """What of G's and D's optimizers' settings the script changed over ``iterations``
+    (a learning-rate scheduler's rates), as a note ("" where nothing changed), and
+    whether that is mapped: not where they changed between two steps of one iteration,
+    which a Step's one call cannot take."""
+    changed = []
+    for role in ("opt_g", "opt_d"):
+        at = capture.settings.get(id(getattr(script, role)), [])
+        taken = [(rec.opt_steps[k - 1].iteration, groups) for k, groups in at]
+        taken = [(i, groups) for i, groups in taken if i < iterations]
+        name = script.names[role]
+        for (i, before), (j, after) in zip(taken, taken[1:], strict=False):
+            if i == j and before != after:
+                return (f"{name}'s settings changed between two of its steps in iteration {i} "
+                        "(a learning-rate scheduler stepped inside the update); a Step's call "
+                        "steps with one setting: not mapped"), False  # fmt: skip
+        if taken and taken[0][1] != taken[-1][1]:
+            first, last = taken[0][1][0], taken[-1][1][0]  # the first param group's
+            shown = ", ".join(f"{k} {_setting(first[k])} to {_setting(last.get(k))}"
+                              for k in sorted(first) if first[k] != last.get(k))  # fmt: skip
+            changed.append(f"{name}'s {shown or 'settings'}")
+    if not changed:
+        return "", True
+    return (f"the script changed its optimizers' settings between iterations ("
+            f"{'; '.join(changed)} over {iterations} iteration(s): a learning-rate scheduler); "
+            "the copies stepped with the script's settings at each step: keep the script's "
+            "scheduler steps where they are, after each call of step(...)"), True  # fmt: skip
+
+
+def _setting(value: object) -> str:
+    return f"{value:.6g}" if isinstance(value, float) else repr(value)
 
 
 def _queue(data: Replay, candidate: Candidate) -> list[tuple[tuple[Tensor, ...], list]]:
@@ -863,6 +931,9 @@ def port(rec, report, capture: Capture, names: dict[str, str], *,
               if isinstance(problem, str)]  # fmt: skip
     if notes:
         return Port(None, n, notes=notes)
+    settings, mapped = _settings_changed(rec, script, capture, n)
+    if not mapped:
+        return Port(None, n, notes=[settings])
     if precision is not None:  # the script's autocast, as the Step's own in each phase
         data = replace(data, precision=precision[0], autocast_at=precision[1])
     state = torch.random.get_rng_state()
@@ -875,6 +946,8 @@ def port(rec, report, capture: Capture, names: dict[str, str], *,
         torch.random.set_rng_state(state)
     if found.code is None and found.notes[0] == TRIED:  # none equal: name the losses' lines
         found.notes.insert(0, _loss_lines(rec))
+    if settings and found.code is not None:
+        found.notes.append(settings)
     if found.code is not None and data.precision == "fp16":
         found.notes.append(
             "precision='fp16' scales each side's loss with a GradScaler of its own (torch's "
@@ -995,7 +1068,15 @@ def _tried(script: _Script, capture: Capture, data: Replay, report) -> list[tupl
             return every
         found = [replace(c, path_length=(w * (len(data.reals[0]) if c.summed else 1), every))
                  for c in found for w in PL_WEIGHTS]  # fmt: skip
-    return [(s, c) for s in schedules(report.schedule) for c in found]
+    return [(s, c) for s in schedules(report.schedule, _g_batch(data)) for c in found]
+
+
+def _g_batch(data: Replay) -> int:
+    """How many times the rows of G's other calls its largest calls took, where G's calls
+    (not counting its lazy steps) took two sizes, one a multiple of the other; else 1."""
+    rows = {len(z[0]) for (z, _), lazy in zip(data.zs, data.lazy, strict=True) if not lazy}
+    small, large = min(rows), max(rows)
+    return large // small if len(rows) == 2 and large % small == 0 else 1
 
 
 def _interval(at: list[int], role: str, what: str) -> int | str:
@@ -1225,6 +1306,9 @@ def _code(script: _Script, schedule: tuple[str, bool], candidate: Candidate,
              if per_batch else "the audit's update order")  # fmt: skip
     if "reuse_fake=False" in code and not per_batch:
         where += "; G's step on a z of its own, as the script draws one"
+    times = re.search(r"g_batch=(\d+)", code)
+    if times:
+        where += f", of {times[1]} times the D step's rows"
     each = "real batch" if per_batch else "iteration"
     labelled = data.d_conditional or candidate.classifier is not None
     batch = "(real_batch, its_labels)" if labelled else "real_batch"
