@@ -1017,3 +1017,47 @@ def test_a_rate_changed_between_two_d_steps_of_an_iteration_is_named_not_ported(
         "scheduler stepped inside the update); a Step's call steps with one setting: not "
         "mapped"
     ]
+
+
+FROZEN_D_SIGMOID = """
+import torch
+from torch import nn
+
+torch.manual_seed(0)
+G = nn.Sequential(nn.Linear(8, 32), nn.ReLU(), nn.Linear(32, 2))
+D = nn.Sequential(nn.Linear(2, 32), nn.LeakyReLU(0.2), nn.Linear(32, 1), nn.Sigmoid())
+bce = nn.BCELoss()
+opt_g = torch.optim.Adam(G.parameters(), 1e-3)
+opt_d = torch.optim.Adam(D.parameters(), 1e-3)
+for it in range(50):
+    real = torch.randn(32, 2) * 0.5 + 1
+    for p in D.parameters():
+        p.requires_grad = False
+    gen = G(torch.randn(32, 8))
+    loss_g = bce(D(gen), torch.ones(32, 1))
+    opt_g.zero_grad()
+    loss_g.backward()
+    opt_g.step()
+    for p in D.parameters():
+        p.requires_grad = True
+    loss_d = bce(D(real), torch.ones(32, 1)) + bce(D(gen.detach()), torch.zeros(32, 1))
+    opt_d.zero_grad()
+    loss_d.backward()
+    opt_d.step()
+"""
+
+
+def test_a_sigmoid_d_frozen_for_gs_step_ports_as_bce_on_its_probabilities(tmp_path):
+    """A Keras-style loop: D's parameters switched off for G's step, G first, BCELoss on
+    a Sigmoid D. The audit stops the script at a G step, D frozen: the port's look at
+    D's output for a Sigmoid found no graph there, tried BCE on logits, and every
+    candidate was refused or parted."""
+    script, out = tmp_path / "frozen.py", tmp_path / "frozen.json"
+    script.write_text(FROZEN_D_SIGMOID)
+    ganstep("audit", script, "--verify", 3, "--json", out, cache=tmp_path, cwd=tmp_path)
+    port = json.loads(out.read_text())["port"]
+    assert port["max_difference"] is not None, port["notes"]
+    assert port["max_difference"] <= 1e-6 and port["float64_difference"] <= 1e-12
+    assert "objective=NS(probabilities=True)" in port["code"]
+    assert "schedule=simultaneous()" in port["code"]  # D judges the fakes of G before its step
+    assert "D.requires_grad_(True)" in port["code"]

@@ -1034,8 +1034,10 @@ def _loss_lines(rec) -> str:
 
 def _tried(script: _Script, capture: Capture, data: Replay, report) -> list[tuple] | str:
     """Each (schedule, candidate) that could be the script's update; or why none is."""
-    probe = _copy(script.D, capture.first_state[id(script.D)])
-    with torch.enable_grad():  # D's output with its graph: whether a Sigmoid made it
+    # trainable, whatever the script left it switched to (a G step with D frozen stopped
+    # it): D's output with its graph tells whether a Sigmoid made it
+    probe = _copy(script.D, capture.first_state[id(script.D)]).requires_grad_(True)
+    with torch.enable_grad():
         real = data.reals[0][0]
         whole = probe(*real) if isinstance(real, tuple) else probe(real)
     unmapped = None if isinstance(whole, Tensor) else _classifier_unmapped(whole, data)
