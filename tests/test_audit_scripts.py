@@ -1061,3 +1061,47 @@ def test_a_sigmoid_d_frozen_for_gs_step_ports_as_bce_on_its_probabilities(tmp_pa
     assert "objective=NS(probabilities=True)" in port["code"]
     assert "schedule=simultaneous()" in port["code"]  # D judges the fakes of G before its step
     assert "D.requires_grad_(True)" in port["code"]
+
+
+R1_EACH_STEP = """
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+torch.manual_seed(0)
+G = nn.Sequential(nn.Linear(8, 32), nn.ReLU(), nn.Linear(32, 2))
+D = nn.Sequential(nn.Linear(2, 32), nn.LeakyReLU(0.2), nn.Linear(32, 1))
+opt_g = torch.optim.Adam(G.parameters(), 2e-4, betas=(0.5, 0.999))
+opt_d = torch.optim.Adam(D.parameters(), 2e-4, betas=(0.5, 0.999))
+gamma = 10.0
+for it in range(50):
+    real = (torch.randn(32, 2) * 0.5 + 1).requires_grad_(True)
+    fake = G(torch.randn(32, 8))
+    d_real = D(real)
+    d_fake = D(fake.detach())
+    loss_d = F.softplus(-d_real).mean() + F.softplus(d_fake).mean()
+    grad, = torch.autograd.grad(d_real.sum(), real, create_graph=True)
+    r1 = grad.pow(2).sum(1).mean()
+    opt_d.zero_grad()
+    (loss_d + gamma / 2 * r1).backward()
+    opt_d.step()
+    loss_g = F.softplus(-D(fake)).mean()
+    opt_g.zero_grad()
+    loss_g.backward()
+    opt_g.step()
+"""
+
+
+def test_r1_at_each_d_step_ports_to_an_objective_with_r1(tmp_path):
+    """R1 as Mescheder et al. and most small scripts write it: the real batch made to
+    require grad, D's gradient there taken with create_graph in D's step. The port took
+    that batch for a penalty's points, found D given no real batch, and stopped; WGAN-GP
+    was the only penalty it tried."""
+    script, out = tmp_path / "r1.py", tmp_path / "r1.json"
+    script.write_text(R1_EACH_STEP)
+    ganstep("audit", script, "--verify", 3, "--json", out, cache=tmp_path, cwd=tmp_path)
+    port = json.loads(out.read_text())["port"]
+    assert port["max_difference"] is not None, port["notes"]
+    assert port["max_difference"] <= 1e-6 and port["float64_difference"] <= 1e-12
+    assert "objective=NS(r1=10.0)" in port["code"] and "schedule=d_first()" in port["code"]
+    assert "R1 on the real batch in D's step" in port["code"]

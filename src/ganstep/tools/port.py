@@ -203,24 +203,30 @@ STYLE_MIXING = (0.9, 0.5)
 # batch shrink (StyleGAN2Loss's defaults)
 PL_WEIGHTS = (2.0,)
 
-# R1 weights tried for a lazy R1 (StyleGAN2-ADA's --gamma: its configs' values and decades)
+# R1 weights tried (StyleGAN2-ADA's --gamma: its configs' values and decades; Mescheder
+# et al.'s 10)
 R1_WEIGHTS = (0.01, 0.1, 0.5, 1.0, 2.0, 5.0, 10.0, 100.0)
 
 
-def with_lazy_r1(found: list[Candidate], every: int, rounds: int) -> list[Candidate]:
-    """Each objective of ``found`` that takes R1, with R1 every ``every`` D steps at each
-    of :data:`R1_WEIGHTS`; where D's steps saw ``rounds`` > 1 real batches, also
-    accumulated over that many micro-batches, the losses summed over them (StyleGAN2-ADA
-    adds each round's mean) or averaged."""
+def with_r1(found: list[Candidate], every: int, rounds: int) -> list[Candidate]:
+    """Each objective of ``found`` that takes R1, with R1 at each of :data:`R1_WEIGHTS`,
+    in D's steps (``every`` 1) or in a step of its own every ``every`` D steps (lazy R1);
+    where D's steps saw ``rounds`` > 1 real batches, also accumulated over that many
+    micro-batches, the losses summed over them (StyleGAN2-ADA adds each round's mean) or
+    averaged."""
     out = []
     for c in found:
         if c.make not in (NS, LSGAN, Hinge) and not isinstance(c.make, partial):
             continue
         for gamma in R1_WEIGHTS:
             shown = c.objective[:-1] + (", " if c.objective[-2] != "(" else "")
-            why = f"{c.why}; R1 in a step of its own every {every} D steps"
-            base = replace(c, objective=f"{shown}r1={gamma}, r1_every={every})",
-                           make=partial(c.make, r1=gamma, r1_every=every), why=why)  # fmt: skip
+            if every == 1:
+                code, why = f"{shown}r1={gamma})", f"{c.why}; R1 on the real batch in D's step"
+            else:
+                code = f"{shown}r1={gamma}, r1_every={every})"
+                why = f"{c.why}; R1 in a step of its own every {every} D steps"
+            base = replace(c, objective=code, make=partial(c.make, r1=gamma, r1_every=every),
+                           why=why)  # fmt: skip
             out.append(base)
             if rounds > 1:
                 out += [replace(base, accumulate=rounds, d_scale=c.d_scale * s,
@@ -243,9 +249,10 @@ def candidates(d_output: Tensor, penalty: bool, clip: float | None,
     if clip is not None:
         why = f"D's weights end clamped to +-{clip:g} after its steps: WGAN's clipping"
         return [Candidate(f"WGAN(clip={clip:g})", lambda: WGAN(clip=clip), 1.0, 1.0, why)]
-    if penalty:
+    if penalty:  # WGAN-GP's, or R1 at each D step on the losses that take it
         why = "D's step took a double backward (a gradient penalty) on Wasserstein losses"
-        return [Candidate("WGANGP(10.0)", lambda: WGANGP(10.0), 1.0, 1.0, why)]
+        wgan_gp = Candidate("WGANGP(10.0)", lambda: WGANGP(10.0), 1.0, 1.0, why)
+        return [wgan_gp, *with_r1(candidates(d_output, False, None), 1, 1)]
     if ends_in_sigmoid(d_output):
         why = "D's output comes out of a Sigmoid: BCE on its probabilities"
         return [Candidate("NS(probabilities=True)", partial(NS, probabilities=True), d, 1.0, why)
@@ -330,6 +337,7 @@ def replay(rec, capture: Capture, iterations: int, d_order: str = "real_first") 
     G's inputs with the generator states at those calls (the same z given again is one
     draw); or why not."""
     reals: list[list[object]] = [[] for _ in range(iterations)]
+    graded: list[list[object]] = [[] for _ in range(iterations)]  # data requiring grad
     zs: list[tuple[tuple[Tensor, ...], list[Tensor]]] = []
     z_seqs, fake_labels, d_takes, concat = [], {}, set(), set()
     groups = _call_groups(rec, iterations)
@@ -354,11 +362,18 @@ def replay(rec, capture: Capture, iterations: int, d_order: str = "real_first") 
             real, labels = _split_d_input(f, tensors, capture)
             if labels is not None:
                 fake_labels[f.producer.seq] = labels
-            if real is not None and not (reals[f.iteration]
-                                         and _same(reals[f.iteration][-1], real)):  # fmt: skip
-                reals[f.iteration].append(real)
+            if real is None and f.producer is None:  # R1's real batch, or interpolates
+                real, into = (tensors[0] if len(tensors) == 1 else tensors), graded
+            else:
+                into = reals
+            if real is not None and not (into[f.iteration]
+                                         and _same(into[f.iteration][-1], real)):  # fmt: skip
+                into[f.iteration].append(real)
     if not zs or len({len(t) for t, _ in zs}) != 1 or len(d_takes) != 1 or len(concat) > 1:
         return "G or D is called with a varying number of tensors or orders: not mapped"
+    # where D was given no other data, what required grad was its real batch (R1 takes
+    # the gradient at it); beside real batches, a penalty's points (WGAN-GP's mixes)
+    reals = [it or grads for it, grads in zip(reals, graded, strict=True)]
     if not all(reals):
         return "an audited iteration gave D no real batch of its own: not mapped"
     ends = []
@@ -1060,7 +1075,7 @@ def _tried(script: _Script, capture: Capture, data: Replay, report) -> list[tupl
         every = _interval(at, "D", "lazy R1")
         if isinstance(every, str):
             return every
-        found = with_lazy_r1(found, every, len(data.reals[0]))
+        found = with_r1(found, every, len(data.reals[0]))
         if not found:
             return "its lazy regularization of D is mapped as R1 on NS, LSGAN or hinge losses"
     g_at = report.regularization_at.get("G") or []
