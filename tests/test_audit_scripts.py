@@ -1105,3 +1105,73 @@ def test_r1_at_each_d_step_ports_to_an_objective_with_r1(tmp_path):
     assert port["max_difference"] <= 1e-6 and port["float64_difference"] <= 1e-12
     assert "objective=NS(r1=10.0)" in port["code"] and "schedule=d_first()" in port["code"]
     assert "R1 on the real batch in D's step" in port["code"]
+
+
+TRAINER_CLASS = """
+import torch
+from torch import nn
+
+
+class Generator(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.net = nn.Sequential(nn.Linear(8, 32), nn.ReLU(), nn.Linear(32, 2))
+
+    def forward(self, z):
+        return self.net(z)
+
+
+class Discriminator(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.net = nn.Sequential(nn.Linear(2, 32), nn.LeakyReLU(0.2), nn.Linear(32, 1))
+
+    def forward(self, x):
+        return self.net(x)
+
+
+class Trainer:
+    def __init__(self):
+        self.generator = Generator()
+        self.discriminator = Discriminator()
+        self.g_optim = torch.optim.Adam(self.generator.parameters(), 2e-4, betas=(0.5, 0.999))
+        self.d_optim = torch.optim.Adam(self.discriminator.parameters(), 2e-4, betas=(0.5, 0.999))
+        self.criterion = nn.BCEWithLogitsLoss()
+
+    def train_step(self, real):
+        n = real.size(0)
+        fake = self.generator(torch.randn(n, 8))
+        self.d_optim.zero_grad()
+        d_loss = self.criterion(self.discriminator(real), torch.ones(n, 1)) + \
+            self.criterion(self.discriminator(fake.detach()), torch.zeros(n, 1))
+        d_loss.backward()
+        self.d_optim.step()
+        self.g_optim.zero_grad()
+        g_loss = self.criterion(self.discriminator(fake), torch.ones(n, 1))
+        g_loss.backward()
+        self.g_optim.step()
+        return d_loss.item(), g_loss.item()
+
+    def fit(self, steps):
+        for _ in range(steps):
+            self.train_step(torch.randn(32, 2) * 0.5 + 1)
+
+
+if __name__ == "__main__":
+    torch.manual_seed(0)
+    Trainer().fit(100)
+"""
+
+
+def test_a_trainer_class_loop_ports_with_the_names_its_method_sees(tmp_path):
+    """G, D and their optimizers held as a trainer object's attributes, the update in its
+    method: the port printed the classes' names and opt_g, opt_d, and its own run of the
+    code beside the script's names failed. It now names them as the method does."""
+    script, out = tmp_path / "trainer.py", tmp_path / "trainer.json"
+    script.write_text(TRAINER_CLASS)
+    ganstep("audit", script, "--port", "--json", out, cache=tmp_path, cwd=tmp_path)
+    port = json.loads(out.read_text())["port"]
+    assert port["max_difference"] is not None, port["notes"]
+    assert port["max_difference"] <= 1e-6
+    assert "self.generator, self.discriminator, self.g_optim, self.d_optim," in port["code"]
+    assert not any("failed beside the script's names" in note for note in port["notes"])

@@ -33,7 +33,7 @@ from torch import nn
 from ..engine.checks import positive_int
 from ..engine.d_profile import observing
 from .audit import MODULES, Recorder, Report, analyse, crash_location
-from .port import FLOAT64_TOLERANCE, Capture, Port, global_names
+from .port import FLOAT64_TOLERANCE, Capture, Port, global_names, path_to
 from .port import port as port_of
 
 
@@ -266,11 +266,13 @@ def _resolve(namespace: dict, name: str) -> object:
 
 
 def _names(rec: ScriptRecorder) -> dict[str, str]:
-    """A readable name per label: the script's global naming that module, else its class."""
+    """A readable name per label: the name the script's loop sees that module by (a local,
+    a global, where it sits in one of them), else its class."""
     names = {}
-    by_id = global_names(rec.scope)
-    for label, module in rec.modules.items():
-        names[label] = by_id.get(id(module), type(module).__name__)
+    scope = rec.scope
+    by_id = global_names(scope)
+    for label, module in rec.modules.items():  # a name, an attribute (self.G), its class
+        names[label] = by_id.get(id(module)) or path_to(scope, module) or type(module).__name__
     return names
 
 

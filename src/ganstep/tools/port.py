@@ -45,6 +45,7 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from functools import partial
+from types import ModuleType
 
 import torch
 from torch import Tensor, nn
@@ -614,7 +615,7 @@ def _find(rec, names: dict[str, str]) -> _Script | str:
     for role, module in (("G", G), ("D", D)):  # a global, the module's attribute (BigGAN's)
         attribute = next((k for k, v in vars(module).items() if v is found[role]), None)
         held = (f"{shown[role]}.{attribute}" if attribute  # or in a global list of dicts
-                else _path_to(namespace, found[role]) or f"opt_{role.lower()}")  # fmt: skip
+                else path_to(namespace, found[role]) or f"opt_{role.lower()}")  # fmt: skip
         shown[f"opt_{role.lower()}"] = by_id.get(id(found[role]), held)
     return _Script(G, D, found["G"], found["D"], shown, namespace)
 
@@ -629,16 +630,21 @@ def global_names(namespace: dict) -> dict[int, str]:
     return found
 
 
-def _path_to(namespace: dict, target: object) -> str | None:
-    """Where ``target`` sits in a global list or dict of the script, two levels deep
-    (StyleGAN2-ADA's ``phases[0]["opt"]``), as code; None where it does not."""
+def path_to(namespace: dict, target: object) -> str | None:
+    """Where ``target`` sits two levels deep in a list, dict, module or plain object of
+    the script's names, as code: StyleGAN2-ADA's ``phases[0]["opt"]``, a trainer class's
+    ``self.generator``; None where it does not."""
 
     def items(value: object) -> list[tuple[str, object]]:
         if isinstance(value, dict):
             return [(f"[{k!r}]", v) for k, v in value.items() if isinstance(k, str)]
         if isinstance(value, (list, tuple)):  # (the first entries: not a whole dataset)
             return [(f"[{i}]", v) for i, v in enumerate(value[:100])]
-        return []
+        if isinstance(value, nn.Module):
+            return [(f".{k}", v) for k, v in value.named_children()]
+        if isinstance(value, (Tensor, type, ModuleType)) or not hasattr(value, "__dict__"):
+            return []
+        return [(f".{k}", v) for k, v in vars(value).items() if not k.startswith("_")]
 
     for name, value in namespace.items():
         if name.startswith("_"):
