@@ -982,7 +982,7 @@ def test_sngan_collections_ports_from_its_train_function(tmp_path):
         "the script changed its optimizers' settings between iterations (optim_G's lr "
         "0.0002 to 0.000199996; optim_D's lr 0.0002 to 0.000199996 over 3 iteration(s): a "
         "learning-rate scheduler); the copies stepped with the script's settings at each "
-        "step: keep the script's scheduler steps where they are, after each call of step(...)"
+        "step: keep the script's scheduler steps where they are, between calls of step(...)"
     ]
     float64 = port["notes"][-1]  # its second run stops where it makes its log folder
     assert ": not repeated, " in float64 and "FileExistsError" in float64, float64

@@ -782,7 +782,7 @@ def _settings_changed(rec, script: _Script, capture: Capture,
     return (f"the script changed its optimizers' settings between iterations ("
             f"{'; '.join(changed)} over {iterations} iteration(s): a learning-rate scheduler); "
             "the copies stepped with the script's settings at each step: keep the script's "
-            "scheduler steps where they are, after each call of step(...)"), True  # fmt: skip
+            "scheduler steps where they are, between calls of step(...)"), True  # fmt: skip
 
 
 def _setting(value: object) -> str:
