@@ -160,30 +160,49 @@ class NS(WithR1, Objective):
     BCE(p_fake, 1), computed as ``BCELoss`` computes them (logs clamped at -100). Without
     it a D ending in a sigmoid is refused, since a probability read as a logit trains on
     the sigmoid of a probability.
+
+    ``real_label`` < 1 is one-sided label smoothing (Salimans et al., 2016): D's target
+    for the real batch, ``BCEWithLogitsLoss`` (or ``BCELoss``) against ``real_label``
+    instead of 1, as ``real_loss(D_out, smooth=True)`` of Udacity's GAN notebooks writes
+    it (0.9). G's target stays 1.
     """
 
     name = "ns"
     not_fusable = None
     applies_sigmoid = True
 
-    def __init__(self, r1: float = 0.0, r1_every: int = 1, probabilities: bool = False) -> None:
+    def __init__(
+        self, r1: float = 0.0, r1_every: int = 1, probabilities: bool = False,
+        real_label: float = 1.0,
+    ) -> None:  # fmt: skip
         super().__init__(r1, r1_every)
         if not isinstance(probabilities, bool):
             raise ValueError(
                 f"{self.name} probabilities must be True or False, got {probabilities!r}"
             )
-        self.probabilities = probabilities
+        ok = not isinstance(real_label, bool) and isinstance(real_label, int | float)
+        if not (ok and 0 < real_label <= 1):
+            raise ValueError(
+                f"{self.name} real_label (D's target for real samples) must be a number in "
+                f"(0, 1], got {real_label!r}"
+            )
+        self.probabilities, self.real_label = probabilities, float(real_label)
         if probabilities:
             self.applies_sigmoid = False
             self.not_fusable = "its losses on probabilities have no closed-form slope ratio here"
 
     def __repr__(self) -> str:
-        shown = super().__repr__()
-        return shown[:-1] + ", probabilities=True)" if self.probabilities else shown
+        shown = super().__repr__()[:-1]
+        shown += ", probabilities=True" if self.probabilities else ""
+        shown += f", real_label={self.real_label}" if self.real_label != 1.0 else ""
+        return shown + ")"
 
     def d_loss(self, real: Tensor, fake: Tensor) -> tuple[Tensor, Logs]:
         if self.probabilities:
-            return _bce(real, 1.0) + _bce(fake, 0.0), {}
+            return _bce(real, self.real_label) + _bce(fake, 0.0), {}
+        if self.real_label != 1.0:  # as BCEWithLogitsLoss computes it, against the label
+            target = torch.full_like(real, self.real_label)
+            return F.binary_cross_entropy_with_logits(real, target) + F.softplus(fake).mean(), {}
         return F.softplus(-real).mean() + F.softplus(fake).mean(), {}
 
     def g_loss(self, fake: Tensor, real: Tensor | None = None) -> tuple[Tensor, Logs]:

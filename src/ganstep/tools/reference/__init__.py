@@ -64,8 +64,9 @@ with these, never with a re-writing of them: ``pytorch_examples_dcgan``,
 ``pytorch_gan_dragan``, ``pytorch_gan_wgan_div``, ``pytorch_gan_relativistic``,
 ``pytorch_gan_stargan``, ``pytorch_gan_discogan``, ``pytorch_gan_dualgan``,
 ``pytorch_gan_bicyclegan``, ``diffaugment`` with ``diff_augment``, ``taming_vqgan``,
-``hifigan``, and the conditional, image-to-image and StyleGAN2-ADA loops. docs/loops.md
-shows each beside its Step.
+``hifigan``, and the conditional, image-to-image and StyleGAN2-ADA loops, which
+docs/loops.md shows each beside its Step; and ``udacity_gan_mnist`` (one-sided label
+smoothing, tests/test_label_smoothing.py).
 
 Why the retain_graph loops raise: ``backward(retain_graph=True)`` keeps D's graph,
 which saved D's weights for the input gradient; ``optimizer_D.step()`` then changes
@@ -123,6 +124,7 @@ from .other_codebases import (  # noqa: F401
     sngan_collections,
     stylegan2_r1,
     taming_vqgan,
+    udacity_gan_mnist,
 )
 from .pytorch_examples import (  # noqa: F401
     dcgan_example,

@@ -1,6 +1,7 @@
 """The loops of other public codebases (Lightning, pytorch-CycleGAN-and-pix2pix,
 BigGAN-PyTorch, StyleGAN2-ADA, RelativisticGAN, BasicSR, data-efficient-gans,
-pytorch-gan-collections, taming-transformers, HiFi-GAN), each as its source file is."""
+pytorch-gan-collections, taming-transformers, HiFi-GAN, Udacity's GAN notebook), each as
+its source file is."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import math
 import random
 from collections.abc import Callable
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
@@ -16,6 +18,7 @@ from .common import (
     Batches,
     Latent,
     Pairs,
+    _as_floats,
     _bce,
     _Losses,
     _set_requires_grad,
@@ -518,6 +521,59 @@ def diffaugment(G, D, opt_g, opt_d, batches: Batches, latent: Latent,
         opt_g.step()
         loss.end_iteration()
     return loss.history
+
+
+def udacity_gan_mnist(G, D, opt_g, opt_d, batches: Batches, rng: np.random.RandomState,
+                      z_size: int):  # fmt: skip
+    """udacity/deep-learning-v2-pytorch ``gan-mnist/MNIST_GAN_Solution.ipynb``'s training
+    cell (and its losses cell), copied into many GAN tutorials: per batch, D's step on
+    ``D(real_images)`` with one-sided label smoothing (``real_loss(D_real,
+    smooth=True)``: ``BCEWithLogitsLoss`` against 0.9, on the squeezed output) and on
+    ``D(G(z))`` (not detached: its backward runs on into G, whose gradients
+    ``g_optimizer.zero_grad()`` drops), then G's step on fresh z against 1
+    (``real_loss(D_fake)``). z is ``np.random.uniform(-1, 1, size=(batch_size,
+    z_size))`` as float (``rng`` stands for ``np.random``), drawn after D's real
+    forward. ganstep: ``d_first(reuse_fake=False)``, ``NS(real_label=0.9)``; where G
+    draws from torch's generator (the notebook's G has Dropout too) its masks come
+    after D's real forward here and before it in the Step."""
+
+    def real_loss(D_out, smooth=False):
+        batch_size = D_out.size(0)
+        if smooth:
+            labels = torch.ones(batch_size, dtype=D_out.dtype) * 0.9
+        else:
+            labels = torch.ones(batch_size, dtype=D_out.dtype)
+        criterion = nn.BCEWithLogitsLoss()
+        return criterion(D_out.squeeze(), labels)
+
+    def fake_loss(D_out):
+        batch_size = D_out.size(0)
+        labels = torch.zeros(batch_size, dtype=D_out.dtype)
+        criterion = nn.BCEWithLogitsLoss()
+        return criterion(D_out.squeeze(), labels)
+
+    history = []
+    for real_images in batches:
+        batch_size = real_images.size(0)
+        opt_d.zero_grad()
+        D_real = D(real_images)
+        d_real_loss = real_loss(D_real, smooth=True)
+        z = _as_floats(rng.uniform(-1, 1, size=(batch_size, z_size)), real_images)
+        fake_images = G(z)
+        D_fake = D(fake_images)
+        d_fake_loss = fake_loss(D_fake)
+        d_loss = d_real_loss + d_fake_loss
+        d_loss.backward()
+        opt_d.step()
+        opt_g.zero_grad()
+        z = _as_floats(rng.uniform(-1, 1, size=(batch_size, z_size)), real_images)
+        fake_images = G(z)
+        D_fake = D(fake_images)
+        g_loss = real_loss(D_fake)
+        g_loss.backward()
+        opt_g.step()
+        history.append({"loss_d": d_loss.item(), "loss_g": g_loss.item()})
+    return history
 
 
 def sngan_collections(G, D, opt_g, opt_d, batches: Batches, latent: Latent, n_dis: int = 5,
