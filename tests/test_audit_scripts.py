@@ -1175,3 +1175,115 @@ def test_a_trainer_class_loop_ports_with_the_names_its_method_sees(tmp_path):
     assert port["max_difference"] <= 1e-6
     assert "self.generator, self.discriminator, self.g_optim, self.d_optim," in port["code"]
     assert not any("failed beside the script's names" in note for note in port["notes"])
+
+
+SMOOTHED_LABELS = """
+import numpy as np
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+import torch.optim as optim
+
+torch.manual_seed(0)
+
+
+class Discriminator(nn.Module):
+    def __init__(self, input_size, hidden_dim, output_size):
+        super().__init__()
+        self.fc1 = nn.Linear(input_size, hidden_dim * 4)
+        self.fc2 = nn.Linear(hidden_dim * 4, hidden_dim * 2)
+        self.fc3 = nn.Linear(hidden_dim * 2, hidden_dim)
+        self.fc4 = nn.Linear(hidden_dim, output_size)
+
+    def forward(self, x):
+        x = x.view(-1, 16)
+        x = F.leaky_relu(self.fc1(x), 0.2)
+        x = F.leaky_relu(self.fc2(x), 0.2)
+        x = F.leaky_relu(self.fc3(x), 0.2)
+        return self.fc4(x)
+
+
+class Generator(nn.Module):
+    def __init__(self, input_size, hidden_dim, output_size):
+        super().__init__()
+        self.fc1 = nn.Linear(input_size, hidden_dim)
+        self.fc2 = nn.Linear(hidden_dim, hidden_dim * 2)
+        self.fc3 = nn.Linear(hidden_dim * 2, hidden_dim * 4)
+        self.fc4 = nn.Linear(hidden_dim * 4, output_size)
+
+    def forward(self, x):
+        x = F.leaky_relu(self.fc1(x), 0.2)
+        x = F.leaky_relu(self.fc2(x), 0.2)
+        x = F.leaky_relu(self.fc3(x), 0.2)
+        return torch.tanh(self.fc4(x))
+
+
+def real_loss(D_out, smooth=False):
+    batch_size = D_out.size(0)
+    if smooth:
+        labels = torch.ones(batch_size) * 0.9
+    else:
+        labels = torch.ones(batch_size)
+    criterion = nn.BCEWithLogitsLoss()
+    loss = criterion(D_out.squeeze(), labels)
+    return loss
+
+
+def fake_loss(D_out):
+    batch_size = D_out.size(0)
+    labels = torch.zeros(batch_size)
+    criterion = nn.BCEWithLogitsLoss()
+    loss = criterion(D_out.squeeze(), labels)
+    return loss
+
+
+z_size = 8
+D = Discriminator(16, 8, 1)
+G = Generator(z_size, 8, 16)
+d_optimizer = optim.Adam(D.parameters(), 0.002)
+g_optimizer = optim.Adam(G.parameters(), 0.002)
+train_loader = torch.utils.data.DataLoader(
+    torch.utils.data.TensorDataset(torch.rand(320, 16), torch.zeros(320)), batch_size=32)
+D.train()
+G.train()
+for epoch in range(100):
+    for batch_i, (real_images, _) in enumerate(train_loader):
+        batch_size = real_images.size(0)
+        real_images = real_images * 2 - 1
+        d_optimizer.zero_grad()
+        D_real = D(real_images)
+        d_real_loss = real_loss(D_real, smooth=True)
+        z = np.random.uniform(-1, 1, size=(batch_size, z_size))
+        z = torch.from_numpy(z).float()
+        fake_images = G(z)
+        D_fake = D(fake_images)
+        d_fake_loss = fake_loss(D_fake)
+        d_loss = d_real_loss + d_fake_loss
+        d_loss.backward()
+        d_optimizer.step()
+        g_optimizer.zero_grad()
+        z = np.random.uniform(-1, 1, size=(batch_size, z_size))
+        z = torch.from_numpy(z).float()
+        fake_images = G(z)
+        D_fake = D(fake_images)
+        g_loss = real_loss(D_fake)
+        g_loss.backward()
+        g_optimizer.step()
+"""
+
+
+def test_one_sided_label_smoothing_ports_to_ns_with_its_real_label(tmp_path):
+    """Udacity's GAN notebook's losses and steps (``real_loss(D_real, smooth=True)``:
+    BCEWithLogitsLoss against 0.9; z from numpy's uniform(-1, 1)), with models without
+    its Dropout: the notebook's draw their masks in an order no Step does (G after D's
+    real forward). No objective tried took a real label below 1; the z printed was
+    torch.randn for a uniform z."""
+    script, out = tmp_path / "smoothed.py", tmp_path / "smoothed.json"
+    script.write_text(SMOOTHED_LABELS)
+    ganstep("audit", script, "--port", "--json", out, cache=tmp_path, cwd=tmp_path)
+    port = json.loads(out.read_text())["port"]
+    assert port["max_difference"] is not None, port["notes"]
+    assert port["max_difference"] <= 1e-6
+    assert "objective=NS(real_label=0.9)" in port["code"]
+    assert "schedule=d_first(reuse_fake=False)" in port["code"]
+    assert "latent=lambda n: torch.rand(n, 8) * 2 - 1," in port["code"]

@@ -216,8 +216,9 @@ def with_r1(found: list[Candidate], every: int, rounds: int) -> list[Candidate]:
     micro-batches, the losses summed over them (StyleGAN2-ADA adds each round's mean) or
     averaged."""
     out = []
-    for c in found:
-        if c.make not in (NS, LSGAN, Hinge) and not isinstance(c.make, partial):
+    for c in found:  # (label smoothing beside R1 is not tried: no script seen does both)
+        takes_r1 = c.make in (NS, LSGAN, Hinge) or isinstance(c.make, partial)
+        if not takes_r1 or "real_label" in c.objective:
             continue
         for gamma in R1_WEIGHTS:
             shown = c.objective[:-1] + (", " if c.objective[-2] != "(" else "")
@@ -254,11 +255,20 @@ def candidates(d_output: Tensor, penalty: bool, clip: float | None,
         why = "D's step took a double backward (a gradient penalty) on Wasserstein losses"
         wgan_gp = Candidate("WGANGP(10.0)", lambda: WGANGP(10.0), 1.0, 1.0, why)
         return [wgan_gp, *with_r1(candidates(d_output, False, None), 1, 1)]
+    smoothed = "; D's target for real samples 0.9 (one-sided label smoothing)"
     if ends_in_sigmoid(d_output):
         why = "D's output comes out of a Sigmoid: BCE on its probabilities"
-        return [Candidate("NS(probabilities=True)", partial(NS, probabilities=True), d, 1.0, why)
-                for d in (1.0, 0.5)]  # fmt: skip
-    found = [Candidate("NS()", NS, d, 1.0, "BCE with logits on D's output") for d in (1.0, 0.5)]
+        found = [Candidate("NS(probabilities=True)", partial(NS, probabilities=True), d, 1.0, why)
+                 for d in (1.0, 0.5)]  # fmt: skip
+        return found + [
+            Candidate("NS(probabilities=True, real_label=0.9)",
+                      partial(NS, probabilities=True, real_label=0.9), d, 1.0, why + smoothed)
+            for d in (1.0, 0.5)
+        ]  # fmt: skip
+    why = "BCE with logits on D's output"
+    found = [Candidate("NS()", NS, d, 1.0, why) for d in (1.0, 0.5)]
+    found += [Candidate("NS(real_label=0.9)", partial(NS, real_label=0.9), d, 1.0, why + smoothed)
+              for d in (1.0, 0.5)]  # fmt: skip
     found += [Candidate("LSGAN()", LSGAN, d, g, "least squares on D's output")
               for d in (1.0, 2.0) for g in (1.0, 2.0)]  # fmt: skip
     found.append(Candidate("Hinge()", Hinge, 1.0, 1.0, "hinge losses on D's output"))
@@ -1465,7 +1475,12 @@ def _mixing_wrapper(first: str, then: str) -> str:
 def _latent_line(z: Tensor) -> str:
     """``latent=...`` drawing G's input as the script's looked (its draws were replayed)."""
     shape = ", ".join(str(s) for s in z.shape[1:])
-    draw = f"torch.randn(n, {shape})" if bool((z < 0).any()) else f"torch.rand(n, {shape})"
+    if not bool((z < 0).any()):  # [0, 1): torch.rand's
+        draw = f"torch.rand(n, {shape})"
+    elif bool((z.abs() <= 1).all()) and z.numel() > 1:  # np.random.uniform(-1, 1)'s
+        draw = f"torch.rand(n, {shape}) * 2 - 1"
+    else:
+        draw = f"torch.randn(n, {shape})"
     seen = (f"mean {float(z.float().mean()):.2f}, std {float(z.float().std()):.2f}"
             if z.numel() > 1 else "one value")  # fmt: skip
     return (
