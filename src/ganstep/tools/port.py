@@ -774,7 +774,8 @@ def _settings_changed(rec, script: _Script, capture: Capture,
     changed = []
     for role in ("opt_g", "opt_d"):
         at = capture.settings.get(id(getattr(script, role)), [])
-        taken = [(rec.opt_steps[k - 1].iteration, groups) for k, groups in at]
+        kept = len(rec.opt_steps)  # (not the steps of a script that swallowed the stop)
+        taken = [(rec.opt_steps[k - 1].iteration, groups) for k, groups in at if k <= kept]
         taken = [(i, groups) for i, groups in taken if i < iterations]
         name = script.names[role]
         for (i, before), (j, after) in zip(taken, taken[1:], strict=False):
@@ -1108,8 +1109,10 @@ def _g_batch(data: Replay) -> int:
     """How many times the rows of G's other calls its largest calls took, where G's calls
     (not counting its lazy steps) took two sizes, one a multiple of the other; else 1."""
     rows = {len(z[0]) for (z, _), lazy in zip(data.zs, data.lazy, strict=True) if not lazy}
-    small, large = min(rows), max(rows)
-    return large // small if len(rows) == 2 and large % small == 0 else 1
+    if len(rows) != 2:
+        return 1
+    small, large = sorted(rows)
+    return large // small if large % small == 0 else 1
 
 
 def _interval(at: list[int], role: str, what: str) -> int | str:
