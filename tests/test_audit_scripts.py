@@ -1092,13 +1092,24 @@ for it in range(50):
 """
 
 
-def test_r1_at_each_d_step_ports_to_an_objective_with_r1(tmp_path):
+# the same R1 on a D forward of its own, after the loss's on the same batch
+R1_OWN_FORWARD = R1_EACH_STEP.replace(
+    "(torch.randn(32, 2) * 0.5 + 1).requires_grad_(True)", "torch.randn(32, 2) * 0.5 + 1"
+).replace(
+    "grad, = torch.autograd.grad(d_real.sum(), real, create_graph=True)",
+    "grad, = torch.autograd.grad(D(real.requires_grad_(True)).sum(), real, create_graph=True)",
+)
+
+
+@pytest.mark.parametrize("source", [R1_EACH_STEP, R1_OWN_FORWARD], ids=["one", "own"])
+def test_r1_at_each_d_step_ports_to_an_objective_with_r1(tmp_path, source):
     """R1 as Mescheder et al. and most small scripts write it: the real batch made to
-    require grad, D's gradient there taken with create_graph in D's step. The port took
-    that batch for a penalty's points, found D given no real batch, and stopped; WGAN-GP
-    was the only penalty it tried."""
+    require grad, D's gradient there taken with create_graph in D's step (on the loss's
+    D forward, or on one of its own). The port took that batch for a penalty's points,
+    found D given no real batch, and stopped; WGAN-GP was the only penalty it tried."""
+    assert source.count("requires_grad_(True)") == 1
     script, out = tmp_path / "r1.py", tmp_path / "r1.json"
-    script.write_text(R1_EACH_STEP)
+    script.write_text(source)
     ganstep("audit", script, "--verify", 3, "--json", out, cache=tmp_path, cwd=tmp_path)
     port = json.loads(out.read_text())["port"]
     assert port["max_difference"] is not None, port["notes"]

@@ -237,13 +237,15 @@ def with_r1(found: list[Candidate], every: int, rounds: int) -> list[Candidate]:
     return out
 
 
-def candidates(d_output: Tensor, penalty: bool, clip: float | None,
+def candidates(d_output: Tensor, penalty: str | None, clip: float | None,
                autoencoder: bool = False) -> list[Candidate]:  # fmt: skip
     """The objectives the script's D loss could be: on probabilities where D's output
     comes out of a Sigmoid, with a gradient penalty where D's step took a double
-    backward, WGAN's clipping where D's weights end clamped to ``clip``; the scales the
-    public scripts use (PyTorch-GAN halves D's BCE, MSE is twice ganstep's halved least
-    squares), and BEGAN's where D's output is shaped like its input (an autoencoder)."""
+    backward (``penalty``: ``"r1"`` where it was taken at the real batch, ``"gp"``,
+    WGAN-GP's, where D was given points of its own), WGAN's clipping where D's weights
+    end clamped to ``clip``; the scales the public scripts use (PyTorch-GAN halves D's
+    BCE, MSE is twice ganstep's halved least squares), and BEGAN's where D's output is
+    shaped like its input (an autoencoder)."""
     if autoencoder:
         why = "D's output is shaped like its input: BEGAN's autoencoder losses"
         return [Candidate(f"BEGAN(gamma={g})", lambda g=g: BEGAN(gamma=g), 1.0, 1.0, why)
@@ -251,10 +253,11 @@ def candidates(d_output: Tensor, penalty: bool, clip: float | None,
     if clip is not None:
         why = f"D's weights end clamped to +-{clip:g} after its steps: WGAN's clipping"
         return [Candidate(f"WGAN(clip={clip:g})", lambda: WGAN(clip=clip), 1.0, 1.0, why)]
-    if penalty:  # WGAN-GP's, or R1 at each D step on the losses that take it
+    if penalty == "r1":  # at each D step, on the losses that take it
+        return with_r1(candidates(d_output, None, None), 1, 1)
+    if penalty == "gp":
         why = "D's step took a double backward (a gradient penalty) on Wasserstein losses"
-        wgan_gp = Candidate("WGANGP(10.0)", lambda: WGANGP(10.0), 1.0, 1.0, why)
-        return [wgan_gp, *with_r1(candidates(d_output, False, None), 1, 1)]
+        return [Candidate("WGANGP(10.0)", lambda: WGANGP(10.0), 1.0, 1.0, why)]
     smoothed = "; D's target for real samples 0.9 (one-sided label smoothing)"
     if ends_in_sigmoid(d_output):
         why = "D's output comes out of a Sigmoid: BCE on its probabilities"
@@ -324,6 +327,9 @@ class Replay:
     # each iteration's losses the script backpropagated for each of D's and G's steps
     # ("D"/"G": one value a step, None where its backward passes took no plain number)
     losses: list[dict[str, list[float | None]]] = field(default_factory=list)
+    # what D was given requiring grad was its real batches: a penalty of D's step took
+    # its gradient there (R1), not at points of its own (WGAN-GP's mixes)
+    graded_real: bool = False
     # the Step's precision: "bf16" or "fp16" where the update's forwards of G and D all
     # ran under torch.autocast to that dtype, and the first of them (its script line)
     precision: str = "fp32"
@@ -384,6 +390,9 @@ def replay(rec, capture: Capture, iterations: int, d_order: str = "real_first") 
         return "G or D is called with a varying number of tensors or orders: not mapped"
     # where D was given no other data, what required grad was its real batch (R1 takes
     # the gradient at it); beside real batches, a penalty's points (WGAN-GP's mixes)
+    graded_real = any(graded) and all(not it or any(_same(g, r) for r in it)
+                                      for it, grads in zip(reals, graded, strict=True)
+                                      for g in grads)  # fmt: skip
     reals = [it or grads for it, grads in zip(reals, graded, strict=True)]
     if not all(reals):
         return "an audited iteration gave D no real batch of its own: not mapped"
@@ -407,7 +416,7 @@ def replay(rec, capture: Capture, iterations: int, d_order: str = "real_first") 
                   concat=min(concat, default=None), d_order=d_order, embedding=embedding,
                   after=_calls_after(rec, capture, ends), g_parts=parts,
                   style_mixing=mixing, lazy=_lazy_calls(rec, z_seqs),
-                  losses=_step_losses(rec, iterations))  # fmt: skip
+                  losses=_step_losses(rec, iterations), graded_real=graded_real)  # fmt: skip
 
 
 def _step_losses(rec, iterations: int) -> list[dict[str, list[float | None]]]:
@@ -1077,7 +1086,9 @@ def _tried(script: _Script, capture: Capture, data: Replay, report) -> list[tupl
         return unmapped
     d_out = adversarial(whole)[0]
     # a double backward in D's steps is a gradient penalty; in steps of its own, lazy R1
-    penalty = report.double_backwards.get("D", 0) > 0 and not report.regularization.get("D")
+    penalty = None
+    if report.double_backwards.get("D", 0) > 0 and not report.regularization.get("D"):
+        penalty = "r1" if data.graded_real else "gp"
     found = candidates(d_out, penalty, _clip(script.D, capture.after_step[id(script.D)]),
                        autoencoder=d_out.shape == real.shape if isinstance(real, Tensor)
                        else False)  # fmt: skip
