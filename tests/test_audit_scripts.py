@@ -1298,3 +1298,29 @@ def test_one_sided_label_smoothing_ports_to_ns_with_its_real_label(tmp_path):
     assert "objective=NS(real_label=0.9)" in port["code"]
     assert "schedule=d_first(reuse_fake=False)" in port["code"]
     assert "latent=lambda n: torch.rand(n, 8) * 2 - 1," in port["code"]
+
+
+REMADE_OPTIMIZERS = f"""{SCRIPT_HEAD}
+opt_g = torch.optim.Adam(G.parameters(), 2e-4)  # made again (a resumed run's settings)
+opt_d = torch.optim.Adam(D.parameters(), 2e-4)
+for it in range(10):
+    real = torch.randn(32, 2)
+    fake = G(torch.randn(32, 4))
+    opt_d.zero_grad()
+    (bce(D(real), torch.ones(32, 1)) + bce(D(fake.detach()), torch.zeros(32, 1))).backward()
+    opt_d.step()
+    opt_g.zero_grad()
+    bce(D(fake), torch.ones(32, 1)).backward()
+    opt_g.step()
+"""
+
+
+def test_an_optimizer_made_and_never_stepped_is_not_counted_as_gs_or_ds(tmp_path):
+    """Optimizers made twice over G's and D's parameters, the first pair never stepped:
+    the port said "G's parameters are in 2 optimizers" and stopped."""
+    script, out = tmp_path / "remade.py", tmp_path / "remade.json"
+    script.write_text(REMADE_OPTIMIZERS)
+    ganstep("audit", script, "--port", "--json", out, cache=tmp_path, cwd=tmp_path)
+    port = json.loads(out.read_text())["port"]
+    assert port["max_difference"] is not None, port["notes"]
+    assert port["max_difference"] <= 1e-6 and "G, D, opt_g, opt_d," in port["code"]

@@ -618,13 +618,15 @@ class _Script:
     namespace: dict = field(default_factory=dict)  # the names its loop sees (ScriptRecorder.scope)
 
 
-def _find(rec, names: dict[str, str]) -> _Script | str:
+def _find(rec, names: dict[str, str], stepped: set[int]) -> _Script | str:
+    """The script's G, D and the optimizers that stepped them (by ``id`` in
+    ``stepped``: one the script made and never stepped is not G's or D's), named."""
     G, D = rec.modules["G"], rec.modules["D"]
     found = {}
     for role, module in (("G", G), ("D", D)):
         ids = {id(p) for p in module.parameters()}
-        held = [o for o in rec.optimizers if any(id(p) in ids for g in o.param_groups
-                                                for p in g["params"])]  # fmt: skip
+        held = [o for o in rec.optimizers if id(o) in stepped and any(
+            id(p) in ids for g in o.param_groups for p in g["params"])]  # fmt: skip
         if len(held) != 1:
             return f"{role}'s parameters are in {len(held)} optimizers: the port maps one each"
         found[role] = held[0]
@@ -966,7 +968,8 @@ def port(rec, report, capture: Capture, names: dict[str, str], *,
                                     "stepped: no update of its own to verify against"])  # fmt: skip
     notes = []
     capture.numbers_end = _numbers(rec.namespace or {})  # as the script's run left them
-    script, data = _find(rec, names), replay(rec, capture, n, report.d_order or "real_first")
+    script = _find(rec, names, set(capture.settings))
+    data = replay(rec, capture, n, report.d_order or "real_first")
     precision = _precision(rec, n, report.hazards)
     notes += [problem for problem in (script, data, precision, _changed(rec, n))
               if isinstance(problem, str)]  # fmt: skip
