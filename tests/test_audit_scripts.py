@@ -1324,3 +1324,48 @@ def test_an_optimizer_made_and_never_stepped_is_not_counted_as_gs_or_ds(tmp_path
     port = json.loads(out.read_text())["port"]
     assert port["max_difference"] is not None, port["notes"]
     assert port["max_difference"] <= 1e-6 and "G, D, opt_g, opt_d," in port["code"]
+
+
+CLIPPED = f"""{SCRIPT_HEAD}
+for it in range(10):
+    real = torch.randn(32, 2)
+    fake = G(torch.randn(32, 4))
+    opt_d.zero_grad()
+    (bce(D(real), torch.ones(32, 1)) + bce(D(fake.detach()), torch.zeros(32, 1))).backward()
+    nn.utils.clip_grad_norm_(D.parameters(), 0.05)
+    opt_d.step()
+    opt_g.zero_grad()
+    bce(D(fake), torch.ones(32, 1)).backward()
+    if CLIP_G:
+        torch.nn.utils.clip_grad_value_(G.parameters(), 0.01)
+    opt_g.step()
+"""
+
+
+def test_gradient_clipping_ports_to_before_step_hooks(tmp_path):
+    """torch's clip_grad_norm_ on D and clip_grad_value_ on G before their steps: every
+    candidate parted (a clipped step is not the unclipped one), and the port blamed the
+    losses. The calls are recorded and become the Step's before_step hooks, verified."""
+    script, out = tmp_path / "clipped.py", tmp_path / "clipped.json"
+    script.write_text(CLIPPED.replace("if CLIP_G:", "if True:"))
+    ganstep("audit", script, "--verify", 3, "--json", out, cache=tmp_path, cwd=tmp_path)
+    port = json.loads(out.read_text())["port"]
+    assert port["max_difference"] is not None, port["notes"]
+    assert port["max_difference"] <= 1e-6 and port["float64_difference"] <= 1e-12
+    assert (
+        'before_step={"g": lambda G: torch.nn.utils.clip_grad_value_(G.parameters(), 0.01), '
+        '"d": lambda D: torch.nn.utils.clip_grad_norm_(D.parameters(), 0.05)},'
+    ) in port["code"]
+    assert "clipped.py:17: nn.utils.clip_grad_norm_(D.parameters(), 0.05)" in port["code"]
+
+
+def test_clipping_before_some_steps_only_is_named_not_ported(tmp_path):
+    script, out = tmp_path / "clipped.py", tmp_path / "clipped.json"
+    script.write_text(CLIPPED.replace("if CLIP_G:", "if it % 2 == 0:"))
+    ganstep("audit", script, "--port", "--json", out, cache=tmp_path, cwd=tmp_path)
+    port = json.loads(out.read_text())["port"]
+    assert port["code"] is None and port["notes"] == [
+        "the script clips G's gradients (clipped.py:22: torch.nn.utils.clip_grad_value_("
+        "G.parameters(), 0.01)) before some of its steps, not once before each the same "
+        "way: not mapped"
+    ]

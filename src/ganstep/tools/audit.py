@@ -141,6 +141,23 @@ def _loss_value(roots: list[Tensor], bound: dict) -> float | None:
 
 
 @dataclass(eq=False)
+class _Clip:
+    """A call of torch's gradient clipping: on which parameters, as code to call it again
+    on a module named by ``{}`` (``torch.nn.utils.clip_grad_norm_({}.parameters(),
+    1.0)``), and where."""
+
+    seq: int
+    params: frozenset[int]
+    code: str
+    where: str | None
+
+
+# torch.nn.utils' gradient clipping, which the audit records: its first argument the
+# parameters, its second the norm or the value
+CLIPPING = ("clip_grad_norm_", "clip_grad_value_")
+
+
+@dataclass(eq=False)
 class _Step:
     label: str
     seq: int
@@ -348,6 +365,7 @@ class Recorder:
         self.forwards: list[_Forward] = []
         self.backwards: list[_Backward] = []
         self.opt_steps: list[_Step] = []
+        self.clips: list[_Clip] = []  # the script's calls of torch's gradient clipping
         self.joint_steps = 0  # steps of one optimizer over several modules (G and D at once)
         self.events: list[tuple[str, object]] = []  # ("backward", b) / ("step", s), in order
         self.current: _Backward | None = None
@@ -364,6 +382,7 @@ class Recorder:
         self.handles: list = []
         self.failed: _Backward | None = None
         self._saved: tuple | None = None
+        self._clip_saved: list[tuple] = []
         self.autocast_block = 0  # torch.autocast's cache clears so far (blocks ended)
         self.parametrize_block = 0  # parametrize.cached() blocks seen so far
         # what G's output became on its way to D (noise added, augmented, cast)
@@ -568,6 +587,26 @@ class Recorder:
         if len(labels) == 1:
             self.steps[labels.pop()] += 1
 
+    def _clipping(self, original: Callable) -> Callable:
+        """``original`` (one of :data:`CLIPPING`), recording each call's parameters and
+        arguments before it runs."""
+        signature = inspect.signature(original)
+
+        def clip(parameters, *args, **kwargs):
+            params = [parameters] if isinstance(parameters, Tensor) else list(parameters)
+            bound = signature.bind(params, *args, **kwargs)
+            bound.apply_defaults()
+            values = list(bound.arguments.items())[1:]  # after the parameters
+            shown = [repr(values[0][1])]  # the norm or value, then what is not the default
+            shown += [f"{k}={v!r}" for k, v in values[1:]
+                      if v != signature.parameters[k].default]  # fmt: skip
+            code = f"torch.nn.utils.{original.__name__}({{}}.parameters(), {', '.join(shown)})"
+            ids = frozenset(id(p) for p in params)
+            self.clips.append(_Clip(self._next(), ids, code, self.call_site()))
+            return original(params, *args, **kwargs)
+
+        return clip
+
     def _wrap(self, original: Callable) -> Callable:
         signature = inspect.signature(original)
 
@@ -663,6 +702,12 @@ class Recorder:
         torch.autograd.backward = self._wrap(self._saved[0])
         torch.autograd.grad = self._wrap(self._saved[1])
         torch.clear_autocast_cache = self._autocast_block_ended
+        # where scripts reach them: torch.nn.utils.clip_grad_norm_, and the module's own
+        self._clip_saved = [(home, name, getattr(home, name))
+                            for home in (torch.nn.utils, torch.nn.utils.clip_grad)
+                            for name in CLIPPING]  # fmt: skip
+        for home, name, original in self._clip_saved:
+            setattr(home, name, self._clipping(original))
         if not self.scoped_flops:
             self.counter.__enter__()
         self.provenance.__enter__()
@@ -676,6 +721,8 @@ class Recorder:
             self._counting = 1
             self.count_off()
         torch.autograd.backward, torch.autograd.grad, torch.clear_autocast_cache = self._saved
+        for home, name, original in self._clip_saved:
+            setattr(home, name, original)
         for h in self.handles:
             h.remove()
         self.handles.clear()

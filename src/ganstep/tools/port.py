@@ -327,6 +327,9 @@ class Replay:
     # each iteration's losses the script backpropagated for each of D's and G's steps
     # ("D"/"G": one value a step, None where its backward passes took no plain number)
     losses: list[dict[str, list[float | None]]] = field(default_factory=list)
+    # the script's gradient clipping before each of G's ("g") and D's ("d") steps: the
+    # call on the phase's module (named G or D), and its line
+    clips: dict[str, tuple[str, str | None]] = field(default_factory=dict)
     # what D was given requiring grad was its real batches: a penalty of D's step took
     # its gradient there (R1), not at points of its own (WGAN-GP's mixes)
     graded_real: bool = False
@@ -410,13 +413,43 @@ def replay(rec, capture: Capture, iterations: int, d_order: str = "real_first") 
         image_to_image = all(any(_same(z[0], c) for c in sources) for z, _ in zs)
         if not image_to_image:
             return "D takes a condition that G does not: not mapped"
+    clips = _clips(rec, iterations)
+    if isinstance(clips, str):
+        return clips
     labels = [[_labels_of(x, capture.batches) if isinstance(x, Tensor) else None
                for x in it] for it in reals]  # fmt: skip
     return Replay(reals, zs, d_takes == {2}, ends, image_to_image, labels,
                   concat=min(concat, default=None), d_order=d_order, embedding=embedding,
                   after=_calls_after(rec, capture, ends), g_parts=parts,
                   style_mixing=mixing, lazy=_lazy_calls(rec, z_seqs),
-                  losses=_step_losses(rec, iterations), graded_real=graded_real)  # fmt: skip
+                  losses=_step_losses(rec, iterations), graded_real=graded_real,
+                  clips=clips)  # fmt: skip
+
+
+def _clips(rec, iterations: int) -> dict[str, tuple[str, str | None]] | str:
+    """The gradient clipping the script called before each step of G and of D in the
+    ``iterations``, by phase (``"g"``, ``"d"``): the same call before every step of that
+    side, on all of its parameters; or why it is not mapped."""
+    found: dict[str, tuple[str, str | None]] = {}
+    for role in ("G", "D"):
+        ids = frozenset(id(p) for p in rec.modules[role].parameters())
+        steps = [st for st in rec.opt_steps if st.label == role and st.iteration < iterations]
+        before, calls = 0, []
+        for st in steps:  # the clipping of the role's gradients since its step before
+            calls.append([c for c in rec.clips if before < c.seq < st.seq and c.params & ids])
+            before = st.seq
+        seen = [c for each in calls for c in each]
+        if not seen:
+            continue
+        where = f" ({seen[0].where})" if seen[0].where else ""
+        if any(c.params != ids for c in seen):
+            return (f"the script clips the gradients of some of {role}'s parameters{where}, "
+                    "not all of them: not mapped")  # fmt: skip
+        if any(len(each) != 1 for each in calls) or len({c.code for c in seen}) != 1:
+            return (f"the script clips {role}'s gradients{where} before some of its steps, "
+                    "not once before each the same way: not mapped")  # fmt: skip
+        found[role.lower()] = (seen[0].code.format(role), seen[0].where)
+    return found
 
 
 def _step_losses(rec, iterations: int) -> list[dict[str, list[float | None]]]:
@@ -889,9 +922,17 @@ def _step(G, D, opt_g, opt_d, data: Replay, code: str, candidate: Candidate,
         g = made["StyleMixedG"](G, candidate.style_mixing)
     if data.precision != "fp32":
         options.update(precision=data.precision)
+    if data.clips:  # the hooks made from the very text printed
+        options.update(before_step={phase: eval(hook, {"torch": torch})  # noqa: S307
+                                    for phase, hook in _clip_hooks(data).items()})  # fmt: skip
     return Step(g, D, opt_g, opt_d, objective=candidate.make(), schedule=_schedule(code),
                 d_scale=candidate.d_scale, g_scale=candidate.g_scale,
                 d_conditional=data.d_conditional, **sources, **options)  # fmt: skip
+
+
+def _clip_hooks(data: Replay) -> dict[str, str]:
+    """The Step's ``before_step`` hooks that clip as the script did, as code by phase."""
+    return {phase: f"lambda {phase.upper()}: {code}" for phase, (code, _) in data.clips.items()}
 
 
 def _step_calls(data: Replay, candidate: Candidate, per_batch: bool, k: int,
@@ -1448,6 +1489,11 @@ def _options(candidate: Candidate, data: Replay, g_name: str = "G") -> str:
         at = f" ({data.autocast_at})" if data.autocast_at else ""
         more += (f'\n    precision="{data.precision}",  # G and D ran under torch.autocast '
                  f"to {DTYPE_NAMES[data.precision]}, as the script's{at}")  # fmt: skip
+    if data.clips:
+        hooks = ", ".join(f'"{phase}": {hook}' for phase, hook in _clip_hooks(data).items())
+        lines = "; ".join(where for _, where in data.clips.values() if where)
+        more += (f"\n    before_step={{{hooks}}},  # the script clips the gradients before "
+                 f"each step{f' ({lines})' if lines else ''}")  # fmt: skip
     if candidate.d_scale != 1.0:
         more += f"\n    d_scale={candidate.d_scale},  # the script scales D's loss by this"
     if candidate.g_scale != 1.0:
