@@ -960,6 +960,22 @@ def test_a_sample_under_autocast_outside_the_update_is_no_reason_not_to_port(tmp
     assert report["port"]["max_difference"] <= 1e-6
 
 
+def port_of_source(tmp_path: Path, name: str, source: str, *flag) -> dict:
+    """The port of a script written here (``name``.py, from ``source``), audited with
+    ``flag`` (``--port`` unless given)."""
+    script, out = tmp_path / f"{name}.py", tmp_path / f"{name}.json"
+    script.write_text(source)
+    ganstep("audit", script, *(flag or ("--port",)), "--json", out, cache=tmp_path,
+            cwd=tmp_path)  # fmt: skip
+    return json.loads(out.read_text())["port"]
+
+
+def assert_verified(port: dict) -> None:
+    """A Step was printed, within float32's tolerance of the script."""
+    assert port["max_difference"] is not None, port["notes"]
+    assert port["max_difference"] <= 1e-6, port["notes"]
+
+
 def test_sngan_collections_ports_from_its_train_function(tmp_path):
     """pytorch-gan-collections' SNGAN loop as its author wrote it: its models, optimizers
     and LambdaLR schedulers are train()'s locals (the port printed the classes' names
@@ -970,8 +986,8 @@ def test_sngan_collections_ports_from_its_train_function(tmp_path):
     the loop with train()'s names, and the note says to keep the schedulers."""
     proc, port = ported(tmp_path, "sngan_collections", "--n_dis", 2, "--batch_size", 16,
                         "--z_dim", 8, flag=("--verify", 3))  # fmt: skip
-    assert port["max_difference"] is not None, port["notes"]
-    assert port["max_difference"] <= 1e-6 and port["iterations"] == 3
+    assert_verified(port)
+    assert port["iterations"] == 3
     code = port["code"]
     assert "net_G, net_D, optim_G, optim_D," in code and "objective=Hinge()" in code
     assert "schedule=d_first(d_steps=2, reuse_fake=False, g_batch=2)" in code
@@ -1052,12 +1068,9 @@ def test_a_sigmoid_d_frozen_for_gs_step_ports_as_bce_on_its_probabilities(tmp_pa
     a Sigmoid D. The audit stops the script at a G step, D frozen: the port's look at
     D's output for a Sigmoid found no graph there, tried BCE on logits, and every
     candidate was refused or parted."""
-    script, out = tmp_path / "frozen.py", tmp_path / "frozen.json"
-    script.write_text(FROZEN_D_SIGMOID)
-    ganstep("audit", script, "--verify", 3, "--json", out, cache=tmp_path, cwd=tmp_path)
-    port = json.loads(out.read_text())["port"]
-    assert port["max_difference"] is not None, port["notes"]
-    assert port["max_difference"] <= 1e-6 and port["float64_difference"] <= 1e-12
+    port = port_of_source(tmp_path, "frozen", FROZEN_D_SIGMOID, "--verify", 3)
+    assert_verified(port)
+    assert port["float64_difference"] <= 1e-12
     assert "objective=NS(probabilities=True)" in port["code"]
     assert "schedule=simultaneous()" in port["code"]  # D judges the fakes of G before its step
     assert "D.requires_grad_(True)" in port["code"]
@@ -1108,12 +1121,9 @@ def test_r1_at_each_d_step_ports_to_an_objective_with_r1(tmp_path, source):
     D forward, or on one of its own). The port took that batch for a penalty's points,
     found D given no real batch, and stopped; WGAN-GP was the only penalty it tried."""
     assert source.count("requires_grad_(True)") == 1
-    script, out = tmp_path / "r1.py", tmp_path / "r1.json"
-    script.write_text(source)
-    ganstep("audit", script, "--verify", 3, "--json", out, cache=tmp_path, cwd=tmp_path)
-    port = json.loads(out.read_text())["port"]
-    assert port["max_difference"] is not None, port["notes"]
-    assert port["max_difference"] <= 1e-6 and port["float64_difference"] <= 1e-12
+    port = port_of_source(tmp_path, "r1", source, "--verify", 3)
+    assert_verified(port)
+    assert port["float64_difference"] <= 1e-12
     assert "objective=NS(r1=10.0)" in port["code"] and "schedule=d_first()" in port["code"]
     assert "R1 on the real batch in D's step" in port["code"]
 
@@ -1178,12 +1188,8 @@ def test_a_trainer_class_loop_ports_with_the_names_its_method_sees(tmp_path):
     """G, D and their optimizers held as a trainer object's attributes, the update in its
     method: the port printed the classes' names and opt_g, opt_d, and its own run of the
     code beside the script's names failed. It now names them as the method does."""
-    script, out = tmp_path / "trainer.py", tmp_path / "trainer.json"
-    script.write_text(TRAINER_CLASS)
-    ganstep("audit", script, "--port", "--json", out, cache=tmp_path, cwd=tmp_path)
-    port = json.loads(out.read_text())["port"]
-    assert port["max_difference"] is not None, port["notes"]
-    assert port["max_difference"] <= 1e-6
+    port = port_of_source(tmp_path, "trainer", TRAINER_CLASS)
+    assert_verified(port)
     assert "self.generator, self.discriminator, self.g_optim, self.d_optim," in port["code"]
     assert not any("failed beside the script's names" in note for note in port["notes"])
 
@@ -1289,12 +1295,8 @@ def test_one_sided_label_smoothing_ports_to_ns_with_its_real_label(tmp_path):
     its Dropout: the notebook's draw their masks in an order no Step does (G after D's
     real forward). No objective tried took a real label below 1; the z printed was
     torch.randn for a uniform z."""
-    script, out = tmp_path / "smoothed.py", tmp_path / "smoothed.json"
-    script.write_text(SMOOTHED_LABELS)
-    ganstep("audit", script, "--port", "--json", out, cache=tmp_path, cwd=tmp_path)
-    port = json.loads(out.read_text())["port"]
-    assert port["max_difference"] is not None, port["notes"]
-    assert port["max_difference"] <= 1e-6
+    port = port_of_source(tmp_path, "smoothed", SMOOTHED_LABELS)
+    assert_verified(port)
     assert "objective=NS(real_label=0.9)" in port["code"]
     assert "schedule=d_first(reuse_fake=False)" in port["code"]
     assert "latent=lambda n: torch.rand(n, 8) * 2 - 1," in port["code"]
@@ -1318,12 +1320,9 @@ for it in range(10):
 def test_an_optimizer_made_and_never_stepped_is_not_counted_as_gs_or_ds(tmp_path):
     """Optimizers made twice over G's and D's parameters, the first pair never stepped:
     the port said "G's parameters are in 2 optimizers" and stopped."""
-    script, out = tmp_path / "remade.py", tmp_path / "remade.json"
-    script.write_text(REMADE_OPTIMIZERS)
-    ganstep("audit", script, "--port", "--json", out, cache=tmp_path, cwd=tmp_path)
-    port = json.loads(out.read_text())["port"]
-    assert port["max_difference"] is not None, port["notes"]
-    assert port["max_difference"] <= 1e-6 and "G, D, opt_g, opt_d," in port["code"]
+    port = port_of_source(tmp_path, "remade", REMADE_OPTIMIZERS)
+    assert_verified(port)
+    assert "G, D, opt_g, opt_d," in port["code"]
 
 
 CLIPPED = f"""{SCRIPT_HEAD}
@@ -1346,12 +1345,10 @@ def test_gradient_clipping_ports_to_before_step_hooks(tmp_path):
     """torch's clip_grad_norm_ on D and clip_grad_value_ on G before their steps: every
     candidate parted (a clipped step is not the unclipped one), and the port blamed the
     losses. The calls are recorded and become the Step's before_step hooks, verified."""
-    script, out = tmp_path / "clipped.py", tmp_path / "clipped.json"
-    script.write_text(CLIPPED.replace("if CLIP_G:", "if True:"))
-    ganstep("audit", script, "--verify", 3, "--json", out, cache=tmp_path, cwd=tmp_path)
-    port = json.loads(out.read_text())["port"]
-    assert port["max_difference"] is not None, port["notes"]
-    assert port["max_difference"] <= 1e-6 and port["float64_difference"] <= 1e-12
+    source = CLIPPED.replace("if CLIP_G:", "if True:")
+    port = port_of_source(tmp_path, "clipped", source, "--verify", 3)
+    assert_verified(port)
+    assert port["float64_difference"] <= 1e-12
     assert (
         'before_step={"g": lambda G: torch.nn.utils.clip_grad_value_(G.parameters(), 0.01), '
         '"d": lambda D: torch.nn.utils.clip_grad_norm_(D.parameters(), 0.05)},'
@@ -1360,10 +1357,7 @@ def test_gradient_clipping_ports_to_before_step_hooks(tmp_path):
 
 
 def test_clipping_before_some_steps_only_is_named_not_ported(tmp_path):
-    script, out = tmp_path / "clipped.py", tmp_path / "clipped.json"
-    script.write_text(CLIPPED.replace("if CLIP_G:", "if it % 2 == 0:"))
-    ganstep("audit", script, "--port", "--json", out, cache=tmp_path, cwd=tmp_path)
-    port = json.loads(out.read_text())["port"]
+    port = port_of_source(tmp_path, "clipped", CLIPPED.replace("if CLIP_G:", "if it % 2 == 0:"))
     assert port["code"] is None and port["notes"] == [
         "the script clips G's gradients (clipped.py:22: torch.nn.utils.clip_grad_value_("
         "G.parameters(), 0.01)) before some of its steps, not once before each the same "
