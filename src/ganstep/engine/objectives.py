@@ -451,6 +451,15 @@ class Relativistic(Objective):
                 f"{self.g_real_term}, per_location={self.per_location})")  # fmt: skip
 
 
+def _bce_with_logits(a: Tensor, target: float) -> Tensor:
+    """softplus(-a) for a real verdict, softplus(a) for a fake one, per element, computed
+    as ``BCEWithLogitsLoss`` computes them (AlexiaJM's, BasicSR's and PyTorch-GAN's
+    relativistic losses): a softplus rounds otherwise, and where a gradient is 0 or
+    nearly (the relative losses cancel, as for a last bias), Adam makes that rounding a
+    step of its own, which the port's float32 check of such a loop then sees."""
+    return F.binary_cross_entropy_with_logits(a, torch.full_like(a, target), reduction="none")
+
+
 class RSGAN(Relativistic):
     """Relativistic standard GAN: L_D = mean softplus(-(r_i - f_i)),
     L_G = mean softplus(-(f_i - r_i)) (BCE with logits on the paired differences)."""
@@ -461,7 +470,7 @@ class RSGAN(Relativistic):
     batch_coupled = None  # pairs sample i with sample i: a mean over pairs
 
     def f(self, a: Tensor, target: float) -> Tensor:
-        return F.softplus(-a) if target else F.softplus(a)
+        return _bce_with_logits(a, target)
 
 
 class RaSGAN(Relativistic):
@@ -474,7 +483,7 @@ class RaSGAN(Relativistic):
     applies_sigmoid = True
 
     def f(self, a: Tensor, target: float) -> Tensor:
-        return F.softplus(-a) if target else F.softplus(a)
+        return _bce_with_logits(a, target)
 
 
 class RaLSGAN(Relativistic):
