@@ -590,8 +590,9 @@ def test_port_says_where_each_candidate_parts_from_a_loss_it_does_not_know(tmp_p
 
 @subclass_counted
 def test_hinge_inside_its_margin_is_told_from_wasserstein_by_the_losses_taken(tmp_path):
-    """While every score is inside the hinge's margin (|s| < 1), Hinge() and Wasserstein()
-    give G and D the same gradients: the models cannot tell them apart (biggan.py's port
+    """While every score is inside the hinge's margin (|s| < 1), Hinge(), RaHinge() and
+    Wasserstein() give G and D the same gradients: the models cannot tell them apart
+    (biggan.py's port
     said so about once in 40 runs of its random data). The losses the script
     backpropagated can: its hinge L_D is 2 above the Wasserstein one there. Here D's
     output is scaled by 1e-3, so that every score stays inside."""
@@ -606,7 +607,7 @@ def test_hinge_inside_its_margin_is_told_from_wasserstein_by_the_losses_taken(tm
     port = json.loads(out.read_text())["port"]
     assert "objective=Hinge()" in port["code"] and port["max_difference"] <= 1e-6
     assert port["notes"][0] == (
-        "2 candidates equal the script in its models; their loss values told them apart: "
+        "3 candidates equal the script in its models; their loss values told them apart: "
         "this one's L_D and L_G are the values the script's backward passes took at each "
         "iteration")  # fmt: skip
 
@@ -1363,3 +1364,115 @@ def test_clipping_before_some_steps_only_is_named_not_ported(tmp_path):
         "G.parameters(), 0.01)) before some of its steps, not once before each the same "
         "way: not mapped"
     ]
+
+
+RELATIVISTIC_LOOP = """
+import sys
+
+import torch
+import torch.nn as nn
+
+loss_D = sys.argv[1]
+torch.manual_seed(0)
+G = nn.Sequential(nn.Linear(8, 32), nn.ReLU(), nn.Linear(32, 2))
+D = nn.Sequential(nn.Linear(2, 32), nn.LeakyReLU(0.2), nn.Linear(32, 1))
+optimizerD = torch.optim.Adam(D.parameters(), lr=2e-4, betas=(0.5, 0.999))
+optimizerG = torch.optim.Adam(G.parameters(), lr=2e-4, betas=(0.5, 0.999))
+BCE_stable = nn.BCEWithLogitsLoss()
+relu = torch.nn.ReLU()
+y, y2 = torch.ones(32), torch.zeros(32)
+for i in range(100):
+    for p in D.parameters():
+        p.requires_grad = True
+    D.zero_grad()
+    x = torch.randn(32, 2) * 0.5 + 1
+    y_pred = D(x).view(-1)
+    fake = G(torch.randn(32, 8))
+    y_pred_fake = D(fake.detach()).view(-1)
+    r, f = y_pred - torch.mean(y_pred_fake), y_pred_fake - torch.mean(y_pred)
+    if loss_D == "RSGAN":
+        errD = BCE_stable(y_pred - y_pred_fake, y)
+    elif loss_D == "RaSGAN":
+        errD = (BCE_stable(r, y) + BCE_stable(f, y2)) / 2
+    elif loss_D == "RaLSGAN":
+        errD = (torch.mean((r - y) ** 2) + torch.mean((f + y) ** 2)) / 2
+    else:
+        errD = (torch.mean(relu(1.0 - r)) + torch.mean(relu(1.0 + f))) / 2
+    errD.backward()
+    optimizerD.step()
+    for p in D.parameters():
+        p.requires_grad = False
+    G.zero_grad()
+    x = torch.randn(32, 2) * 0.5 + 1  # G's step: a real batch of its own
+    y_pred = D(x).view(-1)
+    fake = G(torch.randn(32, 8))
+    y_pred_fake = D(fake).view(-1)
+    r, f = y_pred - torch.mean(y_pred_fake), y_pred_fake - torch.mean(y_pred)
+    if loss_D == "RSGAN":
+        errG = BCE_stable(y_pred_fake - y_pred, y)
+    elif loss_D == "RaSGAN":
+        errG = (BCE_stable(r, y2) + BCE_stable(f, y)) / 2
+    elif loss_D == "RaLSGAN":
+        errG = (torch.mean((r + y) ** 2) + torch.mean((f - y) ** 2)) / 2
+    else:
+        errG = (torch.mean(relu(1.0 + r)) + torch.mean(relu(1.0 - f))) / 2
+    errG.backward()
+    optimizerG.step()
+"""
+
+
+@pytest.mark.parametrize("loss", ["RSGAN", "RaSGAN", "RaLSGAN", "RaHinge"])
+def test_a_relativistic_loop_ports_with_gs_real_batch_of_its_own(tmp_path, loss):
+    """The RelativisticGAN paper's loop as its code writes it: BCEWithLogitsLoss (or least
+    squares, hinge) on D's relative scores; D frozen in G's step, which reads D on a real
+    batch of its own. No relativistic objective was tried, D's forward on G's real batch
+    (no graph: D is frozen) was not a real batch of G's step, and no schedule took one
+    (d_first(..., fresh_real=True))."""
+    script, out = tmp_path / "relativistic.py", tmp_path / "relativistic.json"
+    script.write_text(RELATIVISTIC_LOOP)
+    ganstep("audit", script, "--verify", 3, "--json", out, "--", loss, cache=tmp_path,
+            cwd=tmp_path)  # fmt: skip
+    port = json.loads(out.read_text())["port"]
+    assert_verified(port)
+    assert port["float64_difference"] <= 1e-12
+    code = port["code"]
+    assert f"objective={loss}()" in code
+    assert "schedule=d_first(reuse_fake=False, fresh_real=True)" in code
+    assert "(2 real batches: one per D step, then G's step's own)" in code
+
+
+RELATIVISTIC_SAME_BATCH = """
+import torch
+from torch import nn
+
+torch.manual_seed(0)
+G = nn.Sequential(nn.Linear(8, 32), nn.ReLU(), nn.Linear(32, 2))
+D = nn.Sequential(nn.Linear(2, 32), nn.LeakyReLU(0.2), nn.Linear(32, 1))
+opt_g = torch.optim.Adam(G.parameters(), 2e-4, betas=(0.5, 0.999))
+opt_d = torch.optim.Adam(D.parameters(), 2e-4, betas=(0.5, 0.999))
+bce = nn.BCEWithLogitsLoss()
+ones, zeros = torch.ones(32, 1), torch.zeros(32, 1)
+for it in range(50):
+    real = torch.randn(32, 2) * 0.5 + 1
+    fake = G(torch.randn(32, 8))
+    d_real, d_fake = D(real), D(fake.detach())
+    d_loss = (bce(d_real - d_fake.mean(), ones) + bce(d_fake - d_real.mean(), zeros)) / 2
+    opt_d.zero_grad()
+    d_loss.backward()
+    opt_d.step()
+    d_real, d_fake = D(real), D(fake)
+    g_loss = (bce(d_real - d_fake.mean(), zeros) + bce(d_fake - d_real.mean(), ones)) / 2
+    opt_g.zero_grad()
+    g_loss.backward()
+    opt_g.step()
+"""
+
+
+def test_rasgan_ports_at_0_in_float32_as_bce_with_logits_computes_it(tmp_path):
+    """RaSGAN on D's step's real batch in G's step too (as BasicSR's ESRGAN reads it).
+    RaSGAN's softplus parted from the script's BCEWithLogitsLoss by float32 rounding,
+    which Adam made a step of its own where a gradient is 0 or nearly: 1.7e-4 apart, and
+    not ported. As BCEWithLogitsLoss computes it, the two are 0 apart."""
+    port = port_of_source(tmp_path, "same_batch", RELATIVISTIC_SAME_BATCH)
+    assert port["max_difference"] == 0.0, port["notes"]
+    assert "objective=RaSGAN()" in port["code"] and "schedule=d_first()" in port["code"]

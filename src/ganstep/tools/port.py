@@ -50,7 +50,20 @@ from types import ModuleType
 import torch
 from torch import Tensor, nn
 
-from ..engine.objectives import BEGAN, LSGAN, NS, WGAN, WGANGP, Hinge, Objective, Wasserstein
+from ..engine.objectives import (
+    BEGAN,
+    LSGAN,
+    NS,
+    RSGAN,
+    WGAN,
+    WGANGP,
+    Hinge,
+    Objective,
+    RaHinge,
+    RaLSGAN,
+    RaSGAN,
+    Wasserstein,
+)
 from ..engine.regularizers import PathLength
 from ..engine.schedules import d_first, g_first, simultaneous
 from ..engine.step import Step
@@ -276,7 +289,21 @@ def candidates(d_output: Tensor, penalty: str | None, clip: float | None,
               for d in (1.0, 2.0) for g in (1.0, 2.0)]  # fmt: skip
     found.append(Candidate("Hinge()", Hinge, 1.0, 1.0, "hinge losses on D's output"))
     found.append(Candidate("Wasserstein()", Wasserstein, 1.0, 1.0, "Wasserstein losses"))
+    why = "relativistic losses: D's real scores against its fake ones"
+    found += [Candidate(code, make, 1.0, 1.0, why) for code, make in RELATIVISTIC]
     return found
+
+
+# the relativistic objectives tried: AlexiaJM's four, and BasicSR's and PyTorch-GAN's
+# ESRGAN forms of RaSGAN
+RELATIVISTIC = (
+    ("RSGAN()", RSGAN),
+    ("RaSGAN()", RaSGAN),
+    ("RaSGAN(detach_mean=True)", partial(RaSGAN, detach_mean=True)),
+    ("RaSGAN(g_real_term=False)", partial(RaSGAN, g_real_term=False)),
+    ("RaLSGAN()", RaLSGAN),
+    ("RaHinge()", RaHinge),
+)
 
 
 def with_classifier(found: list[Candidate]) -> list[Candidate]:
@@ -327,6 +354,9 @@ class Replay:
     # each iteration's losses the script backpropagated for each of D's and G's steps
     # ("D"/"G": one value a step, None where its backward passes took no plain number)
     losses: list[dict[str, list[float | None]]] = field(default_factory=list)
+    # each iteration's real batch D was forwarded on without a graph in G's phase (a
+    # relativistic G step reading a fresh one, AlexiaJM's); [] unless each has one
+    g_reals: list[object] = field(default_factory=list)
     # the script's gradient clipping before each of G's ("g") and D's ("d") steps: the
     # call on the phase's module (named G or D), and its line
     clips: dict[str, tuple[str, str | None]] = field(default_factory=dict)
@@ -423,7 +453,27 @@ def replay(rec, capture: Capture, iterations: int, d_order: str = "real_first") 
                   after=_calls_after(rec, capture, ends), g_parts=parts,
                   style_mixing=mixing, lazy=_lazy_calls(rec, z_seqs),
                   losses=_step_losses(rec, iterations), graded_real=graded_real,
-                  clips=clips)  # fmt: skip
+                  clips=clips, g_reals=_g_phase_reals(rec, capture, iterations))  # fmt: skip
+
+
+def _g_phase_reals(rec, capture: Capture, iterations: int) -> list[object]:
+    """Each iteration's one D forward on data without a graph, after D's last step and
+    before G's (AlexiaJM's G step reads D on a real batch of its own, D frozen); [] unless
+    every iteration has one."""
+    found = []
+    for i in range(iterations):
+        steps = [st for st in rec.opt_steps if st.iteration == i]
+        g = next((st.seq for st in steps if st.label == "G"), None)
+        d = max((st.seq for st in steps if st.label == "D" and g is not None and st.seq < g),
+                default=None)  # fmt: skip
+        seen = [f for f in rec.forwards if f.label == "D" and not f.used and f.producer is None
+                and not f.input_grad and d is not None and d < f.seq < g
+                and f.seq in capture.calls]  # fmt: skip
+        if len(seen) != 1:
+            return []
+        tensors = tuple(a for a in capture.calls[seen[0].seq][0] if isinstance(a, Tensor))
+        found.append(tensors[0] if len(tensors) == 1 else tensors)
+    return found
 
 
 def _clips(rec, iterations: int) -> dict[str, tuple[str, str | None]] | str:
@@ -712,11 +762,12 @@ def path_to(namespace: dict, target: object) -> str | None:
     return None
 
 
-def schedules(audited: str, g_batch: int = 1) -> list[tuple[str, bool]]:
+def schedules(audited: str, g_batch: int = 1, fresh_real: bool = False) -> list[tuple[str, bool]]:
     """The schedules that could be the script's, each with whether a Step call takes one
     real batch per D step: the audit's; for a ``d_first`` the same with G's step on a z
     of its own (``reuse_fake=False``, BigGAN's), on ``g_batch`` times the rows where G's
-    calls took two sizes (SNGAN's ``batch_size * 2``); and for its ``d_first(d_steps=k)``
+    calls took two sizes (SNGAN's ``batch_size * 2``), or on a real batch of its own
+    (``fresh_real``, AlexiaJM's); and for its ``d_first(d_steps=k)``
     the n_critic loop that steps G on every k-th batch from the first (PyTorch-GAN's ``i %
     n_critic == 0``, G forwarded again on the same z), whose first audited iteration has
     one D step."""
@@ -726,6 +777,8 @@ def schedules(audited: str, g_batch: int = 1) -> list[tuple[str, bool]]:
         found.append((fresh + ")", False))
         if g_batch > 1:
             found.append((f"{fresh}, g_batch={g_batch})", False))
+        if fresh_real:
+            found.append((f"{fresh}, fresh_real=True)", False))
     match = re.fullmatch(r"d_first\(d_steps=(\d+)\)", audited)
     if match:
         found.append((f"d_first(g_every={match[1]}, reuse_fake=False, reuse_z=True)", True))
@@ -941,6 +994,8 @@ def _step_calls(data: Replay, candidate: Candidate, per_batch: bool, k: int,
     of one per each of its schedule's ``k`` D steps (one batch per call where
     ``per_batch``); a string where the iteration has too few."""
     given = data.reals[i]
+    if not per_batch and k > len(given) and data.g_reals:  # G's step's own (fresh_real)
+        given = [*given, data.g_reals[i]]
     if candidate.classifier is not None:  # D's class terms read the real labels
         given = list(zip(given, data.labels[i], strict=True))
     if candidate.accumulate > 1:  # the rounds' real batches, joined: one Step call
@@ -1157,7 +1212,8 @@ def _tried(script: _Script, capture: Capture, data: Replay, report) -> list[tupl
             return every
         found = [replace(c, path_length=(w * (len(data.reals[0]) if c.summed else 1), every))
                  for c in found for w in PL_WEIGHTS]  # fmt: skip
-    return [(s, c) for s in schedules(report.schedule, _g_batch(data)) for c in found]
+    fresh_real = bool(data.g_reals)
+    return [(s, c) for s in schedules(report.schedule, _g_batch(data), fresh_real) for c in found]
 
 
 def _g_batch(data: Replay) -> int:
@@ -1397,6 +1453,8 @@ def _code(script: _Script, schedule: tuple[str, bool], candidate: Candidate,
              if per_batch else "the audit's update order")  # fmt: skip
     if "reuse_fake=False" in code and not per_batch:
         where += "; G's step on a z of its own, as the script draws one"
+    if "fresh_real=True" in code:
+        where += ", and on a real batch of its own"
     times = re.search(r"g_batch=(\d+)", code)
     if times:
         where += f", of {times[1]} times the D step's rows"
@@ -1405,9 +1463,10 @@ def _code(script: _Script, schedule: tuple[str, bool], candidate: Candidate,
     batch = "(real_batch, its_labels)" if labelled else "real_batch"
     if data.image_to_image:
         batch = "(target_batch, source_batch)"
-    call, k = f"step({batch})", re.search(r"d_steps=(\d+)", code)
-    if k and not per_batch:
-        call = f"step([{batch}, ...])  ({k[1]} real batches: one per D step)"
+    call, k = f"step({batch})", _schedule(code).real_batches
+    if k > 1 and not per_batch:
+        own = ", then G's step's own" if "fresh_real=True" in code else ""
+        call = f"step([{batch}, ...])  ({k} real batches: one per D step{own})"
     g, wrapper = names["G"], ""
     if data.embedding is not None:
         g, wrapper = f"GOfLabels({g})", _wrapper(data.embedding)
