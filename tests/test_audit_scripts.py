@@ -1077,7 +1077,8 @@ def test_a_sigmoid_d_frozen_for_gs_step_ports_as_bce_on_its_probabilities(tmp_pa
     assert "D.requires_grad_(True)" in port["code"]
 
 
-R1_EACH_STEP = """
+# a 2D G and D with Adam at DCGAN's settings, as the loops below begin
+WIDE_HEAD = """
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -1087,6 +1088,9 @@ G = nn.Sequential(nn.Linear(8, 32), nn.ReLU(), nn.Linear(32, 2))
 D = nn.Sequential(nn.Linear(2, 32), nn.LeakyReLU(0.2), nn.Linear(32, 1))
 opt_g = torch.optim.Adam(G.parameters(), 2e-4, betas=(0.5, 0.999))
 opt_d = torch.optim.Adam(D.parameters(), 2e-4, betas=(0.5, 0.999))
+"""
+
+R1_EACH_STEP = f"""{WIDE_HEAD}
 gamma = 10.0
 for it in range(50):
     real = (torch.randn(32, 2) * 0.5 + 1).requires_grad_(True)
@@ -1441,15 +1445,7 @@ def test_a_relativistic_loop_ports_with_gs_real_batch_of_its_own(tmp_path, loss)
     assert "(2 real batches: one per D step, then G's step's own)" in code
 
 
-RELATIVISTIC_SAME_BATCH = """
-import torch
-from torch import nn
-
-torch.manual_seed(0)
-G = nn.Sequential(nn.Linear(8, 32), nn.ReLU(), nn.Linear(32, 2))
-D = nn.Sequential(nn.Linear(2, 32), nn.LeakyReLU(0.2), nn.Linear(32, 1))
-opt_g = torch.optim.Adam(G.parameters(), 2e-4, betas=(0.5, 0.999))
-opt_d = torch.optim.Adam(D.parameters(), 2e-4, betas=(0.5, 0.999))
+RELATIVISTIC_SAME_BATCH = f"""{WIDE_HEAD}
 bce = nn.BCEWithLogitsLoss()
 ones, zeros = torch.ones(32, 1), torch.zeros(32, 1)
 for it in range(50):
