@@ -157,6 +157,11 @@ class _Clip:
 CLIPPING = ("clip_grad_norm_", "clip_grad_value_")
 
 
+def _same_value(value: object, default: object) -> bool:
+    """Whether an argument is its default (a tensor never is: it is shown)."""
+    return not isinstance(value, Tensor) and value == default
+
+
 @dataclass(eq=False)
 class _Step:
     label: str
@@ -594,12 +599,15 @@ class Recorder:
 
         def clip(parameters, *args, **kwargs):
             params = [parameters] if isinstance(parameters, Tensor) else list(parameters)
-            bound = signature.bind(params, *args, **kwargs)
-            bound.apply_defaults()
-            values = list(bound.arguments.items())[1:]  # after the parameters
-            shown = [repr(values[0][1])]  # the norm or value, then what is not the default
-            shown += [f"{k}={v!r}" for k, v in values[1:]
-                      if v != signature.parameters[k].default]  # fmt: skip
+            try:  # (a call torch refuses is left for torch to refuse)
+                bound = signature.bind(params, *args, **kwargs)
+                bound.apply_defaults()
+                values = list(bound.arguments.items())[1:]  # after the parameters
+                shown = [repr(values[0][1])]  # the norm or value, then what is not the default
+                shown += [f"{k}={v!r}" for k, v in values[1:]
+                          if not _same_value(v, signature.parameters[k].default)]  # fmt: skip
+            except (TypeError, IndexError):
+                return original(params, *args, **kwargs)
             code = f"torch.nn.utils.{original.__name__}({{}}.parameters(), {', '.join(shown)})"
             ids = frozenset(id(p) for p in params)
             self.clips.append(_Clip(self._next(), ids, code, self.call_site()))
