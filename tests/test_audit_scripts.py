@@ -1472,3 +1472,28 @@ def test_rasgan_ports_at_0_in_float32_as_bce_with_logits_computes_it(tmp_path):
     port = port_of_source(tmp_path, "same_batch", RELATIVISTIC_SAME_BATCH)
     assert port["max_difference"] == 0.0, port["notes"]
     assert "objective=RaSGAN()" in port["code"] and "schedule=d_first()" in port["code"]
+
+
+LOGGED_BETWEEN_STEPS = f"""{WIDE_HEAD}
+bce = nn.BCEWithLogitsLoss()
+for it in range(50):
+    real = torch.randn(32, 2) * 0.5 + 1
+    fake = G(torch.randn(32, 8))
+    opt_d.zero_grad()
+    (bce(D(real), torch.ones(32, 1)) + bce(D(fake.detach()), torch.zeros(32, 1))).backward()
+    opt_d.step()
+    with torch.no_grad():
+        d_x = torch.sigmoid(D(real)).mean().item()  # logged, as the DCGAN example's D(x)
+    opt_g.zero_grad()
+    bce(D(fake), torch.ones(32, 1)).backward()
+    opt_g.step()
+"""
+
+
+def test_a_logging_forward_of_d_between_its_step_and_gs_is_no_real_batch_of_gs(tmp_path):
+    """D on data without a graph between D's step and G's is G's real batch of its own
+    only to losses that read one (the relativistic ones): NS with and without
+    fresh_real=True would be two equal Steps, and none would be printed."""
+    port = port_of_source(tmp_path, "logged", LOGGED_BETWEEN_STEPS)
+    assert_verified(port)
+    assert "schedule=d_first()" in port["code"] and "fresh_real" not in port["code"]

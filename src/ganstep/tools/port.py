@@ -1213,7 +1213,10 @@ def _tried(script: _Script, capture: Capture, data: Replay, report) -> list[tupl
         found = [replace(c, path_length=(w * (len(data.reals[0]) if c.summed else 1), every))
                  for c in found for w in PL_WEIGHTS]  # fmt: skip
     fresh_real = bool(data.g_reals)
-    return [(s, c) for s in schedules(report.schedule, _g_batch(data), fresh_real) for c in found]
+    # G's real batch of its own matters only to losses that read it (a logging forward
+    # of D on data would otherwise make two equal candidates of every other one)
+    return [(s, c) for s in schedules(report.schedule, _g_batch(data), fresh_real)
+            for c in found if "fresh_real" not in s[0] or c.make().g_needs_real]  # fmt: skip
 
 
 def _g_batch(data: Replay) -> int:
