@@ -1485,7 +1485,7 @@ for it in range(50):
     with torch.no_grad():
         d_x = torch.sigmoid(D(real)).mean().item()  # logged, as the DCGAN example's D(x)
     opt_g.zero_grad()
-    bce(D(fake), torch.ones(32, 1)).backward()
+    bce(D(G(torch.randn(32, 8))), torch.ones(32, 1)).backward()  # on a z of its own
     opt_g.step()
 """
 
@@ -1496,4 +1496,4 @@ def test_a_logging_forward_of_d_between_its_step_and_gs_is_no_real_batch_of_gs(t
     fresh_real=True would be two equal Steps, and none would be printed."""
     port = port_of_source(tmp_path, "logged", LOGGED_BETWEEN_STEPS)
     assert_verified(port)
-    assert "schedule=d_first()" in port["code"] and "fresh_real" not in port["code"]
+    assert "schedule=d_first(reuse_fake=False)," in port["code"]
