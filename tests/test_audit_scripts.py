@@ -1498,3 +1498,38 @@ def test_a_logging_forward_of_d_between_its_step_and_gs_is_no_real_batch_of_gs(t
     port = port_of_source(tmp_path, "logged", LOGGED_BETWEEN_STEPS)
     assert_verified(port)
     assert "schedule=d_first(reuse_fake=False)," in port["code"]
+
+
+TOY_GRADIENT_PENALTY = f"""{WIDE_HEAD}
+import torch.autograd as autograd
+
+one = torch.tensor(1.0)
+mone = one * -1
+for iteration in range(20):
+    for iter_d in range(2):
+        real = torch.randn(32, 2) * 0.5 + 1
+        D.zero_grad()
+        D(real).mean().backward(mone)
+        with torch.no_grad():
+            fake = G(torch.randn(32, 8))
+        D(fake).mean().backward(one)
+        alpha = torch.rand(32, 1).expand(real.size())
+        interpolates = (alpha * real + (1 - alpha) * fake).requires_grad_(True)
+        out = D(interpolates)
+        gradients = autograd.grad(outputs=out, inputs=interpolates,
+                                  grad_outputs=torch.ones(out.size()), create_graph=True)[0]
+        (((gradients.norm(2, dim=1) - 1) ** 2).mean() * 0.1).backward()
+        opt_d.step()
+    G.zero_grad()
+    D(G(torch.randn(32, 8))).mean().backward(mone)
+    opt_g.step()
+"""
+
+
+def test_a_gradient_penalty_of_another_weight_than_10_ports(tmp_path):
+    """caogang/wgan-gp's toy loop writes its losses as backward(mone) and backward(one)
+    and weighs its penalty 0.1: the port tried WGAN-GP at 10 only."""
+    port = port_of_source(tmp_path, "toy", TOY_GRADIENT_PENALTY)
+    assert_verified(port)
+    assert "objective=WGANGP(0.1)" in port["code"]
+    assert "schedule=d_first(d_steps=2, reuse_fake=False)" in port["code"]

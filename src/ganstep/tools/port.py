@@ -217,6 +217,9 @@ STYLE_MIXING = (0.9, 0.5)
 # batch shrink (StyleGAN2Loss's defaults)
 PL_WEIGHTS = (2.0,)
 
+# WGAN-GP's penalty weights tried (the paper's 10; its toy code's 0.1, and 1)
+GP_WEIGHTS = (10.0, 1.0, 0.1)
+
 # R1 weights tried (StyleGAN2-ADA's --gamma: its configs' values and decades; Mescheder
 # et al.'s 10)
 R1_WEIGHTS = (0.01, 0.1, 0.5, 1.0, 2.0, 5.0, 10.0, 100.0)
@@ -270,7 +273,8 @@ def candidates(d_output: Tensor, penalty: str | None, clip: float | None,
         return with_r1(candidates(d_output, None, None), 1, 1)
     if penalty == "gp":
         why = "D's step took a double backward (a gradient penalty) on Wasserstein losses"
-        return [Candidate("WGANGP(10.0)", lambda: WGANGP(10.0), 1.0, 1.0, why)]
+        return [Candidate(f"WGANGP({w})", partial(WGANGP, w), 1.0, 1.0, why)
+                for w in GP_WEIGHTS]  # fmt: skip
     smoothed = "; D's target for real samples 0.9 (one-sided label smoothing)"
     if ends_in_sigmoid(d_output):
         why = "D's output comes out of a Sigmoid: BCE on its probabilities"
