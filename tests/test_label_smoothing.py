@@ -48,9 +48,10 @@ def sides():
 
 def test_real_label_equals_udacitys_gan_notebook():
     """The notebook's loop: BCEWithLogitsLoss against 0.9 on D's real scores, 0 on the
-    fakes, 1 in G's step on fresh z (numpy's uniform), D's Dropout masks in its order."""
+    fakes, 1 in G's step on fresh z (numpy's uniform), D's Dropout masks in its order.
+    It rescales each batch itself (x * 2 - 1): the Step is given the batches rescaled."""
     theirs, ours = sides()
-    reals = real_batches(5, dtype=torch.float64)
+    reals = [x.sigmoid() for x in real_batches(5, dtype=torch.float64)]  # images in [0, 1)
     torch.manual_seed(7)
     expected = reference.udacity_gan_mnist(*theirs, reals, np.random.RandomState(3), Z_SIZE)
     rng = np.random.RandomState(3)
@@ -58,7 +59,7 @@ def test_real_label_equals_udacitys_gan_notebook():
     step = Step(*ours, objective=NS(real_label=0.9), schedule=d_first(reuse_fake=False),
                 latent=latent)  # fmt: skip
     torch.manual_seed(7)
-    got = run_step(step, reals)
+    got = run_step(step, [x * 2 - 1 for x in reals])
     assert_same_sides(ours, theirs)
     assert_losses(got, expected)
 

@@ -526,7 +526,8 @@ def diffaugment(G, D, opt_g, opt_d, batches: Batches, latent: Latent,
 def udacity_gan_mnist(G, D, opt_g, opt_d, batches: Batches, rng: np.random.RandomState,
                       z_size: int):  # fmt: skip
     """udacity/deep-learning-v2-pytorch ``gan-mnist/MNIST_GAN_Solution.ipynb``'s training
-    cell (and its losses cell), copied into many GAN tutorials: per batch, D's step on
+    cell (and its losses cell), copied into many GAN tutorials: per batch, the images
+    rescaled from [0, 1) to [-1, 1) (``real_images * 2 - 1``), D's step on
     ``D(real_images)`` with one-sided label smoothing (``real_loss(D_real,
     smooth=True)``: ``BCEWithLogitsLoss`` against 0.9, on the squeezed output) and on
     ``D(G(z))`` (not detached: its backward runs on into G, whose gradients
@@ -537,24 +538,25 @@ def udacity_gan_mnist(G, D, opt_g, opt_d, batches: Batches, rng: np.random.Rando
     draws from torch's generator (the notebook's G has Dropout too) its masks come
     after D's real forward here and before it in the Step."""
 
-    def real_loss(D_out, smooth=False):
+    def real_loss(D_out, smooth=False):  # (its labels.cuda() where train_on_gpu: D's device)
         batch_size = D_out.size(0)
         if smooth:
-            labels = torch.ones(batch_size, dtype=D_out.dtype) * 0.9
+            labels = torch.ones(batch_size, dtype=D_out.dtype, device=D_out.device) * 0.9
         else:
-            labels = torch.ones(batch_size, dtype=D_out.dtype)
+            labels = torch.ones(batch_size, dtype=D_out.dtype, device=D_out.device)
         criterion = nn.BCEWithLogitsLoss()
         return criterion(D_out.squeeze(), labels)
 
     def fake_loss(D_out):
         batch_size = D_out.size(0)
-        labels = torch.zeros(batch_size, dtype=D_out.dtype)
+        labels = torch.zeros(batch_size, dtype=D_out.dtype, device=D_out.device)
         criterion = nn.BCEWithLogitsLoss()
         return criterion(D_out.squeeze(), labels)
 
     history = []
     for real_images in batches:
         batch_size = real_images.size(0)
+        real_images = real_images * 2 - 1  # its "Important rescaling step", [0, 1) to [-1, 1)
         opt_d.zero_grad()
         D_real = D(real_images)
         d_real_loss = real_loss(D_real, smooth=True)
