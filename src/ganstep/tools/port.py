@@ -468,11 +468,11 @@ def _g_phase_reals(rec, capture: Capture, iterations: int) -> list[object]:
     for i in range(iterations):
         steps = [st for st in rec.opt_steps if st.iteration == i]
         g = next((st.seq for st in steps if st.label == "G"), None)
-        d = max((st.seq for st in steps if st.label == "D" and g is not None and st.seq < g),
-                default=None)  # fmt: skip
+        d = max((st.seq for st in steps if st.label == "D" and st.seq < (g or 0)), default=None)
+        if d is None:  # (no G step, or no D step before it)
+            return []
         seen = [f for f in rec.forwards if f.label == "D" and not f.used and f.producer is None
-                and not f.input_grad and d is not None and d < f.seq < g
-                and f.seq in capture.calls]  # fmt: skip
+                and not f.input_grad and d < f.seq < g and f.seq in capture.calls]  # fmt: skip
         if len(seen) != 1:
             return []
         tensors = tuple(a for a in capture.calls[seen[0].seq][0] if isinstance(a, Tensor))
