@@ -33,8 +33,9 @@ class UdacityD(nn.Module):
 
 
 def sides():
-    """Two identical (G, D, opt_g, opt_d) in float64. G has no Dropout: the notebook's G
-    draws its masks after D's real forward, a Step's before it."""
+    """Two identical (G, D, opt_g, opt_d) in float64. G has no Dropout, so the default
+    d_order (G's fakes made before D's forwards) equals the notebook; with its G's
+    Dropout too, d_order="real_g_fake" does (tests/test_real_g_fake.py)."""
     made = []
     for _ in range(2):
         torch.manual_seed(0)

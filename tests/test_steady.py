@@ -7,7 +7,7 @@ from types import SimpleNamespace
 
 import pytest
 import torch
-from helpers import OBJECTIVES, Run, real_batches
+from helpers import OBJECTIVES, Z_DIM, Run, real_batches
 from helpers.wild import (
     ACGAND,
     CondG,
@@ -124,6 +124,35 @@ def test_steady_iteration_with_options_equals_the_general_path(name, schedule, m
     calls = calls_for(build(schedule=schedule, **options)[1], 6)
     results = both_ways(lambda: build(schedule=schedule, **options), calls, monkeypatch)
     assert results[0][1]._steady is not None
+    assert_same(results)
+
+
+REAL_G_FAKE = {
+    "plain": dict(),
+    "r1": dict(objective=NS(r1=0.5)),
+    "lazy_r1": dict(objective=NS(r1=0.5, r1_every=2)),
+    "wgan_gp": dict(objective="wgan_gp"),
+    "bf16": dict(precision="bf16"),
+}
+
+
+@pytest.mark.parametrize("schedule", SCHEDULES, ids=repr)
+@pytest.mark.parametrize("name", list(REAL_G_FAKE))
+def test_steady_real_g_fake_equals_the_general_path(name, schedule, monkeypatch):
+    """d_order="real_g_fake" with a Dropout D and z from torch's global generator: a z
+    drawn before D's real forward would take other numbers than the general path's."""
+    options = {"objective": "ns", **REAL_G_FAKE[name]}
+
+    def make():
+        run = Run("ns", False)
+        run.D.net.insert(1, torch.nn.Dropout(0.3))
+        latent = lambda n: torch.randn(n, Z_DIM, dtype=torch.float64)  # noqa: E731
+        return run, Step(*run.models(), schedule=schedule, latent=latent,
+                         d_order="real_g_fake", **options)  # fmt: skip
+
+    results = both_ways(make, calls_for(make()[1], 5), monkeypatch)
+    assert results[0][1]._steady is not None
+    assert results[0][1]._steady.g_between
     assert_same(results)
 
 

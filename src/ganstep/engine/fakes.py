@@ -206,6 +206,27 @@ def checked_fake(game: Game, fake: object, like: Batch) -> tuple[Tensor, tuple |
     return fake, extra
 
 
+class FakesAfterReal:
+    """A D step's fakes, made when the step asks for them: after D's forward on the real
+    batch (``d_order="real_g_fake"``), as the PyTorch DCGAN example's lines run. z is
+    drawn then too, unless ``latents`` are given (a z to reuse). Calling it makes them
+    and returns D's fake batch, cut from G's graph; ``latents`` and ``made`` (G's
+    output, with its graph where ``graph``) stay for the schedule. One micro-batch:
+    the order is refused with accumulation."""
+
+    def __init__(self, game: Game, real: MicroBatches, latents: list[Latents] | None,
+                 graph: bool) -> None:  # fmt: skip
+        self.game, self.real, self.latents, self.graph = game, real, latents, graph
+        self.made: MicroBatches | None = None
+
+    def __call__(self) -> Batch:
+        if self.latents is None:
+            self.latents = draw(self.game, self.real)
+        self.made = generate(self.game, self.latents, self.real, graph=self.graph)
+        (fake,) = detach(self.made)
+        return fake
+
+
 def g_batch_like(real: MicroBatches, times: int) -> MicroBatches:
     """Batches shaped like ``real``'s with ``times`` as many rows, to make fakes for (G's
     step on a multiple of the real batch); their samples are never read."""

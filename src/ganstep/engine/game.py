@@ -20,7 +20,9 @@ from .precision import Precision
 from .regularizers import Regularizer
 from .sides import Side
 
-D_ORDERS = ("real_first", "fake_first")
+# The orders of a D step's forwards; "real_g_fake": D on the real batch, then G makes
+# the fakes (z drawn then), then D on them, as the PyTorch DCGAN example's lines run.
+D_ORDERS = ("real_first", "fake_first", "real_g_fake")
 # The optimizer steps a hook may name: each side's adversarial step, its lazy
 # regularization step, InfoGAN's info step.
 PHASES = ("d", "g", "d_reg", "g_reg", "info")

@@ -44,7 +44,8 @@ class Options:
     # D once on cat(real, fake) in a D step: True, False, or "auto" (where that is the
     # loop's math: Game.concat_d_calls).
     concat: bool | str = False
-    # The order of D's forwards in a D step: "real_first" or "fake_first".
+    # The order of D's forwards in a D step: "real_first", "fake_first" or "real_g_fake"
+    # (G called between them: its fakes made after D's forward on the real batch).
     d_order: str = "real_first"
     # "auto": merge D forwards where D's profile allows it; "loop": the loop's forwards
     # always; "merged": merge whatever D is (the user asked, knowing the difference).

@@ -23,7 +23,15 @@ from torch import Tensor
 
 from .batch import Batch
 from .errors import NonFiniteError
-from .fakes import Latents, MicroBatches, detach, draw, generate, images_at_latents
+from .fakes import (
+    FakesAfterReal,
+    Latents,
+    MicroBatches,
+    detach,
+    draw,
+    generate,
+    images_at_latents,
+)
 from .game import Game
 from .losses import d_call, d_loss, d_outputs, early_penalty, g_loss, scores
 from .objectives import Logs
@@ -110,29 +118,66 @@ def real_for_d(game: Game, real: Batch) -> Batch:
     return real
 
 
-def inputs_for_d(game: Game, real: Batch, fake: Batch) -> tuple[Batch, Batch]:
-    """The real and fake batch of D's loss forwards (:func:`real_for_d`; the fake one
-    requiring grad too where the penalty reads its forward's graph)."""
-    real = real_for_d(game, real)
+def fake_for_d(game: Game, fake: Batch) -> Batch:
+    """The fake batch of D's loss forwards: requiring grad where the penalty reads its
+    forward's graph."""
     if game.options.objective.penalty_at == "loss_forwards" and not fake.x.requires_grad:
-        fake = _requiring_grad(fake)
-    return real, fake
+        return _requiring_grad(fake)
+    return fake
 
 
-def d_phase(game: Game, real: MicroBatches, fake: MicroBatches) -> Logs:
-    """One step of D on ``real`` and ``fake`` (already cut from G's graph; with a fake
+def inputs_for_d(game: Game, real: Batch, fake: Batch) -> tuple[Batch, Batch]:
+    """The real and fake batch of D's loss forwards (:func:`real_for_d`,
+    :func:`fake_for_d`)."""
+    return real_for_d(game, real), fake_for_d(game, fake)
+
+
+def pooled(game: Game, fake: Batch) -> Batch:
+    """``fake``, or with a fake pool what the pool gives in its place."""
+    pool = game.options.fake_pool
+    return fake if pool is None else fake.with_x(pool.query(fake.x))
+
+
+def d_phase(game: Game, real: MicroBatches, fake: MicroBatches | list[FakesAfterReal]) -> Logs:
+    """One step of D on ``real`` and ``fake`` (already cut from G's graph, or made by
+    :class:`~ganstep.engine.fakes.FakesAfterReal` after D's real forward; with a fake
     pool, D sees what the pool gives in place of ``fake``)."""
-    if game.options.fake_pool is not None:
-        fake = [f.with_x(game.options.fake_pool.query(f.x)) for f in fake]
+    if game.options.fake_pool is not None:  # every micro-batch's before D's forwards
+        fake = [f if isinstance(f, FakesAfterReal) else pooled(game, f) for f in fake]
     return run_phase(game, [game.d], real, fake, partial(d_micro_batch, game))
 
 
-def d_micro_batch(game: Game, real: Batch, fake: Batch, k: int) -> Logs:
+def d_phase_making_fakes(
+    game: Game, real: MicroBatches, latents: list[Latents] | None = None, *, graph: bool = False
+) -> tuple[Logs, list[Latents], MicroBatches]:
+    """One step of D on fakes G makes for it from ``latents`` (drawn when ``None``):
+    before D's forwards, or after D's forward on the real batch where the Step's
+    ``d_order`` is ``"real_g_fake"`` (unless D is called once on both batches, which
+    ``"auto"`` chooses only for a D that draws no random numbers: the order is then
+    the same computation). Returns the step's logs, the latents, and G's fakes (with
+    G's graph where ``graph``, for a G step that reuses them)."""
+    if game.options.d_order == "real_g_fake" and not game.concat_d_calls():
+        later = FakesAfterReal(game, real, latents, graph)
+        logs = d_phase(game, real, [later])
+        return logs, later.latents, later.made
+    latents = draw(game, real) if latents is None else latents
+    fake = generate(game, latents, real, graph=graph)
+    return d_phase(game, real, detach(fake)), latents, fake
+
+
+def d_micro_batch(game: Game, real: Batch, fake: Batch | FakesAfterReal, k: int) -> Logs:
     """One micro-batch of D's step: D on real and fake, L_D, its share of D's gradients."""
-    real, fake = inputs_for_d(game, real, fake)
     with game.precision.autocast():
-        early = early_penalty(game, real, fake)
-        out_real, out_fake = d_outputs(game, real, fake)
+        if isinstance(fake, FakesAfterReal):  # d_order="real_g_fake": G between D's forwards
+            real = real_for_d(game, real)
+            out_real = d_call(game, real, game.real_forward_eager())
+            fake = fake_for_d(game, pooled(game, fake()))
+            out_fake = d_call(game, fake, game.fake_forward_eager())
+            early = None  # (a penalty before D's forwards is refused with this order)
+        else:
+            real, fake = inputs_for_d(game, real, fake)
+            early = early_penalty(game, real, fake)
+            out_real, out_fake = d_outputs(game, real, fake)
         view = View("D", real, fake, out_real, out_fake, game.progress.iteration)
         loss, logs, _, _ = d_loss(game, view, early)
     guard(game, loss_d=loss)

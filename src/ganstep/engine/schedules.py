@@ -22,11 +22,11 @@ from typing import ClassVar
 
 from .batch import Batch
 from .checks import flag, positive_int
-from .fakes import detach, draw, g_batch_like, generate
+from .fakes import draw, g_batch_like, generate
 from .fused import check_fusable, fused_joint_phase
 from .game import Game
 from .objectives import Logs
-from .phases import d_phase, g_phase, joint_phase, separate_phases
+from .phases import d_phase_making_fakes, g_phase, joint_phase, separate_phases
 from .registry import resolve
 from .views import any_reads_real
 
@@ -151,9 +151,8 @@ class DFirst(Schedule):
         d_reals = reals[: self.d_steps]
         for i, real in enumerate(d_reals):
             keep = self.reuse_fake and g_due and i == len(d_reals) - 1
-            latents = draw(game, real)
-            fake = generate(game, latents, real, graph=keep)
-            logs.update(d_phase(game, real, detach(fake)))
+            d_logs, latents, fake = d_phase_making_fakes(game, real, graph=keep)
+            logs.update(d_logs)
             kept = fake if keep else None
         if not g_due:
             return logs
@@ -199,9 +198,8 @@ class GFirst(Schedule):
             latents = draw(game, first)
             logs.update(g_phase(game, generate(game, latents, first, graph=True), first))
         for i, real in enumerate(reals):
-            if not (self.reuse_z and i == 0):  # reusing z reuses the fakes' condition too
-                latents = draw(game, real)
-            logs.update(d_phase(game, real, generate(game, latents, real, graph=False)))
+            reused = latents if self.reuse_z and i == 0 else None  # and the fakes' condition
+            logs.update(d_phase_making_fakes(game, real, reused)[0])
         return logs
 
     def updates(self, iteration: int) -> tuple[int, int]:
@@ -253,17 +251,16 @@ class Simultaneous(Schedule):
         (real,) = reals
         update_d = (iteration + 1) % self.d_every == 0
         update_g = (iteration + 1) % self.g_every == 0
-        latents = draw(game, real)
         if update_d and update_g:
-            fake = generate(game, latents, real, graph=True)
+            fake = generate(game, draw(game, real), real, graph=True)
             if self.fused:
                 return fused_joint_phase(game, real, fake)
             if game.merge_d_forwards() and game.options.g_forwards is None:
                 return joint_phase(game, real, fake)
             return separate_phases(game, real, fake)
         if update_g:
-            return g_phase(game, generate(game, latents, real, graph=True), real)
-        return d_phase(game, real, generate(game, latents, real, graph=False))
+            return g_phase(game, generate(game, draw(game, real), real, graph=True), real)
+        return d_phase_making_fakes(game, real)[0]
 
     def updates(self, iteration: int) -> tuple[int, int]:
         return int((iteration + 1) % self.d_every == 0), int((iteration + 1) % self.g_every == 0)

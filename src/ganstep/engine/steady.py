@@ -17,6 +17,8 @@ ways (``tests/test_steady.py``) and against the reference loops.
 
 from __future__ import annotations
 
+from contextlib import nullcontext
+
 import torch
 from torch import Tensor, nn
 from torch.nn.utils import parametrize
@@ -100,6 +102,9 @@ class Steady:
         self.merge = game.merge_d_forwards()
         self.concat = game.concat_d_calls()
         self.fake_first = o.d_order == "fake_first"
+        # d_order="real_g_fake": a D step's fakes made after D's forward on the real batch
+        self.g_between = o.d_order == "real_g_fake" and not self.concat
+        self.made: tuple[object, Tensor] | None = None  # that step's (z, G's output)
         self.autocast = game.precision.autocast if game.precision.dtype is not None else None
         self.device_type = game.precision.device_type  # a user's autocast there: refused
         self.fake_dtypes = (like.x.dtype, game.precision.dtype)
@@ -165,9 +170,13 @@ class Steady:
         last = self.k - 1
         for i, (x, c) in enumerate(reals):
             keep = schedule.reuse_fake and g_due and i == last
-            z = self._draw(x.shape[0])
-            fake = self._generate(z, c, x, keep)
-            logs.update(self._d_step(x, c, fake.detach()))
+            if self.g_between:
+                logs.update(self._d_step(x, c, None, None, keep))
+                z, fake = self.made
+            else:
+                z = self._draw(x.shape[0])
+                fake = self._generate(z, c, x, keep)
+                logs.update(self._d_step(x, c, fake.detach()))
             kept = fake if keep else None
         if not g_due:
             return logs
@@ -191,25 +200,29 @@ class Steady:
             logs.update(self._g_step(fake, first, c_first))
         for i, (x, c) in enumerate(reals):
             if not (schedule.reuse_z and i == 0):  # reusing z reuses the condition too
-                z = self._draw(x.shape[0])
-            logs.update(self._d_step(x, c, self._generate(z, c, x, False)))
+                z = None if self.g_between else self._draw(x.shape[0])
+            if self.g_between:
+                logs.update(self._d_step(x, c, None, z))
+            else:
+                logs.update(self._d_step(x, c, self._generate(z, c, x, False)))
         return logs
 
     def _simultaneous(self, reals: Reals, iteration: int) -> Logs:
         schedule, ((x, c),) = self.schedule, reals
         update_d = (iteration + 1) % schedule.d_every == 0
         update_g = (iteration + 1) % schedule.g_every == 0
-        z = self._draw(x.shape[0])
         if update_d and update_g:
-            fake = self._generate(z, c, x, True)
+            fake = self._generate(self._draw(x.shape[0]), c, x, True)
             if self.merge:
                 return self._joint_step(x, c, fake)
             logs = self._g_step(fake, x, c)
             logs.update(self._d_step(x, c, fake.detach()))
             return logs
         if update_g:
-            return self._g_step(self._generate(z, c, x, True), x, c)
-        return self._d_step(x, c, self._generate(z, c, x, False))
+            return self._g_step(self._generate(self._draw(x.shape[0]), c, x, True), x, c)
+        if self.g_between:
+            return self._d_step(x, c, None)
+        return self._d_step(x, c, self._generate(self._draw(x.shape[0]), c, x, False))
 
     # G's side: z and the fakes (fakes.py's draw and generate, checked only on change)
 
@@ -316,11 +329,15 @@ class Steady:
             loss = self.g_scale * loss
         return loss, logs
 
-    def _d_step(self, x: Tensor, c: Tensor | None, fake: Tensor) -> Logs:
-        """phases.d_phase: D on ``x`` and ``fake`` (cut from G's graph), one step of D."""
+    def _d_step(self, x: Tensor, c: Tensor | None, fake: Tensor | None, z: object = None,
+                graph: bool = False) -> Logs:  # fmt: skip
+        """phases.d_phase: D on ``x`` and ``fake`` (cut from G's graph), one step of D.
+        ``fake`` None: G makes it after D's forward on ``x`` (:meth:`_g_between_losses`)."""
         self.d.optimizer.zero_grad(set_to_none=True)
         xr = x if self.r1 is None else x.detach().requires_grad_(True).view_as(x)
-        if self.autocast is None:
+        if fake is None:
+            loss, logs = self._g_between_losses(xr, c, z, graph)
+        elif self.autocast is None:
             loss, logs, _, _ = self._d_loss(xr, c, fake, *self._d_outputs(xr, c, fake))
         else:
             with self.autocast():
@@ -328,6 +345,23 @@ class Steady:
         self._backward(self.d, self.d_params, loss)
         self._step_d(logs, x, c)
         return logs
+
+    def _g_between_losses(self, x: Tensor, c: Tensor | None, z: object,
+                          graph: bool) -> tuple[Tensor, Logs]:  # fmt: skip
+        """L_D of phases.d_phase_making_fakes with d_order="real_g_fake": D on ``x``, then
+        G's fakes from ``z`` (drawn now where None), then D on them. Keeps ``(z, G's
+        output)`` (with G's graph where ``graph``) in ``self.made``."""
+        with self.autocast() if self.autocast is not None else nullcontext():
+            out_real = self._d(x, c, self.D_real is self.D_eager)
+            if z is None:
+                z = self._draw(x.shape[0])
+            made = self._generate(z, c, x, graph)
+            fake = made.detach()
+            dc = c if self.d_conditional else None
+            out_fake = self.D_fake(fake) if dc is None else self.D_fake(fake, dc)
+            loss, logs, _, _ = self._d_loss(x, c, fake, out_real, out_fake)
+        self.made = (z, made)
+        return loss, logs
 
     def _g_step(self, fake: Tensor, x: Tensor, c: Tensor | None) -> Logs:
         """phases.g_phase: D (frozen) on ``fake``, one step of G."""

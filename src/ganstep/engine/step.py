@@ -30,6 +30,7 @@ from .steady import Steady, steady_for
 from .step_checks import (
     check_compile_fits,
     check_d_arity,
+    check_d_order_fits,
     check_g_forwards,
     check_g_regularizer,
     check_models,
@@ -131,11 +132,19 @@ class Step:
             penalty read from both loss forwards (``penalty_at="loss_forwards"``) is
             refused.
             ``False`` (default) runs them eagerly.
-        d_order: the order of D's forwards in a D step: ``"real_first"`` (default; the
-            DCGAN example, PyTorch-GAN) or ``"fake_first"`` (pix2pix, StyleGAN2-ADA's
-            Dmain, BigGAN's ``D(cat([G_z, x]))``). ``concat=True`` concatenates in this
-            order. With a D that draws random numbers or advances state, only the
-            loop's own order is exact.
+        d_order: the order of D's forwards in a D step: ``"real_first"`` (default;
+            PyTorch-GAN) or ``"fake_first"`` (pix2pix, StyleGAN2-ADA's Dmain, BigGAN's
+            ``D(cat([G_z, x]))``), with G's fakes made before both; or
+            ``"real_g_fake"``: D on the real batch, then G makes the fakes (z drawn
+            then), then D on them, as the PyTorch DCGAN example's and Udacity's GAN
+            notebook's lines run. It applies where a D step makes fakes of its own
+            (``d_first``'s and ``g_first``'s D steps, ``simultaneous``'s D-only
+            iterations), and is refused with ``concat=True``, ``accumulate > 1`` and a
+            penalty run before D's loss forwards. ``concat=True`` concatenates in the
+            order given. With a D that draws random numbers or advances state, only the
+            loop's own order is exact; ``"real_g_fake"`` matters where D's forward on
+            the real batch draws from the generator that z or G's forward draw from
+            (a Dropout D, and ``torch.randn`` z or a Dropout G).
         d_forwards: ``"auto"`` (default): merge two D forwards of the loop into one
             (``simultaneous``'s shared forward on the fake batch, the fused step) only
             where D's profile allows it, i.e. D draws no random numbers and changes
@@ -260,6 +269,7 @@ class Step:
         self.schedule = get_schedule(schedule)
         g_terms, d_terms = loss_terms(g_terms, d_terms)
         check_objective_fits(objective, self.accumulate, g_terms, g_scale)
+        check_d_order_fits(d_order, concat, self.accumulate, objective)
         check_compile_fits(compile, objective)
         self.precision = Precision(precision, next(G.parameters()).device.type)
         self.distributed, self._group_checked = bool(distributed), distributed is not None

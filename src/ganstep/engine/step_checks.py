@@ -264,6 +264,29 @@ def check_objective_fits(
         raise ValueError("began's k_t reads L_G itself: extra G terms or a g_scale would change it")
 
 
+def check_d_order_fits(d_order: str, concat: object, accumulate: int,
+                       objective: Objective) -> None:  # fmt: skip
+    """What ``d_order="real_g_fake"`` (G called between D's two forwards) rules out:
+    one D call on both batches, z drawn for a whole batch before its micro-batches, and
+    a penalty on the fakes run before D's loss forwards."""
+    if d_order != "real_g_fake":
+        return
+    clash = None
+    if concat is True:
+        clash = 'concat=True forwards D once on both batches: use concat=False (or "auto")'
+    elif accumulate > 1:
+        clash = (f"accumulate={accumulate} draws z for the whole batch before its "
+                 "micro-batches: use accumulate=1")  # fmt: skip
+    elif objective.penalty_at == "before" and has_penalty(objective):
+        clash = (f"objective {objective.name!r} runs its penalty on the fakes before D's "
+                 "loss forwards")  # fmt: skip
+    if clash is not None:
+        raise ValueError(
+            "d_order='real_g_fake' makes a D step's fakes after D's forward on the real "
+            f"batch, and {clash}"
+        )
+
+
 class InfoStep(NamedTuple):
     """InfoGAN's third side, checked: its Side (None without one), loss terms and
     latents (None: the Step's latent)."""

@@ -534,9 +534,9 @@ def udacity_gan_mnist(G, D, opt_g, opt_d, batches: Batches, rng: np.random.Rando
     ``g_optimizer.zero_grad()`` drops), then G's step on fresh z against 1
     (``real_loss(D_fake)``). z is ``np.random.uniform(-1, 1, size=(batch_size,
     z_size))`` as float (``rng`` stands for ``np.random``), drawn after D's real
-    forward. ganstep: ``d_first(reuse_fake=False)``, ``NS(real_label=0.9)``; where G
-    draws from torch's generator (the notebook's G has Dropout too) its masks come
-    after D's real forward here and before it in the Step."""
+    forward. ganstep: ``d_first(reuse_fake=False)``, ``NS(real_label=0.9)``, and
+    ``d_order="real_g_fake"`` where D and G draw from torch's generator (the notebook's
+    Dropout in both): G's masks then come after D's real forward, as here."""
 
     def real_loss(D_out, smooth=False):  # (its labels.cuda() where train_on_gpu: D's device)
         batch_size = D_out.size(0)
