@@ -1298,14 +1298,46 @@ for epoch in range(100):
 def test_one_sided_label_smoothing_ports_to_ns_with_its_real_label(tmp_path):
     """Udacity's GAN notebook's losses and steps (``real_loss(D_real, smooth=True)``:
     BCEWithLogitsLoss against 0.9; z from numpy's uniform(-1, 1)), with models without
-    its Dropout: the notebook's draw their masks in an order no Step does (G after D's
-    real forward). No objective tried took a real label below 1; the z printed was
-    torch.randn for a uniform z."""
+    its Dropout (see the next test for them). No objective tried took a real label below
+    1; the z printed was torch.randn for a uniform z. With a D that draws nothing, the
+    order of its forwards and G's call is left as the default."""
     port = port_of_source(tmp_path, "smoothed", SMOOTHED_LABELS)
     assert_verified(port)
     assert "objective=NS(real_label=0.9)" in port["code"]
     assert "schedule=d_first(reuse_fake=False)" in port["code"]
     assert "latent=lambda n: torch.rand(n, 8) * 2 - 1," in port["code"]
+    assert "d_order" not in port["code"]
+
+
+def with_dropout(source: str) -> str:
+    """The notebook's Discriminator and Generator as it writes them: Dropout(0.3) after
+    each hidden layer's leaky ReLU."""
+    for last in ("nn.Linear(hidden_dim, output_size)", "nn.Linear(hidden_dim * 4, output_size)"):
+        source = source.replace(f"self.fc4 = {last}\n",
+                                f"self.fc4 = {last}\n        self.dropout = nn.Dropout(0.3)\n")  # fmt: skip
+    return re.sub(r"( +)(x = F\.leaky_relu\(self\.fc\d\(x\), 0\.2\)\n)",
+                  r"\1\2\1x = self.dropout(x)\n", source)  # fmt: skip
+
+
+def test_udacitys_notebook_with_its_dropout_ports_to_real_g_fake(tmp_path):
+    """The notebook with its models' Dropout: D's real forward draws its masks, then G
+    its own, then D on the fakes. No Step made its fakes after D's real forward, and
+    every candidate parted ("no Step found"); the audit names the order, and the port
+    prints d_order="real_g_fake", equal to the script."""
+    source = with_dropout(SMOOTHED_LABELS)
+    assert source.count("self.dropout(x)") == 6
+    script, out = tmp_path / "notebook.py", tmp_path / "notebook.json"
+    script.write_text(source)
+    proc = ganstep("audit", script, "--port", "--json", out, cache=tmp_path, cwd=tmp_path)
+    assert "calling G between its forwards" in proc.stdout
+    assert 'd_order="real_g_fake"' in proc.stdout.split("ganstep audit --port")[0]
+    report = json.loads(out.read_text())
+    assert report["d_g_between"] is True and report["d_order"] == "real_first"
+    port = report["port"]
+    assert_verified(port)
+    assert "objective=NS(real_label=0.9)" in port["code"]
+    assert "schedule=d_first(reuse_fake=False)" in port["code"]
+    assert 'd_order="real_g_fake",  # D\'s step calls G between its forwards' in port["code"]
 
 
 REMADE_OPTIMIZERS = f"""{SCRIPT_HEAD}

@@ -198,6 +198,8 @@ class Report:
     d_order: str | None = None  # "real_first" / "fake_first" in D's first step, if seen
     # D's step forwarded it once on the fake and the real batch concatenated (BigGAN)
     d_concat: bool = False
+    # D's step called G between its forwards on the real and the fake batch
+    d_g_between: bool = False
     # optimizer steps on a regularizer alone (lazy R1, path length), per iteration: left
     # out of the update order and the step counts
     regularization: dict[str, float] = field(default_factory=lambda: dict.fromkeys(MODULES, 0.0))
@@ -228,6 +230,7 @@ class Report:
             "d_profile": None if self.d_profile is None else self.d_profile.describe(),
             "d_order": self.d_order,
             "d_concat": self.d_concat,
+            "d_g_between": self.d_g_between,
             "regularization": self.regularization,
             "regularization_at": self.regularization_at,
             **({} if self.port is None else {"port": self.port.as_dict()}),
@@ -289,8 +292,12 @@ class Report:
         seen = f"; D's step forwards it {ORDER_WORDS[self.d_order]}" if self.d_order else ""
         if self.d_concat:
             seen += " in one call on both batches concatenated"
+        if self.d_g_between:
+            seen += ", calling G between its forwards"
         lines = [f"  D: {profile.describe()}{seen}"]
         fake_first = ', d_order="fake_first"' if self.d_order == "fake_first" else ""
+        if self.d_g_between and profile.stochastic:  # D's masks, then z and G's, then D's
+            fake_first = ', d_order="real_g_fake"'
         if self.d_concat and not profile.mixing:
             fake_first = f", concat=True{fake_first}"
         if not profile.mergeable:
@@ -1059,6 +1066,20 @@ class _Analysis:
         moved = [sum(s.label == m for s in lazy) for m in ("G", "D")]
         return at[0] - moved[0], at[1] - moved[1]
 
+    def g_between(self) -> bool:
+        """Whether D's first step called G between its forwards on the real and the fake
+        batch (the DCGAN example's lines: the noise drawn and G called after
+        ``netD(real)``)."""
+        step = next((s for s in self.adversarial_steps() if s.label == "D"), None)
+        if step is None:
+            return False
+        ds = sorted((f for f in self._through(step) if f.label == "D"), key=lambda f: f.seq)
+        if any(f.concat is not None for f in ds):
+            return False
+        fakes = [f for f in ds if f.producer is not None and f.producer.label == "G"]
+        reals = [f for f in ds if f.producer is None or f.producer.label != "G"]
+        return bool(fakes and reals) and reals[0].seq < fakes[0].producer.head.seq
+
     def d_order(self) -> tuple[str | None, bool]:
         """Whether D's first step went through D on the fake batch (a G output) first, and
         whether it did so in one call on both batches concatenated."""
@@ -1169,7 +1190,7 @@ def analyse(
                                     and id(s) not in regular}) for m in MODULES}  # fmt: skip
     return Report(order, forwards, backwards, total, wasted, list(dict.fromkeys(hazards)), error,
                   iterations, schedule, double, others, other_flops, pattern, location,
-                  d_profile, d_order, d_concat, regularization,
+                  d_profile, d_order, d_concat, a.g_between(), regularization,
                   regularization_at=regularization_at)  # fmt: skip
 
 

@@ -371,6 +371,10 @@ class Replay:
     # ran under torch.autocast to that dtype, and the first of them (its script line)
     precision: str = "fp32"
     autocast_at: str = ""
+    # torch's generator states at D's forward on each real batch of each iteration:
+    # where the Step makes its fakes after that forward (d_order="real_g_fake"), its
+    # first draw of a call is D's, not G's at its z
+    real_rng: list[list[list[Tensor]]] = field(default_factory=list)
 
     @property
     def conditional(self) -> bool:
@@ -391,6 +395,7 @@ def replay(rec, capture: Capture, iterations: int, d_order: str = "real_first") 
     G's inputs with the generator states at those calls (the same z given again is one
     draw); or why not."""
     reals: list[list[object]] = [[] for _ in range(iterations)]
+    real_rng: list[list[list[Tensor]]] = [[] for _ in range(iterations)]  # at D(real)
     graded: list[list[object]] = [[] for _ in range(iterations)]  # data requiring grad
     zs: list[tuple[tuple[Tensor, ...], list[Tensor]]] = []
     z_seqs, fake_labels, d_takes, concat = [], {}, set(), set()
@@ -423,6 +428,8 @@ def replay(rec, capture: Capture, iterations: int, d_order: str = "real_first") 
             if real is not None and not (into[f.iteration]
                                          and _same(into[f.iteration][-1], real)):  # fmt: skip
                 into[f.iteration].append(real)
+                if into is reals:
+                    real_rng[f.iteration].append(rng)
     if not zs or len({len(t) for t, _ in zs}) != 1 or len(d_takes) != 1 or len(concat) > 1:
         return "G or D is called with a varying number of tensors or orders: not mapped"
     # where D was given no other data, what required grad was its real batch (R1 takes
@@ -457,7 +464,8 @@ def replay(rec, capture: Capture, iterations: int, d_order: str = "real_first") 
                   after=_calls_after(rec, capture, ends), g_parts=parts,
                   style_mixing=mixing, lazy=_lazy_calls(rec, z_seqs),
                   losses=_step_losses(rec, iterations), graded_real=graded_real,
-                  clips=clips, g_reals=_g_phase_reals(rec, capture, iterations))  # fmt: skip
+                  clips=clips, g_reals=_g_phase_reals(rec, capture, iterations),
+                  real_rng=real_rng)  # fmt: skip
 
 
 def _g_phase_reals(rec, capture: Capture, iterations: int) -> list[object]:
@@ -826,11 +834,14 @@ def _run(script: _Script, capture: Capture, data: Replay, schedule: tuple[str, b
     worst = (0.0, "")
     for i in range(iterations):
         calls_logged: list[dict[str, float]] = []
-        for call in _step_calls(data, candidate, schedule[1], step.schedule.real_batches, i):
+        calls = _step_calls(data, candidate, schedule[1], step.schedule.real_batches, i)
+        for j, call in enumerate(calls):
             if isinstance(call, str):
                 return float("inf"), call
             if data.image_to_image:  # G draws (Dropout) from where the script's G did
                 _set_rng(queue.pop(0)[1])
+            elif _g_between(data, candidate):  # D's real forward draws first, as the script's
+                _set_rng(data.real_rng[i][j if schedule[1] else 0])
             logs = step(call)
             calls_logged.append({k: float(logs[k]) for k in ("loss_d", "loss_g") if k in logs})
         if logged is not None:
@@ -952,6 +963,23 @@ def _fails_beside(code: str, script: _Script, data: Replay, schedule: tuple[str,
     return None
 
 
+def d_order_of(report) -> str:
+    """The Step's ``d_order`` for the script's D step: as the audit saw it, and
+    ``"real_g_fake"`` where the script called G between D's forwards on the real and the
+    fake batch and D draws random numbers (the copies' G then draws from the generator
+    state the script's G had, after D's real forward)."""
+    profile = report.d_profile
+    if report.d_g_between and profile is not None and profile.stochastic:
+        return "real_g_fake"
+    return report.d_order or "real_first"
+
+
+def _g_between(data: Replay, candidate: Candidate) -> bool:
+    """Whether the candidate's Step makes its D steps' fakes after D's real forward
+    (refused with accumulation, whose z is drawn for the whole batch first)."""
+    return data.d_order == "real_g_fake" and candidate.accumulate == 1
+
+
 def _schedule(code: str):
     return eval(code, {"d_first": d_first, "g_first": g_first,  # noqa: S307 - ganstep's own text
                        "simultaneous": simultaneous})  # fmt: skip
@@ -963,8 +991,8 @@ def _step(G, D, opt_g, opt_d, data: Replay, code: str, candidate: Candidate,
     options = _terms(candidate)
     if data.concat is not None:  # one D call on the real and fake rows, in the script's order
         options.update(concat=True, d_order=data.concat)
-    elif data.d_order == "fake_first":
-        options.update(d_order="fake_first")
+    elif data.d_order == "fake_first" or _g_between(data, candidate):
+        options.update(d_order=data.d_order)
     if candidate.accumulate > 1:
         options.update(accumulate=candidate.accumulate)
     if candidate.path_length is not None:  # at G's mapped latents where G is called in parts
@@ -1069,7 +1097,7 @@ def port(rec, report, capture: Capture, names: dict[str, str], *,
     notes = []
     capture.numbers_end = _numbers(rec.namespace or {})  # as the script's run left them
     script = _find(rec, names, set(capture.settings))
-    data = replay(rec, capture, n, report.d_order or "real_first")
+    data = replay(rec, capture, n, d_order_of(report))
     precision = _precision(rec, n, report.hazards)
     notes += [problem for problem in (script, data, precision, _changed(rec, n))
               if isinstance(problem, str)]  # fmt: skip
@@ -1533,6 +1561,9 @@ def _options(candidate: Candidate, data: Replay, g_name: str = "G") -> str:
         )
     if data.concat is None and data.d_order == "fake_first":
         more += '\n    d_order="fake_first",  # D\'s step forwards the fakes first, as the script'
+    if _g_between(data, candidate):
+        more += ('\n    d_order="real_g_fake",  # D\'s step calls G between its forwards on the '
+                 "real and the fake batch, as the script")  # fmt: skip
     if candidate.accumulate > 1:
         k = candidate.accumulate
         summed = (f"; it adds its rounds' means, so its loss weights (R1's too) read x{k} here"
