@@ -4,8 +4,10 @@ A benchmark, not a test; the count is deterministic, the same on any machine:
 
     python benchmarks/host_calls.py [--objectives ns wgan_gp ...] [--json out.json]
 
-Prints, per order and objective (and R1, lazy R1), the Step's calls, the engine's own
-share of them, the reference loop's calls and their ratio (the goal: at most 1.05).
+Prints, per order and objective (and R1, lazy R1, and d_first with
+``d_order="real_g_fake"`` against the DCGAN example's loop), the Step's calls, the
+engine's own share of them, the reference loop's calls and their ratio (the goal: at
+most 1.05).
 """
 
 from __future__ import annotations
@@ -26,10 +28,12 @@ def main() -> None:
             for order in ORDERS for objective in args.objectives]  # fmt: skip
     rows += [measure("d_first" if r == "r1" else "g_first", "ns", r, iterations=args.iterations)
              for r in R1_CASES]  # fmt: skip
-    print(f"{'order':<13} {'objective':<9} {'reg':<8} {'Step':>7} {'engine':>7} "
+    rows += [measure("d_first", objective, iterations=args.iterations, d_order="real_g_fake")
+             for objective in args.objectives]  # the DCGAN example's lines' order  # fmt: skip
+    print(f"{'order':<13} {'objective':<9} {'reg':<8} {'d_order':<11} {'Step':>7} {'engine':>7} "
           f"{'reference':>10} {'ratio':>6}  reference loop")  # fmt: skip
     for r in rows:
-        print(f"{r['order']:<13} {r['objective']:<9} {r['regularizer']:<8} "
+        print(f"{r['order']:<13} {r['objective']:<9} {r['regularizer']:<8} {r['d_order']:<11} "
               f"{r['step_calls']:>7.0f} {r['engine_calls']:>7.0f} {r['reference_calls']:>10.0f} "
               f"{r['ratio']:>6.3f}  {r['reference']}")  # fmt: skip
     print(

@@ -27,6 +27,15 @@ def test_a_step_makes_no_more_python_calls_than_the_loop_it_replaces(order, obje
     assert row["engine_calls"] < 40, row
 
 
+@pytest.mark.parametrize("objective", OBJECTIVES)
+def test_real_g_fake_makes_no_more_python_calls_than_the_dcgan_examples_loop(objective):
+    """d_first making its fakes after D's real forward, as the example's lines run."""
+    row = measure("d_first", objective, iterations=4, batch=4, width=8, d_order="real_g_fake")
+    assert row["reference"] == "dcgan_example"
+    assert row["ratio"] <= 1.05, row
+    assert row["engine_calls"] < 40, row
+
+
 def test_python_calls_counts_frames_entered():
     def two_calls() -> None:
         abs(-1)  # a C function: not counted

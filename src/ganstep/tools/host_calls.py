@@ -70,10 +70,13 @@ def _pair(objective: str, batch: int, width: int):
 
 
 def case(order: str, objective: str, regularizer: str | None = None, batch: int = 8,
-         width: int = 16) -> tuple[Callable[[], object], Callable[[], object], str]:  # fmt: skip
+         width: int = 16, d_order: str = "real_first",
+         ) -> tuple[Callable[[], object], Callable[[], object], str]:  # fmt: skip
     """A Step's iteration and its reference loop's, on fresh models, and the reference's
     name. ``regularizer``: ``None``, ``"r1"`` (d_first, R1 weight 0.1 every step) or
-    ``"r1_lazy"`` (g_first as StyleGAN2-ADA orders it, R1 every 4th step)."""
+    ``"r1_lazy"`` (g_first as StyleGAN2-ADA orders it, R1 every 4th step). ``d_order``:
+    the Step's (``"real_g_fake"``: d_first against the DCGAN example's loop, whose lines
+    run in that order)."""
     if regularizer == "r1":
         options = {"objective": NS(r1=0.1), "schedule": d_first()}
         ref_name, ref_options = "dcgan_r1", {"r1": 0.1}
@@ -85,10 +88,13 @@ def case(order: str, objective: str, regularizer: str | None = None, batch: int 
         schedule, ref_name = bench.PAIRS[order]
         options = {"objective": get_objective(objective), "schedule": schedule}
         ref_options = {"objective": objective}
+    if d_order != "real_first":
+        options["d_order"] = d_order
     G, D, opt_g, opt_d, latent, real = _pair(objective, batch, width)
     step = Step(G, D, opt_g, opt_d, latent=latent, **options)
     G2, D2, og2, od2, latent2, real2 = _pair(objective, batch, width)  # the reference's own
-    if regularizer is None and order == "d_first" and objective == "ns":
+    minimal = regularizer is None and order == "d_first" and d_order == "real_first"
+    if minimal and objective == "ns":
         ref_name = "hand_minimal_d_first"
         ref = lambda: bench.hand_minimal_d_first(G2, D2, og2, od2, real2, latent2)  # noqa: E731
     else:
@@ -98,17 +104,18 @@ def case(order: str, objective: str, regularizer: str | None = None, batch: int 
 
 
 def measure(order: str, objective: str, regularizer: str | None = None,
-            iterations: int = 8, **sizes: int) -> dict:  # fmt: skip
+            iterations: int = 8, d_order: str = "real_first", **sizes: int) -> dict:  # fmt: skip
     """One row: the Step's and its reference's calls per iteration, and their ratio."""
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
-        step, ref, ref_name = case(order, objective, regularizer, **sizes)
+        step, ref, ref_name = case(order, objective, regularizer, d_order=d_order, **sizes)
         ours, theirs = python_calls(step, iterations), python_calls(ref, iterations)
     finally:
         torch.set_num_threads(threads)
     return {
         "order": order, "objective": objective, "regularizer": regularizer or "-",
+        "d_order": d_order,
         "reference": ref_name, "step_calls": ours.calls, "engine_calls": ours.engine,
         "reference_calls": theirs.calls, "ratio": ours.calls / theirs.calls,
     }  # fmt: skip
