@@ -405,6 +405,27 @@ def test_port_prints_the_dcgan_examples_step_verified_and_runnable(tmp_path):
     assert {"loss_d", "loss_g"} <= set(logs)
 
 
+def test_the_dcgan_example_with_a_dropout_d_ports_to_real_g_fake(tmp_path):
+    """The example's lines with Dropout in netD (as tutorials add it): D's real forward
+    draws its masks before the noise and G's call. Every candidate parted ("no Step
+    found"); the printed Step makes its fakes after D's real forward, 0 apart, and its
+    float64 repeat too."""
+    source = (SCRIPTS / "dcgan_example.py").read_text()
+    out_layer = "nn.Linear(nh, 1)"
+    dropped = source.replace(f"True), {out_layer}", f"True), nn.Dropout(0.3), {out_layer}")
+    assert dropped != source
+    script, out = tmp_path / "dcgan_dropout.py", tmp_path / "dcgan_dropout.json"
+    script.write_text(dropped)
+    proc = ganstep("audit", script, "--iterations", 3, "--json", out, "--verify", 3, "--",
+                   "--batchSize", N, "--niter", 3, "--outf", tmp_path, cache=tmp_path,
+                   cwd=tmp_path)  # fmt: skip
+    assert "this Step equals the script's update over 3 iteration(s)" in proc.stdout
+    port = json.loads(out.read_text())["port"]
+    assert port["max_difference"] == 0 and port["float64_difference"] <= 1e-12
+    assert "schedule=d_first()" in port["code"]
+    assert 'd_order="real_g_fake",' in port["code"]
+
+
 PORTED = {  # script: what its verified Step must say
     # PyTorch-GAN's G-first loop: its (real + fake) / 2 is d_scale=0.5 (Adam's moments
     # tell the scale apart)
@@ -1313,8 +1334,8 @@ def with_dropout(source: str) -> str:
     """The notebook's Discriminator and Generator as it writes them: Dropout(0.3) after
     each hidden layer's leaky ReLU."""
     for last in ("nn.Linear(hidden_dim, output_size)", "nn.Linear(hidden_dim * 4, output_size)"):
-        source = source.replace(f"self.fc4 = {last}\n",
-                                f"self.fc4 = {last}\n        self.dropout = nn.Dropout(0.3)\n")  # fmt: skip
+        layer = f"self.fc4 = {last}\n"
+        source = source.replace(layer, f"{layer}        self.dropout = nn.Dropout(0.3)\n")
     return re.sub(r"( +)(x = F\.leaky_relu\(self\.fc\d\(x\), 0\.2\)\n)",
                   r"\1\2\1x = self.dropout(x)\n", source)  # fmt: skip
 
