@@ -1361,6 +1361,90 @@ def test_udacitys_notebook_with_its_dropout_ports_to_real_g_fake(tmp_path):
     assert 'd_order="real_g_fake",  # D\'s step calls G between its forwards' in port["code"]
 
 
+LIGHTNING_EXAMPLE = """
+# Lightning's GAN example (examples/pytorch/domain_templates/
+# generative_adversarial_net.py), GAN.training_step with manual optimization, as plain
+# PyTorch: toggle_optimizer as requires_grad switches, self(z) as generator(z); its
+# models small, with Dropout
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+torch.manual_seed(0)
+latent_dim = 8
+
+
+class Generator(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.model = nn.Sequential(nn.Linear(latent_dim, 32), nn.LeakyReLU(0.2),
+                                   nn.Dropout(0.2), nn.Linear(32, 2), nn.Tanh())
+
+    def forward(self, z):
+        return self.model(z)
+
+
+class Discriminator(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.model = nn.Sequential(nn.Linear(2, 32), nn.LeakyReLU(0.2), nn.Dropout(0.3),
+                                   nn.Linear(32, 1), nn.Sigmoid())
+
+    def forward(self, x):
+        return self.model(x)
+
+
+generator, discriminator = Generator(), Discriminator()
+opt_g = torch.optim.Adam(generator.parameters(), lr=2e-4, betas=(0.5, 0.999))
+opt_d = torch.optim.Adam(discriminator.parameters(), lr=2e-4, betas=(0.5, 0.999))
+
+
+def adversarial_loss(y_hat, y):
+    return F.binary_cross_entropy(y_hat, y)
+
+
+for batch_idx in range(30):
+    imgs = torch.randn(16, 2) * 0.5 + 1
+    z = torch.randn(imgs.shape[0], latent_dim)
+    z = z.type_as(imgs)
+    # train generator
+    for p in discriminator.parameters():
+        p.requires_grad_(False)
+    generated_imgs = generator(z)
+    valid = torch.ones(imgs.size(0), 1)
+    g_loss = adversarial_loss(discriminator(generator(z)), valid)
+    g_loss.backward()
+    opt_g.step()
+    opt_g.zero_grad()
+    for p in discriminator.parameters():
+        p.requires_grad_(True)
+    # train discriminator
+    for p in generator.parameters():
+        p.requires_grad_(False)
+    valid = torch.ones(imgs.size(0), 1)
+    real_loss = adversarial_loss(discriminator(imgs), valid)
+    fake = torch.zeros(imgs.size(0), 1)
+    fake_loss = adversarial_loss(discriminator(generator(z).detach()), fake)
+    d_loss = (real_loss + fake_loss) / 2
+    d_loss.backward()
+    opt_d.step()
+    opt_d.zero_grad()
+    for p in generator.parameters():
+        p.requires_grad_(True)
+"""
+
+
+def test_lightnings_gan_example_with_dropout_ports_to_g_first_real_g_fake(tmp_path):
+    """G steps first (its logging call G(z), then G(z) again for the loss), then D on the
+    real batch, then G(z) on the same z, then D on the fakes: with Dropout in G and D,
+    g_first(reuse_z=True) with d_order="real_g_fake", 0 apart."""
+    port = port_of_source(tmp_path, "lightning_example", LIGHTNING_EXAMPLE)
+    assert port["max_difference"] == 0, port["notes"]
+    assert "schedule=g_first(reuse_z=True)" in port["code"]
+    assert 'd_order="real_g_fake",' in port["code"]
+    assert "d_scale=0.5" in port["code"]
+
+
 REMADE_OPTIMIZERS = f"""{SCRIPT_HEAD}
 opt_g = torch.optim.Adam(G.parameters(), 2e-4)  # made again (a resumed run's settings)
 opt_d = torch.optim.Adam(D.parameters(), 2e-4)
