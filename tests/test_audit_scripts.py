@@ -999,6 +999,23 @@ def assert_verified(port: dict) -> None:
     assert port["max_difference"] <= 1e-6, port["notes"]
 
 
+def test_generative_collections_gan_ports_to_reuse_z(tmp_path):
+    """znxlwm/pytorch-generative-model-collections' GAN.train(): a method of a trainer
+    class, z from torch.rand, G between D's forwards (BatchNorm in D: no random draws),
+    and G's step forwarding G again on the D step's z_. No candidate reused that z
+    ("no Step found"); d_first(reuse_fake=False, reuse_z=True) is tried where a G call
+    was given the z of the one before, and equals the script."""
+    proc, port = ported(tmp_path, "generative_collections_gan", flag=("--verify", 3))
+    assert port["max_difference"] == 0, port["notes"]
+    assert port["float64_difference"] <= 1e-12
+    code = port["code"]
+    assert "self.G, self.D, self.G_optimizer, self.D_optimizer," in code
+    assert "schedule=d_first(reuse_fake=False, reuse_z=True)" in code
+    assert "G's step makes its fakes anew from the D step's z" in code
+    assert "latent=lambda n: torch.rand(n, 8)," in code
+    assert "d_order" not in code  # D draws nothing: the order of its forwards and G's is free
+
+
 def test_sngan_collections_ports_from_its_train_function(tmp_path):
     """pytorch-gan-collections' SNGAN loop as its author wrote it: its models, optimizers
     and LambdaLR schedulers are train()'s locals (the port printed the classes' names

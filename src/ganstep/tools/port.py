@@ -7,7 +7,8 @@ when the script made it, every top-level call's arguments with torch's generator
 state at that call, and every module's and optimizer's state after each optimizer
 step. Afterwards (:func:`port`), copies of G and D start from the first states, new
 optimizers of the script's kinds from theirs, and every candidate Step (the audit's
-schedule, on ``g_batch=k`` times the rows where G's calls took two sizes, or the n_critic
+schedule, on ``g_batch=k`` times the rows where G's calls took two sizes, G's step
+regenerating from the D step's z where G was given a z again (``reuse_z``), or the n_critic
 loop its ``d_steps=k`` may be, with each objective, loss scale and, for image-to-image,
 L1 weight that could be the script's) runs the audited
 iterations on the real batches the script gave D, ``latent`` (or, without z, each
@@ -375,6 +376,9 @@ class Replay:
     # where the Step makes its fakes after that forward (d_order="real_g_fake"), its
     # first draw of a call is D's, not G's at its z
     real_rng: list[list[list[Tensor]]] = field(default_factory=list)
+    # a G call of the update was given the z of the G call before it (one draw, used
+    # twice: G forwarded again on it)
+    z_reused: bool = False
 
     @property
     def conditional(self) -> bool:
@@ -398,7 +402,7 @@ def replay(rec, capture: Capture, iterations: int, d_order: str = "real_first") 
     real_rng: list[list[list[Tensor]]] = [[] for _ in range(iterations)]  # at D(real)
     graded: list[list[object]] = [[] for _ in range(iterations)]  # data requiring grad
     zs: list[tuple[tuple[Tensor, ...], list[Tensor]]] = []
-    z_seqs, fake_labels, d_takes, concat = [], {}, set(), set()
+    z_seqs, fake_labels, d_takes, concat, z_reused = [], {}, set(), set(), False
     groups = _call_groups(rec, iterations)
     if isinstance(groups, str):
         return groups
@@ -412,7 +416,9 @@ def replay(rec, capture: Capture, iterations: int, d_order: str = "real_first") 
         if f.label in ("G", "D") and not 1 <= len(tensors) <= 2:
             return (f"{f.label} is called with {len(tensors)} tensors: the port maps G(z), "
                     "G(z, c), D(x) and D(x, c) so far")  # fmt: skip
-        if f.label == "G" and not (zs and _same(zs[-1][0], tensors)):
+        if f.label == "G" and zs and _same(zs[-1][0], tensors):
+            z_reused = True
+        elif f.label == "G":
             zs.append((tensors, rng))
             z_seqs.append(f.seq)
         elif f.label == "D":
@@ -465,7 +471,7 @@ def replay(rec, capture: Capture, iterations: int, d_order: str = "real_first") 
                   style_mixing=mixing, lazy=_lazy_calls(rec, z_seqs),
                   losses=_step_losses(rec, iterations), graded_real=graded_real,
                   clips=clips, g_reals=_g_phase_reals(rec, capture, iterations),
-                  real_rng=real_rng)  # fmt: skip
+                  real_rng=real_rng, z_reused=z_reused)  # fmt: skip
 
 
 def _g_phase_reals(rec, capture: Capture, iterations: int) -> list[object]:
@@ -774,12 +780,15 @@ def path_to(namespace: dict, target: object) -> str | None:
     return None
 
 
-def schedules(audited: str, g_batch: int = 1, fresh_real: bool = False) -> list[tuple[str, bool]]:
+def schedules(audited: str, g_batch: int = 1, fresh_real: bool = False,
+              z_reused: bool = False) -> list[tuple[str, bool]]:  # fmt: skip
     """The schedules that could be the script's, each with whether a Step call takes one
     real batch per D step: the audit's; for a ``d_first`` the same with G's step on a z
     of its own (``reuse_fake=False``, BigGAN's), on ``g_batch`` times the rows where G's
-    calls took two sizes (SNGAN's ``batch_size * 2``), or on a real batch of its own
-    (``fresh_real``, AlexiaJM's); and for its ``d_first(d_steps=k)``
+    calls took two sizes (SNGAN's ``batch_size * 2``), on a real batch of its own
+    (``fresh_real``, AlexiaJM's), or on fakes made anew from the D step's z where G was
+    given a z again (``reuse_z=True``: znxlwm's collection, ``G_ = self.G(z_)`` in both
+    steps); and for its ``d_first(d_steps=k)``
     the n_critic loop that steps G on every k-th batch from the first (PyTorch-GAN's ``i %
     n_critic == 0``, G forwarded again on the same z), whose first audited iteration has
     one D step."""
@@ -791,6 +800,8 @@ def schedules(audited: str, g_batch: int = 1, fresh_real: bool = False) -> list[
             found.append((f"{fresh}, g_batch={g_batch})", False))
         if fresh_real:
             found.append((f"{fresh}, fresh_real=True)", False))
+        if z_reused:
+            found.append((f"{fresh}, reuse_z=True)", False))
     match = re.fullmatch(r"d_first\(d_steps=(\d+)\)", audited)
     if match:
         found.append((f"d_first(g_every={match[1]}, reuse_fake=False, reuse_z=True)", True))
@@ -1247,7 +1258,7 @@ def _tried(script: _Script, capture: Capture, data: Replay, report) -> list[tupl
     fresh_real = bool(data.g_reals)
     # G's real batch of its own matters only to losses that read it (a logging forward
     # of D on data would otherwise make two equal candidates of every other one)
-    return [(s, c) for s in schedules(report.schedule, _g_batch(data), fresh_real)
+    return [(s, c) for s in schedules(report.schedule, _g_batch(data), fresh_real, data.z_reused)
             for c in found if "fresh_real" not in s[0] or c.make().g_needs_real]  # fmt: skip
 
 
@@ -1486,7 +1497,9 @@ def _code(script: _Script, schedule: tuple[str, bool], candidate: Candidate,
     code, per_batch = schedule
     where = ("the script's n_critic loop: G on every k-th batch from the first, on the same z"
              if per_batch else "the audit's update order")  # fmt: skip
-    if "reuse_fake=False" in code and not per_batch:
+    if "reuse_z=True" in code and not per_batch:
+        where += "; G's step makes its fakes anew from the D step's z, as the script does"
+    elif "reuse_fake=False" in code and not per_batch:
         where += "; G's step on a z of its own, as the script draws one"
     if "fresh_real=True" in code:
         where += ", and on a real batch of its own"
