@@ -1016,6 +1016,37 @@ def test_generative_collections_gan_ports_to_reuse_z(tmp_path):
     assert "d_order" not in code  # D draws nothing: the order of its forwards and G's is free
 
 
+def test_a_condition_filled_over_the_image_for_d_ports_with_a_printed_wrapper(tmp_path):
+    """pytorch-generative-model-collections' CGAN gives G the batch's labels one-hot
+    and D the same vector filled over the image: two conditions where a Step gives one.
+    Every candidate raised (torch.cat of a 2-D and a 4-D tensor in D) under "no
+    objective ... equals the losses". The port now prints a FilledD wrapper (which its
+    Steps are made from), condition="real" for fakes made for the batch's labels, and a
+    Step equal to the script, runnable beside its names."""
+    proc, port = ported(tmp_path, "generative_collections_cgan", flag=("--verify", 3))
+    assert port["max_difference"] == 0, port["notes"]
+    assert port["float64_difference"] <= 1e-12
+    assert not any("failed beside the script's names" in note for note in port["notes"])
+    code = port["code"]
+    assert "class FilledD(torch.nn.Module):" in code
+    assert "return self.D(x, c.reshape(c.shape[0], -1, 1, 1).expand(-1, -1, 8, 8))" in code
+    assert "self.G, FilledD(self.D), self.G_optimizer, self.D_optimizer," in code
+    assert 'condition="real",' in code
+    assert "schedule=d_first(reuse_fake=False, reuse_z=True)" in code
+
+
+def test_a_condition_of_d_unlike_gs_is_named(tmp_path):
+    """D given a condition that is not G's, nor G's filled over the image: named as not
+    mapped, not blamed on the losses."""
+    source = (SCRIPTS / "generative_collections_cgan.py").read_text()
+    other = source.replace("D_fake = self.D(G_, y_fill_)", "D_fake = self.D(G_, 1 - y_fill_)", 1)
+    assert other.count("1 - y_fill_") == 1
+    port = port_of_source(tmp_path, "cgan_other", other)
+    assert port["code"] is None
+    assert any("G is given a condition of shape (16, 3) and D, on G's fakes, one of shape "
+               "(16, 3, 8, 8)" in note for note in port["notes"]), port["notes"]  # fmt: skip
+
+
 def test_sngan_collections_ports_from_its_train_function(tmp_path):
     """pytorch-gan-collections' SNGAN loop as its author wrote it: its models, optimizers
     and LambdaLR schedulers are train()'s locals (the port printed the classes' names

@@ -16,6 +16,10 @@ call) returning what the script gave G and setting torch's generator to its stat
 that call (so that a penalty's draws and Dropout masks follow the script's stream);
 each optimizer step of the copies takes the settings the script's took at its step of
 that count (a learning-rate scheduler's rates).
+A D given G's condition filled over the image (one constant map per entry of G's
+one-hot vector) is given it through a printed ``FilledD``, the real batches' conditions
+as G takes them; fakes made for their iteration's real conditions take
+``condition="real"``.
 A D returning (scores, class logits) beside a G given the fakes' labels is ACGAN's: its
 class terms are tried at the scripts' weights, on the real labels the script's
 DataLoader gave beside each real batch. The script's calls of G or D outside its update
@@ -379,6 +383,13 @@ class Replay:
     # a G call of the update was given the z of the G call before it (one draw, used
     # twice: G forwarded again on it)
     z_reused: bool = False
+    # D's condition is G's filled over an image of this height and width (a label map
+    # per class, made from G's one-hot vector); the real batches' conditions in
+    # ``reals`` are then as G is given them, and the Step's D is a FilledD
+    d_fill: tuple[int, int] | None = None
+    # each of G's conditions was that of a real batch of its iteration (pytorch-generative-
+    # model-collections' CGAN makes its fakes for the batch's labels): condition="real"
+    condition_real: bool = False
 
     @property
     def conditional(self) -> bool:
@@ -403,6 +414,7 @@ def replay(rec, capture: Capture, iterations: int, d_order: str = "real_first") 
     graded: list[list[object]] = [[] for _ in range(iterations)]  # data requiring grad
     zs: list[tuple[tuple[Tensor, ...], list[Tensor]]] = []
     z_seqs, fake_labels, d_takes, concat, z_reused = [], {}, set(), set(), False
+    z_iterations: list[int] = []
     groups = _call_groups(rec, iterations)
     if isinstance(groups, str):
         return groups
@@ -421,6 +433,7 @@ def replay(rec, capture: Capture, iterations: int, d_order: str = "real_first") 
         elif f.label == "G":
             zs.append((tensors, rng))
             z_seqs.append(f.seq)
+            z_iterations.append(f.iteration)
         elif f.label == "D":
             d_takes.add(len(tensors))
             concat |= {f.concat} - {None}
@@ -452,6 +465,17 @@ def replay(rec, capture: Capture, iterations: int, d_order: str = "real_first") 
                    and st.label in ("G", "D"))  # fmt: skip
         ends.append(last + 1)
     embedding = _embedding(rec, capture, zs, [fake_labels.get(s) for s in z_seqs])
+    d_fill = None
+    if embedding is None:
+        given = [fake_labels.get(s) for s in z_seqs]
+        d_fill = _fill_of(zs, given)
+        unlike = None if d_fill is not None else _conditions_unlike(zs, given)
+        if unlike is not None:
+            return unlike
+    if d_fill is not None:  # the real batches' conditions as G is given them
+        reals = _unfilled(reals, zs[0][0][1].shape[1:])
+        if isinstance(reals, str):
+            return reals
     if embedding is not None:  # G's input as the labels, embedded by the wrapper
         zs = [((z[0], fake_labels[s]), rng) for (z, rng), s in zip(zs, z_seqs, strict=True)]
     image_to_image = False
@@ -463,6 +487,9 @@ def replay(rec, capture: Capture, iterations: int, d_order: str = "real_first") 
     clips = _clips(rec, iterations)
     if isinstance(clips, str):
         return clips
+    condition_real = len(zs[0][0]) == 2 and zs[0][0][1].numel() > 0 and all(
+        any(isinstance(r, tuple) and _same(z[1], r[1]) for r in reals[it])
+        for (z, _), it in zip(zs, z_iterations, strict=True))  # fmt: skip
     labels = [[_labels_of(x, capture.batches) if isinstance(x, Tensor) else None
                for x in it] for it in reals]  # fmt: skip
     return Replay(reals, zs, d_takes == {2}, ends, image_to_image, labels,
@@ -471,7 +498,8 @@ def replay(rec, capture: Capture, iterations: int, d_order: str = "real_first") 
                   style_mixing=mixing, lazy=_lazy_calls(rec, z_seqs),
                   losses=_step_losses(rec, iterations), graded_real=graded_real,
                   clips=clips, g_reals=_g_phase_reals(rec, capture, iterations),
-                  real_rng=real_rng, z_reused=z_reused)  # fmt: skip
+                  real_rng=real_rng, z_reused=z_reused, d_fill=d_fill,
+                  condition_real=condition_real)  # fmt: skip
 
 
 def _g_phase_reals(rec, capture: Capture, iterations: int) -> list[object]:
@@ -610,6 +638,53 @@ def _embedding(rec, capture: Capture, zs: list, labels: list) -> str | None:
                 made = child(labels[0])
             if made.shape == first[1].shape and torch.equal(made, first[1]):
                 return name
+    return None
+
+
+def _fill_of(zs: list, labels: list) -> tuple[int, int] | None:
+    """The (height, width) over which D's condition on G's fakes is G's condition filled
+    (``y_vec[:, :, None, None].expand(-1, -1, h, w)``: a constant map per entry of G's
+    vector, pytorch-generative-model-collections' CGAN); None where it is not so."""
+    found = set()
+    for (z, _), given in zip(zs, labels, strict=True):
+        if len(z) != 2 or given is None or given.dim() != 4:
+            return None
+        c = z[1]
+        if not c.is_floating_point() or c.numel() != c.shape[0] * given.shape[1]:
+            return None
+        if given.dtype != c.dtype or given.shape[0] != c.shape[0]:
+            return None
+        if not torch.equal(c.reshape(c.shape[0], -1, 1, 1).expand_as(given), given):
+            return None
+        found.add(tuple(given.shape[2:]))
+    return found.pop() if len(found) == 1 else None
+
+
+def _unfilled(reals: list[list[object]], shape: torch.Size) -> list[list[object]] | str:
+    """The real batches ``(x, c)`` with each filled condition ``c`` as G is given one
+    (shape ``(n, *shape)``): the value of each constant map."""
+    made = []
+    for batches in reals:
+        row = []
+        for x, c in batches:
+            corner = c[:, :, :1, :1]
+            if not torch.equal(corner.expand_as(c), c):
+                return "D's condition on a real batch is not a constant map per entry: not mapped"
+            row.append((x, corner.reshape(c.shape[0], *shape)))
+        made.append(row)
+    return made
+
+
+def _conditions_unlike(zs: list, labels: list) -> str | None:
+    """Why G's and D's conditions cannot be a Step's one condition: G given one tensor
+    and D, on G's fakes, another (a one-hot vector for G and its maps for D, as
+    pytorch-generative-model-collections' CGAN writes them); None where they are one."""
+    for (z, _), given in zip(zs, labels, strict=True):
+        if len(z) == 2 and given is not None and not _same(z[1], given):
+            return (f"G is given a condition of shape {tuple(z[1].shape)} and D, on G's "
+                    f"fakes, one of shape {tuple(given.shape)}: a Step gives both the same "
+                    "condition (a wrapper of D making its own from G's would take it): not "
+                    "mapped")  # fmt: skip
     return None
 
 
@@ -840,7 +915,8 @@ def _run(script: _Script, capture: Capture, data: Replay, schedule: tuple[str, b
     if data.image_to_image:  # G(source): the real batch's condition, no z
         sources = {"latent": None, "condition": "real"}
     else:
-        sources = {"latent": latent, "condition": condition if data.conditional else None}
+        given = "real" if data.condition_real else condition
+        sources = {"latent": latent, "condition": given if data.conditional else None}
     step = _step(G, D, opt_g, opt_d, data, schedule[0], candidate, sources)
     worst = (0.0, "")
     for i in range(iterations):
@@ -1012,6 +1088,7 @@ def _step(G, D, opt_g, opt_d, data: Replay, code: str, candidate: Candidate,
             "synthesis": G.get_submodule(data.g_parts[1])}  # fmt: skip
         options.update(g_regularizer=PathLength(*candidate.path_length, **parts))
     g = G if data.embedding is None else _Embedded(G, data.embedding)
+    D = _d_taking(D, data)
     if candidate.style_mixing is not None:  # the printed class itself: the two cannot drift
         made: dict = {"torch": torch}
         exec(_mixing_wrapper(*data.g_parts), made)  # noqa: S102 - ganstep's own text
@@ -1219,7 +1296,8 @@ def _tried(script: _Script, capture: Capture, data: Replay, report) -> list[tupl
     """Each (schedule, candidate) that could be the script's update; or why none is."""
     # trainable, whatever the script left it switched to (a G step with D frozen stopped
     # it): D's output with its graph tells whether a Sigmoid made it
-    probe = _copy(script.D, capture.first_state[id(script.D)]).requires_grad_(True)
+    probe = _d_taking(_copy(script.D, capture.first_state[id(script.D)]).requires_grad_(True),
+                      data)  # fmt: skip
     with torch.enable_grad():
         real = data.reals[0][0]
         whole = probe(*real) if isinstance(real, tuple) else probe(real)
@@ -1316,6 +1394,7 @@ def _search(script: _Script, capture: Capture, data: Replay, report, n: int,
             equal.append((gap, schedule, candidate, label))
         else:
             parted.append(f"{label}: {where}")
+    equal = _fewest_passes(equal)
     told = (_told_apart(equal, states, capture, data.ends, tolerance)
             or _told_apart_by_losses(equal, logged, data.losses))  # fmt: skip
     if told is not None:
@@ -1345,6 +1424,21 @@ def _search(script: _Script, capture: Capture, data: Replay, report, n: int,
                                     f"iteration(s), which cannot tell them apart ({more}):",
                                     *(e[3] for e in equal)])  # fmt: skip
     return Port(None, n, notes=[TRIED, *parted])
+
+
+def _fewest_passes(equal: list[tuple]) -> list[tuple]:
+    """``equal`` less each ``d_first(..., reuse_z=True)`` Step whose candidate equals too
+    with G's step reusing the D step's fakes (the audit's ``d_first``): a G that draws
+    nothing and keeps no statistics computes the same fakes twice from one z, so the
+    Step that makes them once is the script's update with a forward and a backward of G
+    fewer."""
+
+    def remakes(code: str) -> bool:
+        return code.startswith("d_first(") and "reuse_z=True" in code
+
+    once = {id(c) for _, (code, _), c, _ in equal
+            if code.startswith("d_first(") and "reuse_fake" not in code}  # fmt: skip
+    return [e for e in equal if not (remakes(e[1][0]) and not e[1][1] and id(e[2]) in once)]
 
 
 def _told_apart(equal: list[tuple], states: dict[str, list[dict]], capture: Capture,
@@ -1515,9 +1609,12 @@ def _code(script: _Script, schedule: tuple[str, bool], candidate: Candidate,
     if k > 1 and not per_batch:
         own = ", then G's step's own" if "fresh_real=True" in code else ""
         call = f"step([{batch}, ...])  ({k} real batches: one per D step{own})"
-    g, wrapper = names["G"], ""
+    g, d, wrapper = names["G"], names["D"], ""
     if data.embedding is not None:
         g, wrapper = f"GOfLabels({g})", _wrapper(data.embedding)
+    if data.d_fill is not None:
+        d, wrapper = f"FilledD({d})", wrapper + _fill_wrapper(*data.d_fill)
+        call += "  (its labels as G is given them; FilledD fills them for D)"
     if candidate.style_mixing is not None:
         g = f"StyleMixedG({g}, {candidate.style_mixing})"
         wrapper = _mixing_wrapper(*data.g_parts)
@@ -1534,7 +1631,7 @@ def _code(script: _Script, schedule: tuple[str, bool], candidate: Candidate,
         f"from ganstep import Step, {code.split('(')[0]}\n"
         f"from ganstep.engine.objectives import {make}\n{regularizer}\n{wrapper}"
         f"step = Step(\n"
-        f"    {g}, {names['D']}, {names['opt_g']}, {names['opt_d']},\n"
+        f"    {g}, {d}, {names['opt_g']}, {names['opt_d']},\n"
         f"    objective={candidate.objective},  # {candidate.why}\n"
         f"    schedule={code},  # {where}\n"
         f"{sources}"
@@ -1552,7 +1649,10 @@ def _options(candidate: Candidate, data: Replay, g_name: str = "G") -> str:
             f'\n    g_terms={{"l1": ({candidate.l1}, lambda v: '
             "torch.nn.functional.l1_loss(v.fake.x, v.real.x))},  # G's L1 to the target"
         )
-    if data.conditional:
+    if data.conditional and data.condition_real:
+        more += ('\n    condition="real",  # each fake made for its real batch\'s condition, as '
+                 "the script makes them")  # fmt: skip
+    elif data.conditional:
         more += "\n    " + _condition_line(torch.cat([z[1] for z, _ in data.zs]))
         if not data.d_conditional:
             more += "\n    d_conditional=False,  # D is called D(x): G alone takes the condition"
@@ -1621,6 +1721,31 @@ def _wrapper(name: str) -> str:
         "        self.G = G\n\n"
         "    def forward(self, z, y):\n"
         f"        return self.G(z, self.G.{name}(y))\n\n\n"
+    )
+
+
+def _d_taking(D: nn.Module, data: Replay) -> nn.Module:
+    """D as the Step is given it: a ``FilledD`` made from the very text printed where the
+    script fills G's condition for D, else D itself."""
+    if data.d_fill is None:
+        return D
+    made: dict = {"torch": torch}
+    exec(_fill_wrapper(*data.d_fill), made)  # noqa: S102 - ganstep's own text
+    return made["FilledD"](D)
+
+
+def _fill_wrapper(height: int, width: int) -> str:
+    """The module that gives D its condition filled over the image, as the script does."""
+    return (
+        "\nclass FilledD(torch.nn.Module):\n"
+        '    """D(x, c) with G\'s condition c filled over the image: one constant map per '
+        'entry, as the script fills it for D."""\n\n'
+        "    def __init__(self, D):\n"
+        "        super().__init__()\n"
+        "        self.D = D\n\n"
+        "    def forward(self, x, c):\n"
+        f"        return self.D(x, c.reshape(c.shape[0], -1, 1, 1).expand(-1, -1, {height}, "
+        f"{width}))\n\n\n"
     )
 
 
