@@ -1035,6 +1035,30 @@ def test_a_condition_filled_over_the_image_for_d_ports_with_a_printed_wrapper(tm
     assert "schedule=d_first(reuse_fake=False, reuse_z=True)" in code
 
 
+def test_fakes_for_sampled_one_hot_labels_print_a_runnable_condition(tmp_path):
+    """The CGAN script with its fakes made for labels of their own (sampled one-hot,
+    filled for D), as many cGAN tutorials draw them: the condition printed was
+    ``lambda n: ...``, which failed beside the script's names; now it draws one-hot
+    labels of the classes seen."""
+    source = (SCRIPTS / "generative_collections_cgan.py").read_text()
+    pad = " " * 16
+    made = f"{pad}y_fill_ = y_vec_.unsqueeze(2).unsqueeze(3).expand(self.batch_size, 3, 8, 8)\n"
+    assert made in source
+    sampled = source.replace(made, made + (
+        f"{pad}g_vec_ = torch.zeros((self.batch_size, 3)).scatter_(\n"
+        f"{pad}    1, torch.randint(0, 3, (self.batch_size, 1)), 1)\n"
+        f"{pad}g_fill_ = g_vec_.unsqueeze(2).unsqueeze(3).expand(self.batch_size, 3, 8, 8)\n"
+    )).replace("self.G(z_, y_vec_)", "self.G(z_, g_vec_)").replace(
+        "self.D(G_, y_fill_)", "self.D(G_, g_fill_)")  # fmt: skip
+    port = port_of_source(tmp_path, "cgan_sampled", sampled)
+    assert port["max_difference"] == 0, port["notes"]
+    assert not any("failed beside the script's names" in note for note in port["notes"])
+    code = port["code"]
+    assert 'condition="real"' not in code and "FilledD(self.D)" in code
+    assert ("condition=lambda n: torch.nn.functional.one_hot(torch.randint(0, 3, (n,)), 3)"
+            ".to(torch.float32).reshape(n, 3),") in code  # fmt: skip
+
+
 def test_a_condition_of_d_unlike_gs_is_named(tmp_path):
     """D given a condition that is not G's, nor G's filled over the image: named as not
     mapped, not blamed on the losses."""

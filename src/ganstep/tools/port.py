@@ -1796,6 +1796,19 @@ def _condition_line(c: Tensor) -> str:
             f"input: labels from {low} to {high}, {c.dtype}, as the script drew them"
         )
     shape = ", ".join(str(s) for s in c.shape[1:])
+    k = c.shape[1] if c.dim() >= 2 else 0
+    one_hot = (k > 1 and c.numel() == c.shape[0] * k and bool(((c == 0) | (c == 1)).all())
+               and bool((c.reshape(c.shape[0], k).sum(1) == 1).all()))  # fmt: skip
+    if one_hot:  # a class one-hot, as G's input (n, k) or an image's (n, k, 1, 1)
+        labels = c.reshape(c.shape[0], k).argmax(1)
+        low, high = int(labels.min()), int(labels.max())
+        dtype = str(c.dtype).removeprefix("torch.")
+        return (
+            f"condition=lambda n: torch.nn.functional.one_hot(torch.randint({low}, "
+            f"{high + 1}, (n,)), {k}).to(torch.{dtype}).reshape(n, {shape}),  # G's second "
+            f"input: one-hot labels of {k} classes ({low} to {high} seen), as the script "
+            "drew them"
+        )
     if c.numel() == 0:  # no label at all (StyleGAN2-ADA's unconditional c)
         return f"condition=lambda n: torch.zeros(n, {shape}),  # G's second input: empty, as given"
     return (
