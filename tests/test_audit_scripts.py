@@ -1035,6 +1035,24 @@ def test_a_condition_filled_over_the_image_for_d_ports_with_a_printed_wrapper(tm
     assert "schedule=d_first(reuse_fake=False, reuse_z=True)" in code
 
 
+def test_the_cdcgan_tutorial_ports_with_filled_labels(tmp_path):
+    """pytorch-MNIST-CelebA-cGAN-cDCGAN's loop (the cDCGAN tutorial most copied): G
+    given one-hot labels as (n, 10, 1, 1) images, D the same filled over the image,
+    the fakes' labels drawn in each step. The port ran every candidate into a shape
+    error inside D ("no Step found"); now FilledD, a one-hot condition, 0 apart and
+    its float64 repeat too."""
+    proc, port = ported(tmp_path, "pytorch_mnist_cdcgan", flag=("--verify", 3))
+    assert port["max_difference"] == 0, port["notes"]
+    assert port["float64_difference"] <= 1e-12
+    assert not any("failed beside the script's names" in note for note in port["notes"])
+    code = port["code"]
+    assert "G, FilledD(D), G_optimizer, D_optimizer," in code
+    assert "expand(-1, -1, 16, 16)" in code
+    assert "schedule=d_first(reuse_fake=False)" in code
+    assert "latent=lambda n: torch.randn(n, 16, 1, 1)," in code
+    assert "one_hot(torch.randint(0, 10, (n,)), 10).to(torch.float32).reshape(n, 10, 1, 1)" in code
+
+
 def test_fakes_for_sampled_one_hot_labels_print_a_runnable_condition(tmp_path):
     """The CGAN script with its fakes made for labels of their own (sampled one-hot,
     filled for D), as many cGAN tutorials draw them: the condition printed was
