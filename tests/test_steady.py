@@ -30,6 +30,7 @@ from ganstep.trainer.models import MLP
 
 SCHEDULES = [
     d_first(), d_first(d_steps=2, g_steps=2), d_first(reuse_fake=False, reuse_z=True),
+    d_first(g_steps=2, g_steps_share_z=True),
     d_first(g_every=2), g_first(), g_first(reuse_z=True, d_steps=2, g_steps=2),
     simultaneous(), simultaneous(d_every=2), simultaneous(g_every=2),
 ]  # fmt: skip

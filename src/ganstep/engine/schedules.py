@@ -89,6 +89,12 @@ class DFirst(Schedule):
             D, then ``generator(z)`` for G). G runs twice where ``reuse_fake`` runs it
             once, as that loop does: a G with BatchNorm then ends with the loop's
             running statistics. Needs ``reuse_fake=False``.
+        g_steps_share_z: every G step makes its fakes from the last D step's z (and
+            condition), with G's graph at G's parameters then, instead of drawing a
+            fresh z after the first: carpedm20's DCGAN-tensorflow runs G's optimizer
+            twice on one ``batch_z`` ("to make sure that d_loss does not go to zero"),
+            as its PyTorch ports do. With ``reuse_fake`` the first G step still reuses
+            the D step's fakes. Needs ``g_batch=1`` and ``fresh_real=False``.
 
     Passes: G runs without a graph for every D step whose fake batch is not reused;
     D's weights compute no gradient in the G steps.
@@ -101,6 +107,7 @@ class DFirst(Schedule):
     fresh_real: bool = False
     g_batch: int = 1
     reuse_z: bool = False
+    g_steps_share_z: bool = False
     name: ClassVar[str] = "d_first"
 
     def __post_init__(self) -> None:
@@ -111,6 +118,12 @@ class DFirst(Schedule):
                 "so it takes reuse_fake=False, and neither fresh_real nor g_batch > 1 (which "
                 "give G's step other rows than that z's): d_first(reuse_fake=False, "
                 "reuse_z=True)"
+            )
+        if self.g_steps_share_z and (self.fresh_real or self.g_batch > 1):
+            raise ValueError(
+                f"{self.name}: g_steps_share_z makes every G step's fakes from the last D "
+                "step's z, so it takes neither fresh_real nor g_batch > 1 (which give G's "
+                "steps other rows than that z's)"
             )
         if self.g_batch > 1 and self.reuse_fake:
             raise ValueError(
@@ -160,7 +173,7 @@ class DFirst(Schedule):
             real = reals[self.d_steps + j] if self.fresh_real else d_reals[-1]
             if j == 0 and kept is not None:
                 fake = kept
-            elif j == 0 and self.reuse_z:
+            elif self.g_steps_share_z or (j == 0 and self.reuse_z):
                 fake = generate(game, latents, real, graph=True)
             else:
                 like = real if self.g_batch == 1 else g_batch_like(real, self.g_batch)

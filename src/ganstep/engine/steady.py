@@ -184,7 +184,7 @@ class Steady:
         for j in range(schedule.g_steps):
             if j == 0 and kept is not None:
                 fake = kept
-            elif j == 0 and schedule.reuse_z:
+            elif schedule.g_steps_share_z or (j == 0 and schedule.reuse_z):
                 fake = self._generate(z, c, x, True)
             else:
                 fake = self._generate(self._draw(x.shape[0]), c, x, True)

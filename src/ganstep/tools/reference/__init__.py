@@ -65,8 +65,9 @@ with these, never with a re-writing of them: ``pytorch_examples_dcgan``,
 ``pytorch_gan_stargan``, ``pytorch_gan_discogan``, ``pytorch_gan_dualgan``,
 ``pytorch_gan_bicyclegan``, ``diffaugment`` with ``diff_augment``, ``taming_vqgan``,
 ``hifigan``, and the conditional, image-to-image and StyleGAN2-ADA loops, which
-docs/loops.md shows each beside its Step; and ``udacity_gan_mnist`` (one-sided label
-smoothing, tests/test_label_smoothing.py).
+docs/loops.md shows each beside its Step; ``udacity_gan_mnist`` (one-sided label
+smoothing, tests/test_label_smoothing.py); and ``dcgan_tensorflow`` (G's optimizer run
+twice on one z, tests/test_g_steps_share_z.py).
 
 Why the retain_graph loops raise: ``backward(retain_graph=True)`` keeps D's graph,
 which saved D's weights for the input gradient; ``optimizer_D.step()`` then changes
@@ -113,6 +114,7 @@ from .other_codebases import (  # noqa: F401
     basicsr_esrgan,
     biggan_hinge,
     cyclegan,
+    dcgan_tensorflow,
     diff_augment,
     diffaugment,
     esrgan,

@@ -578,6 +578,35 @@ def udacity_gan_mnist(G, D, opt_g, opt_d, batches: Batches, rng: np.random.Rando
     return history
 
 
+def dcgan_tensorflow(G, D, opt_g, opt_d, batches: Batches, rng: np.random.RandomState,
+                     z_dim: int):  # fmt: skip
+    """carpedm20/DCGAN-tensorflow ``model.py``'s ``DCGAN.train`` update (its non-MNIST
+    branch), written in PyTorch as its graph computes it: per batch ``batch_z =
+    np.random.uniform(-1, 1, [batch_size, z_dim])`` as float32 (``rng`` stands for
+    ``np.random``; here in the batches' dtype), one ``d_optim`` run (``d_loss_real +
+    d_loss_fake``: sigmoid cross-entropy with logits, each a mean, on D(images) and
+    D(G(z)), only D's variables stepped), then ``g_optim`` run twice on the same
+    ``batch_z`` ("to make sure that d_loss does not go to zero (different from paper)"),
+    each forwarding G and D anew. ganstep: ``d_first(g_steps=2, g_steps_share_z=True)``
+    with ``ns``."""
+    history = []
+    for images in batches:
+        batch_z = _as_floats(rng.uniform(-1, 1, [images.size(0), z_dim]), images)
+        opt_d.zero_grad()
+        d_loss_real = _bce(D(images), 1.0)
+        d_loss_fake = _bce(D(G(batch_z).detach()), 0.0)  # d_optim's var_list: D's alone
+        d_loss = d_loss_real + d_loss_fake
+        d_loss.backward()
+        opt_d.step()
+        for _ in range(2):  # g_optim, twice on one batch_z
+            opt_g.zero_grad()
+            g_loss = _bce(D(G(batch_z)), 1.0)
+            g_loss.backward()
+            opt_g.step()
+        history.append({"loss_d": d_loss.item(), "loss_g": g_loss.item()})
+    return history
+
+
 def sngan_collections(G, D, opt_g, opt_d, batches: Batches, latent: Latent, n_dis: int = 5,
                       loss: str = "hinge"):  # fmt: skip
     """w86763777/pytorch-gan-collections' training loop (SNGAN on CIFAR-10): per step,
