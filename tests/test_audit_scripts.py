@@ -1202,6 +1202,42 @@ opt_g = torch.optim.Adam(G.parameters(), 2e-4, betas=(0.5, 0.999))
 opt_d = torch.optim.Adam(D.parameters(), 2e-4, betas=(0.5, 0.999))
 """
 
+G_TWICE = f"""{WIDE_HEAD}
+bce = nn.BCEWithLogitsLoss()
+ones, zeros = torch.ones(32, 1), torch.zeros(32, 1)
+for it in range(20):
+    real = torch.randn(32, 2) * 0.5 + 1
+    z = torch.randn(32, 8)
+    fake = G(z)
+    opt_d.zero_grad()
+    d_loss = bce(D(real), ones) + bce(D(fake.detach()), zeros)
+    d_loss.backward()
+    opt_d.step()
+    # Run g_optim twice to make sure that d_loss does not go to zero (different from paper)
+    for _ in range(2):
+        opt_g.zero_grad()
+        g_loss = bce(D(G(z)), ones)
+        g_loss.backward()
+        opt_g.step()
+"""
+
+
+@pytest.mark.parametrize("batchnorm", [False, True])
+def test_g_steps_on_the_d_steps_z_port_to_g_steps_share_z(tmp_path, batchnorm):
+    """DCGAN-tensorflow's G optimizer run twice on the D step's z, in PyTorch: no Step
+    took a second G step on that z ("no Step found"). With a G that keeps no statistics
+    the first G step reuses the D step's fakes; with BatchNorm in G, whose statistics
+    count each forward, it makes them anew as the script does."""
+    source = G_TWICE
+    if batchnorm:
+        norm = "nn.Linear(8, 32, bias=False), nn.BatchNorm1d(32), nn.ReLU()"
+        source = source.replace("nn.Linear(8, 32), nn.ReLU()", norm)
+    port = port_of_source(tmp_path, "g_twice", source)
+    assert_verified(port)
+    fresh = "reuse_fake=False, " if batchnorm else ""
+    assert f"schedule=d_first(g_steps=2, {fresh}g_steps_share_z=True)" in port["code"]
+
+
 R1_EACH_STEP = f"""{WIDE_HEAD}
 gamma = 10.0
 for it in range(50):

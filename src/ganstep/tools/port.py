@@ -863,7 +863,8 @@ def schedules(audited: str, g_batch: int = 1, fresh_real: bool = False,
     calls took two sizes (SNGAN's ``batch_size * 2``), on a real batch of its own
     (``fresh_real``, AlexiaJM's), or on fakes made anew from the D step's z where G was
     given a z again (``reuse_z=True``: znxlwm's collection, ``G_ = self.G(z_)`` in both
-    steps); and for its ``d_first(d_steps=k)``
+    steps; with G steps ``g_steps=k``, each on that z: ``g_steps_share_z=True``); and
+    for its ``d_first(d_steps=k)``
     the n_critic loop that steps G on every k-th batch from the first (PyTorch-GAN's ``i %
     n_critic == 0``, G forwarded again on the same z), whose first audited iteration has
     one D step."""
@@ -877,6 +878,11 @@ def schedules(audited: str, g_batch: int = 1, fresh_real: bool = False,
             found.append((f"{fresh}, fresh_real=True)", False))
         if z_reused:
             found.append((f"{fresh}, reuse_z=True)", False))
+    if z_reused and re.fullmatch(r"d_first\(.*g_steps=\d+.*\)", audited):
+        # each G step on the D step's z (DCGAN-tensorflow's g_optim run twice on batch_z),
+        # the first reusing the D step's fakes or making them anew (G's statistics)
+        found.append((audited[:-1] + ", g_steps_share_z=True)", False))
+        found.append((audited[:-1] + ", reuse_fake=False, g_steps_share_z=True)", False))
     match = re.fullmatch(r"d_first\(d_steps=(\d+)\)", audited)
     if match:
         found.append((f"d_first(g_every={match[1]}, reuse_fake=False, reuse_z=True)", True))
@@ -1427,18 +1433,24 @@ def _search(script: _Script, capture: Capture, data: Replay, report, n: int,
 
 
 def _fewest_passes(equal: list[tuple]) -> list[tuple]:
-    """``equal`` less each ``d_first(..., reuse_z=True)`` Step whose candidate equals too
-    with G's step reusing the D step's fakes (the audit's ``d_first``): a G that draws
+    """``equal`` less each ``d_first`` Step that makes G's first fakes anew from the D
+    step's z (``reuse_fake=False`` with ``reuse_z`` or ``g_steps_share_z``) whose
+    candidate equals too with G's step reusing the D step's fakes: a G that draws
     nothing and keeps no statistics computes the same fakes twice from one z, so the
-    Step that makes them once is the script's update with a forward and a backward of G
-    fewer."""
+    Step that makes them once is the script's update with a forward and a backward of
+    G fewer."""
+
+    def once(code: str) -> str:  # the same Step reusing the D step's fakes
+        code = re.sub(r", reuse_z=True|reuse_z=True, |reuse_z=True", "", code)
+        return re.sub(r", reuse_fake=False|reuse_fake=False, |reuse_fake=False", "", code)
 
     def remakes(code: str) -> bool:
-        return code.startswith("d_first(") and "reuse_z=True" in code
+        return (code.startswith("d_first(") and "reuse_fake=False" in code
+                and ("reuse_z=True" in code or "g_steps_share_z=True" in code))  # fmt: skip
 
-    once = {id(c) for _, (code, _), c, _ in equal
-            if code.startswith("d_first(") and "reuse_fake" not in code}  # fmt: skip
-    return [e for e in equal if not (remakes(e[1][0]) and not e[1][1] and id(e[2]) in once)]
+    kept = {(code, id(c)) for _, (code, per_batch), c, _ in equal if not per_batch}
+    return [e for e in equal if not (remakes(e[1][0]) and not e[1][1]
+                                     and (once(e[1][0]), id(e[2])) in kept)]  # fmt: skip
 
 
 def _told_apart(equal: list[tuple], states: dict[str, list[dict]], capture: Capture,
@@ -1591,7 +1603,9 @@ def _code(script: _Script, schedule: tuple[str, bool], candidate: Candidate,
     code, per_batch = schedule
     where = ("the script's n_critic loop: G on every k-th batch from the first, on the same z"
              if per_batch else "the audit's update order")  # fmt: skip
-    if "reuse_z=True" in code and not per_batch:
+    if "g_steps_share_z=True" in code:
+        where += "; each G step on the D step's z, as the script"
+    elif "reuse_z=True" in code and not per_batch:
         where += "; G's step makes its fakes anew from the D step's z, as the script does"
     elif "reuse_fake=False" in code and not per_batch:
         where += "; G's step on a z of its own, as the script draws one"
