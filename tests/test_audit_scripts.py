@@ -1202,6 +1202,114 @@ opt_g = torch.optim.Adam(G.parameters(), 2e-4, betas=(0.5, 0.999))
 opt_d = torch.optim.Adam(D.parameters(), 2e-4, betas=(0.5, 0.999))
 """
 
+HELPER_STEPS = """
+# diegoalejogm/gans "Vanilla GAN" notebook (PyTorch): train_discriminator() and
+# train_generator() called from the loop, the optimizer a parameter of each; made small
+import torch
+from torch import nn, optim
+from torch.autograd.variable import Variable
+
+torch.manual_seed(0)
+
+
+class DiscriminatorNet(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        n_features, n_out = 16, 1
+        self.hidden0 = nn.Sequential(
+            nn.Linear(n_features, 32), nn.LeakyReLU(0.2), nn.Dropout(0.3)
+        )
+        self.hidden1 = nn.Sequential(nn.Linear(32, 16), nn.LeakyReLU(0.2), nn.Dropout(0.3))
+        self.out = nn.Sequential(torch.nn.Linear(16, n_out), torch.nn.Sigmoid())
+
+    def forward(self, x):
+        return self.out(self.hidden1(self.hidden0(x)))
+
+
+class GeneratorNet(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        n_features, n_out = 10, 16
+        self.hidden0 = nn.Sequential(nn.Linear(n_features, 16), nn.LeakyReLU(0.2))
+        self.out = nn.Sequential(nn.Linear(16, n_out), nn.Tanh())
+
+    def forward(self, x):
+        return self.out(self.hidden0(x))
+
+
+def images_to_vectors(images):
+    return images.view(images.size(0), 16)
+
+
+def noise(size):
+    return Variable(torch.randn(size, 10))
+
+
+discriminator = DiscriminatorNet()
+generator = GeneratorNet()
+d_optimizer = optim.Adam(discriminator.parameters(), lr=0.0002)
+g_optimizer = optim.Adam(generator.parameters(), lr=0.0002)
+loss = nn.BCELoss()
+
+
+def ones_target(size):
+    return Variable(torch.ones(size, 1))
+
+
+def zeros_target(size):
+    return Variable(torch.zeros(size, 1))
+
+
+def train_discriminator(optimizer, real_data, fake_data):
+    N = real_data.size(0)
+    optimizer.zero_grad()
+    prediction_real = discriminator(real_data)
+    error_real = loss(prediction_real, ones_target(N))
+    error_real.backward()
+    prediction_fake = discriminator(fake_data)
+    error_fake = loss(prediction_fake, zeros_target(N))
+    error_fake.backward()
+    optimizer.step()
+    return error_real + error_fake, prediction_real, prediction_fake
+
+
+def train_generator(optimizer, fake_data):
+    N = fake_data.size(0)
+    optimizer.zero_grad()
+    prediction = discriminator(fake_data)
+    error = loss(prediction, ones_target(N))
+    error.backward()
+    optimizer.step()
+    return error
+
+
+data = torch.rand(160, 1, 4, 4) * 2 - 1
+data_loader = torch.utils.data.DataLoader(
+    torch.utils.data.TensorDataset(data, torch.zeros(160)), batch_size=16, shuffle=True
+)
+num_epochs = 2
+for epoch in range(num_epochs):
+    for n_batch, (real_batch, _) in enumerate(data_loader):
+        N = real_batch.size(0)
+        real_data = Variable(images_to_vectors(real_batch))
+        fake_data = generator(noise(N)).detach()
+        d_error, d_pred_real, d_pred_fake = train_discriminator(d_optimizer, real_data, fake_data)
+        fake_data = generator(noise(N))
+        g_error = train_generator(g_optimizer, fake_data)
+"""
+
+
+def test_steps_taken_in_helper_functions_are_named_where_the_loop_calls_them(tmp_path):
+    """The loop calls train_discriminator(d_optimizer, ...) and train_generator(
+    g_optimizer, ...): the port named D's optimizer ``optimizer``, the parameter of the
+    helper in which D's first step ran. The names are now the loop's, whose frame holds
+    both first steps."""
+    port = port_of_source(tmp_path, "helpers", HELPER_STEPS)
+    assert port["max_difference"] == 0, port["notes"]
+    assert "generator, discriminator, g_optimizer, d_optimizer," in port["code"]
+    assert not any("failed beside the script's names" in note for note in port["notes"])
+
+
 G_TWICE = f"""{WIDE_HEAD}
 bce = nn.BCEWithLogitsLoss()
 ones, zeros = torch.ones(32, 1), torch.zeros(32, 1)

@@ -77,8 +77,12 @@ class ScriptRecorder(Recorder):
         self.completed = 0
         self.namespace: dict | None = None  # the script's globals, seen while it runs
         # the locals of the function whose loop took the first step (a train() of the
-        # script's), as they were then; None before it, {} for a loop at the top level
+        # script's), as they were then; None before it, {} for a loop at the top level.
+        # Once both G and D have stepped: those of the innermost function whose call
+        # holds both first steps (the loop that calls a train_discriminator() and a
+        # train_generator() of the script's)
         self.loop_names: dict | None = None
+        self._step_frames: dict[str, list] | None = {}  # each first step's script frames
         self.stop_seq: int | None = None  # where the audit stopped the script
         self.stop_thread: int | None = None  # the thread it stopped there
         self.exit_code: int | None = None  # how it ended, when it ended by itself
@@ -233,11 +237,31 @@ class ScriptRecorder(Recorder):
         if self.depth == 0:
             self.count_off()
 
+    def _script_frames(self) -> list:
+        """The audited script's frames now running, innermost first."""
+        frames, frame = [], self._script_frame()
+        while frame is not None:
+            if frame.f_code.co_filename == self.script_file:
+                frames.append(frame)
+            frame = frame.f_back
+        return frames
+
+    def _name_loop(self, label: str) -> None:
+        """Take the loop's names at the first step of ``label`` (see ``loop_names``)."""
+        if self._step_frames is None or label in self._step_frames:
+            return
+        frames = self._script_frames()
+        others = [f for fs in self._step_frames.values() for f in fs]
+        self._step_frames[label] = frames
+        held = frames[0] if frames else None
+        if others:  # the loop's frame: the innermost that both first steps ran inside
+            held = next((f for f in frames if any(f is o for o in others)), held)
+            self._step_frames = None  # (frames hold their locals: let them go)
+        top = held is None or held.f_code.co_name == "<module>"
+        self.loop_names = {} if top else dict(held.f_locals)
+
     def before_step(self, step) -> None:
-        if self.loop_names is None:
-            frame = self._script_frame()
-            top = frame is None or frame.f_code.co_name == "<module>"
-            self.loop_names = {} if top else dict(frame.f_locals)
+        self._name_loop(step.label)
         if self.capture is not None:  # the script's numbers as the last step left them
             self.capture.before_step(len(self.opt_steps), self.namespace)
         if self.stop_seq is not None:
