@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from torch import nn
 
 from ganstep import Step, d_first, reference, simultaneous
-from ganstep.engine.objectives import WGAN, ns
+from ganstep.engine.objectives import WGAN, WGANGP, ns
 from ganstep.trainer.models import MLP
 
 
@@ -173,8 +173,6 @@ def test_wgan_gp_takes_its_interpolation_weights_from_the_callers_draw():
     one per sample, once per D step."""
     import numpy as np
 
-    from ganstep.engine.objectives import WGANGP
-
     default = _wgan_gp_run(WGANGP())
     same = _wgan_gp_run(WGANGP(alpha=lambda shape: torch.rand(shape)))
     assert all(torch.equal(p, q) for p, q in zip(default, same, strict=True))
@@ -191,3 +189,51 @@ def test_wgan_gp_takes_its_interpolation_weights_from_the_callers_draw():
         _wgan_gp_run(WGANGP(alpha=lambda shape: torch.rand(6)))
     with pytest.raises(TypeError, match="alpha must be callable"):
         WGANGP(alpha=0.5)
+
+
+def _emilien_dupont(eps: float, critic_iterations: int = 3):
+    """EmilienDupont/wgan-gp's Trainer and the Step, float64, over 2 of its G steps."""
+    theirs, ours = (Run("wgan_gp", batchnorm=False) for _ in range(2))
+    batches = real_batches(2 * critic_iterations, dtype=torch.float64)
+    torch.manual_seed(7)  # alpha's torch.rand
+    expected = reference.emilien_dupont_wgan_gp(*theirs.models(), batches, theirs.latent,
+                                                critic_iterations=critic_iterations)  # fmt: skip
+    step = Step(*ours.models(), objective=WGANGP(10.0, eps=eps),
+                schedule=d_first(d_steps=critic_iterations, reuse_fake=False),
+                latent=ours.latent)  # fmt: skip
+    torch.manual_seed(7)
+    k = critic_iterations
+    got = [step(batches[i * k : (i + 1) * k]) for i in range(2)]
+    return ours, theirs, got, expected
+
+
+def test_wgan_gp_with_eps_equals_emilien_duponts_trainer():
+    """Its penalty's norm is sqrt(sum(grad ** 2) + 1e-12): WGANGP(eps=1e-12) equals it in
+    float64 (parameters, Adam's moments, the losses)."""
+    ours, theirs, got, expected = _emilien_dupont(1e-12)
+    assert_same_sides(ours.models(), theirs.models())
+    for mine, source in zip(got, expected, strict=True):
+        assert mine["loss_d"].item() == pytest.approx(source["loss_d"], rel=1e-12)
+        assert mine["loss_g"].item() == pytest.approx(source["loss_g"], rel=1e-12)
+
+
+def test_wgan_gp_without_eps_differs_from_it_in_float64():
+    ours, theirs, *_ = _emilien_dupont(0.0)
+    pairs = zip(ours.D.parameters(), theirs.D.parameters(), strict=True)
+    assert max((p - q).abs().max().item() for p, q in pairs) > 1e-15
+
+
+@given(st.one_of(st.floats(max_value=-1e-300), st.just(float("nan")), st.booleans(),
+                 st.text(max_size=3)))  # fmt: skip
+def test_wgan_gp_eps_is_a_number_at_least_0(eps):
+    with pytest.raises(ValueError, match="wgan_gp eps must be a number >= 0"):
+        WGANGP(eps=eps)
+
+
+def test_wgan_gp_eps_0_computes_the_norm_as_before():
+    """The default takes norm(2), the very ops it took before eps existed."""
+    default = _wgan_gp_run(WGANGP())
+    zero = _wgan_gp_run(WGANGP(eps=0.0))
+    assert all(torch.equal(p, q) for p, q in zip(default, zero, strict=True))
+    assert repr(WGANGP(eps=1e-12)) == "WGANGP(weight=10.0, eps=1e-12)"
+    assert repr(WGANGP()) == "WGANGP(weight=10.0)"

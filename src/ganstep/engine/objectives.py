@@ -300,6 +300,10 @@ class WGANGP(Wasserstein):
     (``(n, 1, ..., 1)``), e.g. numpy's draw as PyTorch-GAN's scripts make it,
     ``lambda shape: torch.from_numpy(rng.random(shape))``; it is moved to the batch's
     dtype and device.
+
+    ``eps``: the norm as ``sqrt(sum(grad ** 2) + eps)``, as the many loops that write
+    ``torch.sqrt(torch.sum(gradients ** 2, dim=1) + 1e-12)`` ("to avoid sqrt 0") take
+    it (EmilienDupont/wgan-gp's ``_gradient_penalty``); 0 (default): ``norm(2)``.
     """
 
     name = "wgan_gp"
@@ -307,12 +311,14 @@ class WGANGP(Wasserstein):
     # nothing to the gradient at the fake samples that the fused step rescales.
 
     def __init__(
-        self, weight: float = 10.0, alpha: Callable[[tuple[int, ...]], Tensor] | None = None
-    ) -> None:
+        self, weight: float = 10.0, alpha: Callable[[tuple[int, ...]], Tensor] | None = None,
+        eps: float = 0.0,
+    ) -> None:  # fmt: skip
         self.weight = non_negative(weight, f"{self.name} weight")
         if alpha is not None and not callable(alpha):
             raise TypeError(f"{self.name} alpha must be callable (alpha(shape)), got {alpha!r}")
         self.alpha = alpha
+        self.eps = non_negative(eps, f"{self.name} eps")
 
     def _weights(self, real: Tensor) -> Tensor:
         """The interpolation weights e, one per sample, shaped to broadcast over it."""
@@ -332,12 +338,17 @@ class WGANGP(Wasserstein):
         x_hat = (e * real + (1 - e) * fake).requires_grad_(True)
         scores = self.score(D(x_hat), x_hat)
         (grad,) = torch.autograd.grad(scores.sum(), x_hat, create_graph=True)
-        norms = grad.reshape(grad.shape[0], -1).norm(2, dim=1)
+        flat = grad.reshape(grad.shape[0], -1)
+        if self.eps:
+            norms = torch.sqrt(torch.sum(flat**2, dim=1) + self.eps)
+        else:
+            norms = flat.norm(2, dim=1)
         return self.weight * (norms - 1).square().mean()
 
     def __repr__(self) -> str:
         alpha = "" if self.alpha is None else f", alpha={self.alpha!r}"
-        return f"WGANGP(weight={self.weight}{alpha})"
+        eps = f", eps={self.eps!r}" if self.eps else ""
+        return f"WGANGP(weight={self.weight}{alpha}{eps})"
 
 
 class WGAN(Wasserstein):

@@ -578,6 +578,50 @@ def udacity_gan_mnist(G, D, opt_g, opt_d, batches: Batches, rng: np.random.Rando
     return history
 
 
+def emilien_dupont_wgan_gp(G, D, opt_g, opt_d, batches: Batches, latent: Latent,
+                           gp_weight: float = 10.0, critic_iterations: int = 5):  # fmt: skip
+    """EmilienDupont/wgan-gp ``training.py``'s ``Trainer`` (``_train_epoch``, one epoch of
+    ``batches``): per batch ``num_steps += 1`` and a critic step (``sample_generator``:
+    G on ``latent(n)`` with G's graph, D on the batch and on it, the penalty on
+    interpolates of ``alpha = torch.rand(n, 1, ..., 1)`` with the samples' ``.data``,
+    its norm as ``torch.sqrt(torch.sum(gradients ** 2, dim=1) + 1e-12)``; ``D_opt``
+    steps on ``mean(D(fake)) - mean(D(x)) + gp``); every ``critic_iterations``-th batch
+    (``num_steps % critic_iterations == 0``) a G step on fresh samples. ganstep:
+    ``d_first(d_steps=critic_iterations, reuse_fake=False)`` with ``WGANGP(gp_weight,
+    eps=1e-12)``, called with ``critic_iterations`` batches."""
+    history, row, num_steps = [], {}, 0
+    for data in batches:
+        num_steps += 1
+        batch_size = data.size()[0]
+        generated_data = G(latent(batch_size))
+        d_real = D(data)
+        d_generated = D(generated_data)
+        alpha = torch.rand(batch_size, *[1] * (data.dim() - 1), dtype=data.dtype)
+        alpha = alpha.expand_as(data)
+        interpolated = alpha * data.data + (1 - alpha) * generated_data.data
+        interpolated.requires_grad_(True)
+        prob_interpolated = D(interpolated)
+        gradients = torch.autograd.grad(outputs=prob_interpolated, inputs=interpolated,
+                                        grad_outputs=torch.ones_like(prob_interpolated),
+                                        create_graph=True, retain_graph=True)[0]  # fmt: skip
+        gradients = gradients.view(batch_size, -1)
+        gradients_norm = torch.sqrt(torch.sum(gradients**2, dim=1) + 1e-12)
+        gradient_penalty = gp_weight * ((gradients_norm - 1) ** 2).mean()
+        opt_d.zero_grad()
+        d_loss = d_generated.mean() - d_real.mean() + gradient_penalty
+        d_loss.backward()
+        opt_d.step()
+        row["loss_d"] = d_loss.item()
+        if num_steps % critic_iterations == 0:
+            opt_g.zero_grad()
+            d_generated = D(G(latent(batch_size)))
+            g_loss = -d_generated.mean()
+            g_loss.backward()
+            opt_g.step()
+            history.append({**row, "loss_g": g_loss.item()})
+    return history
+
+
 def dcgan_tensorflow(G, D, opt_g, opt_d, batches: Batches, rng: np.random.RandomState,
                      z_dim: int):  # fmt: skip
     """carpedm20/DCGAN-tensorflow ``model.py``'s ``DCGAN.train`` update (its non-MNIST
