@@ -1089,6 +1089,20 @@ def test_a_condition_of_d_unlike_gs_is_named(tmp_path):
                "(16, 3, 8, 8)" in note for note in port["notes"]), port["notes"]  # fmt: skip
 
 
+def test_a_penalty_norm_under_an_epsilon_is_told_apart_in_float64(tmp_path):
+    """EmilienDupont/wgan-gp's trainer takes its penalty's norm as sqrt(sum + 1e-12):
+    float32 cannot tell WGANGP(10.0) from it, float64 can (it parted there, 2e-10). Its
+    float64 repeat now tries WGANGP(10.0, eps=1e-12), which equals in both, and prints
+    it."""
+    proc, port = ported(tmp_path, "emilien_dupont_wgan_gp", flag=("--verify", 3))
+    assert port["max_difference"] <= 1e-6, port["notes"]
+    assert port["float64_difference"] <= 1e-12, port["notes"]
+    assert "objective=WGANGP(10.0, eps=1e-12)," in port["code"]
+    assert "schedule=d_first(d_steps=5, reuse_fake=False)" in port["code"]
+    assert any("WGANGP(10.0) parts from it, WGANGP(10.0, eps=1e-12) equals it" in note
+               for note in port["notes"])  # fmt: skip
+
+
 def test_sngan_collections_ports_from_its_train_function(tmp_path):
     """pytorch-gan-collections' SNGAN loop as its author wrote it: its models, optimizers
     and LambdaLR schedulers are train()'s locals (the port printed the classes' names

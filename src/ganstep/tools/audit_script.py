@@ -33,7 +33,7 @@ from torch import nn
 from ..engine.checks import positive_int
 from ..engine.d_profile import observing
 from .audit import MODULES, Recorder, Report, analyse, crash_location
-from .port import FLOAT64_TOLERANCE, Capture, Port, global_names, path_to
+from .port import FLOAT64_TOLERANCE, Capture, Port, float64_variants, global_names, path_to
 from .port import port as port_of
 
 
@@ -435,7 +435,8 @@ def audit_script(
         report.port = _port(rec, report)
         if float64 and report.port.chosen is not None:
             run = lambda r: _run_recorded(r, path, script, args, timeout)  # noqa: E731
-            report.port.notes.append(_in_float64(report, run, path, script, G, D))
+            said = _in_float64(report, run, path, script, G, D, rec)  # (may replace port)
+            report.port.notes.append(said)
     return report
 
 
@@ -459,9 +460,12 @@ def _leave(rec: ScriptRecorder, on_swallowed: Callable[[Report], object], path: 
     on_swallowed(_report(rec, path, script, G, D, None))
 
 
-def _in_float64(report: Report, run, path: Path, script, G, D) -> str:
+def _in_float64(report: Report, run, path: Path, script, G, D, first: ScriptRecorder) -> str:
     """The script run again by ``run`` (silenced) with torch's default dtype float64,
-    and the Step found in ``report.port`` verified on that run: what came of it."""
+    and the Step found in ``report.port`` verified on that run: what came of it. Where
+    it parts there and a variant of its candidate that float32 cannot tell from it
+    (``port.float64_variants``) equals in float64, the variant, verified again on
+    ``first`` (the float32 run), replaces it in ``report.port``."""
     found, head = report.port, "float64 (the script run again, torch's default dtype float64)"
     rec = ScriptRecorder(report.iterations)
     rec.capture = Capture()
@@ -494,12 +498,44 @@ def _in_float64(report: Report, run, path: Path, script, G, D) -> str:
         why = again.port.notes[-1]
         if "they part at iteration" not in why:  # it raised: the run's inputs, not the math
             return f"{head}: not repeated, the Step refuses that run's inputs ({why})"
+        swapped = _float64_variant(report, again, rec, first, saved)
+        if swapped is not None:
+            return f"{head}: {swapped}"
         return f"{head}: not equal to {FLOAT64_TOLERANCE:g}: {why}"
     found.float64_difference = again.port.max_difference
     return (
         f"{head}: equal too, largest difference {found.float64_difference:.3g} "
         f"(<= {FLOAT64_TOLERANCE:g})"
     )
+
+
+def _float64_variant(report: Report, again: Report, rec: ScriptRecorder,
+                     first: ScriptRecorder, saved: torch.dtype) -> str | None:  # fmt: skip
+    """Where a float64 variant of the chosen candidate equals the float64 run: that
+    Step, verified on the float32 run too, put in ``report.port``; what was done (None
+    where no variant equals)."""
+    schedule, candidate = report.port.chosen
+    for variant in float64_variants(candidate):
+        torch.set_default_dtype(torch.float64)
+        try:
+            tried = port_of(rec, again, rec.capture, _names(rec), only=(schedule, variant),
+                            tolerance=FLOAT64_TOLERANCE)  # fmt: skip
+        finally:
+            torch.set_default_dtype(saved)
+        if tried.code is None:
+            continue
+        found = port_of(first, report, first.capture, _names(first), only=(schedule, variant))
+        if found.code is None:  # (float32 cannot tell them apart: not expected)
+            continue
+        found.notes = [*report.port.notes, *found.notes]
+        found.float64_difference = tried.max_difference
+        report.port = found
+        return (
+            f"{candidate.objective} parts from it, {variant.objective} equals it (largest "
+            f"difference {tried.max_difference:.3g} <= {FLOAT64_TOLERANCE:g}): the Step "
+            f"printed takes {variant.objective}, which float32 cannot tell apart"
+        )
+    return None
 
 
 def _port(rec: ScriptRecorder, report: Report) -> Port:

@@ -230,6 +230,19 @@ GP_WEIGHTS = (10.0, 1.0, 0.1)
 R1_WEIGHTS = (0.01, 0.1, 0.5, 1.0, 2.0, 5.0, 10.0, 100.0)
 
 
+def float64_variants(candidate: Candidate) -> list[Candidate]:
+    """The candidates that compute what ``candidate`` does but for a difference float32
+    cannot show, tried where the float64 repeat parts from it: WGAN-GP's norm under an
+    epsilon (``torch.sqrt(torch.sum(gradients ** 2, dim=1) + 1e-12)``)."""
+    found = re.fullmatch(r"WGANGP\(([0-9.e+-]+)\)", candidate.objective)
+    if found is None:
+        return []
+    w = float(found[1])
+    return [replace(candidate, objective=f"WGANGP({w}, eps=1e-12)",
+                    make=partial(WGANGP, w, eps=1e-12),
+                    why=candidate.why + "; its norm as sqrt(sum(grad ** 2) + 1e-12)")]  # fmt: skip
+
+
 def with_r1(found: list[Candidate], every: int, rounds: int) -> list[Candidate]:
     """Each objective of ``found`` that takes R1, with R1 at each of :data:`R1_WEIGHTS`,
     in D's steps (``every`` 1) or in a step of its own every ``every`` D steps (lazy R1);
