@@ -746,13 +746,87 @@ for _ in range(5):
 
 
 def test_port_names_a_d_with_more_outputs_than_its_scores(tmp_path):
+    """Class logits beside D's scores where G takes no labels: not ACGAN's. Its first
+    output is tried as its scores (the losses here read the others: none equals), and
+    the first note says why the rest was left unread."""
     script = tmp_path / "acgan_like.py"
     script.write_text(ACGAN_LIKE)
     out = tmp_path / "report.json"
     ganstep("audit", script, "--port", "--json", out, cache=tmp_path, cwd=tmp_path)
-    assert json.loads(out.read_text())["port"]["notes"] == [
+    port = json.loads(out.read_text())["port"]
+    assert port["code"] is None
+    assert port["notes"][0] == (
         "D returns more than its scores (a tuple or list): its class output is mapped where G "
-        "alone takes the fakes' labels (ACGAN's G(z, labels), D(x)), not here"]  # fmt: skip
+        "alone takes the fakes' labels (ACGAN's G(z, labels), D(x)), not here; its first "
+        "output was tried as its scores")  # fmt: skip
+
+
+SAGAN_LIKE = """
+# heykeetae/Self-Attention-GAN's trainer.py step (hinge): G and D each return their
+# output and two attention maps, which no loss reads
+import torch
+from torch import nn
+
+torch.manual_seed(0)
+
+
+class G(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.net, self.attn = nn.Linear(8, 16), nn.Linear(16, 16)
+
+    def forward(self, z):
+        out = self.net(z)
+        p1 = torch.softmax(self.attn(out), -1)
+        return out * p1, p1, p1
+
+
+class D(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.body, self.last = nn.Linear(16, 16), nn.Linear(16, 1)
+
+    def forward(self, x):
+        h = torch.relu(self.body(x))
+        p1 = torch.softmax(h, -1)
+        return self.last(h * p1).squeeze(), p1, p1
+
+
+G, D = G(), D()
+g_optimizer = torch.optim.Adam(G.parameters(), 1e-4, [0.0, 0.9])
+d_optimizer = torch.optim.Adam(D.parameters(), 4e-4, [0.0, 0.9])
+for step in range(5):
+    real_images = torch.rand(8, 16)
+    d_out_real, dr1, dr2 = D(real_images)
+    d_loss_real = torch.nn.ReLU()(1.0 - d_out_real).mean()
+    z = torch.randn(real_images.size(0), 8)
+    fake_images, gf1, gf2 = G(z)
+    d_out_fake, df1, df2 = D(fake_images)
+    d_loss_fake = torch.nn.ReLU()(1.0 + d_out_fake).mean()
+    d_loss = d_loss_real + d_loss_fake
+    d_optimizer.zero_grad()
+    g_optimizer.zero_grad()
+    d_loss.backward()
+    d_optimizer.step()
+    z = torch.randn(real_images.size(0), 8)
+    fake_images, _, _ = G(z)
+    g_out_fake, _, _ = D(fake_images)
+    g_loss_fake = -g_out_fake.mean()
+    d_optimizer.zero_grad()
+    g_optimizer.zero_grad()
+    g_loss_fake.backward()
+    g_optimizer.step()
+"""
+
+
+def test_a_d_returning_attention_maps_beside_its_scores_ports(tmp_path):
+    """SAGAN's G and D return (output, attention, attention): the port stopped at "D
+    returns more than its scores". Its first output read as the scores, the maps unread,
+    Hinge() equals the script."""
+    port = port_of_source(tmp_path, "sagan_like", SAGAN_LIKE)
+    assert_verified(port)
+    assert "objective=Hinge()" in port["code"]
+    assert "schedule=d_first(reuse_fake=False)" in port["code"]
 
 
 def test_acgans_printed_step_runs_and_keeps_the_scripts_sample_calls(tmp_path):

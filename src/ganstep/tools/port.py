@@ -393,6 +393,10 @@ class Replay:
     # where the Step makes its fakes after that forward (d_order="real_g_fake"), its
     # first draw of a call is D's, not G's at its z
     real_rng: list[list[list[Tensor]]] = field(default_factory=list)
+    # why D's outputs besides its scores were not mapped as ACGAN's class logits (its
+    # first output then tried as the scores, the others unread); None where D returns
+    # scores alone, or they were
+    d_extra: str | None = None
     # a G call of the update was given the z of the G call before it (one draw, used
     # twice: G forwarded again on it)
     z_reused: bool = False
@@ -1225,6 +1229,8 @@ def port(rec, report, capture: Capture, names: dict[str, str], *,
         torch.random.set_rng_state(state)
     if found.code is None and found.notes[0] == TRIED:  # none equal: name the losses' lines
         found.notes.insert(0, _loss_lines(rec))
+        if data.d_extra is not None:  # what D returned besides its scores was left unread
+            found.notes.insert(0, f"{data.d_extra}; its first output was tried as its scores")
     if settings and found.code is not None:
         found.notes.append(settings)
     if found.code is not None and data.precision == "fp16":
@@ -1320,9 +1326,11 @@ def _tried(script: _Script, capture: Capture, data: Replay, report) -> list[tupl
     with torch.enable_grad():
         real = data.reals[0][0]
         whole = probe(*real) if isinstance(real, tuple) else probe(real)
+    # a D returning more than its scores: ACGAN's class logits where they can be mapped,
+    # else its first output read as the scores, the others unread (SAGAN's attention
+    # maps; a verified Step shows that the script's losses read them not)
     unmapped = None if isinstance(whole, Tensor) else _classifier_unmapped(whole, data)
-    if unmapped:
-        return unmapped
+    data.d_extra = unmapped
     d_out = adversarial(whole)[0]
     # a double backward in D's steps is a gradient penalty; in steps of its own, lazy R1
     penalty = None
@@ -1333,7 +1341,7 @@ def _tried(script: _Script, capture: Capture, data: Replay, report) -> list[tupl
                        else False)  # fmt: skip
     if data.image_to_image:  # and G's L1 to the target, at the weights scripts use
         found = [replace(c, l1=w) for c in found for w in (100.0, 10.0, 1.0)]
-    if not isinstance(whole, Tensor):
+    if not isinstance(whole, Tensor) and unmapped is None:
         found = with_classifier(found)
     if data.style_mixing:
         found = [replace(c, style_mixing=p) for c in found for p in STYLE_MIXING]
