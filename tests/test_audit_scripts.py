@@ -1551,6 +1551,7 @@ import torch.nn.functional as F
 import torch.optim as optim
 
 torch.manual_seed(0)
+np.random.seed(0)  # (the port's float32 difference depends on the draws)
 
 
 class Discriminator(nn.Module):
@@ -1765,6 +1766,39 @@ def test_lightnings_gan_example_with_dropout_ports_to_g_first_real_g_fake(tmp_pa
     assert "schedule=g_first(reuse_z=True)" in port["code"]
     assert 'd_order="real_g_fake",' in port["code"]
     assert "d_scale=0.5" in port["code"]
+
+
+SATURATING_MINIMAX = """
+# Goodfellow et al.'s minimax losses as tutorials write them: raw logs of a Sigmoid D,
+# G's loss the saturating log(1 - D(G(z)))
+import torch
+from torch import nn
+
+torch.manual_seed(0)
+G = nn.Sequential(nn.Linear(8, 32), nn.ReLU(), nn.Linear(32, 2))
+D = nn.Sequential(nn.Linear(2, 32), nn.LeakyReLU(0.2), nn.Linear(32, 1), nn.Sigmoid())
+opt_g = torch.optim.SGD(G.parameters(), lr=0.01, momentum=0.9)
+opt_d = torch.optim.SGD(D.parameters(), lr=0.01, momentum=0.9)
+for it in range(20):
+    x = torch.randn(32, 2) * 0.5 + 1
+    z = torch.randn(32, 8)
+    d_loss = -torch.mean(torch.log(D(x)) + torch.log(1 - D(G(z).detach())))
+    opt_d.zero_grad()
+    d_loss.backward()
+    opt_d.step()
+    z = torch.randn(32, 8)
+    g_loss = torch.mean(torch.log(1 - D(G(z))))
+    opt_g.zero_grad()
+    g_loss.backward()
+    opt_g.step()
+"""
+
+
+def test_the_saturating_minimax_loss_ports_to_minimax(tmp_path):
+    """No candidate took G's saturating loss ("no Step found"); Minimax is tried."""
+    port = port_of_source(tmp_path, "minimax", SATURATING_MINIMAX)
+    assert_verified(port)
+    assert "objective=Minimax(probabilities=True)" in port["code"]
 
 
 REMADE_OPTIMIZERS = f"""{SCRIPT_HEAD}

@@ -63,6 +63,7 @@ from ..engine.objectives import (
     WGAN,
     WGANGP,
     Hinge,
+    Minimax,
     Objective,
     RaHinge,
     RaLSGAN,
@@ -302,11 +303,13 @@ def candidates(d_output: Tensor, penalty: str | None, clip: float | None,
             Candidate("NS(probabilities=True, real_label=0.9)",
                       partial(NS, probabilities=True, real_label=0.9), d, 1.0, why + smoothed)
             for d in (1.0, 0.5)
-        ]  # fmt: skip
+        ] + [Candidate("Minimax(probabilities=True)", partial(Minimax, probabilities=True),
+                       1.0, 1.0, why + SATURATING)]  # fmt: skip
     why = "BCE with logits on D's output"
     found = [Candidate("NS()", NS, d, 1.0, why) for d in (1.0, 0.5)]
     found += [Candidate("NS(real_label=0.9)", partial(NS, real_label=0.9), d, 1.0, why + smoothed)
               for d in (1.0, 0.5)]  # fmt: skip
+    found.append(Candidate("Minimax()", Minimax, 1.0, 1.0, why + SATURATING))
     found += [Candidate("LSGAN()", LSGAN, d, g, "least squares on D's output")
               for d in (1.0, 2.0) for g in (1.0, 2.0)]  # fmt: skip
     found.append(Candidate("Hinge()", Hinge, 1.0, 1.0, "hinge losses on D's output"))
@@ -315,6 +318,9 @@ def candidates(d_output: Tensor, penalty: str | None, clip: float | None,
     found += [Candidate(code, make, 1.0, 1.0, why) for code, make in RELATIVISTIC]
     return found
 
+
+# Goodfellow et al.'s saturating G loss, mean(log(1 - D(G(z)))), as tutorials write it
+SATURATING = "; G's loss the saturating minimax one, log(1 - D(G(z)))"
 
 # the relativistic objectives tried: AlexiaJM's four, and BasicSR's and PyTorch-GAN's
 # ESRGAN forms of RaSGAN
