@@ -47,20 +47,27 @@ def sides():
     return made
 
 
-def test_real_label_equals_udacitys_gan_notebook():
-    """The notebook's loop: BCEWithLogitsLoss against 0.9 on D's real scores, 0 on the
-    fakes, 1 in G's step on fresh z (numpy's uniform), D's Dropout masks in its order.
-    It rescales each batch itself (x * 2 - 1): the Step is given the batches rescaled."""
-    theirs, ours = sides()
+def notebook_run(theirs, ours, **options) -> tuple[list, list, Step]:
+    """The notebook's loop on ``theirs`` and its Step on ``ours`` (``options`` added):
+    z from the same numpy draws, Dropout's masks from torch's generator seeded alike;
+    the notebook rescales each batch itself (x * 2 - 1), the Step is given them
+    rescaled. Each one's losses, and the Step."""
     reals = [x.sigmoid() for x in real_batches(5, dtype=torch.float64)]  # images in [0, 1)
     torch.manual_seed(7)
     expected = reference.udacity_gan_mnist(*theirs, reals, np.random.RandomState(3), Z_SIZE)
     rng = np.random.RandomState(3)
     latent = lambda n: torch.from_numpy(rng.uniform(-1, 1, size=(n, Z_SIZE)))  # noqa: E731
     step = Step(*ours, objective=NS(real_label=0.9), schedule=d_first(reuse_fake=False),
-                latent=latent)  # fmt: skip
+                latent=latent, **options)  # fmt: skip
     torch.manual_seed(7)
-    got = run_step(step, [x * 2 - 1 for x in reals])
+    return run_step(step, [x * 2 - 1 for x in reals]), expected, step
+
+
+def test_real_label_equals_udacitys_gan_notebook():
+    """The notebook's loop: BCEWithLogitsLoss against 0.9 on D's real scores, 0 on the
+    fakes, 1 in G's step on fresh z (numpy's uniform), D's Dropout masks in its order."""
+    theirs, ours = sides()
+    got, expected, _ = notebook_run(theirs, ours)
     assert_same_sides(ours, theirs)
     assert_losses(got, expected)
 

@@ -7,14 +7,13 @@ from __future__ import annotations
 
 import random
 
-import numpy as np
 import pytest
 import torch
 from helpers import X_DIM, real_batches
 from helpers.wild import assert_losses, assert_same_sides, run_step
 from hypothesis import given
 from hypothesis import strategies as st
-from test_label_smoothing import Z_SIZE, UdacityD
+from test_label_smoothing import Z_SIZE, UdacityD, notebook_run
 from test_pytorch_gan_loops import WGANDiv
 from torch import nn
 
@@ -55,15 +54,7 @@ def largest_gap(a: nn.Module, b: nn.Module) -> float:
 def udacity(d_order: str):
     """The notebook's loop and the Step, both with its Dropout in G and D."""
     theirs, ours = twins(UdacityG, UdacityD)
-    reals = [x.sigmoid() for x in real_batches(5, dtype=torch.float64)]  # images in [0, 1)
-    torch.manual_seed(7)
-    expected = reference.udacity_gan_mnist(*theirs, reals, np.random.RandomState(3), Z_SIZE)
-    rng = np.random.RandomState(3)
-    latent = lambda n: torch.from_numpy(rng.uniform(-1, 1, size=(n, Z_SIZE)))  # noqa: E731
-    step = Step(*ours, objective=NS(real_label=0.9), schedule=d_first(reuse_fake=False),
-                latent=latent, d_order=d_order)  # fmt: skip
-    torch.manual_seed(7)
-    got = run_step(step, [x * 2 - 1 for x in reals])
+    got, expected, step = notebook_run(theirs, ours, d_order=d_order)
     return ours, theirs, got, expected, step
 
 
