@@ -1177,6 +1177,20 @@ def test_a_penalty_norm_under_an_epsilon_is_told_apart_in_float64(tmp_path):
                for note in port["notes"])  # fmt: skip
 
 
+def test_a_critic_stepped_k_times_on_one_batch_ports_with_that_batch_k_times(tmp_path):
+    """Aladdin Persson's WGAN-GP (Machine-Learning-Collection) steps its critic 5 times
+    on one real batch: every candidate stopped at "1 real batch(es) for 5". The Step is
+    called with that batch 5 times (the printed call says so): 0 apart, float64 too,
+    G's step on the last critic step's fakes as the script's."""
+    proc, port = ported(tmp_path, "persson_wgan_gp", flag=("--verify", 3))
+    assert port["max_difference"] == 0, port["notes"]
+    assert port["float64_difference"] <= 1e-12
+    code = port["code"]
+    assert "gen, critic, opt_gen, opt_critic," in code
+    assert "objective=WGANGP(10.0)" in code and "schedule=d_first(d_steps=5)," in code
+    assert "step([real_batch] * 5)  (the script's one real batch for each of its 5" in code
+
+
 def test_sngan_collections_ports_from_its_train_function(tmp_path):
     """pytorch-gan-collections' SNGAN loop as its author wrote it: its models, optimizers
     and LambdaLR schedulers are train()'s locals (the port printed the classes' names

@@ -1145,6 +1145,8 @@ def _step_calls(data: Replay, candidate: Candidate, per_batch: bool, k: int,
     given = data.reals[i]
     if not per_batch and k > len(given) and data.g_reals:  # G's step's own (fresh_real)
         given = [*given, data.g_reals[i]]
+    elif _one_batch_for_d_steps(data, per_batch, k):  # the critic k times on one batch
+        given = given * k
     if candidate.classifier is not None:  # D's class terms read the real labels
         given = list(zip(given, data.labels[i], strict=True))
     if candidate.accumulate > 1:  # the rounds' real batches, joined: one Step call
@@ -1155,6 +1157,13 @@ def _step_calls(data: Replay, candidate: Candidate, per_batch: bool, k: int,
             return [f"iteration {i}: {len(reals)} real batch(es) for {k}"]
         calls.append(reals[0] if k == 1 else list(reals[:k]))
     return calls
+
+
+def _one_batch_for_d_steps(data: Replay, per_batch: bool, k: int) -> bool:
+    """Whether the script gave its ``k`` D steps of an iteration one real batch, the same
+    each time (a critic loop inside the batch loop, Aladdin Persson's WGAN-GP): the Step
+    is then called with that batch ``k`` times."""
+    return not per_batch and k > 1 and not data.g_reals and all(len(it) == 1 for it in data.reals)
 
 
 def _joined(batches: list) -> object:
@@ -1647,7 +1656,9 @@ def _code(script: _Script, schedule: tuple[str, bool], candidate: Candidate,
     if data.image_to_image:
         batch = "(target_batch, source_batch)"
     call, k = f"step({batch})", _schedule(code).real_batches
-    if k > 1 and not per_batch:
+    if _one_batch_for_d_steps(data, per_batch, k):
+        call = f"step([{batch}] * {k})  (the script's one real batch for each of its {k} D steps)"
+    elif k > 1 and not per_batch:
         own = ", then G's step's own" if "fresh_real=True" in code else ""
         call = f"step([{batch}, ...])  ({k} real batches: one per D step{own})"
     g, d, wrapper = names["G"], names["D"], ""
