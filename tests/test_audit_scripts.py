@@ -1815,6 +1815,96 @@ def test_the_saturating_minimax_loss_ports_to_minimax(tmp_path):
     assert "objective=Minimax(probabilities=True)" in port["code"]
 
 
+BOUNDARY_SEEKING = """
+# eriklindernoren/PyTorch-GAN implementations/bgan/bgan.py, its models made small and
+# random images in place of MNIST
+import numpy as np
+import torch
+import torch.nn as nn
+from torch.autograd import Variable
+
+torch.manual_seed(0)
+np.random.seed(0)
+latent_dim = 8
+img_shape = (1, 4, 4)
+
+
+class Generator(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+        def block(in_feat, out_feat, normalize=True):
+            layers = [nn.Linear(in_feat, out_feat)]
+            if normalize:
+                layers.append(nn.BatchNorm1d(out_feat, 0.8))
+            layers.append(nn.LeakyReLU(0.2, inplace=True))
+            return layers
+
+        self.model = nn.Sequential(
+            *block(latent_dim, 16, normalize=False), *block(16, 32),
+            nn.Linear(32, int(np.prod(img_shape))), nn.Tanh()
+        )
+
+    def forward(self, z):
+        img = self.model(z)
+        return img.view(img.shape[0], *img_shape)
+
+
+class Discriminator(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.model = nn.Sequential(
+            nn.Linear(int(np.prod(img_shape)), 32), nn.LeakyReLU(0.2, inplace=True),
+            nn.Linear(32, 16), nn.LeakyReLU(0.2, inplace=True), nn.Linear(16, 1), nn.Sigmoid()
+        )
+
+    def forward(self, img):
+        return self.model(img.view(img.shape[0], -1))
+
+
+def boundary_seeking_loss(y_pred, y_true):
+    return 0.5 * torch.mean((torch.log(y_pred) - torch.log(1 - y_pred)) ** 2)
+
+
+discriminator_loss = torch.nn.BCELoss()
+generator = Generator()
+discriminator = Discriminator()
+data = torch.rand(64, *img_shape) * 2 - 1
+dataloader = torch.utils.data.DataLoader(
+    torch.utils.data.TensorDataset(data, torch.zeros(64)), batch_size=16, shuffle=True
+)
+optimizer_G = torch.optim.Adam(generator.parameters(), lr=0.0002, betas=(0.5, 0.999))
+optimizer_D = torch.optim.Adam(discriminator.parameters(), lr=0.0002, betas=(0.5, 0.999))
+Tensor = torch.FloatTensor
+for epoch in range(3):
+    for i, (imgs, _) in enumerate(dataloader):
+        valid = Variable(Tensor(imgs.shape[0], 1).fill_(1.0), requires_grad=False)
+        fake = Variable(Tensor(imgs.shape[0], 1).fill_(0.0), requires_grad=False)
+        real_imgs = Variable(imgs.type(Tensor))
+        optimizer_G.zero_grad()
+        z = Variable(Tensor(np.random.normal(0, 1, (imgs.shape[0], latent_dim))))
+        gen_imgs = generator(z)
+        g_loss = boundary_seeking_loss(discriminator(gen_imgs), valid)
+        g_loss.backward()
+        optimizer_G.step()
+        optimizer_D.zero_grad()
+        real_loss = discriminator_loss(discriminator(real_imgs), valid)
+        fake_loss = discriminator_loss(discriminator(gen_imgs.detach()), fake)
+        d_loss = (real_loss + fake_loss) / 2
+        d_loss.backward()
+        optimizer_D.step()
+"""
+
+
+def test_the_boundary_seeking_loss_ports_to_bgan(tmp_path):
+    """bgan.py's G loss, 0.5 mean((log D - log(1 - D))^2): no objective took it ("no
+    Step found"); BGAN(probabilities=True) with its D loss halved equals it."""
+    port = port_of_source(tmp_path, "bgan", BOUNDARY_SEEKING)
+    assert port["max_difference"] == 0, port["notes"]
+    assert "objective=BGAN(probabilities=True)" in port["code"]
+    assert "schedule=simultaneous()" in port["code"] and "d_scale=0.5" in port["code"]
+
+
 REMADE_OPTIMIZERS = f"""{SCRIPT_HEAD}
 opt_g = torch.optim.Adam(G.parameters(), 2e-4)  # made again (a resumed run's settings)
 opt_d = torch.optim.Adam(D.parameters(), 2e-4)

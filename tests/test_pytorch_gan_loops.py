@@ -410,3 +410,51 @@ def test_pytorch_gan_stargan_as_written_equals_d_first_with_a_tuple_condition():
     assert_losses(got, expected, ("loss_d", "gp", "d_cls"))
     assert_losses(got[::2], expected[::2], ("loss_g", "g_cls", "rec"))
     assert_same_sides(ours, theirs)  # G's InstanceNorm statistics too
+
+
+# --- BGAN: the boundary-seeking G loss --------------------------------------------------
+
+
+def bgan_sides():
+    """bgan.py's Generator and Discriminator in small: Linear blocks, a Sigmoid out."""
+    return build(lambda: nn.Sequential(nn.Linear(4, 16), nn.LeakyReLU(0.2), nn.Linear(16, 64),
+                                       nn.Tanh(), nn.Unflatten(1, (1, 8, 8))),
+                 lambda: nn.Sequential(nn.Flatten(), nn.Linear(64, 16), nn.LeakyReLU(0.2),
+                                       nn.Linear(16, 1), nn.Sigmoid()))  # fmt: skip
+
+
+def test_bgan_py_equals_simultaneous_with_bgan():
+    theirs, ours = bgan_sides()
+    batches = images(4)
+    expected = reference.pytorch_gan_bgan(*theirs, batches, np.random.RandomState(0),
+                                          latent_dim=4)  # fmt: skip
+    rng = np.random.RandomState(0)
+    latent = lambda n: torch.from_numpy(rng.normal(0, 1, (n, 4)))  # noqa: E731
+    step = Step(*ours, objective=objectives.BGAN(probabilities=True), schedule=simultaneous(),
+                latent=latent, d_scale=0.5)  # fmt: skip
+    got = run_step(step, batches)
+    assert_same_sides(ours, theirs)
+    assert_losses(got, expected)
+
+
+def test_bgans_g_loss_on_logits_is_half_the_mean_square():
+    """log sigmoid(s) - log(1 - sigmoid(s)) = s: on logits L_G is 0.5 mean(s^2), the
+    probabilities' form to rounding; L_D is NS's."""
+    s = torch.linspace(-6, 6, 25, dtype=torch.float64)
+    on_logits, _ = objectives.BGAN().g_loss(s)
+    on_probabilities, _ = objectives.BGAN(probabilities=True).g_loss(torch.sigmoid(s))
+    assert on_logits.item() == pytest.approx(0.5 * (s**2).mean().item(), rel=1e-15)
+    assert on_probabilities.item() == pytest.approx(on_logits.item(), rel=1e-9)
+    r = torch.randn(7, dtype=torch.float64)
+    assert torch.equal(objectives.BGAN().d_loss(r, s[:7])[0], objectives.NS().d_loss(r, s[:7])[0])
+
+
+def test_bgans_fused_slopes_are_its_losses_derivatives():
+    """The fused step rescales D's gradient at each fake by h_G'(s) / h_D'(s)."""
+    s = torch.linspace(-5, 5, 11, dtype=torch.float64, requires_grad=True)
+    objective = objectives.BGAN()
+    (h_g,) = torch.autograd.grad(objective.g_loss(s)[0] * s.numel(), s)
+    (h_d,) = torch.autograd.grad(torch.nn.functional.softplus(s).sum(), s)
+    d_slope, ratio = objective.fake_slopes(s.detach())
+    torch.testing.assert_close(d_slope, h_d)
+    torch.testing.assert_close(ratio, h_g / h_d)

@@ -230,6 +230,25 @@ class Minimax(NS):
         return torch.sigmoid(fake), torch.full_like(fake, -1.0)  # h_G = -h_D
 
 
+class BGAN(NS):
+    """Boundary-seeking GAN (Hjelm et al., 2018; PyTorch-GAN's ``bgan.py``): L_D as in
+    :class:`NS`, L_G = 0.5 mean((log D(G(z)) - log(1 - D(G(z))))^2), which on D's
+    logits s is 0.5 mean(s^2). With ``probabilities=True`` it is computed from D's
+    probabilities p as ``bgan.py``'s ``boundary_seeking_loss`` does, 0.5
+    mean((log p - log(1 - p))^2)."""
+
+    name = "bgan"
+
+    def g_loss(self, fake: Tensor, real: Tensor | None = None) -> tuple[Tensor, Logs]:
+        if self.probabilities:
+            return 0.5 * torch.mean((torch.log(fake) - torch.log(1 - fake)) ** 2), {}
+        return 0.5 * fake.square().mean(), {}
+
+    def fake_slopes(self, fake: Tensor) -> tuple[Tensor, Tensor]:
+        # h_D = softplus(s), h_G = s^2 / 2: s / sigmoid(s) = s (1 + exp(-s))
+        return torch.sigmoid(fake), fake * (1 + torch.exp(-fake))
+
+
 class LSGAN(WithR1, Objective):
     """Least squares GAN with targets 0 and 1.
 
@@ -607,12 +626,14 @@ class Softmax(Objective):
 minimax, ns, lsgan, hinge = Minimax, NS, LSGAN, Hinge
 wgan_gp, began, softmax, wgan = WGANGP, BEGAN, Softmax, WGAN
 rsgan, rasgan, ralsgan, rahinge = RSGAN, RaSGAN, RaLSGAN, RaHinge
+bgan = BGAN
 
 # The objectives that take R1 (they inherit WithR1), in the order messages name them.
-R1_OBJECTIVES = tuple(cls.name for cls in (NS, Minimax, LSGAN, Hinge))
+R1_OBJECTIVES = tuple(cls.name for cls in (NS, Minimax, LSGAN, Hinge, BGAN))
 
 # Every objective by name, in the order messages list them.
-_ALL = (minimax, ns, lsgan, hinge, wgan_gp, began, softmax, wgan, rsgan, rasgan, ralsgan, rahinge)
+_ALL = (minimax, ns, lsgan, hinge, wgan_gp, began, softmax, wgan, rsgan, rasgan, ralsgan, rahinge,
+        bgan)  # fmt: skip
 OBJECTIVES: dict[str, type[Objective]] = {cls.name: cls for cls in _ALL}
 
 

@@ -57,6 +57,7 @@ from torch import Tensor, nn
 
 from ..engine.objectives import (
     BEGAN,
+    BGAN,
     LSGAN,
     NS,
     RSGAN,
@@ -304,12 +305,17 @@ def candidates(d_output: Tensor, penalty: str | None, clip: float | None,
                       partial(NS, probabilities=True, real_label=0.9), d, 1.0, why + smoothed)
             for d in (1.0, 0.5)
         ] + [Candidate("Minimax(probabilities=True)", partial(Minimax, probabilities=True),
-                       1.0, 1.0, why + SATURATING)]  # fmt: skip
+                       1.0, 1.0, why + SATURATING)] + [
+            Candidate("BGAN(probabilities=True)", partial(BGAN, probabilities=True), d, 1.0,
+                      why + BOUNDARY_SEEKING)
+            for d in (1.0, 0.5)
+        ]  # fmt: skip
     why = "BCE with logits on D's output"
     found = [Candidate("NS()", NS, d, 1.0, why) for d in (1.0, 0.5)]
     found += [Candidate("NS(real_label=0.9)", partial(NS, real_label=0.9), d, 1.0, why + smoothed)
               for d in (1.0, 0.5)]  # fmt: skip
     found.append(Candidate("Minimax()", Minimax, 1.0, 1.0, why + SATURATING))
+    found.append(Candidate("BGAN()", BGAN, 1.0, 1.0, why + BOUNDARY_SEEKING))
     found += [Candidate("LSGAN()", LSGAN, d, g, "least squares on D's output")
               for d in (1.0, 2.0) for g in (1.0, 2.0)]  # fmt: skip
     found.append(Candidate("Hinge()", Hinge, 1.0, 1.0, "hinge losses on D's output"))
@@ -321,6 +327,9 @@ def candidates(d_output: Tensor, penalty: str | None, clip: float | None,
 
 # Goodfellow et al.'s saturating G loss, mean(log(1 - D(G(z)))), as tutorials write it
 SATURATING = "; G's loss the saturating minimax one, log(1 - D(G(z)))"
+
+# the boundary-seeking G loss (PyTorch-GAN's bgan.py)
+BOUNDARY_SEEKING = "; G's loss the boundary-seeking one, 0.5 mean((log D - log(1 - D))^2)"
 
 # the relativistic objectives tried: AlexiaJM's four, and BasicSR's and PyTorch-GAN's
 # ESRGAN forms of RaSGAN

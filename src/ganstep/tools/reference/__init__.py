@@ -64,10 +64,11 @@ with these, never with a re-writing of them: ``pytorch_examples_dcgan``,
 ``pytorch_gan_dragan``, ``pytorch_gan_wgan_div``, ``pytorch_gan_relativistic``,
 ``pytorch_gan_stargan``, ``pytorch_gan_discogan``, ``pytorch_gan_dualgan``,
 ``pytorch_gan_bicyclegan``, ``diffaugment`` with ``diff_augment``, ``taming_vqgan``,
-``hifigan``, and the conditional, image-to-image and StyleGAN2-ADA loops, which
+``hifigan``, ``pytorch_gan_bgan`` (tests/test_pytorch_gan_loops.py), and the
+conditional, image-to-image and StyleGAN2-ADA loops, which
 docs/loops.md shows each beside its Step; ``udacity_gan_mnist`` (one-sided label
-smoothing, tests/test_label_smoothing.py); and ``dcgan_tensorflow`` (G's optimizer run
-twice on one z, tests/test_g_steps_share_z.py); ``emilien_dupont_wgan_gp`` (the
+smoothing, tests/test_label_smoothing.py); ``dcgan_tensorflow`` (G's optimizer run
+twice on one z, tests/test_g_steps_share_z.py); and ``emilien_dupont_wgan_gp`` (the
 penalty's norm as ``sqrt(sum + 1e-12)``, tests/test_wgan.py).
 
 Why the retain_graph loops raise: ``backward(retain_graph=True)`` keeps D's graph,
@@ -137,6 +138,7 @@ from .pytorch_examples import (  # noqa: F401
 )
 from .pytorch_gan import (  # noqa: F401
     pytorch_gan_acgan,
+    pytorch_gan_bgan,
     pytorch_gan_bicyclegan,
     pytorch_gan_cgan,
     pytorch_gan_discogan,

@@ -145,6 +145,41 @@ def pytorch_gan_wgan(G, D, opt_g, opt_d, batches: Batches, rng: np.random.Random
     return history
 
 
+def pytorch_gan_bgan(G, D, opt_g, opt_d, batches: Batches, rng: np.random.RandomState,
+                     latent_dim: int):  # fmt: skip
+    """eriklindernoren/PyTorch-GAN ``implementations/bgan/bgan.py``, one epoch of it: per
+    batch G's step first, on ``generator(z)`` with z from numpy's generator (``rng``
+    stands for ``np.random``), its loss ``boundary_seeking_loss(discriminator(gen_imgs),
+    valid)`` = 0.5 mean((log p - log(1 - p))^2) on D's Sigmoid output (D not frozen);
+    then D's step on the real batch and ``gen_imgs.detach()``, ``(BCELoss(real, 1) +
+    BCELoss(fake, 0)) / 2``. ganstep: ``simultaneous()`` with
+    ``BGAN(probabilities=True)`` and ``d_scale=0.5``."""
+
+    def boundary_seeking_loss(y_pred, y_true):
+        return 0.5 * torch.mean((torch.log(y_pred) - torch.log(1 - y_pred)) ** 2)
+
+    discriminator_loss = torch.nn.BCELoss()
+    history = []
+    for imgs in batches:
+        valid = torch.ones(imgs.shape[0], 1, dtype=imgs.dtype)
+        fake = torch.zeros(imgs.shape[0], 1, dtype=imgs.dtype)
+        real_imgs = imgs
+        opt_g.zero_grad()
+        z = _as_floats(rng.normal(0, 1, (imgs.shape[0], latent_dim)), imgs)
+        gen_imgs = G(z)
+        g_loss = boundary_seeking_loss(D(gen_imgs), valid)
+        g_loss.backward()
+        opt_g.step()
+        opt_d.zero_grad()
+        real_loss = discriminator_loss(D(real_imgs), valid)
+        fake_loss = discriminator_loss(D(gen_imgs.detach()), fake)
+        d_loss = (real_loss + fake_loss) / 2
+        d_loss.backward()
+        opt_d.step()
+        history.append({"loss_d": d_loss.item(), "loss_g": g_loss.item()})
+    return history
+
+
 def pytorch_gan_wgan_div(G, D, opt_g, opt_d, batches: Batches, rng: np.random.RandomState,
                          latent_dim: int, n_critic: int = 5, k: float = 2,
                          p: float = 6):  # fmt: skip
