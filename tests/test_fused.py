@@ -14,7 +14,7 @@ from torch.testing import assert_close
 
 from ganstep import Step, objectives, simultaneous
 
-FUSABLE = ["minimax", "ns", "lsgan", "hinge", "wgan_gp"]
+FUSABLE = ["minimax", "ns", "lsgan", "hinge", "wgan_gp", "bgan"]
 ITERATIONS = 6
 
 
