@@ -527,8 +527,7 @@ def _float64_variant(report: Report, again: Report, rec: ScriptRecorder,
         found = port_of(first, report, first.capture, _names(first), only=(schedule, variant))
         if found.code is None:  # (float32 cannot tell them apart: not expected)
             continue
-        found.notes = [*report.port.notes, *found.notes]
-        found.float64_difference = tried.max_difference
+        found.float64_difference = tried.max_difference  # (its own notes: the same kinds)
         report.port = found
         return (
             f"{candidate.objective} parts from it, {variant.objective} equals it (largest "
