@@ -284,6 +284,17 @@ class Report:
             lines += ["", str(self.port)]
         return "\n".join(lines)
 
+    @property
+    def step_d_order(self) -> str:
+        """The ``d_order`` a Step takes to forward D as this loop does: ``"real_g_fake"``
+        where D's step called G between its forwards and D draws random numbers (its
+        masks, then z's and G's draws, then its own again), else the order seen
+        (``"real_first"`` where none was)."""
+        profile = self.d_profile
+        if self.d_g_between and profile is not None and profile.stochastic:
+            return "real_g_fake"
+        return self.d_order or "real_first"
+
     def _d_lines(self) -> list[str]:
         """What D is, and which ganstep options keep such a loop exact."""
         profile = self.d_profile
@@ -295,20 +306,19 @@ class Report:
         if self.d_g_between:
             seen += ", calling G between its forwards"
         lines = [f"  D: {profile.describe()}{seen}"]
-        fake_first = ', d_order="fake_first"' if self.d_order == "fake_first" else ""
-        if self.d_g_between and profile.stochastic:  # D's masks, then z and G's, then D's
-            fake_first = ', d_order="real_g_fake"'
+        order = self.step_d_order
+        options = f', d_order="{order}"' if order != "real_first" else ""
         if self.d_concat and not profile.mixing:
-            fake_first = f", concat=True{fake_first}"
+            options = f", concat=True{options}"
         if not profile.mergeable:
             lines.append(
                 "  exactness: D's forward draws random numbers or advances state, so every "
                 "D forward of this loop counts: ganstep keeps them all (its default "
-                f'd_forwards="auto"{fake_first}); fused=True and d_forwards="merged" '
+                f'd_forwards="auto"{options}); fused=True and d_forwards="merged" '
                 "would differ from this loop."
             )
-        elif fake_first:
-            lines.append(f"  exactness: Step(...{fake_first}) forwards D as this loop does.")
+        elif options:
+            lines.append(f"  exactness: Step(...{options}) forwards D as this loop does.")
         if profile.mixing:
             lines.append("  D mixes samples: ganstep refuses concat=True and fused=True for it.")
         return lines
@@ -1066,14 +1076,19 @@ class _Analysis:
         moved = [sum(s.label == m for s in lazy) for m in ("G", "D")]
         return at[0] - moved[0], at[1] - moved[1]
 
+    def _first_d_step_forwards(self) -> list[_Forward]:
+        """D's forwards that D's first step's gradient went through, in their order ([]
+        where D never stepped)."""
+        step = next((s for s in self.adversarial_steps() if s.label == "D"), None)
+        if step is None:
+            return []
+        return sorted((f for f in self._through(step) if f.label == "D"), key=lambda f: f.seq)
+
     def g_between(self) -> bool:
         """Whether D's first step called G between its forwards on the real and the fake
         batch (the DCGAN example's lines: the noise drawn and G called after
         ``netD(real)``)."""
-        step = next((s for s in self.adversarial_steps() if s.label == "D"), None)
-        if step is None:
-            return False
-        ds = sorted((f for f in self._through(step) if f.label == "D"), key=lambda f: f.seq)
+        ds = self._first_d_step_forwards()
         if any(f.concat is not None for f in ds):
             return False
         fakes = [f for f in ds if f.producer is not None and f.producer.label == "G"]
@@ -1083,16 +1098,13 @@ class _Analysis:
     def d_order(self) -> tuple[str | None, bool]:
         """Whether D's first step went through D on the fake batch (a G output) first, and
         whether it did so in one call on both batches concatenated."""
-        step = next((s for s in self.adversarial_steps() if s.label == "D"), None)
-        if step is None:
-            return None, False
-        ds = sorted((f for f in self._through(step) if f.label == "D"), key=lambda f: f.seq)
+        ds = self._first_d_step_forwards()
         joined = next((f.concat for f in ds if f.concat is not None), None)
         if joined is not None:
             return joined, True
         fake = [f.producer is not None and f.producer.label == "G" for f in ds]
         if len(ds) < 2 or all(fake) or not any(fake):
-            return None, False  # not a real/fake pair
+            return None, False  # not a real/fake pair (or no D step)
         return ("fake_first" if fake[0] else "real_first"), False
 
     def order(self) -> tuple[str, str | None, str | None]:

@@ -408,10 +408,6 @@ class Replay:
     # where the Step makes its fakes after that forward (d_order="real_g_fake"), its
     # first draw of a call is D's, not G's at its z
     real_rng: list[list[list[Tensor]]] = field(default_factory=list)
-    # why D's outputs besides its scores were not mapped as ACGAN's class logits (its
-    # first output then tried as the scores, the others unread); None where D returns
-    # scores alone, or they were
-    d_extra: str | None = None
     # a G call of the update was given the z of the G call before it (one draw, used
     # twice: G forwarded again on it)
     z_reused: bool = False
@@ -1088,17 +1084,6 @@ def _fails_beside(code: str, script: _Script, data: Replay, schedule: tuple[str,
     return None
 
 
-def d_order_of(report) -> str:
-    """The Step's ``d_order`` for the script's D step: as the audit saw it, and
-    ``"real_g_fake"`` where the script called G between D's forwards on the real and the
-    fake batch and D draws random numbers (the copies' G then draws from the generator
-    state the script's G had, after D's real forward)."""
-    profile = report.d_profile
-    if report.d_g_between and profile is not None and profile.stochastic:
-        return "real_g_fake"
-    return report.d_order or "real_first"
-
-
 def _g_between(data: Replay, candidate: Candidate) -> bool:
     """Whether the candidate's Step makes its D steps' fakes after D's real forward
     (refused with accumulation, whose z is drawn for the whole batch first)."""
@@ -1232,7 +1217,7 @@ def port(rec, report, capture: Capture, names: dict[str, str], *,
     notes = []
     capture.numbers_end = _numbers(rec.namespace or {})  # as the script's run left them
     script = _find(rec, names, set(capture.settings))
-    data = replay(rec, capture, n, d_order_of(report))
+    data = replay(rec, capture, n, report.step_d_order)
     precision = _precision(rec, n, report.hazards)
     notes += [problem for problem in (script, data, precision, _changed(rec, n))
               if isinstance(problem, str)]  # fmt: skip
@@ -1245,7 +1230,8 @@ def port(rec, report, capture: Capture, names: dict[str, str], *,
         data = replace(data, precision=precision[0], autocast_at=precision[1])
     state = torch.random.get_rng_state()
     try:
-        tried = [only] if only is not None else _tried(script, capture, data, report)
+        tried, unread = ([only], None) if only is not None else _tried(
+            script, capture, data, report)  # fmt: skip
         if isinstance(tried, str):
             return Port(None, n, notes=[tried])
         found = _search(script, capture, data, report, n, tried, tolerance)
@@ -1253,8 +1239,8 @@ def port(rec, report, capture: Capture, names: dict[str, str], *,
         torch.random.set_rng_state(state)
     if found.code is None and found.notes[0] == TRIED:  # none equal: name the losses' lines
         found.notes.insert(0, _loss_lines(rec))
-        if data.d_extra is not None:  # what D returned besides its scores was left unread
-            found.notes.insert(0, f"{data.d_extra}; its first output was tried as its scores")
+        if unread is not None:  # what D returned besides its scores was left unread
+            found.notes.insert(0, f"{unread}; its first output was tried as its scores")
     if settings and found.code is not None:
         found.notes.append(settings)
     if found.code is not None and data.precision == "fp16":
@@ -1341,8 +1327,11 @@ def _loss_lines(rec) -> str:
     )
 
 
-def _tried(script: _Script, capture: Capture, data: Replay, report) -> list[tuple] | str:
-    """Each (schedule, candidate) that could be the script's update; or why none is."""
+def _tried(script: _Script, capture: Capture, data: Replay,
+           report) -> tuple[list[tuple] | str, str | None]:  # fmt: skip
+    """Each (schedule, candidate) that could be the script's update, or why none is; and
+    why D's outputs besides its scores were left unread (None where D returns its scores
+    alone, or ACGAN's class logits beside them)."""
     # trainable, whatever the script left it switched to (a G step with D frozen stopped
     # it): D's output with its graph tells whether a Sigmoid made it
     probe = _d_taking(_copy(script.D, capture.first_state[id(script.D)]).requires_grad_(True),
@@ -1354,7 +1343,6 @@ def _tried(script: _Script, capture: Capture, data: Replay, report) -> list[tupl
     # else its first output read as the scores, the others unread (SAGAN's attention
     # maps; a verified Step shows that the script's losses read them not)
     unmapped = None if isinstance(whole, Tensor) else _classifier_unmapped(whole, data)
-    data.d_extra = unmapped
     d_out = adversarial(whole)[0]
     # a double backward in D's steps is a gradient penalty; in steps of its own, lazy R1
     penalty = None
@@ -1373,22 +1361,24 @@ def _tried(script: _Script, capture: Capture, data: Replay, report) -> list[tupl
     if at:  # D's steps of their own: lazy R1 every k-th, from the first
         every = _interval(at, "D", "lazy R1")
         if isinstance(every, str):
-            return every
+            return every, None
         found = with_r1(found, every, len(data.reals[0]))
         if not found:
-            return "its lazy regularization of D is mapped as R1 on NS, LSGAN or hinge losses"
+            return ("its lazy regularization of D is mapped as R1 on NS, LSGAN or hinge "
+                    "losses", None)  # fmt: skip
     g_at = report.regularization_at.get("G") or []
     if g_at:  # G's steps of their own: lazy path length every k-th, from the first
         every = _interval(g_at, "G", "path length")
         if isinstance(every, str):
-            return every
+            return every, None
         found = [replace(c, path_length=(w * (len(data.reals[0]) if c.summed else 1), every))
                  for c in found for w in PL_WEIGHTS]  # fmt: skip
     fresh_real = bool(data.g_reals)
     # G's real batch of its own matters only to losses that read it (a logging forward
     # of D on data would otherwise make two equal candidates of every other one)
-    return [(s, c) for s in schedules(report.schedule, _g_batch(data), fresh_real, data.z_reused)
-            for c in found if "fresh_real" not in s[0] or c.make().g_needs_real]  # fmt: skip
+    tried = [(s, c) for s in schedules(report.schedule, _g_batch(data), fresh_real, data.z_reused)
+             for c in found if "fresh_real" not in s[0] or c.make().g_needs_real]  # fmt: skip
+    return tried, unmapped
 
 
 def _g_batch(data: Replay) -> int:
