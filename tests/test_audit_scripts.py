@@ -1215,8 +1215,49 @@ def test_sngan_collections_ports_from_its_train_function(tmp_path):
         "learning-rate scheduler); the copies stepped with the script's settings at each "
         "step: keep the script's scheduler steps where they are, between calls of step(...)"
     ]
-    float64 = port["notes"][-1]  # its second run stops where it makes its log folder
-    assert ": not repeated, " in float64 and "FileExistsError" in float64, float64
+    # its os.makedirs(logdir/sample) has no exist_ok: the float64 repeat stopped there
+    # ("not repeated"); the folders the first run made are now taken as made
+    assert port["float64_difference"] <= 1e-12, port["notes"]
+    assert (tmp_path / "logs" / "SNGAN_CIFAR10_CNN" / "sample").is_dir()
+
+
+MAKES_ITS_FOLDER = f"""{SCRIPT_HEAD}
+import os
+from pathlib import Path
+
+os.makedirs("out/samples")
+Path("out/checkpoints").mkdir()
+for it in range(10):
+    real = torch.randn(32, 2)
+    opt_d.zero_grad()
+    fake = G(torch.randn(32, 4))
+    (bce(D(real), torch.ones(32, 1)) + bce(D(fake.detach()), torch.zeros(32, 1))).backward()
+    opt_d.step()
+    opt_g.zero_grad()
+    bce(D(fake), torch.ones(32, 1)).backward()
+    opt_g.step()
+"""
+
+
+def test_the_float64_repeat_takes_the_first_runs_folders_as_made(tmp_path):
+    """A script making its folders without exist_ok (os.makedirs, Path.mkdir) ran once
+    under the audit; its float64 repeat is given those folders as made, and verifies."""
+    port = port_of_source(tmp_path, "makes_its_folder", MAKES_ITS_FOLDER, "--verify", "3")
+    assert_verified(port)
+    assert port["float64_difference"] <= 1e-12, port["notes"]
+    assert (tmp_path / "out" / "samples").is_dir() and (tmp_path / "out" / "checkpoints").is_dir()
+
+
+def test_a_folder_there_before_the_audit_still_stops_the_script(tmp_path):
+    """Only the first run's folders are taken as made: one there before the audit stops
+    the script as it stops it without the audit."""
+    (tmp_path / "out" / "samples").mkdir(parents=True)
+    script, out = tmp_path / "makes_its_folder.py", tmp_path / "out.json"
+    script.write_text(MAKES_ITS_FOLDER)
+    proc = ganstep("audit", script, "--port", "--json", out, cache=tmp_path, cwd=tmp_path,
+                   check=False)  # fmt: skip
+    assert proc.returncode != 0
+    assert "FileExistsError" in proc.stdout + proc.stderr
 
 
 SCHEDULED_INSIDE = f"""{SCRIPT_HEAD}

@@ -93,6 +93,10 @@ class ScriptRecorder(Recorder):
         self.on_swallowed: Callable[[], object] | None = None
         self.capture: Capture | None = None  # what --port keeps to replay the update
         self.script_file: str | None = None  # the audited script's path, as its frames name it
+        # the folders the script made (os.mkdir, so os.makedirs and Path.mkdir too); a
+        # repeat of the run (--verify's float64) is given those of the first run as made
+        self.made_folders: set[str] = set()
+        self.made_before: set[str] = set()
 
     @property
     def loss_values(self) -> bool:  # the port tells candidates apart by them
@@ -469,6 +473,7 @@ def _in_float64(report: Report, run, path: Path, script, G, D, first: ScriptReco
     found, head = report.port, "float64 (the script run again, torch's default dtype float64)"
     rec = ScriptRecorder(report.iterations)
     rec.capture = Capture()
+    rec.made_before = first.made_folders
     saved = torch.get_default_dtype()
     torch.set_default_dtype(torch.float64)
     try:
@@ -602,7 +607,7 @@ def _run_recorded(
     saved = sys.argv, list(sys.path), os.getcwd(), os._exit
     rec.script_file = str(path)
     streams = sys.stdout, sys.stderr  # the report is printed on them, whatever the script did
-    unpatch = _patch_torch(rec)
+    unpatch, unpatch_mkdir = _patch_torch(rec), _patch_mkdir(rec)
 
     def exit_now(code: int = 0) -> None:  # os._exit would leave without a report
         raise _Exit(code)
@@ -629,6 +634,7 @@ def _run_recorded(
         post.remove()
         rec.__exit__(None, None, None)
         unpatch()
+        unpatch_mkdir()
         threading.excepthook = original_excepthook
         sys.argv, sys.path[:], os._exit = saved[0], saved[1], saved[3]
         os.chdir(saved[2])
@@ -673,6 +679,30 @@ def _patch_torch(rec: ScriptRecorder) -> Callable[[], None]:
 
     torch.optim.Optimizer.__init__ = noting_init
     loader_iter.__next__ = noting_next
+    return unpatch
+
+
+def _patch_mkdir(rec: ScriptRecorder) -> Callable[[], None]:
+    """Note each folder the script makes (``os.mkdir``, which ``os.makedirs`` and
+    ``Path.mkdir`` call); where ``rec`` repeats a run, a folder that run made is taken as
+    made (a script's ``os.makedirs(logdir)`` would stop its second run, not its first);
+    returns what undoes it."""
+    original = os.mkdir
+
+    def noting_mkdir(path, *args, **kwargs):
+        if kwargs.get("dir_fd") is not None:  # a path relative to a descriptor: not noted
+            return original(path, *args, **kwargs)
+        where = os.path.abspath(os.fspath(path))
+        if where in rec.made_before and os.path.isdir(where):
+            return None
+        original(path, *args, **kwargs)
+        rec.made_folders.add(where)
+        return None
+
+    def unpatch() -> None:
+        os.mkdir = original
+
+    os.mkdir = noting_mkdir
     return unpatch
 
 
