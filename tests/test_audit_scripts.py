@@ -1009,21 +1009,76 @@ for i in range(4):
 """
 
 
-def test_a_loop_with_instance_noise_is_read_and_its_noise_named_not_ported(tmp_path):
+def test_diffaugment_readme_loop_ports_to_its_own_augmentation(tmp_path):
+    """data-efficient-gans' README loop: every D call given DiffAugment(batch,
+    policy=policy), the script's own function. The port named it "changed by the
+    script's own calls: not mapped"; it now prints that call as the Step's augment=
+    (run among the script's names), given the real batches before it: 0 apart over 3
+    iterations, in float64 too."""
+    proc, port = ported(tmp_path, "diffaugment_readme", flag=("--verify", 3))
+    assert port["max_difference"] == 0 and port["float64_difference"] <= 1e-12, port["notes"]
+    code = port["code"]
+    assert "augment=lambda x: DiffAugment(x, policy=policy),  # the script's change" in code
+    assert "schedule=d_first(reuse_fake=False)" in code and "objective=NS()" in code
+
+
+def test_diffaugment_on_the_real_batch_before_g_ports_to_real_g_fake(tmp_path):
+    """The README loop in the DCGAN example's order: D on the augmented real batch, then
+    z and G, then D on the augmented fakes. The Step's augmentation of the real batch
+    draws from the generator's state before the script's first draw in that call (then
+    z's draw, then the fakes' augmentation), with d_order="real_g_fake": 0 apart."""
+    source = (SCRIPTS / "diffaugment_readme.py").read_text()
+    real_first = (
+        "        z = torch.randn(reals.size(0), 8)\n        fakes = Generator(z)\n"
+        "        real_scores = Discriminator(DiffAugment(reals, policy=policy))\n"
+    )
+    assert real_first in source
+    real_g_fake = (
+        "        real_scores = Discriminator(DiffAugment(reals, policy=policy))\n"
+        "        z = torch.randn(reals.size(0), 8)\n        fakes = Generator(z)\n"
+    )
+    port = port_of_source(tmp_path, "dcgan_order", source.replace(real_first, real_g_fake),
+                          "--verify", "3")  # fmt: skip
+    assert port["max_difference"] == 0 and port["float64_difference"] <= 1e-12, port["notes"]
+    assert 'd_order="real_g_fake"' in port["code"]
+    assert "augment=lambda x: DiffAugment(x, policy=policy)," in port["code"]
+
+
+def test_a_loop_with_instance_noise_is_read_and_ported_to_augment(tmp_path):
     """G's fakes with noise added before D: the audit reads the loop's order (it read
-    "other" with a lazy regularization step of D's that is not there), and the port
-    names the noise, with its line, instead of blaming the losses."""
+    "other" with a lazy regularization step of D's that is not there). The noise is
+    added in each of D's calls (real and fake, D's step and G's): the port gives the
+    Step that change as its augment= (the port named the noise, not mapped, before),
+    verified, with its line."""
     script, out = tmp_path / "noise.py", tmp_path / "noise.json"
     script.write_text(INSTANCE_NOISE_LOOP)
-    ganstep("audit", script, "--port", "--json", out, cache=tmp_path, cwd=tmp_path)
+    ganstep("audit", script, "--verify", "3", "--json", out, cache=tmp_path, cwd=tmp_path)
     report = json.loads(out.read_text())
     assert report["order"] == "d_first" and report["forwards"] == {"G": 1, "D": 3}
     assert report["regularization"] == {"G": 0, "D": 0}
-    assert report["port"]["code"] is None and report["port"]["notes"] == [
-        "D was given G's output changed by the script's own calls (noise.py:22: loss_d = "
-        "bce(D(noisy(real)), ones) + bce(D(noisy(fake.detach())), zeros)); the Steps tried "
-        "give D G's output as it is (noise or an augmentation of both batches is a Step's "
-        "augment=, with draws of its own; anything else belongs in G): not mapped"
+    port = report["port"]
+    assert_verified(port)
+    assert port["float64_difference"] <= 1e-12, port["notes"]
+    assert (
+        "    augment=lambda x: noisy(x),  # the script's change of each batch in D's calls "
+        "(noise.py:22: loss_d = bce(D(noisy(real)), ones) + bce(D(noisy(fake.detach())), zeros))"
+    ) in port["code"]
+
+
+def test_noise_added_to_the_real_batch_outside_ds_call_is_named_not_ported(tmp_path):
+    """The real batch's noise added on a line of its own (``noisy_real = noisy(real)``,
+    then ``D(noisy_real)``): the port reads a change in D's call only, so the fakes' noise
+    has no like on the real batch, and the note names it with its line."""
+    source = INSTANCE_NOISE_LOOP.replace(
+        "    opt_d.zero_grad()\n", "    noisy_real = noisy(real)\n    opt_d.zero_grad()\n"
+    ).replace("D(noisy(real))", "D(noisy_real)")
+    port = port_of_source(tmp_path, "noise", source)
+    assert port["code"] is None and port["notes"] == [
+        "D was given G's output changed by the script's own calls (noise.py:23: loss_d = "
+        "bce(D(noisy_real), ones) + bce(D(noisy(fake.detach())), zeros)); the Steps tried "
+        "give D G's output as it is, or changed as every batch D's losses read is, in D's "
+        "call itself (noise or an augmentation of each batch is a Step's augment=, with "
+        "draws of its own; anything else belongs in G): not mapped"
     ]
 
 

@@ -365,7 +365,7 @@ def _cast_in_block(module: nn.Module, dtype: torch.dtype) -> frozenset[int]:
     )
 
 
-def _rng_states() -> list[Tensor]:
+def rng_states() -> list[Tensor]:
     states = [torch.random.get_rng_state()]
     if torch.cuda.is_available() and torch.cuda.is_initialized():
         states += torch.cuda.get_rng_state_all()
@@ -484,7 +484,7 @@ class Recorder:
         self.handles.append(module.register_forward_hook(post, always_call=True))
 
     def forward_start(self) -> tuple[int, list[Tensor]]:
-        return self.flops(), _rng_states()
+        return self.flops(), rng_states()
 
     def forward_end(
         self, label: str, args: tuple, out: object, start: tuple, module: nn.Module | None = None
@@ -493,7 +493,7 @@ class Recorder:
         flops, states = start
         tensors = [a for a in args if isinstance(a, Tensor)]
         x = tensors[0] if tensors else None
-        random = any(not torch.equal(a, b) for a, b in zip(states, _rng_states(), strict=False))
+        random = any(not torch.equal(a, b) for a, b in zip(states, rng_states(), strict=False))
         producer = self._output_of(x) if x is not None else None
         concat, changed = None, False
         if producer is None and x is not None:

@@ -23,6 +23,7 @@ import runpy
 import signal
 import sys
 import threading
+from collections import deque
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
@@ -32,7 +33,8 @@ from torch import nn
 
 from ..engine.checks import positive_int
 from ..engine.d_profile import observing
-from .audit import MODULES, Recorder, Report, analyse, crash_location
+from .audit import MODULES, Recorder, Report, analyse, crash_location, rng_states
+from .call_argument import Draw, augmentation_at
 from .port import FLOAT64_TOLERANCE, Capture, Port, float64_variants, global_names, path_to
 from .port import port as port_of
 
@@ -97,6 +99,19 @@ class ScriptRecorder(Recorder):
         # repeat of the run (--verify's float64) is given those of the first run as made
         self.made_folders: set[str] = set()
         self.made_before: set[str] = set()
+        # --port: the latest draws from torch's generator, where the script was at each
+        # (the state before an augmentation in D's call: call_argument.augmentation_at)
+        self.draws: deque[Draw] = deque(maxlen=256)
+
+    def __enter__(self) -> ScriptRecorder:
+        if self.capture is not None:
+            self.provenance.before_draw = self._before_draw
+        return super().__enter__()
+
+    def _before_draw(self) -> None:
+        at = tuple((id(f), f.f_lasti) for f in self._script_frames())
+        if at:
+            self.draws.append((rng_states(), at))
 
     @property
     def loss_values(self) -> bool:  # the port tells candidates apart by them
@@ -225,7 +240,13 @@ class ScriptRecorder(Recorder):
             label = self._label(module)
         self.depth += 1
         self.scopes.append(units)
-        self.calls.append((label, self.forward_start()) if label is not None else None)
+        if label is None:
+            self.calls.append(None)
+            return
+        # --port: the batch a changed first argument was made from (D(augment(real)))
+        frame = self._script_frame() if self.capture is not None else None
+        changed = None if frame is None else augmentation_at(frame, self.draws)
+        self.calls.append((label, self.forward_start(), changed))
 
     def post(self, module: nn.Module, args: tuple, out: object) -> None:
         self.depth -= 1
@@ -233,6 +254,8 @@ class ScriptRecorder(Recorder):
         call = self.calls.pop()
         if call is not None:
             self.forward_end(call[0], args, out, call[1], module)
+            if call[2] is not None:
+                self.capture.argument_made(self.forwards[-1].seq, *call[2])
             whole = self.modules[call[0]]
             if module is not whole:  # one of its parts, called by the script itself
                 self.forwards[-1].part = next(

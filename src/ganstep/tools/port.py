@@ -111,6 +111,12 @@ class Capture:
     # groups' settings (lr, betas...), which a learning-rate scheduler of the script's sets
     settings: dict[int, list[tuple[int, list[dict]]]] = field(default_factory=dict)
 
+    # by seq: where the script changed a call's first argument in the call (an
+    # augmentation, instance noise), that change as a function of the batch (code), and
+    # the batch before it
+    # (and torch's generator states before the change's first draw, None where it drew none)
+    arguments: dict[int, tuple[str, Tensor, list[Tensor] | None]] = field(default_factory=dict)
+
     def module_seen(self, module: nn.Module) -> None:
         if id(module) not in self.first_state:
             self.first_state[id(module)] = _cloned(module.state_dict())
@@ -121,6 +127,10 @@ class Capture:
     def called(self, seq: int, args: tuple, rng: list[Tensor]) -> None:
         kept = tuple(_plain(a) if isinstance(a, Tensor) else a for a in args)
         self.calls[seq] = (kept, rng)
+
+    def argument_made(self, seq: int, template: str, value: object, state: object) -> None:
+        if isinstance(value, Tensor):
+            self.arguments[seq] = (template, _plain(value), state)
 
     def batch_given(self, batch: object) -> None:
         if isinstance(batch, (tuple, list)) and len(self.batches) < MAX_BATCHES:
@@ -418,6 +428,9 @@ class Replay:
     # each of G's conditions was that of a real batch of its iteration (pytorch-generative-
     # model-collections' CGAN makes its fakes for the batch's labels): condition="real"
     condition_real: bool = False
+    # the script's change of each batch in D's calls, as code, and the first such call's
+    # line (_augment_of): the Step's augment=
+    augment: tuple[str, str] | None = None
 
     @property
     def conditional(self) -> bool:
@@ -432,11 +445,13 @@ def _same(a: object, b: object) -> bool:
     return False
 
 
-def replay(rec, capture: Capture, iterations: int, d_order: str = "real_first") -> Replay | str:
+def replay(rec, capture: Capture, iterations: int, d_order: str = "real_first",
+           augment: tuple[str, str] | None = None) -> Replay | str:  # fmt: skip
     """Each iteration's real batches (D's inputs not made by G, nor requiring grad as a
     penalty's interpolates do; the real rows of a D input concatenated with G's) and
     G's inputs with the generator states at those calls (the same z given again is one
-    draw); or why not."""
+    draw); or why not. With ``augment`` (``_augment_of``), a real batch is the one
+    before the script's change in D's call."""
     reals: list[list[object]] = [[] for _ in range(iterations)]
     real_rng: list[list[list[Tensor]]] = [[] for _ in range(iterations)]  # at D(real)
     graded: list[list[object]] = [[] for _ in range(iterations)]  # data requiring grad
@@ -463,6 +478,9 @@ def replay(rec, capture: Capture, iterations: int, d_order: str = "real_first") 
             z_seqs.append(f.seq)
             z_iterations.append(f.iteration)
         elif f.label == "D":
+            if augment is not None and f.producer is None and f.seq in capture.arguments:
+                _, before, state = capture.arguments[f.seq]  # the batch before the change
+                tensors, rng = (before, *tensors[1:]), rng if state is None else state
             d_takes.add(len(tensors))
             concat |= {f.concat} - {None}
             real, labels = _split_d_input(f, tensors, capture)
@@ -527,7 +545,7 @@ def replay(rec, capture: Capture, iterations: int, d_order: str = "real_first") 
                   losses=_step_losses(rec, iterations), graded_real=graded_real,
                   clips=clips, g_reals=_g_phase_reals(rec, capture, iterations),
                   real_rng=real_rng, z_reused=z_reused, d_fill=d_fill,
-                  condition_real=condition_real)  # fmt: skip
+                  condition_real=condition_real, augment=augment)  # fmt: skip
 
 
 def _g_phase_reals(rec, capture: Capture, iterations: int) -> list[object]:
@@ -951,6 +969,8 @@ def _run(script: _Script, capture: Capture, data: Replay, schedule: tuple[str, b
     else:
         given = "real" if data.condition_real else condition
         sources = {"latent": latent, "condition": given if data.conditional else None}
+    if data.augment is not None:  # the printed text, among the script's names
+        sources["augment"] = eval(data.augment[0], dict(script.namespace))  # noqa: S307
     step = _step(G, D, opt_g, opt_d, data, schedule[0], candidate, sources)
     worst = (0.0, "")
     for i in range(iterations):
@@ -1217,9 +1237,13 @@ def port(rec, report, capture: Capture, names: dict[str, str], *,
     notes = []
     capture.numbers_end = _numbers(rec.namespace or {})  # as the script's run left them
     script = _find(rec, names, set(capture.settings))
-    data = replay(rec, capture, n, report.step_d_order)
+    augment = _augment_of(rec, capture, n)
+    # an augmentation's draws in D's real call, then z's, then the fakes': as D's own
+    d_order = "real_g_fake" if augment is not None and report.d_g_between else report.step_d_order
+    data = replay(rec, capture, n, d_order, augment)
     precision = _precision(rec, n, report.hazards)
-    notes += [problem for problem in (script, data, precision, _changed(rec, n))
+    changed = None if augment is not None else _changed(rec, n)
+    notes += [problem for problem in (script, data, precision, changed)
               if isinstance(problem, str)]  # fmt: skip
     if notes:
         return Port(None, n, notes=notes)
@@ -1295,19 +1319,40 @@ def _precision(rec, iterations: int, hazards: list[str]) -> tuple[str, str] | st
     return PRECISIONS[first.autocast], first.where
 
 
+def _update_d_calls(rec, iterations: int) -> list:
+    """D's forwards in the audited iterations' update (not a sample, not a log)."""
+    return [f for f in rec.forwards if f.label == "D" and f.used and f.iteration < iterations]
+
+
+def _augment_of(rec, capture: Capture, iterations: int) -> tuple[str, str] | None:
+    """Where the script gave D G's output changed in the call itself, and every batch
+    of D's losses so (real and fake, in D's and G's steps): the change, one function of
+    the batch as code (a Step's ``augment=``), and the line of D's first such call; None
+    otherwise (``_changed`` says why). A penalty's points (WGAN-GP's interpolates) may
+    be given D as they are: the Step augments them, and the verification tells."""
+    calls = _update_d_calls(rec, iterations)
+    if not any(f.changed for f in calls):
+        return None
+    losses = [f for f in calls if not (f.producer is None and f.input_grad)]
+    made = {capture.arguments.get(f.seq, ("",))[0] for f in losses}
+    if len(made) != 1 or "" in made:
+        return None
+    return made.pop(), next((f.where for f in losses if f.changed), "")
+
+
 def _changed(rec, iterations: int) -> str | None:
     """Why a script that gave D G's output changed by calls of its own (instance noise,
     an augmentation, an activation outside G) is not ported: the Steps tried give D G's
     output as it is."""
-    f = next((f for f in rec.forwards if f.label == "D" and f.changed and f.used
-              and f.iteration < iterations), None)  # fmt: skip
+    f = next((f for f in _update_d_calls(rec, iterations) if f.changed), None)
     if f is None:
         return None
     at = f" ({f.where})" if f.where else ""
     return (
         f"D was given G's output changed by the script's own calls{at}; the Steps tried "
-        "give D G's output as it is (noise or an augmentation of both batches is a Step's "
-        "augment=, with draws of its own; anything else belongs in G): not mapped"
+        "give D G's output as it is, or changed as every batch D's losses read is, in D's "
+        "call itself (noise or an augmentation of each batch is a Step's augment=, with "
+        "draws of its own; anything else belongs in G): not mapped"
     )
 
 
@@ -1717,6 +1762,10 @@ def _options(candidate: Candidate, data: Replay, g_name: str = "G") -> str:
             f'\n             "aux_fake": ({d}, lambda v: {ce}(v.d_fake[1], v.fake.c))}},'
             "  # and in D's loss, the real batches' to their labels"
         )
+    if data.augment is not None:
+        at = f" ({data.augment[1]})" if data.augment[1] else ""
+        more += (f"\n    augment={data.augment[0]},  # the script's change of each batch in "
+                 f"D's calls{at}")  # fmt: skip
     if data.concat is not None:
         first = "fakes'" if data.concat == "fake_first" else "reals'"
         more += (

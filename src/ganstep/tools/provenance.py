@@ -45,6 +45,12 @@ _DRAWS = frozenset(
     {"normal_", "uniform_", "bernoulli_", "random_", "exponential_", "geometric_",
      "cauchy_", "log_normal_", "zero_", "fill_"}
 )  # fmt: skip
+# Calls that draw from a random generator (``before_draw`` is told of each first).
+DRAWING = frozenset(
+    {"rand", "randn", "randint", "randperm", "rand_like", "randn_like", "randint_like",
+     "normal", "bernoulli", "multinomial", "poisson", "normal_", "uniform_", "bernoulli_",
+     "random_", "exponential_", "geometric_", "cauchy_", "log_normal_"}
+)  # fmt: skip
 # Past this many tracked tensors (at least), entries whose tensors are gone are dropped.
 _PURGE_AT = 4096
 
@@ -64,6 +70,8 @@ class Provenance(TorchFunctionMode):
         # storage (device, address) -> (its tag, weak references to the tensors tagged
         # there: a view or detach() of one shares its storage and may outlive it)
         self.tags: dict[tuple, tuple[object, list[weakref.ref]]] = {}
+        # called before each call of DRAWING (the port's: the generator's state there)
+        self.before_draw: Callable[[], None] | None = None
 
     def source(self, t: Tensor) -> object | None:
         """The module call whose output ``t`` was made from, MADE, DATA or None."""
@@ -91,9 +99,11 @@ class Provenance(TorchFunctionMode):
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
+        name = getattr(func, "__name__", "")
+        if self.before_draw is not None and name in DRAWING:
+            self.before_draw()
         out = func(*args, **kwargs)
         try:  # following must never change what the loop computes, nor stop it
-            name = getattr(func, "__name__", "")
             if name in _DRAWS:
                 tag = MADE
             else:

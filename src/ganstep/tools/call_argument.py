@@ -1,0 +1,172 @@
+"""What a script wrote as a module call's first argument, read from its source: an
+augmentation of the batch (``D(DiffAugment(fake, policy=policy))``, instance noise
+``D(real + sigma * torch.randn_like(real))``) as a template of one batch, and that
+batch's value before it.
+
+The audit sees a module's input only as the tensor it was given. Where the script
+changed the batch in the call's own argument, the port needs the change as code (a
+Step's ``augment=``, printed and run beside the script's names) and the batch it was
+applied to (the real batch the Step is given). The call is found where the script's
+frame is executing it (its instruction's source position, Python 3.11+), so two calls
+on one line are told apart. Only an argument of that call's own line is read: an
+augmentation assigned to a name first (``x = augment(real)``, then ``D(x)``) is not.
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+from collections.abc import Iterable
+from types import CodeType, FrameType
+
+# A draw from torch's generator seen while the script ran: the generator's state before
+# it, and (id(frame), frame.f_lasti) of each of the script's frames running then.
+Draw = tuple[object, tuple[tuple[int, int], ...]]
+
+# The template's name for the batch (another where the template already uses it).
+BATCH_NAMES = ("x", "batch", "x_batch")
+# Methods of a batch that make the same samples: the batch a template is applied to
+# may be written with them (``fake.detach()``, ``real.to(device)``); evaluating them
+# again changes nothing.
+_SAME_SAMPLES = frozenset(
+    {"detach", "clone", "float", "double", "half", "contiguous", "to", "cuda", "cpu", "type"}
+)
+
+
+def augmentation_at(
+    frame: FrameType, draws: Iterable[Draw] = ()
+) -> tuple[str, object, object] | None:
+    """Where ``frame`` is calling a module whose first argument the script changed in
+    that call (a function of the batch, or arithmetic on it): ``(template, value,
+    state)``, the template a function of the batch as code (``lambda x: DiffAugment(x,
+    policy=policy)``), the value of the batch's expression (``fake.detach()``) in
+    ``frame`` now, and of ``draws`` (the latest last), the generator state before the
+    first one made in evaluating that argument (None where none was). None
+    where the argument is the batch itself, the source cannot be read, or the batch is
+    not an expression that is safe to evaluate again (a name, an attribute, an index, or
+    a method in ``_SAME_SAMPLES`` of one)."""
+    call = _call_at(frame)
+    if call is None or not call.args or isinstance(call.args[0], ast.Starred):
+        return None
+    argument = call.args[0]
+    batch = _batch_in(argument)
+    if batch is None or not _safe(batch):
+        return None
+    template = _template(argument, batch)
+    try:
+        value = eval(  # noqa: S307 - the script's own expression, checked by _safe
+            compile(ast.Expression(batch), "<argument>", "eval"), frame.f_globals, frame.f_locals
+        )
+    except Exception:
+        return None
+    return template, value, _state_before(frame, draws)
+
+
+def _position(code: CodeType, lasti: int) -> tuple | None:
+    """The source position (lines, columns) of the instruction at ``lasti``."""
+    positions = _positions(code)
+    index = lasti // 2
+    if not 0 <= index < len(positions) or None in positions[index]:
+        return None
+    return positions[index]
+
+
+def _call_at(frame: FrameType) -> ast.Call | None:
+    """The call expression ``frame`` is executing, found in its file's source."""
+    where = _position(frame.f_code, frame.f_lasti)
+    return None if where is None else _calls(frame.f_code.co_filename).get(where)
+
+
+def _state_before(frame: FrameType, draws: Iterable[Draw]) -> object:
+    """Of ``draws``, the state before the earliest of the latest ones made while
+    ``frame`` was at an instruction inside the call it is at now (its argument's)."""
+    line, end_line, column, end_column = _position(frame.f_code, frame.f_lasti)
+    found = None
+    for state, at in reversed(list(draws)):
+        inside = False
+        for frame_id, lasti in at:
+            where = _position(frame.f_code, lasti) if frame_id == id(frame) else None
+            inside |= where is not None and (where[0], where[2]) >= (line, column) and (
+                where[1], where[3]) <= (end_line, end_column)  # fmt: skip
+        if not inside:
+            break
+        found = state
+    return found
+
+
+@functools.lru_cache(maxsize=64)
+def _positions(code: CodeType) -> tuple:
+    return tuple(code.co_positions())
+
+
+@functools.lru_cache(maxsize=16)
+def _calls(filename: str) -> dict[tuple[int, int, int, int], ast.Call]:
+    """The file's call expressions by their source positions."""
+    try:
+        with open(filename, encoding="utf-8") as f:
+            tree = ast.parse(f.read())
+    except (OSError, SyntaxError, ValueError):
+        return {}
+    return {(node.lineno, node.end_lineno, node.col_offset, node.end_col_offset): node
+            for node in ast.walk(tree) if isinstance(node, ast.Call)}  # fmt: skip
+
+
+def _batch_in(argument: ast.expr) -> ast.expr | None:
+    """The batch a changed argument is made from: a function's first argument
+    (``augment(batch, ...)``), the first operand of arithmetic (``batch + noise``); None
+    where the argument is the batch itself or neither."""
+    if isinstance(argument, ast.BinOp):
+        batch = argument.left
+        while isinstance(batch, ast.BinOp):
+            batch = batch.left
+        return batch
+    if isinstance(argument, ast.Call) and argument.args and not _same_samples(argument):
+        return argument.args[0]
+    return None
+
+
+def _same_samples(node: ast.expr) -> bool:
+    """A method of the batch that keeps its samples (``fake.detach()``)."""
+    return (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+            and node.func.attr in _SAME_SAMPLES)  # fmt: skip
+
+
+def _safe(node: ast.expr) -> bool:
+    """An expression that reads and does nothing else: names, attributes, constant or
+    named indices, and the methods of ``_SAME_SAMPLES`` on them."""
+    if isinstance(node, ast.Name | ast.Constant):
+        return True
+    if isinstance(node, ast.Attribute):
+        return _safe(node.value)
+    if isinstance(node, ast.Subscript):
+        return _safe(node.value) and _safe(node.slice)
+    if _same_samples(node):
+        return _safe(node.func.value) and all(map(_safe, node.args)) and all(
+            _safe(k.value) for k in node.keywords)  # fmt: skip
+    return False
+
+
+def _unchanged(node: ast.expr) -> ast.expr:
+    """``node`` without the methods of ``_SAME_SAMPLES`` around it (``fake`` of
+    ``fake.detach()``)."""
+    while _same_samples(node):
+        node = node.func.value
+    return node
+
+
+def _template(argument: ast.expr, batch: ast.expr) -> str:
+    """``argument`` as a function of the batch: each occurrence of ``batch``, with or
+    without the methods of ``_SAME_SAMPLES`` (``fake`` and ``fake.detach()`` in
+    ``fake.detach() + s * torch.randn_like(fake)``), as a name of :data:`BATCH_NAMES`."""
+    used = {n.id for n in ast.walk(argument) if isinstance(n, ast.Name)}
+    name = next((n for n in BATCH_NAMES if n not in used), "_batch")
+    shape = ast.dump(_unchanged(batch))
+
+    class Put(ast.NodeTransformer):
+        def visit(self, node: ast.AST) -> ast.AST:
+            if isinstance(node, ast.expr) and ast.dump(_unchanged(node)) == shape:
+                return ast.Name(id=name, ctx=ast.Load())
+            return super().visit(node)
+
+    made = Put().visit(ast.parse(ast.unparse(argument), mode="eval"))
+    return f"lambda {name}: {ast.unparse(made.body)}"
