@@ -1082,6 +1082,52 @@ def test_noise_added_to_the_real_batch_outside_ds_call_is_named_not_ported(tmp_p
     ]
 
 
+D_EVAL_IN_G_STEP = """
+import torch
+from torch import nn
+
+torch.manual_seed(0)
+G = nn.Sequential(nn.Linear(4, 16), nn.ReLU(), nn.Linear(16, 2))
+D = nn.Sequential(nn.Linear(2, 16), nn.LeakyReLU(0.2), nn.Dropout(0.3), nn.Linear(16, 1))
+opt_g = torch.optim.Adam(G.parameters(), 1e-3)
+opt_d = torch.optim.Adam(D.parameters(), 1e-3)
+bce = nn.BCEWithLogitsLoss()
+for it in range(10):
+    real = torch.randn(32, 2)
+    fake = G(torch.randn(32, 4))
+    D.train()
+    opt_d.zero_grad()
+    (bce(D(real), torch.ones(32, 1)) + bce(D(fake.detach()), torch.zeros(32, 1))).backward()
+    opt_d.step()
+    D.eval()
+    opt_g.zero_grad()
+    bce(D(fake), torch.ones(32, 1)).backward()
+    opt_g.step()
+"""
+
+
+def test_d_in_eval_mode_in_gs_step_is_named_not_blamed_on_the_losses(tmp_path):
+    """D.eval() before G's step, D.train() before D's, with Dropout in D: no Step forwards
+    D in two modes, and the port said no objective equals the losses. It names the
+    modes, with the line of D's first forward in eval mode."""
+    port = port_of_source(tmp_path, "d_eval", D_EVAL_IN_G_STEP)
+    assert port["code"] is None
+    assert port["notes"][0] == (
+        "D ran in eval mode in some of the update's forwards (d_eval.py:20: bce(D(fake), "
+        "torch.ones(32, 1)).backward()) and in training mode in others: a Step forwards "
+        "each module in the mode it is in, in every phase, so where its layers read the "
+        "mode (Dropout, BatchNorm) no Step computes that update: not mapped"
+    )
+    assert not any("no objective, scale and term" in note for note in port["notes"])
+
+
+def test_d_in_eval_mode_in_gs_step_ports_where_no_layer_reads_the_mode(tmp_path):
+    """The same loop with a D whose layers do not read the mode: its update is a Step's."""
+    port = port_of_source(tmp_path, "d_eval", D_EVAL_IN_G_STEP.replace("nn.Dropout(0.3), ", ""))
+    assert_verified(port)
+    assert "schedule=d_first()" in port["code"]
+
+
 def test_autocast_on_g_alone_is_named_not_ported(tmp_path):
     """A Step's precision autocasts every forward of its phases: a script that autocasts
     G's forward and not D's is no Step's, and the port says which forward did not. The

@@ -86,6 +86,7 @@ class _Forward:
     # its input was made from its producer's output by the script's own calls (noise
     # added, an augmentation, a cast): tensors of their own, found by Provenance
     changed: bool = False
+    training: bool = True  # its module's mode at the call (False: after .eval())
 
     @property
     def continues(self) -> bool:
@@ -521,6 +522,7 @@ class Recorder:
             changed=changed,
         )
         called = self.modules[label] if module is None else module
+        fwd.training = called.training
         fwd.autocast = _autocast_dtype(called)
         if fwd.autocast is not None:
             fwd.cast = _cast_in_block(called, fwd.autocast)
@@ -531,7 +533,7 @@ class Recorder:
                 id(m) for m in called.modules() if parametrize.is_parametrized(m)
             )
             fwd.cached_block = self._parametrize_block()
-        if changed or fwd.autocast is not None or in_cached:  # its line, walked to once
+        if changed or fwd.autocast is not None or in_cached or not fwd.training:  # its line
             fwd.where = self.call_site()
         if label not in self._kept_args:  # for observing what D is, after the run
             self._kept_args.add(label)

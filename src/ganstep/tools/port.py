@@ -1262,7 +1262,8 @@ def port(rec, report, capture: Capture, names: dict[str, str], *,
     finally:
         torch.random.set_rng_state(state)
     if found.code is None and found.notes[0] == TRIED:  # none equal: name the losses' lines
-        found.notes.insert(0, _loss_lines(rec))
+        modes = _modes_mixed(rec, n)  # (or the modes its G or D ran in, where they part)
+        found.notes.insert(0, _loss_lines(rec) if modes is None else modes)
         if unread is not None:  # what D returned besides its scores was left unread
             found.notes.insert(0, f"{unread}; its first output was tried as its scores")
     if settings and found.code is not None:
@@ -1354,6 +1355,25 @@ def _changed(rec, iterations: int) -> str | None:
         "call itself (noise or an augmentation of each batch is a Step's augment=, with "
         "draws of its own; anything else belongs in G): not mapped"
     )
+
+
+def _modes_mixed(rec, iterations: int) -> str | None:
+    """Where the update forwarded G or D in eval mode in some calls and training mode in
+    others (``D.eval()`` before G's step): what no Step does, named with the line of the
+    first forward in eval mode."""
+    for role in ("D", "G"):
+        update = [f for f in rec.forwards if f.label == role and f.used
+                  and f.iteration < iterations]  # fmt: skip
+        resting = next((f for f in update if not f.training), None)
+        if resting is not None and any(f.training for f in update):
+            at = f" ({resting.where})" if resting.where else ""
+            return (
+                f"{role} ran in eval mode in some of the update's forwards{at} and in "
+                "training mode in others: a Step forwards each module in the mode it is in, "
+                "in every phase, so where its layers read the mode (Dropout, BatchNorm) no "
+                "Step computes that update: not mapped"
+            )
+    return None
 
 
 def _loss_lines(rec) -> str:
