@@ -508,6 +508,8 @@ RUN_BESIDE = {"biggan": (biggan_names, [(torch.rand(4, NX), torch.randint(4, (4,
 
 # StyleGAN2-ADA's Dreg runs at iterations 0 and 4: its interval shows from the fifth
 VERIFY = {"stylegan2_ada": 5}
+# the scripts keeping a copy of G that follows it (an EMA), which the Step leaves alone
+KEEPS_A_COPY_OF_G = {"stylegan2_ada": "G_ema"}
 
 
 @pytest.mark.parametrize("script", [pytest.param(s, marks=subclass_counted) if s == "biggan"
@@ -522,6 +524,16 @@ def test_verify_3_finds_each_scripts_step_equal(tmp_path, script):
         assert fragment in port["code"], port["code"]
     # the port ran its printed code among the script's globals: it would have said so
     assert not any("failed beside the script's names" in note for note in port["notes"])
+    copies = [note for note in port["notes"] if "of G's architecture" in note]
+    assert copies == (
+        [
+            f"the script keeps {KEEPS_A_COPY_OF_G[script]} beside G, of G's architecture and not "
+            "G's parameters (an EMA of G?): the Step does not update it; keep the script's "
+            "lines that do after each call of step(...)"
+        ]
+        if script in KEEPS_A_COPY_OF_G
+        else []
+    )
     if script in RUN_BESIDE:  # the printed code (a wrapper class too) runs as pasted
         make, batch = RUN_BESIDE[script]
         names = make()
@@ -1126,6 +1138,56 @@ def test_d_in_eval_mode_in_gs_step_ports_where_no_layer_reads_the_mode(tmp_path)
     port = port_of_source(tmp_path, "d_eval", D_EVAL_IN_G_STEP.replace("nn.Dropout(0.3), ", ""))
     assert_verified(port)
     assert "schedule=d_first()" in port["code"]
+
+
+TRAINER_WITH_EMA = """
+import copy
+
+import torch
+from torch import nn
+
+
+class Trainer:
+    def __init__(self):
+        torch.manual_seed(0)
+        self.G = nn.Sequential(nn.Linear(4, 16), nn.ReLU(), nn.Linear(16, 2))
+        self.D = nn.Sequential(nn.Linear(2, 16), nn.LeakyReLU(0.2), nn.Linear(16, 1))
+        self.G_ema = copy.deepcopy(self.G)
+        self.opt_g = torch.optim.Adam(self.G.parameters(), 1e-3)
+        self.opt_d = torch.optim.Adam(self.D.parameters(), 1e-3)
+
+    def train(self):
+        bce = nn.BCEWithLogitsLoss()
+        for it in range(10):
+            real = torch.randn(32, 2)
+            fake = self.G(torch.randn(32, 4))
+            self.opt_d.zero_grad()
+            (bce(self.D(real), torch.ones(32, 1))
+             + bce(self.D(fake.detach()), torch.zeros(32, 1))).backward()
+            self.opt_d.step()
+            self.opt_g.zero_grad()
+            bce(self.D(fake), torch.ones(32, 1)).backward()
+            self.opt_g.step()
+            with torch.no_grad():
+                for p_ema, p in zip(self.G_ema.parameters(), self.G.parameters()):
+                    p_ema.lerp_(p, 0.01)
+
+
+Trainer().train()
+"""
+
+
+def test_a_trainers_copy_of_g_that_follows_it_is_named_in_a_note(tmp_path):
+    """A trainer class keeping self.G_ema, moved toward G after each G step: the Step
+    equals the update and leaves the copy alone, and a note says to keep its lines (the
+    port said nothing of it)."""
+    port = port_of_source(tmp_path, "trainer", TRAINER_WITH_EMA)
+    assert_verified(port)
+    assert port["notes"][-1] == (
+        "the script keeps self.G_ema beside G, of G's architecture and not G's parameters "
+        "(an EMA of G?): the Step does not update it; keep the script's lines that do after "
+        "each call of step(...)"
+    )
 
 
 def test_autocast_on_g_alone_is_named_not_ported(tmp_path):

@@ -1268,6 +1268,9 @@ def port(rec, report, capture: Capture, names: dict[str, str], *,
             found.notes.insert(0, f"{unread}; its first output was tried as its scores")
     if settings and found.code is not None:
         found.notes.append(settings)
+    copies = _copies_of_g(script) if found.code is not None else None
+    if copies is not None:
+        found.notes.append(copies)
     if found.code is not None and data.precision == "fp16":
         found.notes.append(
             "precision='fp16' scales each side's loss with a GradScaler of its own (torch's "
@@ -1354,6 +1357,35 @@ def _changed(rec, iterations: int) -> str | None:
         "give D G's output as it is, or changed as every batch D's losses read is, in D's "
         "call itself (noise or an augmentation of each batch is a Step's augment=, with "
         "draws of its own; anything else belongs in G): not mapped"
+    )
+
+
+def _copies_of_g(script: _Script) -> str | None:
+    """The script's modules of G's architecture beside G whose parameters are not G's
+    (an EMA of G: StyleGAN's and BigGAN's G_ema), which the Step does not update: a
+    note to keep the script's lines that do. Its names and, one level down, the
+    attributes of its objects (a trainer's ``self.G_ema``)."""
+    G, D = script.G, script.D
+    mine = G.state_dict()
+    shapes = {k: v.shape for k, v in mine.items()}
+    found: dict[int, str] = {}
+    for name, value in script.namespace.items():
+        inside = vars(value).items() if name == "self" and hasattr(value, "__dict__") else ()
+        for shown, module in [(name, value), *((f"{name}.{k}", v) for k, v in inside)]:
+            if (not isinstance(module, nn.Module) or module is G or module is D
+                    or id(module) in found or shown.startswith("_")):  # fmt: skip
+                continue
+            theirs = module.state_dict()
+            same_shapes = {k: v.shape for k, v in theirs.items()} == shapes
+            if same_shapes and any(not torch.equal(theirs[k], v) for k, v in mine.items()):
+                found[id(module)] = shown
+    if not found:
+        return None
+    names = ", ".join(found.values())
+    return (
+        f"the script keeps {names} beside G, of G's architecture and not G's parameters (an "
+        "EMA of G?): the Step does not update it; keep the script's lines that do after "
+        "each call of step(...)"
     )
 
 
