@@ -1056,6 +1056,38 @@ def test_diffaugment_on_the_real_batch_before_g_ports_to_real_g_fake(tmp_path):
     assert "augment=lambda x: DiffAugment(x, policy=policy)," in port["code"]
 
 
+def test_junyanz_pix2pix_is_read_and_ported_to_a_paired_d(tmp_path):
+    """pytorch-CycleGAN-and-pix2pix's pix2pix gives D the source and the image joined
+    along the channels. The audit took that join for data (no fake batch in D's step):
+    order "other", a lazy regularization step of D's that is not there, and no Step.
+    A join past the batch's dimension is the fakes' (each sample with its source): the
+    audit reads d_first with the fakes first, and the port prints a PairedD wrapper
+    (made from that very text), condition="real", the L1 term and d_scale=0.5: the
+    reference.pix2pix mapping, equal in float32 and float64."""
+    out = tmp_path / "report.json"
+    ganstep("audit", SCRIPTS / "junyanz_pix2pix.py", "--verify", 3, "--json", out,
+            cache=tmp_path, cwd=tmp_path)  # fmt: skip
+    report = json.loads(out.read_text())
+    assert report["order"] == "d_first" and report["d_order"] == "fake_first"
+    assert report["regularization"] == {"G": 0, "D": 0}
+    assert report["forwards"] == {"G": 1, "D": 3}
+    port = report["port"]
+    assert_verified(port)
+    assert port["float64_difference"] <= 1e-12, port["notes"]
+    code = port["code"]
+    assert "self.netG, PairedD(self.netD), self.optimizer_G, self.optimizer_D," in code
+    assert "        return self.D(torch.cat((c, x), 1))" in code
+    for line in (
+        "schedule=d_first(),",
+        'condition="real",',
+        "latent=None,",
+        'g_terms={"l1": (100.0,',
+        'd_order="fake_first",',
+        "d_scale=0.5,",
+    ):
+        assert line in code, code
+
+
 def test_a_loop_with_instance_noise_is_read_and_ported_to_augment(tmp_path):
     """G's fakes with noise added before D: the audit reads the loop's order (it read
     "other" with a lazy regularization step of D's that is not there). The noise is

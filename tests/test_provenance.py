@@ -48,6 +48,22 @@ def test_what_data_went_into_is_no_fake_batch():
     assert sources == [DATA, None, None, MADE, MADE]
 
 
+def test_g_s_output_joined_with_a_condition_past_the_batch_dimension_stays_g_s():
+    """pix2pix (junyanz) gives D ``torch.cat((real_A, fake_B), 1)``: each fake sample
+    with its source beside it, G's still (it was read as data, so D's step seemed to
+    have no fake batch). Joined along the batch's dimension: rows of both, as before."""
+    other = torch.randn(8, 3)  # unknown to the mode: a condition made before it
+    sources, _ = follow(lambda fake, real: [
+        torch.cat((real, fake), 1),  # the source first, as junyanz's backward_D
+        torch.cat([fake.detach(), other], dim=-1),  # a condition after, a negative dim
+        torch.cat((real, real), 1),  # data beside data: data
+        torch.cat([fake, real]),  # rows of both (the recorder finds the rows)
+        torch.cat((fake, fake * 2), 1),  # two of G's outputs: one call's, still G's
+        torch.cat((fake[:4], real[:4]), 1),  # fewer rows: G's, its first four samples
+    ])  # fmt: skip
+    assert sources == [G_CALL, G_CALL, DATA, None, G_CALL, G_CALL]
+
+
 def test_g_s_output_mixed_with_an_unknown_tensor_of_its_size_is_nobody_s():
     other = torch.randn(8, 2)  # made before the mode was on: the audit knows nothing of it
     sources, _ = follow(lambda fake, real: [fake + other, fake + other[:1]])

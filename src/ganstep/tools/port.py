@@ -431,6 +431,9 @@ class Replay:
     # the script's change of each batch in D's calls, as code, and the first such call's
     # line (_augment_of): the Step's augment=
     augment: tuple[str, str] | None = None
+    # D given G's source and the image joined along the channels, and how (_paired_d):
+    # the Step's D is a PairedD, called D(x, c)
+    d_pair: tuple[str, int] | None = None
 
     @property
     def conditional(self) -> bool:
@@ -446,12 +449,14 @@ def _same(a: object, b: object) -> bool:
 
 
 def replay(rec, capture: Capture, iterations: int, d_order: str = "real_first",
-           augment: tuple[str, str] | None = None) -> Replay | str:  # fmt: skip
+           augment: tuple[str, str] | None = None,
+           pair: tuple[str, int] | None = None) -> Replay | str:  # fmt: skip
     """Each iteration's real batches (D's inputs not made by G, nor requiring grad as a
     penalty's interpolates do; the real rows of a D input concatenated with G's) and
     G's inputs with the generator states at those calls (the same z given again is one
     draw); or why not. With ``augment`` (``_augment_of``), a real batch is the one
-    before the script's change in D's call."""
+    before the script's change in D's call; with ``pair`` (``_paired_d``), each D input
+    is read as the image and G's source it joins, ``D(x, c)``."""
     reals: list[list[object]] = [[] for _ in range(iterations)]
     real_rng: list[list[list[Tensor]]] = [[] for _ in range(iterations)]  # at D(real)
     graded: list[list[object]] = [[] for _ in range(iterations)]  # data requiring grad
@@ -481,6 +486,9 @@ def replay(rec, capture: Capture, iterations: int, d_order: str = "real_first",
             if augment is not None and f.producer is None and f.seq in capture.arguments:
                 _, before, state = capture.arguments[f.seq]  # the batch before the change
                 tensors, rng = (before, *tensors[1:]), rng if state is None else state
+            if pair is not None and len(tensors) == 1 and _pair_order(tensors[0], [
+                    _unpaired(tensors[0], pair)[1]]) == pair:  # fmt: skip
+                tensors = _unpaired(tensors[0], pair)
             d_takes.add(len(tensors))
             concat |= {f.concat} - {None}
             real, labels = _split_d_input(f, tensors, capture)
@@ -545,7 +553,7 @@ def replay(rec, capture: Capture, iterations: int, d_order: str = "real_first",
                   losses=_step_losses(rec, iterations), graded_real=graded_real,
                   clips=clips, g_reals=_g_phase_reals(rec, capture, iterations),
                   real_rng=real_rng, z_reused=z_reused, d_fill=d_fill,
-                  condition_real=condition_real, augment=augment)  # fmt: skip
+                  condition_real=condition_real, augment=augment, d_pair=pair)  # fmt: skip
 
 
 def _g_phase_reals(rec, capture: Capture, iterations: int) -> list[object]:
@@ -1237,12 +1245,13 @@ def port(rec, report, capture: Capture, names: dict[str, str], *,
     notes = []
     capture.numbers_end = _numbers(rec.namespace or {})  # as the script's run left them
     script = _find(rec, names, set(capture.settings))
-    augment = _augment_of(rec, capture, n)
+    pair = _paired_d(rec, capture, n)
+    augment = None if pair is not None else _augment_of(rec, capture, n)
     # an augmentation's draws in D's real call, then z's, then the fakes': as D's own
     d_order = "real_g_fake" if augment is not None and report.d_g_between else report.step_d_order
-    data = replay(rec, capture, n, d_order, augment)
+    data = replay(rec, capture, n, d_order, augment, pair)
     precision = _precision(rec, n, report.hazards)
-    changed = None if augment is not None else _changed(rec, n)
+    changed = None if augment is not None or pair is not None else _changed(rec, n)
     notes += [problem for problem in (script, data, precision, changed)
               if isinstance(problem, str)]  # fmt: skip
     if notes:
@@ -1326,6 +1335,50 @@ def _precision(rec, iterations: int, hazards: list[str]) -> tuple[str, str] | st
 def _update_d_calls(rec, iterations: int) -> list:
     """D's forwards in the audited iterations' update (not a sample, not a log)."""
     return [f for f in rec.forwards if f.label == "D" and f.used and f.iteration < iterations]
+
+
+def _paired_d(rec, capture: Capture, iterations: int) -> tuple[str, int] | None:
+    """Where each of D's update calls was given one tensor joining G's input of its
+    iteration and an image along the channels (pix2pix as junyanz writes it:
+    ``netD(torch.cat((real_A, fake_B), 1))``): whether the source came first
+    (``"source_first"``, else ``"source_last"``) and its channels; None otherwise. A
+    penalty's points may be given D as they are (the verification tells)."""
+    sources: dict[int, list[Tensor]] = {}
+    for f in rec.forwards:
+        if f.label == "G" and f.used and f.iteration < iterations and f.seq in capture.calls:
+            given = [a for a in capture.calls[f.seq][0] if isinstance(a, Tensor)]
+            sources.setdefault(f.iteration, []).extend(given[:1])
+    orders = set()
+    for f in _update_d_calls(rec, iterations):
+        given = [a for a in capture.calls.get(f.seq, ((),))[0] if isinstance(a, Tensor)]
+        order = _pair_order(given[0], sources.get(f.iteration, [])) if len(given) == 1 else None
+        if order is None and not (f.producer is None and f.input_grad):
+            return None
+        orders |= {order} - {None}
+    return orders.pop() if len(orders) == 1 else None
+
+
+def _pair_order(joined: Tensor, sources: list[Tensor]) -> tuple[str, int] | None:
+    """How ``joined`` holds one of ``sources`` beside an image in its channels (dim 1):
+    ``("source_first", channels)`` or ``("source_last", channels)``; None if it does not."""
+    for c in sources:
+        if (c.dim() < 2 or joined.dim() != c.dim() or joined.shape[0] != c.shape[0]
+                or joined.shape[2:] != c.shape[2:] or joined.shape[1] <= c.shape[1]):  # fmt: skip
+            continue
+        k = c.shape[1]
+        if torch.equal(joined[:, :k], c):
+            return "source_first", k
+        if torch.equal(joined[:, -k:], c):
+            return "source_last", k
+    return None
+
+
+def _unpaired(joined: Tensor, pair: tuple[str, int]) -> tuple[Tensor, Tensor]:
+    """``(image, source)`` of a D input joined as ``pair`` says (``_paired_d``)."""
+    order, k = pair
+    if order == "source_first":
+        return joined[:, k:], joined[:, :k]
+    return joined[:, :-k], joined[:, -k:]
 
 
 def _augment_of(rec, capture: Capture, iterations: int) -> tuple[str, str] | None:
@@ -1532,7 +1585,7 @@ def _search(script: _Script, capture: Capture, data: Replay, report, n: int,
             equal.append((gap, schedule, candidate, label))
         else:
             parted.append(f"{label}: {where}")
-    equal = _fewest_passes(equal)
+    equal = _fewest_passes(equal, data.image_to_image)
     told = (_told_apart(equal, states, capture, data.ends, tolerance)
             or _told_apart_by_losses(equal, logged, data.losses))  # fmt: skip
     if told is not None:
@@ -1564,13 +1617,13 @@ def _search(script: _Script, capture: Capture, data: Replay, report, n: int,
     return Port(None, n, notes=[TRIED, *parted])
 
 
-def _fewest_passes(equal: list[tuple]) -> list[tuple]:
+def _fewest_passes(equal: list[tuple], image_to_image: bool = False) -> list[tuple]:
     """``equal`` less each ``d_first`` Step that makes G's first fakes anew from the D
-    step's z (``reuse_fake=False`` with ``reuse_z`` or ``g_steps_share_z``) whose
-    candidate equals too with G's step reusing the D step's fakes: a G that draws
-    nothing and keeps no statistics computes the same fakes twice from one z, so the
-    Step that makes them once is the script's update with a forward and a backward of
-    G fewer."""
+    step's z (``reuse_fake=False`` with ``reuse_z`` or ``g_steps_share_z``; or from the
+    same source, ``image_to_image``) whose candidate equals too with G's step reusing
+    the D step's fakes: a G that draws nothing and keeps no statistics computes the same
+    fakes twice from one input, so the Step that makes them once is the script's update
+    with a forward and a backward of G fewer."""
 
     def once(code: str) -> str:  # the same Step reusing the D step's fakes
         code = re.sub(r", reuse_z=True|reuse_z=True, |reuse_z=True", "", code)
@@ -1578,7 +1631,8 @@ def _fewest_passes(equal: list[tuple]) -> list[tuple]:
 
     def remakes(code: str) -> bool:
         return (code.startswith("d_first(") and "reuse_fake=False" in code
-                and ("reuse_z=True" in code or "g_steps_share_z=True" in code))  # fmt: skip
+                and ("reuse_z=True" in code or "g_steps_share_z=True" in code
+                     or image_to_image))  # fmt: skip
 
     kept = {(code, id(c)) for _, (code, per_batch), c, _ in equal if not per_batch}
     return [e for e in equal if not (remakes(e[1][0]) and not e[1][1]
@@ -1760,6 +1814,8 @@ def _code(script: _Script, schedule: tuple[str, bool], candidate: Candidate,
     g, d, wrapper = names["G"], names["D"], ""
     if data.embedding is not None:
         g, wrapper = f"GOfLabels({g})", _wrapper(data.embedding)
+    if data.d_pair is not None:
+        d, wrapper = f"PairedD({d})", wrapper + _pair_wrapper(data.d_pair[0])
     if data.d_fill is not None:
         d, wrapper = f"FilledD({d})", wrapper + _fill_wrapper(*data.d_fill)
         call += "  (its labels as G is given them; FilledD fills them for D)"
@@ -1878,12 +1934,32 @@ def _wrapper(name: str) -> str:
 
 def _d_taking(D: nn.Module, data: Replay) -> nn.Module:
     """D as the Step is given it: a ``FilledD`` made from the very text printed where the
-    script fills G's condition for D, else D itself."""
+    script fills G's condition for D, a ``PairedD`` where it joins G's source and the
+    image for D, else D itself."""
+    made: dict = {"torch": torch}
+    if data.d_pair is not None:
+        exec(_pair_wrapper(data.d_pair[0]), made)  # noqa: S102 - ganstep's own text
+        return made["PairedD"](D)
     if data.d_fill is None:
         return D
-    made: dict = {"torch": torch}
     exec(_fill_wrapper(*data.d_fill), made)  # noqa: S102 - ganstep's own text
     return made["FilledD"](D)
+
+
+def _pair_wrapper(order: str) -> str:
+    """The module that gives D G's source and the image joined along the channels, in
+    the script's order."""
+    joined = "(c, x)" if order == "source_first" else "(x, c)"
+    return (
+        "\nclass PairedD(torch.nn.Module):\n"
+        f'    """D(x, c) as torch.cat({joined}, 1): the source beside the image in its '
+        'channels, as the script joins them for D."""\n\n'
+        "    def __init__(self, D):\n"
+        "        super().__init__()\n"
+        "        self.D = D\n\n"
+        "    def forward(self, x, c):\n"
+        f"        return self.D(torch.cat({joined}, 1))\n\n\n"
+    )
 
 
 def _fill_wrapper(height: int, width: int) -> str:

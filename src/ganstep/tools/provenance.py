@@ -51,6 +51,10 @@ DRAWING = frozenset(
      "normal", "bernoulli", "multinomial", "poisson", "normal_", "uniform_", "bernoulli_",
      "random_", "exponential_", "geometric_", "cauchy_", "log_normal_"}
 )  # fmt: skip
+# Calls joining tensors along a dimension (``_joined_dim``): along the batch's, rows of
+# each (the audit finds a fake batch's rows in them itself); along another, each sample
+# with more beside it.
+_JOINS = frozenset({"cat", "concat", "concatenate"})
 # Past this many tracked tensors (at least), entries whose tensors are gone are dropped.
 _PURGE_AT = 4096
 
@@ -106,6 +110,8 @@ class Provenance(TorchFunctionMode):
         try:  # following must never change what the loop computes, nor stop it
             if name in _DRAWS:
                 tag = MADE
+            elif name in _JOINS and _joined_dim(args, kwargs) != 0:
+                tag = self._beside(list(_tensors(args, kwargs)))
             else:
                 tag = self._combined([] if name in _LIKE else list(_tensors(args, kwargs)))
             if tag is not None:
@@ -130,6 +136,18 @@ class Provenance(TorchFunctionMode):
         # anything else as large as the output's part must be noise or constants made here
         others = [s for s, n in sources if s is not fake and s is not MADE and n >= size]
         return None if others else fake
+
+    def _beside(self, inputs: list[Tensor]) -> object | None:
+        """The tag of tensors joined along a dimension past the batch's: a module call's
+        output with data or noise of its rows beside each sample (pix2pix's
+        ``cat((real_A, fake_B), 1)``) is that call's still, its samples with their
+        condition; otherwise as :meth:`_combined` says."""
+        sources = [self.source(t) for t in inputs]
+        fakes = {id(s): s for s in sources if s not in (None, MADE, DATA)}
+        rows = {t.shape[0] if t.dim() else None for t in inputs}
+        if len(fakes) == 1 and len(rows) == 1:
+            return next(iter(fakes.values()))
+        return self._combined(inputs)
 
     def _tag_all(self, out: object, tag: object) -> None:
         for t in _tensors((out,), {}):
@@ -168,3 +186,13 @@ def _tensors(args: tuple, kwargs: dict) -> Iterator[Tensor]:
             yield value
         elif isinstance(value, list | tuple):
             yield from (v for v in value if isinstance(v, Tensor))
+
+
+def _joined_dim(args: tuple, kwargs: dict) -> int | None:
+    """The dimension ``torch.cat(tensors, dim)`` joins along, counted from 0 (None where
+    it cannot be read)."""
+    dim = kwargs.get("dim", kwargs.get("axis", args[1] if len(args) > 1 else 0))
+    tensors = args[0] if args else kwargs.get("tensors", ())
+    if not isinstance(dim, int) or not tensors or not isinstance(tensors[0], Tensor):
+        return None
+    return dim % tensors[0].dim() if tensors[0].dim() else None
