@@ -390,6 +390,7 @@ class Recorder:
         self.opt_steps: list[_Step] = []
         self.clips: list[_Clip] = []  # the script's calls of torch's gradient clipping
         self.joint_steps = 0  # steps of one optimizer over several modules (G and D at once)
+        self.joint_modules: set[frozenset[str]] = set()  # the labels each such step spanned
         self.events: list[tuple[str, object]] = []  # ("backward", b) / ("step", s), in order
         self.current: _Backward | None = None
         self.contrib: dict[int, set[int]] = {}  # param id -> backward indices in its .grad
@@ -583,6 +584,7 @@ class Recorder:
         labels = self._labels_of(opt)
         if len(labels) > 1:
             self.joint_steps += 1
+            self.joint_modules.add(frozenset(labels))
         if len(labels) != 1:
             return  # an optimizer of something else, or of both: not one module's step
         (label,) = labels

@@ -586,11 +586,7 @@ def _report(rec: ScriptRecorder, path: Path, script, G, D, error) -> Report:
             "the child runs (--function), or run the loop in the main process"
         )
     if error is None and rec.exit_code is not None and not rec.opt_steps and rec.joint_steps:
-        raise AuditError(
-            f"{script} {rec.exit_how} after {rec.joint_steps} optimizer step(s), each of one "
-            "optimizer over several modules at once (G and D in one optimizer): the audit "
-            "reads G's and D's steps apart; give each its own optimizer"
-        )
+        raise AuditError(_joint(script, rec))
     if error is None and rec.exit_code is not None and not rec.opt_steps:
         raise AuditError(
             f"{script} {rec.exit_how} before any optimizer step: nothing to audit (does it "
@@ -809,6 +805,30 @@ def _run_as_main(rec: ScriptRecorder, path: Path, script) -> BaseException | Non
 # torch 2.5's dispatch modes (the audit's FLOP count is one) cannot hand a Tensor
 # subclass back (BigGAN's Distribution z): the op fails under the audit alone
 _SUBCLASS_UNDER_A_MODE = "Creating a new Tensor subclass"
+
+
+def _joint(script: str | Path, rec: ScriptRecorder) -> str:
+    """Why a script whose every optimizer step was over several modules is not audited;
+    two optimizers over two modules each are CycleGAN's (its two generators chained in
+    one, its two discriminators in the other), which ganstep's CycleStep trains."""
+    names = global_names(rec.scope)
+
+    def name(label: str) -> str:  # the script's name of the module (model.netG_A)
+        module = rec.modules[label]
+        return names.get(id(module)) or path_to(rec.scope, module) or label
+
+    spans = sorted(sorted(map(name, labels)) for labels in rec.joint_modules)
+    named = "; ".join(" and ".join(labels) for labels in spans)
+    said = (f"{script} {rec.exit_how} after {rec.joint_steps} optimizer step(s), each of "
+            f"one optimizer over several modules at once ({named})")  # fmt: skip
+    if len(spans) == 2 and all(len(labels) == 2 for labels in spans):
+        return (
+            f"{said}: two optimizers over two modules each, as CycleGAN chains its two "
+            "generators and its two discriminators; the audit reads one G and one D. "
+            "ganstep.engine.cycle.CycleStep computes CycleGAN's update (docs/loops.md, "
+            "CycleGAN)"
+        )
+    return f"{said}: the audit reads G's and D's steps apart; give each its own optimizer"
 
 
 def _describe(error: BaseException) -> str:
