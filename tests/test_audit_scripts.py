@@ -1267,6 +1267,28 @@ def test_cyclegans_chained_optimizers_are_named_with_the_step_that_trains_them(t
     ) in proc.stderr, proc.stderr
 
 
+def test_torchs_averaged_model_of_g_is_named_in_a_note(tmp_path):
+    """torch.optim.swa_utils.AveragedModel(G) with an EMA, updated after G's step: its
+    state is its copy's and a count, named by the copy it holds."""
+    source = f"""{SCRIPT_HEAD}
+from torch.optim.swa_utils import AveragedModel, get_ema_multi_avg_fn
+
+ema = AveragedModel(G, multi_avg_fn=get_ema_multi_avg_fn(0.99))
+for it in range(10):
+    real, fake = torch.randn(32, 2), G(torch.randn(32, 4))
+    opt_d.zero_grad()
+    (bce(D(real), torch.ones(32, 1)) + bce(D(fake.detach()), torch.zeros(32, 1))).backward()
+    opt_d.step()
+    opt_g.zero_grad()
+    bce(D(fake), torch.ones(32, 1)).backward()
+    opt_g.step()
+    ema.update_parameters(G)
+"""
+    port = port_of_source(tmp_path, "averaged", source)
+    assert_verified(port)
+    assert port["notes"][-1].startswith("the script keeps ema beside G, of G's architecture")
+
+
 def test_autocast_on_g_alone_is_named_not_ported(tmp_path):
     """A Step's precision autocasts every forward of its phases: a script that autocasts
     G's forward and not D's is no Step's, and the port says which forward did not. The

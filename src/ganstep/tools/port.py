@@ -1415,7 +1415,8 @@ def _changed(rec, iterations: int) -> str | None:
 
 def _copies_of_g(script: _Script) -> str | None:
     """The script's modules of G's architecture beside G whose parameters are not G's
-    (an EMA of G: StyleGAN's and BigGAN's G_ema), which the Step does not update: a
+    (an EMA of G: StyleGAN's and BigGAN's G_ema, torch's ``AveragedModel(G)``, whose
+    ``module`` is the copy), which the Step does not update: a
     note to keep the script's lines that do. Its names and, one level down, the
     attributes of its objects (a trainer's ``self.G_ema``)."""
     G, D = script.G, script.D
@@ -1428,7 +1429,8 @@ def _copies_of_g(script: _Script) -> str | None:
             if (not isinstance(module, nn.Module) or module is G or module is D
                     or id(module) in found or shown.startswith("_")):  # fmt: skip
                 continue
-            theirs = module.state_dict()
+            inner = getattr(module, "module", None)  # torch's AveragedModel(G) holds its copy
+            theirs = (inner if isinstance(inner, nn.Module) else module).state_dict()
             same_shapes = {k: v.shape for k, v in theirs.items()} == shapes
             if same_shapes and any(not torch.equal(theirs[k], v) for k, v in mine.items()):
                 found[id(module)] = shown
