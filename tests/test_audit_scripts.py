@@ -1289,6 +1289,77 @@ for it in range(10):
     assert port["notes"][-1].startswith("the script keeps ema beside G, of G's architecture")
 
 
+PROGAN_CALLS = """
+import torch
+from torch import nn
+
+
+class Generator(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.old, self.new = nn.Linear(4, 2), nn.Linear(4, 2)
+
+    def forward(self, x, alpha, steps):  # the faded-in block beside the last one
+        return alpha * self.new(x) + (1 - alpha) * self.old(x)
+
+
+class Discriminator(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.body = nn.Linear(2, 1)
+
+    def forward(self, x, alpha, steps):
+        return self.body(x)
+
+
+torch.manual_seed(0)
+gen, critic = Generator(), Discriminator()
+opt_gen = torch.optim.Adam(gen.parameters(), 1e-3, betas=(0.0, 0.99))
+opt_critic = torch.optim.Adam(critic.parameters(), 1e-3, betas=(0.0, 0.99))
+alpha, step = 1e-5, 1
+for it in range(20):
+    real = torch.randn(16, 2)
+    noise = torch.randn(16, 4)
+    fake = gen(noise, alpha, step)
+    critic_real = critic(real, alpha, step)
+    critic_fake = critic(fake.detach(), alpha, step)
+    loss_critic = -(torch.mean(critic_real) - torch.mean(critic_fake)) + 0.001 * torch.mean(
+        critic_real**2
+    )
+    opt_critic.zero_grad()
+    loss_critic.backward()
+    opt_critic.step()
+    gen_fake = critic(fake, alpha, steps=step)
+    loss_gen = -torch.mean(gen_fake)
+    opt_gen.zero_grad()
+    loss_gen.backward()
+    opt_gen.step()
+    alpha = min(alpha + 0.01, 1)
+"""
+
+
+@pytest.mark.parametrize("g_step_call", ["critic(fake, alpha, steps=step)",
+                                         "critic(fake, alpha, step)"])  # fmt: skip
+def test_progans_modules_called_with_alpha_and_step_are_audited(tmp_path, g_step_call):
+    """Aladdin Persson's ProGAN (Machine-Learning-Collection, ProGAN/train.py) calls
+    gen(noise, alpha, step) and critic(real, alpha, step). The audit crashed with a
+    traceback: its estimate of the critic's wasted backward called a copy of the critic
+    on tensors alone. It re-calls it with the plain arguments the call had, and where
+    it cannot (steps= given as a keyword, which module hooks do not see), it takes a
+    forward's FLOPs per gradient; the port says what it does not map."""
+    script, out = tmp_path / "progan.py", tmp_path / "progan.json"
+    script.write_text(PROGAN_CALLS.replace("critic(fake, alpha, steps=step)", g_step_call))
+    ganstep("audit", script, "--port", "--json", out, cache=tmp_path, cwd=tmp_path)
+    report = json.loads(out.read_text())
+    assert report["order"] == "d_first" and report["forwards"] == {"G": 1, "D": 3}
+    assert report["wasted_flops"] > 0  # D's weight gradients in G's step
+    assert report["port"]["notes"] == [
+        "G is called with arguments besides its tensors (1e-05, 1): the port maps G(z), "
+        "G(z, c), D(x) and D(x, c) so far (a module of yours that passes them can be a "
+        "Step's G or D): not mapped"
+    ]
+
+
 def test_autocast_on_g_alone_is_named_not_ported(tmp_path):
     """A Step's precision autocasts every forward of its phases: a script that autocasts
     G's forward and not D's is no Step's, and the port says which forward did not. The

@@ -87,6 +87,9 @@ class _Forward:
     # added, an augmentation, a cast): tensors of their own, found by Provenance
     changed: bool = False
     training: bool = True  # its module's mode at the call (False: after .eval())
+    # its positional arguments that are no tensors, by position, where each is a plain
+    # value (ProGAN's critic(x, alpha, step)); None where one is not
+    plain: tuple[tuple[int, object], ...] | None = ()
 
     @property
     def continues(self) -> bool:
@@ -524,6 +527,11 @@ class Recorder:
         )
         called = self.modules[label] if module is None else module
         fwd.training = called.training
+        others = [(i, a) for i, a in enumerate(args) if not isinstance(a, Tensor)]
+        if all(isinstance(a, int | float | bool | str | None) for _, a in others):
+            fwd.plain = tuple(others)
+        else:
+            fwd.plain = None
         fwd.autocast = _autocast_dtype(called)
         if fwd.autocast is not None:
             fwd.cast = _cast_in_block(called, fwd.autocast)
@@ -819,32 +827,47 @@ class _Analysis:
     # -- FLOPs of gradients nobody stepped --------------------------------------------
 
     def backward_flops(self, f: _Forward, weights: bool, input_grad: bool) -> int:
-        """FLOPs of one backward through a copy of ``f``'s module at ``f``'s input shapes."""
-        key = (f.label, f.part, tuple(f.inputs), f.autocast, weights, input_grad)
+        """FLOPs of one backward through a copy of ``f``'s module at ``f``'s input shapes
+        (its plain arguments as they were). Where the copy cannot be called so (an
+        argument that is neither a tensor nor a plain value, a keyword argument the
+        hooks do not see), a forward's FLOPs for each gradient taken, weights' and
+        input's: the usual estimate of a backward."""
+        key = (f.label, f.part, tuple(f.inputs), f.plain, f.autocast, weights, input_grad)
         if key not in self._cost:
-            module = module_copy(self.rec.modules[f.label]).get_submodule(f.part)
-            param = next(module.parameters())
-            inputs = []
-            for i, (shape, dtype) in enumerate(f.inputs):
-                if dtype.is_floating_point:
-                    t = torch.randn(shape, dtype=dtype, device=param.device)
-                    inputs.append(t.requires_grad_(input_grad and i == 0))
-                else:
-                    inputs.append(torch.zeros(shape, dtype=dtype, device=param.device))
-            for p in module.parameters():
-                p.requires_grad_(weights)
             if not weights and not input_grad:
                 self._cost[key] = 0
                 return 0
-            # in the precision the call ran in (G's bfloat16 fakes need D autocast too)
-            kind, dtype = param.device.type, f.autocast
-            with torch.autocast(kind, dtype=dtype, enabled=dtype is not None):
-                out = module(*inputs)
-            loss = sum(t.float().sum() for t in _tensors(out))
-            with TotalFlops() as counter:
-                loss.backward()
-            self._cost[key] = counter.get_total_flops()
+            try:
+                self._cost[key] = self._measured_backward(f, weights, input_grad)
+            except Exception:  # noqa: BLE001 - the copy's call: the estimate instead
+                self._cost[key] = f.flops * (int(weights) + int(input_grad))
         return self._cost[key]
+
+    def _measured_backward(self, f: _Forward, weights: bool, input_grad: bool) -> int:
+        module = module_copy(self.rec.modules[f.label]).get_submodule(f.part)
+        param = next(module.parameters())
+        tensors = []
+        for i, (shape, dtype) in enumerate(f.inputs):
+            if dtype.is_floating_point:
+                t = torch.randn(shape, dtype=dtype, device=param.device)
+                tensors.append(t.requires_grad_(input_grad and i == 0))
+            else:
+                tensors.append(torch.zeros(shape, dtype=dtype, device=param.device))
+        if f.plain is None:
+            raise ValueError("an argument that is neither a tensor nor a plain value")
+        inputs = list(reversed(tensors))
+        plain = dict(f.plain)
+        args = [plain[i] if i in plain else inputs.pop() for i in range(len(tensors) + len(plain))]
+        for p in module.parameters():
+            p.requires_grad_(weights)
+        # in the precision the call ran in (G's bfloat16 fakes need D autocast too)
+        kind, dtype = param.device.type, f.autocast
+        with torch.autocast(kind, dtype=dtype, enabled=dtype is not None):
+            out = module(*args)
+        loss = sum(t.float().sum() for t in _tensors(out))
+        with TotalFlops() as counter:
+            loss.backward()
+        return counter.get_total_flops()
 
     def wasted_backward(self, f: _Forward) -> int:
         """What a backward through ``f`` cost for weight gradients nobody stepped: the

@@ -476,6 +476,12 @@ def replay(rec, capture: Capture, iterations: int, d_order: str = "real_first",
         if f.label in ("G", "D") and not 1 <= len(tensors) <= 2:
             return (f"{f.label} is called with {len(tensors)} tensors: the port maps G(z), "
                     "G(z, c), D(x) and D(x, c) so far")  # fmt: skip
+        others = [a for a in args if not isinstance(a, Tensor)]
+        if f.label in ("G", "D") and others:  # ProGAN's critic(x, alpha, step)
+            shown = ", ".join(repr(a)[:20] for a in others)
+            return (f"{f.label} is called with arguments besides its tensors ({shown}): "
+                    "the port maps G(z), G(z, c), D(x) and D(x, c) so far (a module of "
+                    "yours that passes them can be a Step's G or D): not mapped")  # fmt: skip
         if f.label == "G" and zs and _same(zs[-1][0], tensors):
             z_reused = True
         elif f.label == "G":
