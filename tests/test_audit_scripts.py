@@ -1360,6 +1360,30 @@ def test_progans_modules_called_with_alpha_and_step_are_audited(tmp_path, g_step
     ]
 
 
+def test_the_largest_of_a_tiny_ds_weights_is_not_read_as_wgans_clipping(tmp_path):
+    """A D of three parameters (Linear(2, 1)): its largest weight alone is a third of
+    them, which the port took for WGAN's clipping bound, trying WGAN alone (every
+    candidate parted). A bound needs two weights on it at least."""
+    head = SCRIPT_HEAD.replace(
+        "D = nn.Sequential(nn.Linear(2, 16), nn.LeakyReLU(0.2), nn.Linear(16, 1))",
+        "D = nn.Linear(2, 1)",
+    )
+    assert head != SCRIPT_HEAD
+    source = f"""{head}
+for it in range(10):
+    real, fake = torch.randn(8, 2), G(torch.randn(8, 4))
+    opt_d.zero_grad()
+    (bce(D(real), torch.ones(8, 1)) + bce(D(fake.detach()), torch.zeros(8, 1))).backward()
+    opt_d.step()
+    opt_g.zero_grad()
+    bce(D(fake), torch.ones(8, 1)).backward()
+    opt_g.step()
+"""
+    port = port_of_source(tmp_path, "tiny_d", source)
+    assert_verified(port)
+    assert "objective=NS()" in port["code"]
+
+
 def test_autocast_on_g_alone_is_named_not_ported(tmp_path):
     """A Step's precision autocasts every forward of its phases: a script that autocasts
     G's forward and not D's is no Step's, and the port says which forward did not. The

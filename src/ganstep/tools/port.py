@@ -1769,16 +1769,18 @@ def _l1(view) -> Tensor:
 
 
 def _clip(D: nn.Module, end: dict[str, Tensor]) -> float | None:
-    """The bound D's weights end clamped to, where a tenth of them sit on it (WGAN's
-    clipping leaves most there), rounded to 6 digits; else None."""
+    """The bound D's weights end clamped to, where a tenth of them and at least two sit
+    on it (WGAN's clipping leaves most there; the largest of a few weights alone is no
+    bound), rounded to 6 digits; else None."""
     names = {name for name, _ in D.named_parameters()}
     weights = torch.cat([v.detach().reshape(-1).abs().float() for k, v in end.items()
                          if k in names])  # fmt: skip
     if weights.numel() == 0:
         return None
     bound = float(weights.max())
-    on_it = float((weights == weights.max()).float().mean())
-    return float(f"{bound:.6g}") if on_it > 0.1 and bound > 0 else None
+    at_bound = weights == weights.max()
+    on_it = float(at_bound.float().mean())
+    return float(f"{bound:.6g}") if on_it > 0.1 and at_bound.sum() >= 2 and bound > 0 else None
 
 
 def _code(script: _Script, schedule: tuple[str, bool], candidate: Candidate,
