@@ -1384,6 +1384,38 @@ for it in range(10):
     assert "objective=NS()" in port["code"]
 
 
+def test_a_d_returning_a_dict_is_named_not_a_failure_of_the_port(tmp_path):
+    """D returns {"logits": ...}: the port said "the port failed (TypeError ...)", as if
+    ganstep had broken; it names what a Step reads D's scores from."""
+    source = f"""{SCRIPT_HEAD}
+class DictD(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.body = D
+
+    def forward(self, x):
+        return {{"logits": self.body(x)}}
+
+
+netD = DictD()
+for it in range(10):
+    real, fake = torch.randn(8, 2), G(torch.randn(8, 4))
+    opt_d.zero_grad()
+    (bce(netD(real)["logits"], torch.ones(8, 1))
+     + bce(netD(fake.detach())["logits"], torch.zeros(8, 1))).backward()
+    opt_d.step()
+    opt_g.zero_grad()
+    bce(netD(fake)["logits"], torch.ones(8, 1)).backward()
+    opt_g.step()
+"""
+    port = port_of_source(tmp_path, "dict_d", source)
+    assert port["code"] is None
+    assert port["notes"] == [
+        "D returns a dict (keys logits): a Step reads D's scores from a tensor, a tuple "
+        "(scores, *extras) or a list (one per scale): not mapped"
+    ]
+
+
 def test_autocast_on_g_alone_is_named_not_ported(tmp_path):
     """A Step's precision autocasts every forward of its phases: a script that autocasts
     G's forward and not D's is no Step's, and the port says which forward did not. The

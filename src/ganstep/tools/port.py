@@ -1500,6 +1500,10 @@ def _tried(script: _Script, capture: Capture, data: Replay,
     # a D returning more than its scores: ACGAN's class logits where they can be mapped,
     # else its first output read as the scores, the others unread (SAGAN's attention
     # maps; a verified Step shows that the script's losses read them not)
+    if isinstance(whole, dict):  # ({"logits": ...}): no Step reads D's scores by a key
+        return (f"D returns a dict (keys {', '.join(map(str, list(whole)[:4]))}): a Step reads "
+                "D's scores from a tensor, a tuple (scores, *extras) or a list (one per "
+                "scale): not mapped"), None  # fmt: skip
     unmapped = None if isinstance(whole, Tensor) else _classifier_unmapped(whole, data)
     d_out = adversarial(whole)[0]
     # a double backward in D's steps is a gradient penalty; in steps of its own, lazy R1
