@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import ast
 import functools
+import os
 from collections.abc import Iterable
 from types import CodeType, FrameType
 
@@ -72,15 +73,24 @@ def _position(code: CodeType, lasti: int) -> tuple | None:
 
 
 def _call_at(frame: FrameType) -> ast.Call | None:
-    """The call expression ``frame`` is executing, found in its file's source."""
+    """The call expression ``frame`` is executing, found in its file's source (as it is
+    now on disk: a script rewritten between two audits of one process is read again)."""
     where = _position(frame.f_code, frame.f_lasti)
-    return None if where is None else _calls(frame.f_code.co_filename).get(where)
+    try:
+        stat = os.stat(frame.f_code.co_filename)
+    except OSError:
+        return None
+    return None if where is None else _calls(frame.f_code.co_filename, stat.st_mtime_ns,
+                                             stat.st_size).get(where)  # fmt: skip
 
 
 def _state_before(frame: FrameType, draws: Iterable[Draw]) -> object:
     """Of ``draws``, the state before the earliest of the latest ones made while
     ``frame`` was at an instruction inside the call it is at now (its argument's)."""
-    line, end_line, column, end_column = _position(frame.f_code, frame.f_lasti)
+    now = _position(frame.f_code, frame.f_lasti)
+    if now is None:
+        return None
+    line, end_line, column, end_column = now
     found = None
     for state, at in reversed(list(draws)):
         inside = False
@@ -100,8 +110,9 @@ def _positions(code: CodeType) -> tuple:
 
 
 @functools.lru_cache(maxsize=16)
-def _calls(filename: str) -> dict[tuple[int, int, int, int], ast.Call]:
-    """The file's call expressions by their source positions."""
+def _calls(filename: str, mtime_ns: int, size: int) -> dict[tuple[int, int, int, int], ast.Call]:
+    """The file's call expressions by their source positions (``mtime_ns`` and ``size``:
+    the version of the file they were read from)."""
     try:
         with open(filename, encoding="utf-8") as f:
             tree = ast.parse(f.read())
@@ -158,15 +169,19 @@ def _template(argument: ast.expr, batch: ast.expr) -> str:
     """``argument`` as a function of the batch: each occurrence of ``batch``, with or
     without the methods of ``_SAME_SAMPLES`` (``fake`` and ``fake.detach()`` in
     ``fake.detach() + s * torch.randn_like(fake)``), as a name of :data:`BATCH_NAMES`."""
-    used = {n.id for n in ast.walk(argument) if isinstance(n, ast.Name)}
-    name = next((n for n in BATCH_NAMES if n not in used), "_batch")
     shape = ast.dump(_unchanged(batch))
+    put: list[ast.Name] = []
 
     class Put(ast.NodeTransformer):
         def visit(self, node: ast.AST) -> ast.AST:
             if isinstance(node, ast.expr) and ast.dump(_unchanged(node)) == shape:
-                return ast.Name(id=name, ctx=ast.Load())
+                put.append(ast.Name(id="", ctx=ast.Load()))
+                return put[-1]
             return super().visit(node)
 
     made = Put().visit(ast.parse(ast.unparse(argument), mode="eval"))
+    used = {n.id for n in ast.walk(made) if isinstance(n, ast.Name)}  # the rest's names
+    name = next((n for n in BATCH_NAMES if n not in used), "_batch")
+    for node in put:
+        node.id = name
     return f"lambda {name}: {ast.unparse(made.body)}"

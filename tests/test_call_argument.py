@@ -1,0 +1,90 @@
+"""call_argument reads, from a script's source, the change a module call's own argument
+made to a batch (an augmentation, instance noise): these calls are made here, in this
+file, and read back from it as the audit reads a script's."""
+
+from __future__ import annotations
+
+import sys
+
+import torch
+from torch import nn
+
+from ganstep.tools.call_argument import augmentation_at
+
+policy, sigma = "color", 0.1
+
+
+def DiffAugment(x, policy=""):  # noqa: N802 - named as data-efficient-gans names it
+    return x + torch.rand(x.shape[0], 1)
+
+
+class Seen(nn.Module):
+    """A module that keeps, at each call, what augmentation_at reads at its caller."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.read: list = []
+        self.draws: list = []
+
+    def forward(self, x):
+        caller = sys._getframe(1)
+        while caller.f_code.co_filename != __file__:
+            caller = caller.f_back
+        self.read.append(augmentation_at(caller, self.draws))
+        return x
+
+
+def test_each_call_on_a_line_is_read_as_its_own():
+    D = Seen()
+    real, fake = torch.ones(4, 2), torch.zeros(4, 2, requires_grad=True)
+    D(DiffAugment(real, policy=policy)), D(DiffAugment(fake.detach(), policy=policy))
+    (real_read, before), (fake_read, after) = [r[:2] for r in D.read]
+    assert real_read == fake_read == "lambda x: DiffAugment(x, policy=policy)"
+    assert torch.equal(before, real) and torch.equal(after, fake)
+
+
+def test_noise_names_the_batch_with_or_without_its_detach():
+    D = Seen()
+    real, fake = torch.ones(4, 2), torch.zeros(4, 2, requires_grad=True)
+    D(fake.detach() + sigma * torch.randn_like(fake))
+    x = real  # a script whose batch is called x: the template's name stays free
+    D(x + sigma * torch.randn_like(x))
+    assert [r[0] for r in D.read] == ["lambda x: x + sigma * torch.randn_like(x)"] * 2
+
+
+def test_the_batch_itself_and_what_cannot_be_evaluated_again_are_not_read():
+    D = Seen()
+    real, fake = torch.ones(4, 2), torch.zeros(4, 2)
+    D(real)
+    D(fake.detach())
+    D(torch.cat([real, fake]))  # the batch is a call: evaluating it again is not reading
+    D(torch.flatten(iter([real]).__next__(), 1))
+    assert D.read == [None] * 4
+
+
+def test_the_generator_state_before_the_arguments_first_draw():
+    """Where the audit noted the draws (the generator's state, where the script was),
+    the state before the first draw made inside the call's argument: the augmentation's
+    first, not a draw the script made before it."""
+    D = Seen()
+
+    def noted(*args, **kwargs):  # the recorder's before_draw, by hand
+        frames, frame = [], sys._getframe(1)
+        while frame is not None:
+            if frame.f_code.co_filename == __file__ and frame.f_code.co_name != "noted":
+                frames.append((id(frame), frame.f_lasti))
+            frame = frame.f_back
+        D.draws.append(([torch.random.get_rng_state()], tuple(frames)))
+
+    def drawing(x):
+        noted()
+        return x + torch.rand(x.shape[0], 1)
+
+    torch.manual_seed(0)
+    real = torch.ones(4, 2)
+    noted()
+    torch.randn(3)  # z, drawn before the call
+    start = torch.random.get_rng_state()
+    D(drawing(real))
+    (_, _, state) = D.read[0]
+    assert torch.equal(state[0], start)
