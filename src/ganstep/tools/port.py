@@ -112,9 +112,9 @@ class Capture:
     settings: dict[int, list[tuple[int, list[dict]]]] = field(default_factory=dict)
 
     # by seq: where the script changed a call's first argument in the call (an
-    # augmentation, instance noise), that change as a function of the batch (code), and
-    # the batch before it
-    # (and torch's generator states before the change's first draw, None where it drew none)
+    # augmentation, instance noise), that change as a function of the batch (code), the
+    # batch before it, and torch's generator states before the change's first draw (None
+    # where it drew none)
     arguments: dict[int, tuple[str, Tensor, list[Tensor] | None]] = field(default_factory=dict)
 
     def module_seen(self, module: nn.Module) -> None:
@@ -492,8 +492,8 @@ def replay(rec, capture: Capture, iterations: int, d_order: str = "real_first",
             if augment is not None and f.producer is None and f.seq in capture.arguments:
                 _, before, state = capture.arguments[f.seq]  # the batch before the change
                 tensors, rng = (before, *tensors[1:]), rng if state is None else state
-            if pair is not None and len(tensors) == 1 and _pair_order(tensors[0], [
-                    _unpaired(tensors[0], pair)[1]]) == pair:  # fmt: skip
+            if pair is not None and len(tensors) == 1 and tensors[0].dim() >= 2 and (
+                    tensors[0].shape[1] > pair[1]):  # fmt: skip
                 tensors = _unpaired(tensors[0], pair)
             d_takes.add(len(tensors))
             concat |= {f.concat} - {None}
@@ -1422,9 +1422,9 @@ def _changed(rec, iterations: int) -> str | None:
 def _copies_of_g(script: _Script) -> str | None:
     """The script's modules of G's architecture beside G whose parameters are not G's
     (an EMA of G: StyleGAN's and BigGAN's G_ema, torch's ``AveragedModel(G)``, whose
-    ``module`` is the copy), which the Step does not update: a
-    note to keep the script's lines that do. Its names and, one level down, the
-    attributes of its objects (a trainer's ``self.G_ema``)."""
+    ``module`` is the copy), which the Step does not update: a note to keep the
+    script's lines that do. Looked for among its names and the attributes of its
+    ``self`` (a trainer's ``self.G_ema``)."""
     G, D = script.G, script.D
     mine = G.state_dict()
     shapes = {k: v.shape for k, v in mine.items()}

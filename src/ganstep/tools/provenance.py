@@ -105,12 +105,15 @@ class Provenance(TorchFunctionMode):
         kwargs = kwargs or {}
         name = getattr(func, "__name__", "")
         if self.before_draw is not None and name in DRAWING:
-            self.before_draw()
+            try:  # (noting must not stop the loop either)
+                self.before_draw()
+            except Exception:  # noqa: BLE001 - a draw not noted: the port verifies anyway
+                pass
         out = func(*args, **kwargs)
         try:  # following must never change what the loop computes, nor stop it
             if name in _DRAWS:
                 tag = MADE
-            elif name in _JOINS and _joined_dim(args, kwargs) != 0:
+            elif name in _JOINS and _joined_dim(args, kwargs) not in (0, None):
                 tag = self._beside(list(_tensors(args, kwargs)))
             else:
                 tag = self._combined([] if name in _LIKE else list(_tensors(args, kwargs)))
