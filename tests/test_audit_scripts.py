@@ -9,6 +9,7 @@ biases and activations, so with batch n, latent 8, hidden 32 and data 16:
 
 from __future__ import annotations
 
+import inspect
 import json
 import re
 from pathlib import Path
@@ -1414,6 +1415,49 @@ for it in range(10):
         "D returns a dict (keys logits): a Step reads D's scores from a tensor, a tuple "
         "(scores, *extras) or a list (one per scale): not mapped"
     ]
+
+
+KEYWORD_CALLS = f"""{SCRIPT_HEAD}
+class ByName(nn.Module):
+    def __init__(self, body):
+        super().__init__()
+        self.body = body
+
+    def forward(self, x):
+        return self.body(x)
+
+
+netG, netD = ByName(G), ByName(D)
+for it in range(10):
+    real = torch.randn(8, 2)
+    fake = netG(x=torch.randn(8, 4))
+    opt_d.zero_grad()
+    (bce(netD(x=real), torch.ones(8, 1)) + bce(netD(x=fake.detach()), torch.zeros(8, 1))).backward()
+    opt_d.step()
+    opt_g.zero_grad()
+    bce(netD(x=fake), torch.ones(8, 1)).backward()
+    opt_g.step()
+"""
+
+
+GLOBAL_HOOK = torch.nn.modules.module.register_module_forward_hook
+
+
+@pytest.mark.skipif(
+    "with_kwargs" not in inspect.signature(GLOBAL_HOOK).parameters,
+    reason="this torch's global module hooks do not see keyword arguments",
+)
+def test_modules_called_by_keyword_are_read_as_called_positionally(tmp_path):
+    """netG(x=z), netD(x=real): the audit saw no input (global hooks get positional
+    arguments), read the order as "other" with a lazy regularization step of D's that
+    is not there, and found no Step. It reads the tensors given by keyword too."""
+    script, out = tmp_path / "by_name.py", tmp_path / "by_name.json"
+    script.write_text(KEYWORD_CALLS)
+    ganstep("audit", script, "--port", "--json", out, cache=tmp_path, cwd=tmp_path)
+    report = json.loads(out.read_text())
+    assert report["order"] == "d_first" and report["regularization"] == {"G": 0, "D": 0}
+    assert_verified(report["port"])
+    assert "schedule=d_first()" in report["port"]["code"]
 
 
 def test_autocast_on_g_alone_is_named_not_ported(tmp_path):

@@ -369,6 +369,15 @@ def _cast_in_block(module: nn.Module, dtype: torch.dtype) -> frozenset[int]:
     )
 
 
+def with_tensor_kwargs(args: tuple, kwargs: dict | None) -> tuple:
+    """A call's positional arguments, then the tensors it was given by keyword
+    (``D(x=real)``), in that order: what the audit reads a module's inputs from. Keywords
+    of other values (``return_features=False``) stay unread."""
+    if not kwargs:
+        return args
+    return (*args, *(v for v in kwargs.values() if isinstance(v, Tensor)))
+
+
 def rng_states() -> list[Tensor]:
     states = [torch.random.get_rng_state()]
     if torch.cuda.is_available() and torch.cuda.is_initialized():
@@ -480,13 +489,13 @@ class Recorder:
         def pre(m, a) -> None:  # ganstep's own observation of D is not the user's loop
             started.append(None if observing() else self.forward_start())
 
-        def post(m, a, out) -> None:
+        def post(m, a, kwargs, out) -> None:
             start = started.pop()
             if start is not None:
-                self.forward_end(label, a, out, start, m)
+                self.forward_end(label, with_tensor_kwargs(a, kwargs), out, start, m)
 
         self.handles.append(module.register_forward_pre_hook(pre))
-        self.handles.append(module.register_forward_hook(post, always_call=True))
+        self.handles.append(module.register_forward_hook(post, with_kwargs=True, always_call=True))
 
     def forward_start(self) -> tuple[int, list[Tensor]]:
         return self.flops(), rng_states()

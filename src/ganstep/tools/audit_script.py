@@ -16,6 +16,7 @@ step).
 from __future__ import annotations
 
 import contextlib
+import inspect
 import io
 import linecache
 import os
@@ -33,7 +34,15 @@ from torch import nn
 
 from ..engine.checks import positive_int
 from ..engine.d_profile import observing
-from .audit import MODULES, Recorder, Report, analyse, crash_location, rng_states
+from .audit import (
+    MODULES,
+    Recorder,
+    Report,
+    analyse,
+    crash_location,
+    rng_states,
+    with_tensor_kwargs,
+)
 from .call_argument import Draw, augmentation_at
 from .port import FLOAT64_TOLERANCE, Capture, Port, float64_variants, global_names, path_to
 from .port import port as port_of
@@ -642,7 +651,7 @@ def _run_recorded(
     os._exit = exit_now
     threading.excepthook = quiet_stop
     pre = nn.modules.module.register_module_forward_pre_hook(rec.pre)
-    post = nn.modules.module.register_module_forward_hook(rec.post, always_call=True)
+    post = _post_hook(rec)
     undone = []
 
     def undo() -> None:
@@ -671,6 +680,20 @@ def _run_recorded(
     finally:
         timer()
         undo()
+
+
+def _post_hook(rec: ScriptRecorder):
+    """``rec.post`` after every module call, given the tensors passed by keyword too
+    (``D(x=real)``) where torch's global hooks take keywords (torch 2.11 does, 2.5
+    does not: there a call by keywords alone is not seen)."""
+    register = nn.modules.module.register_module_forward_hook
+    if "with_kwargs" not in inspect.signature(register).parameters:
+        return register(rec.post, always_call=True)
+
+    def post(module: nn.Module, args: tuple, kwargs: dict, out: object) -> None:
+        rec.post(module, with_tensor_kwargs(args, kwargs), out)
+
+    return register(post, with_kwargs=True, always_call=True)
 
 
 def _patch_torch(rec: ScriptRecorder) -> Callable[[], None]:
