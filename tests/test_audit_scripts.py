@@ -2597,6 +2597,39 @@ for iteration in range(20):
 """
 
 
+def test_every_candidate_refusing_the_inputs_alike_is_said_once_not_blamed_on_losses(tmp_path):
+    """caogang/wgan-gp's toy G is called netG(noise, real_data) (the real batch unused
+    unless FIXED_GENERATOR): the candidates, conditional Steps, all refuse the real
+    batches alike. The port said no objective equals the script's losses; it says the
+    one error every candidate raised."""
+    head = "G = nn.Sequential(nn.Linear(8, 32), nn.ReLU(), nn.Linear(32, 2))"
+    toy_g = (
+        "class ToyG(nn.Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        self.main = nn.Sequential(nn.Linear(8, 32), nn.ReLU(), nn.Linear(32, 2))\n\n"
+        "    def forward(self, noise, real_data):\n"
+        "        return self.main(noise)\n\n\n"
+        "G = ToyG()"
+    )
+    calls = {
+        "fake = G(torch.randn(32, 8))": "fake = G(torch.randn(32, 8), real)",
+        "D(G(torch.randn(32, 8)))": "D(G(torch.randn(32, 8), torch.randn(32, 2)))",
+    }
+    source = TOY_GRADIENT_PENALTY.replace(head, toy_g)
+    for theirs, toys in calls.items():
+        assert theirs in source
+        source = source.replace(theirs, toys)
+    assert "G = ToyG()" in source
+    port = port_of_source(tmp_path, "toy_g", source)
+    assert port["code"] is None
+    assert port["notes"][0].startswith(
+        "every Step tried raised the same error on the script's models and inputs "
+        "(ValueError: real batch 0: this Step is conditional"
+    ), port["notes"]
+    assert not any("no objective, scale and term" in note for note in port["notes"])
+
+
 def test_a_gradient_penalty_of_another_weight_than_10_ports(tmp_path):
     """caogang/wgan-gp's toy loop writes its losses as backward(mone) and backward(one)
     and weighs its penalty 0.1: the port tried WGAN-GP at 10 only."""

@@ -1583,7 +1583,7 @@ def _search(script: _Script, capture: Capture, data: Replay, report, n: int,
             tried: list[tuple], tolerance: float) -> Port:  # fmt: skip
     """Every candidate run; the one that equals the script printed, or none where none
     does, or where several do (the iterations verified cannot tell them apart)."""
-    parted, equal, states, logged = [], [], {}, {}
+    parted, equal, states, logged, raised = [], [], {}, {}, set()
     for schedule, candidate in tried:
         label = _label(schedule, candidate)
         states[label], logged[label] = [], []
@@ -1591,6 +1591,7 @@ def _search(script: _Script, capture: Capture, data: Replay, report, n: int,
             gap, where = _run(script, capture, data, schedule, candidate, n, tolerance,
                               objective_states=states[label], logged=logged[label])  # fmt: skip
         except Exception as e:  # a candidate the script's models refuse: not it
+            raised.add(f"{type(e).__name__}: {e}".splitlines()[0])
             parted.append(f"{label}: {type(e).__name__}: {e}".splitlines()[0])
             continue
         if gap <= tolerance:
@@ -1626,6 +1627,10 @@ def _search(script: _Script, capture: Capture, data: Replay, report, n: int,
         return Port(None, n, notes=[f"{len(equal)} Steps equal the script over {n} "
                                     f"iteration(s), which cannot tell them apart ({more}):",
                                     *(e[3] for e in equal)])  # fmt: skip
+    if len(raised) == 1 and len(parted) == len(tried):  # the inputs, not the losses
+        return Port(None, n, notes=[
+            f"every Step tried raised the same error on the script's models and inputs "
+            f"({raised.pop()}): not mapped", TRIED, *parted])  # fmt: skip
     return Port(None, n, notes=[TRIED, *parted])
 
 
