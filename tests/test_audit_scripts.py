@@ -1089,6 +1089,19 @@ def test_junyanz_pix2pix_is_read_and_ported_to_a_paired_d(tmp_path):
         assert line in code, code
 
 
+def test_lynnhos_wgan_gp_ports_to_its_interpolation(tmp_path):
+    """LynnHo's penalty interpolates as real + alpha * (fake - real), the WGAN-GP
+    authors' form: every WGANGP candidate parted ("no objective ... equals the
+    losses"). WGANGP(interpolate="difference") is tried too, and equals, 0 apart in
+    float32 and float64."""
+    proc, port = ported(tmp_path, "lynnho_wgan_gp", flag=("--verify", 3))
+    assert port["max_difference"] == 0 and port["float64_difference"] <= 1e-12, port["notes"]
+    code = port["code"]
+    assert 'objective=WGANGP(10.0, interpolate="difference"),' in code
+    assert "schedule=d_first(reuse_fake=False)," in code
+    assert "G, D, G_optimizer, D_optimizer," in code
+
+
 def test_a_loop_with_instance_noise_is_read_and_ported_to_augment(tmp_path):
     """G's fakes with noise added before D: the audit reads the loop's order (it read
     "other" with a lazy regularization step of D's that is not there). The noise is

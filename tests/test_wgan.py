@@ -237,3 +237,51 @@ def test_wgan_gp_eps_0_computes_the_norm_as_before():
     assert all(torch.equal(p, q) for p, q in zip(default, zero, strict=True))
     assert repr(WGANGP(eps=1e-12)) == "WGANGP(weight=10.0, eps=1e-12)"
     assert repr(WGANGP()) == "WGANGP(weight=10.0)"
+
+
+def _lynnho(interpolate: str, n_d: int):
+    """LynnHo's train.py (wgan, 1-gp, line) and the Step, float64, over 2 of its G steps."""
+    theirs, ours = (Run("wgan_gp", batchnorm=False) for _ in range(2))
+    batches = real_batches(2 * n_d, dtype=torch.float64)
+    torch.manual_seed(7)  # alpha's torch.rand
+    expected = reference.lynnho_wgan_gp(*theirs.models(), batches, theirs.latent, n_d=n_d)
+    step = Step(*ours.models(), objective=WGANGP(10.0, interpolate=interpolate),
+                schedule=d_first(d_steps=n_d, reuse_fake=False), latent=ours.latent)  # fmt: skip
+    torch.manual_seed(7)
+    got = [step(batches[i * n_d : (i + 1) * n_d] if n_d > 1 else batches[i]) for i in range(2)]
+    return ours, theirs, got, expected
+
+
+@pytest.mark.parametrize("n_d", [1, 3])
+def test_wgan_gp_interpolating_from_the_real_batch_equals_lynnhos_loop(n_d):
+    """LynnHo's penalty samples real + alpha * (fake - real), as the WGAN-GP authors'
+    code does: WGANGP(interpolate="difference") equals it in float64 (parameters,
+    Adam's moments, the losses), G stepping after every n_d-th D step."""
+    ours, theirs, got, expected = _lynnho("difference", n_d)
+    assert_same_sides(ours.models(), theirs.models())
+    assert len(got) == len(expected) == 2
+    for mine, source in zip(got, expected, strict=True):
+        assert mine["loss_d"].item() == pytest.approx(source["loss_d"], rel=1e-12)
+        assert mine["loss_g"].item() == pytest.approx(source["loss_g"], rel=1e-12)
+
+
+def test_wgan_gp_mixing_parts_from_lynnhos_loop():
+    """The default's e * x + (1 - e) * G(z) on the same draws: other points, another
+    penalty, other parameters."""
+    ours, theirs, *_ = _lynnho("mix", 1)
+    pairs = zip(ours.D.parameters(), theirs.D.parameters(), strict=True)
+    assert max((p - q).abs().max().item() for p, q in pairs) > 1e-6
+
+
+@given(st.one_of(st.text(max_size=12).filter(lambda s: s not in ("mix", "difference")),
+                 st.integers(), st.none()))  # fmt: skip
+def test_wgan_gp_interpolate_is_one_of_two(interpolate):
+    with pytest.raises(ValueError, match="wgan_gp interpolate must be one of"):
+        WGANGP(interpolate=interpolate)
+
+
+def test_wgan_gp_interpolate_is_shown_when_not_the_default():
+    assert repr(WGANGP(interpolate="difference")) == (
+        "WGANGP(weight=10.0, interpolate='difference')"
+    )
+    assert "interpolate" not in repr(WGANGP(interpolate="mix"))

@@ -307,6 +307,10 @@ class Wasserstein(Objective):
         return torch.ones_like(fake), torch.full_like(fake, -1.0)
 
 
+# WGANGP's two ways to make its interpolates from e (see its ``interpolate``)
+INTERPOLATIONS = ("mix", "difference")
+
+
 class WGANGP(Wasserstein):
     """WGAN with gradient penalty on random interpolates.
 
@@ -323,6 +327,12 @@ class WGANGP(Wasserstein):
     ``eps``: the norm as ``sqrt(sum(grad ** 2) + eps)``, as the many loops that write
     ``torch.sqrt(torch.sum(gradients ** 2, dim=1) + 1e-12)`` ("to avoid sqrt 0") take
     it (EmilienDupont/wgan-gp's ``_gradient_penalty``); 0 (default): ``norm(2)``.
+
+    ``interpolate``: how x_hat is made from e. ``"mix"`` (default): ``e * x + (1 - e) *
+    G(z)``, as PyTorch-GAN's and caogang/wgan-gp's loops write it. ``"difference"``:
+    ``x + e * (G(z) - x)``, as the WGAN-GP authors' code (``real_data + alpha *
+    differences``) and its ports (LynnHo's ``_sample_line``) write it: the point
+    ``"mix"`` makes of 1 - e, so on the same draws the two part.
     """
 
     name = "wgan_gp"
@@ -331,13 +341,19 @@ class WGANGP(Wasserstein):
 
     def __init__(
         self, weight: float = 10.0, alpha: Callable[[tuple[int, ...]], Tensor] | None = None,
-        eps: float = 0.0,
+        eps: float = 0.0, interpolate: str = "mix",
     ) -> None:  # fmt: skip
         self.weight = non_negative(weight, f"{self.name} weight")
         if alpha is not None and not callable(alpha):
             raise TypeError(f"{self.name} alpha must be callable (alpha(shape)), got {alpha!r}")
         self.alpha = alpha
         self.eps = non_negative(eps, f"{self.name} eps")
+        if interpolate not in INTERPOLATIONS:
+            raise ValueError(
+                f"{self.name} interpolate must be one of {INTERPOLATIONS} (e * x + (1 - e) * "
+                f"G(z), or x + e * (G(z) - x)), got {interpolate!r}"
+            )
+        self.interpolate = interpolate
 
     def _weights(self, real: Tensor) -> Tensor:
         """The interpolation weights e, one per sample, shaped to broadcast over it."""
@@ -354,7 +370,11 @@ class WGANGP(Wasserstein):
 
     def penalty(self, D: Callable[[Tensor], Tensor], real: Tensor, fake: Tensor) -> Tensor:
         e = self._weights(real)
-        x_hat = (e * real + (1 - e) * fake).requires_grad_(True)
+        if self.interpolate == "mix":
+            x_hat = e * real + (1 - e) * fake
+        else:  # the WGAN-GP authors' real_data + alpha * differences
+            x_hat = real + e * (fake - real)
+        x_hat = x_hat.requires_grad_(True)
         scores = self.score(D(x_hat), x_hat)
         (grad,) = torch.autograd.grad(scores.sum(), x_hat, create_graph=True)
         flat = grad.reshape(grad.shape[0], -1)
@@ -367,7 +387,8 @@ class WGANGP(Wasserstein):
     def __repr__(self) -> str:
         alpha = "" if self.alpha is None else f", alpha={self.alpha!r}"
         eps = f", eps={self.eps!r}" if self.eps else ""
-        return f"WGANGP(weight={self.weight}{alpha}{eps})"
+        form = f", interpolate={self.interpolate!r}" if self.interpolate != "mix" else ""
+        return f"WGANGP(weight={self.weight}{alpha}{eps}{form})"
 
 
 class WGAN(Wasserstein):

@@ -246,12 +246,14 @@ def float64_variants(candidate: Candidate) -> list[Candidate]:
     """The candidates that compute what ``candidate`` does but for a difference float32
     cannot show, tried where the float64 repeat parts from it: WGAN-GP's norm under an
     epsilon (``torch.sqrt(torch.sum(gradients ** 2, dim=1) + 1e-12)``)."""
-    found = re.fullmatch(r"WGANGP\(([0-9.e+-]+)\)", candidate.objective)
+    found = re.fullmatch(r'WGANGP\(([0-9.e+-]+)(, interpolate="difference")?\)',
+                         candidate.objective)  # fmt: skip
     if found is None:
         return []
-    w = float(found[1])
-    return [replace(candidate, objective=f"WGANGP({w}, eps=1e-12)",
-                    make=partial(WGANGP, w, eps=1e-12),
+    w, form = float(found[1]), found[2] or ""
+    interpolate = "difference" if form else "mix"
+    return [replace(candidate, objective=f"WGANGP({w}, eps=1e-12{form})",
+                    make=partial(WGANGP, w, eps=1e-12, interpolate=interpolate),
                     why=candidate.why + "; its norm as sqrt(sum(grad ** 2) + 1e-12)")]  # fmt: skip
 
 
@@ -303,8 +305,12 @@ def candidates(d_output: Tensor, penalty: str | None, clip: float | None,
         return with_r1(candidates(d_output, None, None), 1, 1)
     if penalty == "gp":
         why = "D's step took a double backward (a gradient penalty) on Wasserstein losses"
+        difference = "; its points x + e (G(z) - x), as the WGAN-GP authors' code makes them"
         return [Candidate(f"WGANGP({w})", partial(WGANGP, w), 1.0, 1.0, why)
-                for w in GP_WEIGHTS]  # fmt: skip
+                for w in GP_WEIGHTS] + [
+            Candidate(f'WGANGP({w}, interpolate="difference")',
+                      partial(WGANGP, w, interpolate="difference"), 1.0, 1.0, why + difference)
+            for w in GP_WEIGHTS]  # fmt: skip
     smoothed = "; D's target for real samples 0.9 (one-sided label smoothing)"
     if ends_in_sigmoid(d_output):
         why = "D's output comes out of a Sigmoid: BCE on its probabilities"

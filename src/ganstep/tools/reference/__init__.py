@@ -68,8 +68,9 @@ with these, never with a re-writing of them: ``pytorch_examples_dcgan``,
 conditional, image-to-image and StyleGAN2-ADA loops, which
 docs/loops.md shows each beside its Step; ``udacity_gan_mnist`` (one-sided label
 smoothing, tests/test_label_smoothing.py); ``dcgan_tensorflow`` (G's optimizer run
-twice on one z, tests/test_g_steps_share_z.py); and ``emilien_dupont_wgan_gp`` (the
-penalty's norm as ``sqrt(sum + 1e-12)``, tests/test_wgan.py).
+twice on one z, tests/test_g_steps_share_z.py); ``emilien_dupont_wgan_gp`` (the
+penalty's norm as ``sqrt(sum + 1e-12)``) and ``lynnho_wgan_gp`` (its interpolates as
+``real + alpha * (fake - real)``), tests/test_wgan.py.
 
 Why the retain_graph loops raise: ``backward(retain_graph=True)`` keeps D's graph,
 which saved D's weights for the input gradient; ``optimizer_D.step()`` then changes
@@ -125,6 +126,7 @@ from .other_codebases import (  # noqa: F401
     hifigan,
     lightning_conditional_g_first,
     lightning_g_first,
+    lynnho_wgan_gp,
     pix2pix,
     sngan_collections,
     stylegan2_r1,

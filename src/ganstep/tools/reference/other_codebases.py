@@ -622,6 +622,47 @@ def emilien_dupont_wgan_gp(G, D, opt_g, opt_d, batches: Batches, latent: Latent,
     return history
 
 
+def lynnho_wgan_gp(G, D, opt_g, opt_d, batches: Batches, latent: Latent, n_d: int = 1,
+                   gradient_penalty_weight: float = 10.0):  # fmt: skip
+    """LynnHo/DCGAN-LSGAN-WGAN-GP-DRAGAN-Pytorch's ``train.py`` with
+    ``--adversarial_loss_mode wgan --gradient_penalty_mode 1-gp
+    --gradient_penalty_sample_mode line``: per batch ``train_D`` (z, ``G(z).detach()``,
+    D on the real batch then on the fakes, ``gan/loss.py``'s Wasserstein losses, and
+    ``gan/gradient_penalty.py``'s penalty: ``_sample_line``'s ``real + alpha * (fake -
+    real)`` with ``alpha = torch.rand([n, 1, ..., 1])``, the norm of
+    ``grad.view(n, -1)``, ``((norm - 1) ** 2).mean()``), then ``train_G`` (a fresh z)
+    where D's optimizer's step count is a multiple of ``n_d``
+    (``D_optimizer.state_dict()['state'][0]['step'] % n_d == 0``). ganstep:
+    ``d_first(d_steps=n_d, reuse_fake=False)`` with ``WGANGP(weight,
+    interpolate="difference")``, called with ``n_d`` batches."""
+    history, row = [], {}
+    for x_real in batches:
+        n = x_real.size(0)
+        x_fake = G(latent(n)).detach()
+        x_real_d_logit = D(x_real)
+        x_fake_d_logit = D(x_fake)
+        r_loss, f_loss = -x_real_d_logit.mean(), x_fake_d_logit.mean()
+        alpha = torch.rand([n] + [1] * (x_real.dim() - 1), dtype=x_real.dtype)
+        sample = x_real + alpha * (x_fake - x_real)
+        sample.requires_grad = True
+        pred = D(sample)
+        grad = torch.autograd.grad(pred, sample, grad_outputs=torch.ones_like(pred),
+                                   create_graph=True)[0]  # fmt: skip
+        gp = ((grad.view(grad.size(0), -1).norm(p=2, dim=1) - 1) ** 2).mean()
+        D_loss = (r_loss + f_loss) + gp * gradient_penalty_weight
+        D.zero_grad()
+        D_loss.backward()
+        opt_d.step()
+        row["loss_d"] = D_loss.item()
+        if opt_d.state_dict()["state"][0]["step"] % n_d == 0:
+            G_loss = -D(G(latent(n))).mean()
+            G.zero_grad()
+            G_loss.backward()
+            opt_g.step()
+            history.append({**row, "loss_g": G_loss.item()})
+    return history
+
+
 def dcgan_tensorflow(G, D, opt_g, opt_d, batches: Batches, rng: np.random.RandomState,
                      z_dim: int):  # fmt: skip
     """carpedm20/DCGAN-tensorflow ``model.py``'s ``DCGAN.train`` update (its non-MNIST
