@@ -1102,6 +1102,20 @@ def test_lynnhos_wgan_gp_ports_to_its_interpolation(tmp_path):
     assert "G, D, G_optimizer, D_optimizer," in code
 
 
+def test_zeleni9s_wgan_gp_ports_to_its_per_pixel_norm_and_float32_weights(tmp_path):
+    """Zeleni9's penalty takes the norm over channels of the image gradient (no
+    flatten) and draws its weights as torch.FloatTensor(...).uniform_: no candidate
+    equalled. WGANGP(flatten=False) is tried where D's input is an image; in the float64
+    repeat its float32 draw parts from torch.rand's, and the variant drawing in float32
+    equals both runs and is printed."""
+    proc, port = ported(tmp_path, "zeleni9_wgan_gp", flag=("--verify", 3))
+    assert_verified(port)
+    assert port["float64_difference"] <= 1e-12, port["notes"]
+    assert ("objective=WGANGP(10.0, alpha=lambda shape: torch.rand(shape, dtype=torch.float32)"
+            ", flatten=False),") in port["code"]  # fmt: skip
+    assert "schedule=d_first(d_steps=5, reuse_fake=False)," in port["code"]
+
+
 def test_a_loop_with_instance_noise_is_read_and_ported_to_augment(tmp_path):
     """G's fakes with noise added before D: the audit reads the loop's order (it read
     "other" with a lazy regularization step of D's that is not there). The noise is

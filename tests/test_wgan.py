@@ -285,3 +285,62 @@ def test_wgan_gp_interpolate_is_shown_when_not_the_default():
         "WGANGP(weight=10.0, interpolate='difference')"
     )
     assert "interpolate" not in repr(WGANGP(interpolate="mix"))
+
+
+def _image_models():
+    torch.manual_seed(3)
+    G = nn.Sequential(nn.Linear(4, 3 * 4 * 4), nn.Tanh(), nn.Unflatten(1, (3, 4, 4))).double()
+    D = nn.Sequential(nn.Conv2d(3, 4, 3, 1, 1), nn.LeakyReLU(0.2), nn.Flatten(),
+                      nn.Linear(4 * 16, 1)).double()  # fmt: skip
+    opts = (torch.optim.Adam(G.parameters(), 1e-3, betas=(0.5, 0.999)),
+            torch.optim.Adam(D.parameters(), 1e-3, betas=(0.5, 0.999)))  # fmt: skip
+    return G, D, *opts
+
+
+def _zeleni9(flatten: bool, critic_iter: int = 3):
+    """Zeleni9/pytorch-wgan's train() and the Step, float64 images, over 2 G steps."""
+    torch.manual_seed(11)
+    batches = [torch.rand(6, 3, 4, 4, dtype=torch.float64) * 2 - 1 for _ in range(2 * critic_iter)]
+    theirs, ours = _image_models(), _image_models()
+    torch.manual_seed(7)
+    expected = reference.zeleni9_wgan_gp(
+        *theirs, batches, lambda n: torch.randn(n, 4, dtype=torch.float64), z_shape=(4,),
+        critic_iter=critic_iter)  # fmt: skip
+    calls = []
+
+    def latent(n):  # its critic steps draw a z they never use, then theirs; G's step not
+        calls.append(n)
+        if len(calls) % (critic_iter + 1):
+            torch.rand((n, 4))
+        return torch.randn(n, 4, dtype=torch.float64)
+
+    objective = WGANGP(10.0, alpha=lambda shape: torch.FloatTensor(*shape).uniform_(0, 1),
+                       flatten=flatten)  # fmt: skip
+    step = Step(ours[0], ours[1], ours[2], ours[3], objective=objective,
+                schedule=d_first(d_steps=critic_iter, reuse_fake=False), latent=latent)  # fmt: skip
+    torch.manual_seed(7)
+    got = [step(batches[i * critic_iter : (i + 1) * critic_iter]) for i in range(2)]
+    return ours, theirs, got, expected
+
+
+def test_wgan_gp_with_the_norm_over_channels_equals_zeleni9s_loop():
+    """Zeleni9's penalty takes gradients.norm(2, dim=1) of an image gradient, a norm over
+    channels at each pixel: WGANGP(flatten=False) equals its loop in float64 (its
+    float32 eta, drawn as it draws it, given as alpha)."""
+    ours, theirs, got, expected = _zeleni9(flatten=False)
+    assert_same_sides(ours, theirs)
+    for mine, source in zip(got, expected, strict=True):
+        assert mine["loss_d"].item() == pytest.approx(source["loss_d"], rel=1e-12)
+        assert mine["loss_g"].item() == pytest.approx(source["loss_g"], rel=1e-12)
+
+
+def test_wgan_gp_flattened_parts_from_zeleni9s_loop():
+    ours, theirs, *_ = _zeleni9(flatten=True)
+    pairs = zip(ours[1].parameters(), theirs[1].parameters(), strict=True)
+    assert max((p - q).abs().max().item() for p, q in pairs) > 1e-6
+
+
+@given(st.one_of(st.integers(), st.none(), st.text(max_size=3), st.floats()))
+def test_wgan_gp_flatten_is_true_or_false(flatten):
+    with pytest.raises(ValueError, match="wgan_gp flatten must be True or False"):
+        WGANGP(flatten=flatten)

@@ -333,6 +333,12 @@ class WGANGP(Wasserstein):
     ``x + e * (G(z) - x)``, as the WGAN-GP authors' code (``real_data + alpha *
     differences``) and its ports (LynnHo's ``_sample_line``) write it: the point
     ``"mix"`` makes of 1 - e, so on the same draws the two part.
+
+    ``flatten``: True (default): the norm of each sample's whole gradient. False: the
+    norm over dim 1 alone of the gradient shaped as D's input, then the mean over
+    samples and positions, as loops that write ``gradients.norm(2, dim=1)`` on image
+    batches compute it (Zeleni9/pytorch-wgan: a norm over channels at each pixel); the
+    same where D's input is flat, ``(n, features)``.
     """
 
     name = "wgan_gp"
@@ -341,7 +347,7 @@ class WGANGP(Wasserstein):
 
     def __init__(
         self, weight: float = 10.0, alpha: Callable[[tuple[int, ...]], Tensor] | None = None,
-        eps: float = 0.0, interpolate: str = "mix",
+        eps: float = 0.0, interpolate: str = "mix", flatten: bool = True,
     ) -> None:  # fmt: skip
         self.weight = non_negative(weight, f"{self.name} weight")
         if alpha is not None and not callable(alpha):
@@ -354,6 +360,9 @@ class WGANGP(Wasserstein):
                 f"G(z), or x + e * (G(z) - x)), got {interpolate!r}"
             )
         self.interpolate = interpolate
+        if not isinstance(flatten, bool):
+            raise ValueError(f"{self.name} flatten must be True or False, got {flatten!r}")
+        self.flatten = flatten
 
     def _weights(self, real: Tensor) -> Tensor:
         """The interpolation weights e, one per sample, shaped to broadcast over it."""
@@ -377,7 +386,7 @@ class WGANGP(Wasserstein):
         x_hat = x_hat.requires_grad_(True)
         scores = self.score(D(x_hat), x_hat)
         (grad,) = torch.autograd.grad(scores.sum(), x_hat, create_graph=True)
-        flat = grad.reshape(grad.shape[0], -1)
+        flat = grad.reshape(grad.shape[0], -1) if self.flatten else grad
         if self.eps:
             norms = torch.sqrt(torch.sum(flat**2, dim=1) + self.eps)
         else:
@@ -388,6 +397,7 @@ class WGANGP(Wasserstein):
         alpha = "" if self.alpha is None else f", alpha={self.alpha!r}"
         eps = f", eps={self.eps!r}" if self.eps else ""
         form = f", interpolate={self.interpolate!r}" if self.interpolate != "mix" else ""
+        form += "" if self.flatten else ", flatten=False"
         return f"WGANGP(weight={self.weight}{alpha}{eps}{form})"
 
 

@@ -245,16 +245,33 @@ R1_WEIGHTS = (0.01, 0.1, 0.5, 1.0, 2.0, 5.0, 10.0, 100.0)
 def float64_variants(candidate: Candidate) -> list[Candidate]:
     """The candidates that compute what ``candidate`` does but for a difference float32
     cannot show, tried where the float64 repeat parts from it: WGAN-GP's norm under an
-    epsilon (``torch.sqrt(torch.sum(gradients ** 2, dim=1) + 1e-12)``)."""
-    found = re.fullmatch(r'WGANGP\(([0-9.e+-]+)(, interpolate="difference")?\)',
+    epsilon (``torch.sqrt(torch.sum(gradients ** 2, dim=1) + 1e-12)``), and its
+    interpolation weights drawn in float32 whatever torch's default dtype
+    (``torch.FloatTensor(n, 1, 1, 1).uniform_(0, 1)``, Zeleni9's)."""
+    found = re.fullmatch(r'WGANGP\(([0-9.e+-]+)(, interpolate="difference"|, flatten=False)?\)',
                          candidate.objective)  # fmt: skip
     if found is None:
         return []
     w, form = float(found[1]), found[2] or ""
-    interpolate = "difference" if form else "mix"
-    return [replace(candidate, objective=f"WGANGP({w}, eps=1e-12{form})",
-                    make=partial(WGANGP, w, eps=1e-12, interpolate=interpolate),
-                    why=candidate.why + "; its norm as sqrt(sum(grad ** 2) + 1e-12)")]  # fmt: skip
+    options = {"interpolate": "difference" if "difference" in form else "mix",
+               "flatten": "flatten" not in form}  # fmt: skip
+    return [
+        replace(candidate, objective=f"WGANGP({w}, eps=1e-12{form})",
+                make=partial(WGANGP, w, eps=1e-12, **options),
+                why=candidate.why + "; its norm as sqrt(sum(grad ** 2) + 1e-12)"),
+        replace(candidate, objective=f"WGANGP({w}, alpha={FLOAT32_ALPHA}{form})",
+                make=partial(WGANGP, w, alpha=_float32_alpha, **options),
+                why=candidate.why + "; its interpolation weights drawn in float32, as the "
+                "script draws them whatever torch's default dtype"),
+    ]  # fmt: skip
+
+
+# WGANGP's alpha drawing its weights in float32 (torch.FloatTensor(...).uniform_(0, 1))
+FLOAT32_ALPHA = "lambda shape: torch.rand(shape, dtype=torch.float32)"
+
+
+def _float32_alpha(shape: tuple[int, ...]) -> Tensor:
+    return torch.rand(shape, dtype=torch.float32)
 
 
 def with_r1(found: list[Candidate], every: int, rounds: int) -> list[Candidate]:
@@ -286,14 +303,16 @@ def with_r1(found: list[Candidate], every: int, rounds: int) -> list[Candidate]:
 
 
 def candidates(d_output: Tensor, penalty: str | None, clip: float | None,
-               autoencoder: bool = False) -> list[Candidate]:  # fmt: skip
+               autoencoder: bool = False, images: bool = False) -> list[Candidate]:  # fmt: skip
     """The objectives the script's D loss could be: on probabilities where D's output
     comes out of a Sigmoid, with a gradient penalty where D's step took a double
     backward (``penalty``: ``"r1"`` where it was taken at the real batch, ``"gp"``,
     WGAN-GP's, where D was given points of its own), WGAN's clipping where D's weights
     end clamped to ``clip``; the scales the public scripts use (PyTorch-GAN halves D's
     BCE, MSE is twice ganstep's halved least squares), and BEGAN's where D's output is
-    shaped like its input (an autoencoder)."""
+    shaped like its input (an autoencoder). With ``images`` (D's input has dimensions
+    past its features), WGAN-GP's norm over channels at each position too
+    (``gradients.norm(2, dim=1)`` of the unflattened gradient)."""
     if autoencoder:
         why = "D's output is shaped like its input: BEGAN's autoencoder losses"
         return [Candidate(f"BEGAN(gamma={g})", lambda g=g: BEGAN(gamma=g), 1.0, 1.0, why)
@@ -310,7 +329,11 @@ def candidates(d_output: Tensor, penalty: str | None, clip: float | None,
                 for w in GP_WEIGHTS] + [
             Candidate(f'WGANGP({w}, interpolate="difference")',
                       partial(WGANGP, w, interpolate="difference"), 1.0, 1.0, why + difference)
-            for w in GP_WEIGHTS]  # fmt: skip
+            for w in GP_WEIGHTS] + [
+            Candidate(f"WGANGP({w}, flatten=False)", partial(WGANGP, w, flatten=False), 1.0,
+                      1.0, why + "; its norm over channels at each pixel (norm(2, dim=1) of "
+                      "the image gradient)")
+            for w in GP_WEIGHTS if images]  # fmt: skip
     smoothed = "; D's target for real samples 0.9 (one-sided label smoothing)"
     if ends_in_sigmoid(d_output):
         why = "D's output comes out of a Sigmoid: BCE on its probabilities"
@@ -1516,9 +1539,10 @@ def _tried(script: _Script, capture: Capture, data: Replay,
     penalty = None
     if report.double_backwards.get("D", 0) > 0 and not report.regularization.get("D"):
         penalty = "r1" if data.graded_real else "gp"
+    x = real if isinstance(real, Tensor) else real[0]
     found = candidates(d_out, penalty, _clip(script.D, capture.after_step[id(script.D)]),
                        autoencoder=d_out.shape == real.shape if isinstance(real, Tensor)
-                       else False)  # fmt: skip
+                       else False, images=x.dim() > 2)  # fmt: skip
     if data.image_to_image:  # and G's L1 to the target, at the weights scripts use
         found = [replace(c, l1=w) for c in found for w in (100.0, 10.0, 1.0)]
     if not isinstance(whole, Tensor) and unmapped is None:

@@ -69,8 +69,9 @@ conditional, image-to-image and StyleGAN2-ADA loops, which
 docs/loops.md shows each beside its Step; ``udacity_gan_mnist`` (one-sided label
 smoothing, tests/test_label_smoothing.py); ``dcgan_tensorflow`` (G's optimizer run
 twice on one z, tests/test_g_steps_share_z.py); ``emilien_dupont_wgan_gp`` (the
-penalty's norm as ``sqrt(sum + 1e-12)``) and ``lynnho_wgan_gp`` (its interpolates as
-``real + alpha * (fake - real)``), tests/test_wgan.py.
+penalty's norm as ``sqrt(sum + 1e-12)``), ``lynnho_wgan_gp`` (its interpolates as
+``real + alpha * (fake - real)``) and ``zeleni9_wgan_gp`` (the norm over channels of an
+unflattened image gradient), tests/test_wgan.py.
 
 Why the retain_graph loops raise: ``backward(retain_graph=True)`` keeps D's graph,
 which saved D's weights for the input gradient; ``optimizer_D.step()`` then changes
@@ -132,6 +133,7 @@ from .other_codebases import (  # noqa: F401
     stylegan2_r1,
     taming_vqgan,
     udacity_gan_mnist,
+    zeleni9_wgan_gp,
 )
 from .pytorch_examples import (  # noqa: F401
     dcgan_example,

@@ -663,6 +663,61 @@ def lynnho_wgan_gp(G, D, opt_g, opt_d, batches: Batches, latent: Latent, n_d: in
     return history
 
 
+def zeleni9_wgan_gp(G, D, opt_g, opt_d, batches: Batches, latent: Latent, z_shape: tuple,
+                    critic_iter: int = 5, lambda_term: float = 10.0):  # fmt: skip
+    """Zeleni9/pytorch-wgan ``models/wgan_gradient_penalty.py``'s ``train`` (``batches``:
+    ``critic_iter`` a G step, as its ``get_infinite_batches`` gives them): D's
+    parameters switched on; per critic step ``D.zero_grad()``, a ``torch.rand`` z of
+    ``z_shape`` drawn and never used, ``D(images).mean().backward(mone)``, then
+    ``latent(n)`` and ``D(G(z)).mean().backward(one)``, and
+    ``calculate_gradient_penalty`` on the batches' ``.data``: ``eta =
+    torch.FloatTensor(n, 1, 1, 1).uniform_(0, 1)`` (float32 whatever the batch),
+    ``eta * real + (1 - eta) * fake``, ``((gradients.norm(2, dim=1) - 1) ** 2).mean()
+    * lambda_term`` on the unflattened gradient (a norm over channels at each pixel);
+    then D switched off and a G step on a fresh z (``backward(mone)``). ganstep:
+    ``d_first(d_steps=critic_iter, reuse_fake=False)`` with ``WGANGP(lambda_term,
+    alpha=..., flatten=False)``, latent drawing the unused z first."""
+    one = torch.tensor(1, dtype=torch.float)
+    mone = one * -1
+    history, it = [], iter(batches)
+    for _ in range(len(batches) // critic_iter):
+        for p in D.parameters():
+            p.requires_grad = True
+        for _ in range(critic_iter):
+            D.zero_grad()
+            images = next(it)
+            n = images.size(0)
+            torch.rand((n, *z_shape))  # z = torch.rand(...), overwritten before use
+            d_loss_real = D(images).mean()
+            d_loss_real.backward(mone)
+            fake_images = G(latent(n))
+            d_loss_fake = D(fake_images).mean()
+            d_loss_fake.backward(one)
+            real, fake = images.data, fake_images.data
+            eta = torch.FloatTensor(n, 1, 1, 1).uniform_(0, 1)
+            eta = eta.expand(n, real.size(1), real.size(2), real.size(3))
+            interpolated = (eta * real + ((1 - eta) * fake)).requires_grad_(True)
+            prob_interpolated = D(interpolated)
+            gradients = torch.autograd.grad(
+                outputs=prob_interpolated, inputs=interpolated,
+                grad_outputs=torch.ones(prob_interpolated.size(), dtype=real.dtype),
+                create_graph=True, retain_graph=True)[0]  # fmt: skip
+            gradient_penalty = ((gradients.norm(2, dim=1) - 1) ** 2).mean() * lambda_term
+            gradient_penalty.backward()
+            d_loss = d_loss_fake - d_loss_real + gradient_penalty
+            opt_d.step()
+        for p in D.parameters():
+            p.requires_grad = False
+        G.zero_grad()
+        g_loss = D(G(latent(n))).mean()
+        g_loss.backward(mone)
+        opt_g.step()
+        for p in D.parameters():  # (its next critic loop switches them on first)
+            p.requires_grad = True
+        history.append({"loss_d": d_loss.item(), "loss_g": -g_loss.item()})
+    return history
+
+
 def dcgan_tensorflow(G, D, opt_g, opt_d, batches: Batches, rng: np.random.RandomState,
                      z_dim: int):  # fmt: skip
     """carpedm20/DCGAN-tensorflow ``model.py``'s ``DCGAN.train`` update (its non-MNIST
