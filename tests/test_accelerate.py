@@ -108,15 +108,10 @@ def test_a_dropout_d_with_wgan_gp_equals_the_hand_written_ddp_loop(two_processes
     """Two processes through prepare and step.feed (a shuffled DistributedSampler, moved
     to its next epoch by feed) against pytorch/examples' loop in DistributedDataParallel,
     each process reseeded by the documented formula: every parameter bit-equal."""
-    import socket
-
     from helpers import ddp_reference
 
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
     ranks = [torch.load(two_processes / f"ddp-rank{r}.pt") for r in range(2)]
-    expected = ddp_reference.run(tmp_path, "wgan_gp", epochs=2, port=port)
+    expected = ddp_reference.run(tmp_path, "wgan_gp", epochs=2)
     for p, q, e in zip(*ranks, expected, strict=True):
         assert torch.equal(p, q) and torch.equal(p, e)
 

@@ -46,14 +46,6 @@ def spawned(tmp_path, name: str, **kwargs):
                    **kwargs)  # fmt: skip
 
 
-def free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 # WGAN-GP, not ns: the DDP loop's BCEWithLogitsLoss and ganstep's softplus differ in the
 # last bit (1e-17 here) in one process too; WGAN-GP's formulas are the same, and its
 # interpolation draws are one more per-rank stream that resuming must restore. One case
@@ -89,7 +81,7 @@ def test_two_processes_with_dropout_in_d_equal_the_ddp_loop(
     fit = spawned(tmp_path, "fit", max_epochs=2)
     fit.fit(model(str(tmp_path / "ours")), make_loader(), ckpt_path=ckpt)
     ranks = [torch.load(tmp_path / "ours" / f"rank{r}.pt") for r in range(2)]
-    expected = ddp_reference.run(tmp_path, objective, epochs=2, port=free_port())
+    expected = ddp_reference.run(tmp_path / "ddp", objective, epochs=2)
     for p, q, e in zip(*ranks, expected, strict=True):
         assert torch.equal(p, q) and torch.equal(p, e)
 

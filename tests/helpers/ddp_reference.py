@@ -11,7 +11,6 @@ it was started with (after building the models, as the Lightning test's main pro
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import torch
@@ -26,9 +25,11 @@ from ganstep.engine.distributed import SEED_STRIDE
 from .integration import BATCH, Z, data, models, optimizers
 
 
-def _worker(rank: int, world: int, port: int, out: str, objective: str, epochs: int) -> None:
-    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
-    dist.init_process_group("gloo", rank=rank, world_size=world)
+def _worker(rank: int, world: int, out: str, objective: str, epochs: int) -> None:
+    # a file in the test's own folder for the rendezvous, not a port: a port found free
+    # and closed may be taken by a process of a test running beside this one
+    store = Path(out) / "rendezvous"
+    dist.init_process_group("gloo", init_method=store.as_uri(), rank=rank, world_size=world)
     torch.set_num_threads(1)
     G, D = models(batchnorm=False, dropout=True)
     if rank:
@@ -53,7 +54,9 @@ def _worker(rank: int, world: int, port: int, out: str, objective: str, epochs: 
     dist.destroy_process_group()
 
 
-def run(out: Path, objective: str, epochs: int, port: int, world: int = 2) -> list:
-    """Rank 0's parameters after ``epochs`` epochs of the DDP loop."""
-    mp.spawn(_worker, args=(world, port, str(out), objective, epochs), nprocs=world)
+def run(out: Path, objective: str, epochs: int, world: int = 2) -> list:
+    """Rank 0's parameters after ``epochs`` epochs of the DDP loop (``out``: a folder of
+    its own, new to it)."""
+    out.mkdir(parents=True, exist_ok=True)
+    mp.spawn(_worker, args=(world, str(out), objective, epochs), nprocs=world)
     return torch.load(out / "ddp0.pt")
