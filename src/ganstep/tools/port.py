@@ -1336,8 +1336,7 @@ def _precision(rec, iterations: int, hazards: list[str]) -> tuple[str, str] | st
     forward of its phases, so each of the update's G and D forwards must have run under
     autocast to one dtype. (A sample taken under autocast outside the update is no
     reason.)"""
-    update = [f for f in rec.forwards if f.label in ("G", "D") and f.used
-              and f.iteration < iterations]  # fmt: skip
+    update = _update_forwards(rec, iterations, "G", "D")
     cast = [f for f in update if f.autocast is not None]
     if not cast:
         return None
@@ -1367,9 +1366,10 @@ def _precision(rec, iterations: int, hazards: list[str]) -> tuple[str, str] | st
     return PRECISIONS[first.autocast], first.where
 
 
-def _update_d_calls(rec, iterations: int) -> list:
-    """D's forwards in the audited iterations' update (not a sample, not a log)."""
-    return [f for f in rec.forwards if f.label == "D" and f.used and f.iteration < iterations]
+def _update_forwards(rec, iterations: int, *labels: str) -> list:
+    """The forwards of ``labels`` ("G", "D") in the audited iterations' update (not a
+    sample, not a log), in order."""
+    return [f for f in rec.forwards if f.label in labels and f.used and f.iteration < iterations]
 
 
 def _paired_d(rec, capture: Capture, iterations: int) -> tuple[str, int] | None:
@@ -1379,12 +1379,12 @@ def _paired_d(rec, capture: Capture, iterations: int) -> tuple[str, int] | None:
     (``"source_first"``, else ``"source_last"``) and its channels; None otherwise. A
     penalty's points may be given D as they are (the verification tells)."""
     sources: dict[int, list[Tensor]] = {}
-    for f in rec.forwards:
-        if f.label == "G" and f.used and f.iteration < iterations and f.seq in capture.calls:
+    for f in _update_forwards(rec, iterations, "G"):
+        if f.seq in capture.calls:
             given = [a for a in capture.calls[f.seq][0] if isinstance(a, Tensor)]
             sources.setdefault(f.iteration, []).extend(given[:1])
     orders = set()
-    for f in _update_d_calls(rec, iterations):
+    for f in _update_forwards(rec, iterations, "D"):
         given = [a for a in capture.calls.get(f.seq, ((),))[0] if isinstance(a, Tensor)]
         order = _pair_order(given[0], sources.get(f.iteration, [])) if len(given) == 1 else None
         if order is None and not (f.producer is None and f.input_grad):
@@ -1422,7 +1422,7 @@ def _augment_of(rec, capture: Capture, iterations: int) -> tuple[str, str] | Non
     the batch as code (a Step's ``augment=``), and the line of D's first such call; None
     otherwise (``_changed`` says why). A penalty's points (WGAN-GP's interpolates) may
     be given D as they are: the Step augments them, and the verification tells."""
-    calls = _update_d_calls(rec, iterations)
+    calls = _update_forwards(rec, iterations, "D")
     if not any(f.changed for f in calls):
         return None
     losses = [f for f in calls if not (f.producer is None and f.input_grad)]
@@ -1436,7 +1436,7 @@ def _changed(rec, iterations: int) -> str | None:
     """Why a script that gave D G's output changed by calls of its own (instance noise,
     an augmentation, an activation outside G) is not ported: the Steps tried give D G's
     output as it is."""
-    f = next((f for f in _update_d_calls(rec, iterations) if f.changed), None)
+    f = next((f for f in _update_forwards(rec, iterations, "D") if f.changed), None)
     if f is None:
         return None
     at = f" ({f.where})" if f.where else ""
@@ -1484,8 +1484,7 @@ def _modes_mixed(rec, iterations: int) -> str | None:
     others (``D.eval()`` before G's step): what no Step does, named with the line of the
     first forward in eval mode."""
     for role in ("D", "G"):
-        update = [f for f in rec.forwards if f.label == role and f.used
-                  and f.iteration < iterations]  # fmt: skip
+        update = _update_forwards(rec, iterations, role)
         resting = next((f for f in update if not f.training), None)
         if resting is not None and any(f.training for f in update):
             at = f" ({resting.where})" if resting.where else ""
@@ -1968,17 +1967,28 @@ def _options(candidate: Candidate, data: Replay, g_name: str = "G") -> str:
     return more
 
 
+def _wrapping_class(name: str, held: str, doc: str, inputs: str, returned: str) -> str:
+    """The text of a module class ``name`` holding the script's G or D (``held``), whose
+    forward of ``inputs`` returns ``returned``: a wrapper the port prints and makes its
+    Steps from, so that the two cannot drift."""
+    return (
+        f"\nclass {name}(torch.nn.Module):\n"
+        f'    """{doc}"""\n\n'
+        f"    def __init__(self, {held}):\n"
+        "        super().__init__()\n"
+        f"        self.{held} = {held}\n\n"
+        f"    def forward(self, {inputs}):\n"
+        f"        return {returned}\n\n\n"
+    )
+
+
 def _wrapper(name: str) -> str:
     """The module that gives G its labels' embedding as the script does."""
-    return (
-        "\nclass GOfLabels(torch.nn.Module):\n"
-        f'    """G(z, G.{name}(y)): G given its labels\' embedding, as the script calls it."""\n\n'
-        "    def __init__(self, G):\n"
-        "        super().__init__()\n"
-        "        self.G = G\n\n"
-        "    def forward(self, z, y):\n"
-        f"        return self.G(z, self.G.{name}(y))\n\n\n"
-    )
+    return _wrapping_class(
+        "GOfLabels", "G",
+        f"G(z, G.{name}(y)): G given its labels' embedding, as the script calls it.",
+        "z, y", f"self.G(z, self.G.{name}(y))",
+    )  # fmt: skip
 
 
 def _d_taking(D: nn.Module, data: Replay) -> nn.Module:
@@ -1995,35 +2005,26 @@ def _d_taking(D: nn.Module, data: Replay) -> nn.Module:
     return made["FilledD"](D)
 
 
+def _fill_wrapper(height: int, width: int) -> str:
+    """The module that gives D its condition filled over the image, as the script does."""
+    return _wrapping_class(
+        "FilledD", "D",
+        "D(x, c) with G's condition c filled over the image: one constant map per entry, as "
+        "the script fills it for D.",
+        "x, c", f"self.D(x, c.reshape(c.shape[0], -1, 1, 1).expand(-1, -1, {height}, {width}))",
+    )  # fmt: skip
+
+
 def _pair_wrapper(order: str) -> str:
     """The module that gives D G's source and the image joined along the channels, in
     the script's order."""
     joined = "(c, x)" if order == "source_first" else "(x, c)"
-    return (
-        "\nclass PairedD(torch.nn.Module):\n"
-        f'    """D(x, c) as torch.cat({joined}, 1): the source beside the image in its '
-        'channels, as the script joins them for D."""\n\n'
-        "    def __init__(self, D):\n"
-        "        super().__init__()\n"
-        "        self.D = D\n\n"
-        "    def forward(self, x, c):\n"
-        f"        return self.D(torch.cat({joined}, 1))\n\n\n"
-    )
-
-
-def _fill_wrapper(height: int, width: int) -> str:
-    """The module that gives D its condition filled over the image, as the script does."""
-    return (
-        "\nclass FilledD(torch.nn.Module):\n"
-        '    """D(x, c) with G\'s condition c filled over the image: one constant map per '
-        'entry, as the script fills it for D."""\n\n'
-        "    def __init__(self, D):\n"
-        "        super().__init__()\n"
-        "        self.D = D\n\n"
-        "    def forward(self, x, c):\n"
-        f"        return self.D(x, c.reshape(c.shape[0], -1, 1, 1).expand(-1, -1, {height}, "
-        f"{width}))\n\n\n"
-    )
+    return _wrapping_class(
+        "PairedD", "D",
+        f"D(x, c) as torch.cat({joined}, 1): the source beside the image in its channels, as "
+        "the script joins them for D.",
+        "x, c", f"self.D(torch.cat({joined}, 1))",
+    )  # fmt: skip
 
 
 def _mixing_wrapper(first: str, then: str) -> str:
