@@ -712,8 +712,6 @@ def zeleni9_wgan_gp(G, D, opt_g, opt_d, batches: Batches, latent: Latent, z_shap
         g_loss = D(G(latent(n))).mean()
         g_loss.backward(mone)
         opt_g.step()
-        for p in D.parameters():  # (its next critic loop switches them on first)
-            p.requires_grad = True
         history.append({"loss_d": d_loss.item(), "loss_g": -g_loss.item()})
     return history
 
