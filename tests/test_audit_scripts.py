@@ -1137,20 +1137,37 @@ def test_a_loop_with_instance_noise_is_read_and_ported_to_augment(tmp_path):
     ) in port["code"]
 
 
-def test_noise_added_to_the_real_batch_outside_ds_call_is_named_not_ported(tmp_path):
+def test_noise_added_on_a_line_of_its_own_is_read_as_the_steps_augment(tmp_path):
     """The real batch's noise added on a line of its own (``noisy_real = noisy(real)``,
-    then ``D(noisy_real)``): the port reads a change in D's call only, so the fakes' noise
-    has no like on the real batch, and the note names it with its line."""
+    after G's draw, then ``D(noisy_real)``), the fakes' in D's call: the port read a
+    change in D's call only, and said "not mapped". It reads the assignment too, with the
+    generator's state before its draw: the same augment=, and the script's order of
+    draws (z, then the real batch's noise)."""
     source = INSTANCE_NOISE_LOOP.replace(
         "    opt_d.zero_grad()\n", "    noisy_real = noisy(real)\n    opt_d.zero_grad()\n"
     ).replace("D(noisy(real))", "D(noisy_real)")
+    port = port_of_source(tmp_path, "noise", source, "--port", "--verify", "3")
+    assert_verified(port)
+    assert "augment=lambda x: noisy(x),  # the script's change" in port["code"]
+    assert "d_order" not in port["code"]  # z before the real batch's noise, as the Step draws
+
+
+def test_a_batch_written_over_by_its_own_noise_is_named_not_ported(tmp_path):
+    """``real = noisy(real)``: the real batch before the noise is gone, so the Step
+    cannot be given it; the note names the line that wrote over it."""
+    source = INSTANCE_NOISE_LOOP.replace(
+        "    opt_d.zero_grad()\n", "    real = noisy(real)\n    opt_d.zero_grad()\n"
+    ).replace("D(noisy(real))", "D(real)")
     port = port_of_source(tmp_path, "noise", source)
     assert port["code"] is None and port["notes"] == [
         "D was given G's output changed by the script's own calls (noise.py:23: loss_d = "
-        "bce(D(noisy_real), ones) + bce(D(noisy(fake.detach())), zeros)); the Steps tried "
-        "give D G's output as it is, or changed as every batch D's losses read is, in D's "
-        "call itself (noise or an augmentation of each batch is a Step's augment=, with "
-        "draws of its own; anything else belongs in G): not mapped"
+        "bce(D(real), ones) + bce(D(noisy(fake.detach())), zeros)); the Steps tried give D "
+        "G's output as it is, or changed as every batch D's losses read is, in D's call "
+        "itself or assigned to a name of its own before it (noise or an augmentation of "
+        "each batch is a Step's augment=, with draws of its own; anything else belongs in "
+        "G); the batch before the change is gone where the script wrote over it (noise.py:"
+        "21: real = noisy(real)): a change under another name, or in D's call, is read: "
+        "not mapped"
     ]
 
 

@@ -9,7 +9,7 @@ import sys
 import torch
 from torch import nn
 
-from ganstep.tools.call_argument import augmentation_at
+from ganstep.tools.call_argument import augmentation_at, written_over
 
 policy, sigma = "color", 0.1
 
@@ -25,12 +25,14 @@ class Seen(nn.Module):
         super().__init__()
         self.read: list = []
         self.draws: list = []
+        self.lines: list = []  # written_over's line at each call
 
     def forward(self, x):
         caller = sys._getframe(1)
         while caller.f_code.co_filename != __file__:
             caller = caller.f_back
         self.read.append(augmentation_at(caller, self.draws))
+        self.lines.append(written_over(caller))
         return x
 
 
@@ -88,3 +90,46 @@ def test_the_generator_state_before_the_arguments_first_draw():
     D(drawing(real))
     (_, _, state) = D.read[0]
     assert torch.equal(state[0], start)
+
+
+def test_a_change_assigned_to_a_name_before_the_call_is_read_with_its_draws():
+    """``aug_real = drawing(real)`` and ``aug_fake = drawing(fake)`` on lines before
+    ``D(aug_real)`` and ``D(aug_fake)``: each call reads its own assignment, and the
+    state before that assignment's draw (the fakes' draw, assigned between, passed
+    over)."""
+    D = Seen()
+
+    def noted():  # the recorder's before_draw, by hand
+        frames, frame = [], sys._getframe(1)
+        while frame is not None:
+            if frame.f_code.co_filename == __file__ and frame.f_code.co_name != "noted":
+                frames.append((id(frame), frame.f_lasti))
+            frame = frame.f_back
+        D.draws.append(([torch.random.get_rng_state()], tuple(frames)))
+
+    def drawing(x):
+        noted()
+        return x + torch.rand(x.shape[0], 1)
+
+    torch.manual_seed(0)
+    real, fake = torch.ones(4, 2), torch.zeros(4, 2, requires_grad=True)
+    noted()
+    torch.randn(3)  # z, drawn before the assignments
+    before_real = torch.random.get_rng_state()
+    aug_real = drawing(real)
+    before_fake = torch.random.get_rng_state()
+    aug_fake = drawing(fake.detach())
+    D(aug_real), D(aug_fake)
+    (real_read, real_value, real_state), (fake_read, fake_value, fake_state) = D.read
+    assert real_read == fake_read == "lambda x: drawing(x)"
+    assert torch.equal(real_value, real) and torch.equal(fake_value, fake)
+    assert torch.equal(real_state[0], before_real) and torch.equal(fake_state[0], before_fake)
+
+
+def test_a_batch_written_over_by_its_change_is_not_read_and_its_line_is_named():
+    D = Seen()
+    real = torch.ones(4, 2)
+    real = DiffAugment(real, policy=policy)
+    line = sys._getframe().f_lineno - 1
+    D(real)
+    assert D.read == [None] and D.lines == [line]

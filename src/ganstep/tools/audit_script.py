@@ -43,7 +43,7 @@ from .audit import (
     rng_states,
     with_tensor_kwargs,
 )
-from .call_argument import Draw, augmentation_at
+from .call_argument import Draw, augmentation_at, written_over
 from .port import FLOAT64_TOLERANCE, Capture, Port, float64_variants, global_names, path_to
 from .port import port as port_of
 
@@ -255,6 +255,9 @@ class ScriptRecorder(Recorder):
         # --port: the batch a changed first argument was made from (D(augment(real)))
         frame = self._script_frame() if self.capture is not None else None
         changed = None if frame is None else augmentation_at(frame, self.draws)
+        if frame is not None and changed is None and (line := written_over(frame)):
+            text = linecache.getline(self.script_file, line).strip()
+            changed = f"{Path(self.script_file).name}:{line}: {text}"
         self.calls.append((label, self.forward_start(), changed))
 
     def post(self, module: nn.Module, args: tuple, out: object) -> None:
@@ -263,7 +266,9 @@ class ScriptRecorder(Recorder):
         call = self.calls.pop()
         if call is not None:
             self.forward_end(call[0], args, out, call[1], module)
-            if call[2] is not None:
+            if isinstance(call[2], str):
+                self.capture.written_over[self.forwards[-1].seq] = call[2]
+            elif call[2] is not None:
                 self.capture.argument_made(self.forwards[-1].seq, *call[2])
             whole = self.modules[call[0]]
             if module is not whole:  # one of its parts, called by the script itself

@@ -8,8 +8,10 @@ changed the batch in the call's own argument, the port needs the change as code 
 Step's ``augment=``, printed and run beside the script's names) and the batch it was
 applied to (the real batch the Step is given). The call is found where the script's
 frame is executing it (its instruction's source position, Python 3.11+), so two calls
-on one line are told apart. Only an argument of that call's own line is read: an
-augmentation assigned to a name first (``x = augment(real)``, then ``D(x)``) is not.
+on one line are told apart. An argument that is a name is read where the same code
+assigned it last before the call (``x = augment(real)``, then ``D(x)``), unless that
+assignment wrote over its own batch (``real = augment(real)``: the batch before it is
+gone).
 """
 
 from __future__ import annotations
@@ -38,7 +40,8 @@ def augmentation_at(
     frame: FrameType, draws: Iterable[Draw] = ()
 ) -> tuple[str, object, object] | None:
     """Where ``frame`` is calling a module whose first argument the script changed in
-    that call (a function of the batch, or arithmetic on it): ``(template, value,
+    that call, or assigned so to another name before it (a function of the batch, or
+    arithmetic on it): ``(template, value,
     state)``, the template a function of the batch as code (``lambda x: DiffAugment(x,
     policy=policy)``), the value of the batch's expression (``fake.detach()``) in
     ``frame`` now, and of ``draws`` (the latest last), the generator state before the
@@ -46,13 +49,10 @@ def augmentation_at(
     where the argument is the batch itself, the source cannot be read, or the batch is
     not an expression that is safe to evaluate again (a name, an attribute, an index, or
     a method in ``_SAME_SAMPLES`` of one)."""
-    call = _call_at(frame)
-    if call is None or not call.args or isinstance(call.args[0], ast.Starred):
+    read = _argument_at(frame)
+    if read is None or read[3]:
         return None
-    argument = call.args[0]
-    batch = _batch_in(argument)
-    if batch is None or not _safe(batch):
-        return None
+    call, argument, batch, _ = read
     template = _template(argument, batch)
     try:
         value = eval(  # noqa: S307 - the script's own expression, checked by _safe
@@ -60,7 +60,34 @@ def augmentation_at(
         )
     except Exception:
         return None
-    return template, value, _state_before(frame, draws)
+    return template, value, _state_before(frame, draws, argument, call)
+
+
+def written_over(frame: FrameType) -> int | None:
+    """Where ``frame`` is calling a module with a name whose last assignment before the
+    call wrote over its own batch with a change of it (``real = augment(real)``, the
+    batch before the change gone): that assignment's line; None otherwise."""
+    read = _argument_at(frame)
+    return read[1].lineno if read is not None and read[3] else None
+
+
+def _argument_at(frame: FrameType) -> tuple[ast.Call, ast.expr, ast.expr, bool] | None:
+    """The call ``frame`` is executing, its first argument's change (the argument, or
+    the value assigned to its name before the call), the batch changed, and whether that
+    assignment wrote over the batch's name; None where the argument is not a change of a
+    batch that is safe to evaluate again."""
+    call = _call_at(frame)
+    if call is None or not call.args or isinstance(call.args[0], ast.Starred):
+        return None
+    argument = call.args[0]
+    if isinstance(argument, ast.Name):  # x = augment(real) on a line before D(x)
+        argument = _assignment_before(frame, argument.id, call)
+        if argument is None:
+            return None
+    batch = _batch_in(argument)
+    if batch is None or not _safe(batch):
+        return None
+    return call, argument, batch, argument is not call.args[0] and call.args[0].id in _names(batch)
 
 
 def _position(code: CodeType, lasti: int) -> tuple | None:
@@ -84,24 +111,56 @@ def _call_at(frame: FrameType) -> ast.Call | None:
                                              stat.st_size).get(where)  # fmt: skip
 
 
-def _state_before(frame: FrameType, draws: Iterable[Draw]) -> object:
+def _state_before(
+    frame: FrameType, draws: Iterable[Draw], made: ast.expr, call: ast.Call
+) -> object:
     """Of ``draws``, the state before the earliest of the latest ones made while
-    ``frame`` was at an instruction inside the call it is at now (its argument's)."""
-    now = _position(frame.f_code, frame.f_lasti)
-    if now is None:
+    ``frame`` was at an instruction inside ``made`` (the call's argument, or the value
+    assigned to it on a line before ``call``). Draws made after ``made`` and before
+    ``call`` (another batch's augmentation, assigned between) are passed over."""
+    if _position(frame.f_code, frame.f_lasti) is None:
         return None
-    line, end_line, column, end_column = now
     found = None
     for state, at in reversed(list(draws)):
-        inside = False
-        for frame_id, lasti in at:
-            where = _position(frame.f_code, lasti) if frame_id == id(frame) else None
-            inside |= where is not None and (where[0], where[2]) >= (line, column) and (
-                where[1], where[3]) <= (end_line, end_column)  # fmt: skip
-        if not inside:
+        where = [_position(frame.f_code, lasti) for frame_id, lasti in at
+                 if frame_id == id(frame)]  # fmt: skip
+        if any(w is not None and _within(w, made) for w in where):
+            found = state
+        elif found is not None or made is call or not any(
+                w is not None and _between(w, made, call) for w in where):  # fmt: skip
             break
-        found = state
     return found
+
+
+def _within(where: tuple, node: ast.expr) -> bool:
+    """A source position inside ``node``'s."""
+    return (where[0], where[2]) >= (node.lineno, node.col_offset) and (
+        where[1], where[3]) <= (node.end_lineno, node.end_col_offset)  # fmt: skip
+
+
+def _between(where: tuple, before: ast.expr, after: ast.expr) -> bool:
+    """A source position after ``before`` ends and before ``after`` begins."""
+    return (before.end_lineno, before.end_col_offset) <= (where[0], where[2]) and (
+        where[1], where[3]) <= (after.lineno, after.col_offset)  # fmt: skip
+
+
+def _assignment_before(frame: FrameType, name: str, call: ast.Call) -> ast.expr | None:
+    """The value the code ``frame`` runs assigned to ``name`` last before ``call``
+    (``name = value`` on a line of its own); None where it assigned none there."""
+    try:
+        stat = os.stat(frame.f_code.co_filename)
+    except OSError:
+        return None
+    mine = {p[:3:2] for p in _positions(frame.f_code) if None not in p}  # (line, column)
+    values = [value for value in _parsed(frame.f_code.co_filename, stat.st_mtime_ns,
+                                         stat.st_size)[1].get(name, ())
+              if (value.lineno, value.col_offset) in mine
+              and value.end_lineno < call.lineno]  # fmt: skip
+    return max(values, key=lambda v: (v.lineno, v.col_offset), default=None)
+
+
+def _names(node: ast.expr) -> set[str]:
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
 
 
 @functools.lru_cache(maxsize=64)
@@ -109,17 +168,29 @@ def _positions(code: CodeType) -> tuple:
     return tuple(code.co_positions())
 
 
-@functools.lru_cache(maxsize=16)
 def _calls(filename: str, mtime_ns: int, size: int) -> dict[tuple[int, int, int, int], ast.Call]:
     """The file's call expressions by their source positions (``mtime_ns`` and ``size``:
     the version of the file they were read from)."""
+    return _parsed(filename, mtime_ns, size)[0]
+
+
+@functools.lru_cache(maxsize=16)
+def _parsed(filename: str, mtime_ns: int, size: int) -> tuple[dict, dict[str, list[ast.expr]]]:
+    """The file's call expressions by their source positions, and the values assigned
+    to each name (``name = value``)."""
     try:
         with open(filename, encoding="utf-8") as f:
             tree = ast.parse(f.read())
     except (OSError, SyntaxError, ValueError):
-        return {}
-    return {(node.lineno, node.end_lineno, node.col_offset, node.end_col_offset): node
-            for node in ast.walk(tree) if isinstance(node, ast.Call)}  # fmt: skip
+        return {}, {}
+    calls = {(node.lineno, node.end_lineno, node.col_offset, node.end_col_offset): node
+             for node in ast.walk(tree) if isinstance(node, ast.Call)}  # fmt: skip
+    assigned: dict[str, list[ast.expr]] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(
+                node.targets[0], ast.Name):  # fmt: skip
+            assigned.setdefault(node.targets[0].id, []).append(node.value)
+    return calls, assigned
 
 
 def _batch_in(argument: ast.expr) -> ast.expr | None:

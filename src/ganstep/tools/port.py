@@ -116,6 +116,9 @@ class Capture:
     # batch before it, and torch's generator states before the change's first draw (None
     # where it drew none)
     arguments: dict[int, tuple[str, Tensor, list[Tensor] | None]] = field(default_factory=dict)
+    # by seq: where a call's first argument was a name the script had written over with a
+    # change of its own batch (``real = augment(real)``), that line (file:line: text)
+    written_over: dict[int, str] = field(default_factory=dict)
 
     def module_seen(self, module: nn.Module) -> None:
         if id(module) not in self.first_state:
@@ -1286,7 +1289,7 @@ def port(rec, report, capture: Capture, names: dict[str, str], *,
     d_order = "real_g_fake" if augment is not None and report.d_g_between else report.step_d_order
     data = replay(rec, capture, n, d_order, augment, pair)
     precision = _precision(rec, n, report.hazards)
-    changed = None if augment is not None or pair is not None else _changed(rec, n)
+    changed = None if augment is not None or pair is not None else _changed(rec, capture, n)
     notes += [problem for problem in (script, data, precision, changed)
               if isinstance(problem, str)]  # fmt: skip
     if notes:
@@ -1432,19 +1435,25 @@ def _augment_of(rec, capture: Capture, iterations: int) -> tuple[str, str] | Non
     return made.pop(), next((f.where for f in losses if f.changed), "")
 
 
-def _changed(rec, iterations: int) -> str | None:
+def _changed(rec, capture: Capture, iterations: int) -> str | None:
     """Why a script that gave D G's output changed by calls of its own (instance noise,
     an augmentation, an activation outside G) is not ported: the Steps tried give D G's
     output as it is."""
-    f = next((f for f in _update_forwards(rec, iterations, "D") if f.changed), None)
+    calls = _update_forwards(rec, iterations, "D")
+    f = next((f for f in calls if f.changed), None)
     if f is None:
         return None
     at = f" ({f.where})" if f.where else ""
+    over = next((capture.written_over[f.seq] for f in calls if f.seq in capture.written_over),
+                None)  # fmt: skip
+    over = (f"; the batch before the change is gone where the script wrote over it ({over}):"
+            " a change under another name, or in D's call, is read") if over else ""  # fmt: skip
     return (
         f"D was given G's output changed by the script's own calls{at}; the Steps tried "
         "give D G's output as it is, or changed as every batch D's losses read is, in D's "
-        "call itself (noise or an augmentation of each batch is a Step's augment=, with "
-        "draws of its own; anything else belongs in G): not mapped"
+        "call itself or assigned to a name of its own before it (noise or an augmentation "
+        "of each batch is a Step's augment=, with draws of its own; anything else belongs "
+        f"in G){over}: not mapped"
     )
 
 
