@@ -9,6 +9,7 @@ biases and activations, so with batch n, latent 8, hidden 32 and data 16:
 
 from __future__ import annotations
 
+import ast
 import inspect
 import json
 import re
@@ -2298,6 +2299,65 @@ def test_lightnings_gan_example_with_dropout_ports_to_g_first_real_g_fake(tmp_pa
     assert "schedule=g_first(reuse_z=True)" in port["code"]
     assert 'd_order="real_g_fake",' in port["code"]
     assert "d_scale=0.5" in port["code"]
+
+
+def test_lightnings_gan_example_as_written_ports_and_its_note_holds(tmp_path):
+    """Lightning's example itself, under lightning.Trainer: its losses are BCE with
+    logits, and its G's Linear bias before BatchNorm has a gradient of rounding alone, so
+    the softplus NS parted (1e-5) and no Step was found; its optimizers were printed as
+    ``opt_g``, names of configure_optimizers' (NameError beside training_step's names).
+    Now ``NS(bce_with_logits=True)``, 0 apart, with ``opt_g.optimizer`` (the
+    LightningOptimizer's), and a note that GANModule runs the Step: the note's recipe,
+    the printed options as its step_options, trains the example's models as its fit does."""
+    proc, port = ported(tmp_path, "lightning_gan_example", flag=("--verify", 3))
+    assert port["max_difference"] == 0 and port["float64_difference"] <= 1e-12, port["notes"]
+    code = port["code"]
+    assert "self.generator, self.discriminator, opt_g.optimizer, opt_d.optimizer," in code
+    assert "objective=NS(bce_with_logits=True)" in code and "d_scale=0.5" in code
+    assert "schedule=g_first(reuse_z=True)" in code
+    assert not any("failed beside" in n for n in port["notes"])
+    note = next(n for n in port["notes"] if "LightningModule" in n)
+    assert "ganstep.lightning.GANModule" in note and "self.generator and self.discriminator" in note
+    # the note's recipe: a GANModule on the example's models, the printed Step's options
+    import importlib.util
+
+    from ganstep.lightning import GANModule
+
+    spec = importlib.util.spec_from_file_location("lightning_gan_example",
+                                                  SCRIPTS / "lightning_gan_example.py")  # fmt: skip
+    example = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(example)
+    call = next(n for n in ast.walk(ast.parse(code))
+                if isinstance(n, ast.Call) and getattr(n.func, "id", "") == "Step")  # fmt: skip
+    names = dict(vars(example))
+    exec("\n".join(line for line in code.splitlines() if line.startswith("from ")), names)
+    options = {k.arg: eval(ast.unparse(k.value), names) for k in call.keywords}
+
+    class Ported(GANModule):
+        def __init__(self, G, D):
+            super().__init__()
+            self.G, self.D = G, D
+
+        def configure_optimizers(self):
+            adam = lambda m: torch.optim.Adam(m.parameters(), lr=2e-4, betas=(0.5, 0.999))  # noqa: E731
+            return adam(self.G), adam(self.D)
+
+        def step_options(self):
+            return options
+
+    fitted = []
+    for ganstep_module in (False, True):
+        torch.manual_seed(0)
+        model = example.GAN()
+        data = example.loader()
+        fitting = Ported(model.generator, model.discriminator) if ganstep_module else model
+        example.trainer(2).fit(fitting, data)
+        opts = fitting.optimizers(use_pl_optimizer=False)
+        fitted.append([*model.generator.parameters(), *model.discriminator.parameters(),
+                       *(v for o in opts for st in o.state_dict()["state"].values()
+                         for v in st.values())])  # fmt: skip
+    assert fitting.iterations == 16
+    assert all(torch.equal(a, b) for a, b in zip(*fitted, strict=True))
 
 
 SATURATING_MINIMAX = """

@@ -144,6 +144,11 @@ def _bce(p: Tensor, target: float) -> Tensor:
     return F.binary_cross_entropy(p, torch.full_like(p, target))
 
 
+def _mean_bce_with_logits(a: Tensor, target: float) -> Tensor:
+    """``BCEWithLogitsLoss`` of logits ``a`` against a constant target (the mean)."""
+    return F.binary_cross_entropy_with_logits(a, torch.full_like(a, target))
+
+
 class NS(WithR1, Objective):
     """Non-saturating GAN (BCE with logits).
 
@@ -165,6 +170,12 @@ class NS(WithR1, Objective):
     for the real batch, ``BCEWithLogitsLoss`` (or ``BCELoss``) against ``real_label``
     instead of 1, as ``real_loss(D_out, smooth=True)`` of Udacity's GAN notebooks writes
     it (0.9). G's target stays 1.
+
+    ``bce_with_logits=True`` computes the same losses as ``BCEWithLogitsLoss`` (its
+    functional form) computes them, against targets 1 and 0, as scripts that call it
+    write them: equal in exact arithmetic, a softplus rounds otherwise, and where a
+    gradient is 0 but for rounding (a bias before BatchNorm, which subtracts it with the
+    batch's mean) Adam makes that rounding a step of its own.
     """
 
     name = "ns"
@@ -173,13 +184,18 @@ class NS(WithR1, Objective):
 
     def __init__(
         self, r1: float = 0.0, r1_every: int = 1, probabilities: bool = False,
-        real_label: float = 1.0,
+        real_label: float = 1.0, bce_with_logits: bool = False,
     ) -> None:  # fmt: skip
         super().__init__(r1, r1_every)
-        if not isinstance(probabilities, bool):
+        for name, value in (("probabilities", probabilities), ("bce_with_logits", bce_with_logits)):
+            if not isinstance(value, bool):
+                raise ValueError(f"{self.name} {name} must be True or False, got {value!r}")
+        if probabilities and bce_with_logits:
             raise ValueError(
-                f"{self.name} probabilities must be True or False, got {probabilities!r}"
+                f"{self.name} bce_with_logits computes the losses of D's logits; "
+                "probabilities=True takes BCELoss of its probabilities: choose one"
             )
+        self.bce_with_logits = bce_with_logits
         ok = not isinstance(real_label, bool) and isinstance(real_label, int | float)
         if not (ok and 0 < real_label <= 1):
             raise ValueError(
@@ -195,11 +211,15 @@ class NS(WithR1, Objective):
         shown = super().__repr__()[:-1]
         shown += ", probabilities=True" if self.probabilities else ""
         shown += f", real_label={self.real_label}" if self.real_label != 1.0 else ""
+        shown += ", bce_with_logits=True" if self.bce_with_logits else ""
         return shown + ")"
 
     def d_loss(self, real: Tensor, fake: Tensor) -> tuple[Tensor, Logs]:
         if self.probabilities:
             return _bce(real, self.real_label) + _bce(fake, 0.0), {}
+        if self.bce_with_logits:
+            return _mean_bce_with_logits(real, self.real_label) + _mean_bce_with_logits(
+                fake, 0.0), {}  # fmt: skip
         if self.real_label != 1.0:  # as BCEWithLogitsLoss computes it, against the label
             target = torch.full_like(real, self.real_label)
             return F.binary_cross_entropy_with_logits(real, target) + F.softplus(fake).mean(), {}
@@ -208,6 +228,8 @@ class NS(WithR1, Objective):
     def g_loss(self, fake: Tensor, real: Tensor | None = None) -> tuple[Tensor, Logs]:
         if self.probabilities:
             return _bce(fake, 1.0), {}
+        if self.bce_with_logits:
+            return _mean_bce_with_logits(fake, 1.0), {}
         return F.softplus(-fake).mean(), {}
 
     def fake_slopes(self, fake: Tensor) -> tuple[Tensor, Tensor]:
@@ -224,6 +246,8 @@ class Minimax(NS):
     def g_loss(self, fake: Tensor, real: Tensor | None = None) -> tuple[Tensor, Logs]:
         if self.probabilities:
             return -_bce(fake, 0.0), {}
+        if self.bce_with_logits:
+            return -_mean_bce_with_logits(fake, 0.0), {}
         return -F.softplus(fake).mean(), {}
 
     def fake_slopes(self, fake: Tensor) -> tuple[Tensor, Tensor]:

@@ -269,6 +269,27 @@ def float64_variants(candidate: Candidate) -> list[Candidate]:
     ]  # fmt: skip
 
 
+def rounding_variants(candidate: Candidate) -> list[Candidate]:
+    """The candidates that compute what ``candidate`` does but round as another form of
+    its losses does, tried where it parts from the script by little (``ROUNDING_GAP``):
+    NS and Minimax computed as ``BCEWithLogitsLoss`` computes them (Lightning's GAN
+    example), which parts from their softplus form where a gradient is rounding alone (a
+    bias before BatchNorm: Adam makes it steps)."""
+    found = re.fullmatch(r"(NS|Minimax)\((real_label=[0-9.]+)?\)", candidate.objective)
+    if found is None:
+        return []
+    options = {"real_label": float(found[2].split("=")[1])} if found[2] else {}
+    shown = (f"{found[2]}, " if found[2] else "") + "bce_with_logits=True"
+    make = NS if found[1] == "NS" else Minimax
+    return [replace(candidate, objective=f"{found[1]}({shown})",
+                    make=partial(make, bce_with_logits=True, **options),
+                    why=candidate.why + ", as BCEWithLogitsLoss computes it")]  # fmt: skip
+
+
+# a candidate that parts from the script by at most this much is tried again as its
+# rounding variants
+ROUNDING_GAP = 1e-3
+
 # WGANGP's alpha drawing its weights in float32 (torch.FloatTensor(...).uniform_(0, 1))
 FLOAT32_ALPHA = "lambda shape: torch.rand(shape, dtype=torch.float32)"
 
@@ -904,9 +925,25 @@ def _find(rec, names: dict[str, str], stepped: set[int]) -> _Script | str:
     for role, module in (("G", G), ("D", D)):  # a global, the module's attribute (BigGAN's)
         attribute = next((k for k, v in vars(module).items() if v is found[role]), None)
         held = (f"{shown[role]}.{attribute}" if attribute  # or in a global list of dicts
-                else path_to(namespace, found[role]) or f"opt_{role.lower()}")  # fmt: skip
+                else path_to(namespace, found[role]) or _wrapping(namespace, found[role])
+                or f"opt_{role.lower()}")  # fmt: skip
         shown[f"opt_{role.lower()}"] = by_id.get(id(found[role]), held)
     return _Script(G, D, found["G"], found["D"], shown, namespace)
+
+
+def _wrapping(namespace: dict, opt: torch.optim.Optimizer) -> str | None:
+    """A name of the script's whose ``optimizer`` is ``opt``, as code: Lightning's
+    ``optimizer_g, optimizer_d = self.optimizers()`` in a ``training_step`` name
+    LightningOptimizers, whose property ``optimizer`` is the optimizer that steps."""
+    for name, value in namespace.items():
+        if not name.startswith("_") and isinstance(
+                getattr(type(value), "optimizer", None), property):  # fmt: skip
+            try:
+                if value.optimizer is opt:
+                    return f"{name}.optimizer"
+            except Exception:  # a property that cannot be read here
+                continue
+    return None
 
 
 def global_names(namespace: dict) -> dict[int, str]:
@@ -1318,6 +1355,9 @@ def port(rec, report, capture: Capture, names: dict[str, str], *,
     copies = _copies_of_g(script) if found.code is not None else None
     if copies is not None:
         found.notes.append(copies)
+    lightning = _lightning_module(script) if found.code is not None else None
+    if lightning is not None:
+        found.notes.append(lightning)
     if found.code is not None and data.precision == "fp16":
         found.notes.append(
             "precision='fp16' scales each side's loss with a GradScaler of its own (torch's "
@@ -1488,6 +1528,24 @@ def _copies_of_g(script: _Script) -> str | None:
     )
 
 
+def _lightning_module(script: _Script) -> str | None:
+    """Where the update ran in a LightningModule's method (its ``self``): a note that
+    ``ganstep.lightning.GANModule`` runs the Step as its ``training_step``, built once,
+    and how the printed Step's parts go there."""
+    owner = script.namespace.get("self")
+    if not any(c.__name__ == "LightningModule" and c.__module__.startswith(
+            ("lightning.", "pytorch_lightning.")) for c in type(owner).__mro__):  # fmt: skip
+        return None
+    return (
+        f"the update is a LightningModule's ({type(owner).__name__}): "
+        "ganstep.lightning.GANModule runs the Step as its training_step, built once at "
+        "the fit's start; subclass it in place of LightningModule, with self.G and self.D "
+        f"set to {script.names['G']} and {script.names['D']}, configure_optimizers "
+        "returning (opt_g, opt_d), and step_options() returning the Step's options below "
+        "(objective, schedule, latent and the rest) as a dict"
+    )
+
+
 def _modes_mixed(rec, iterations: int) -> str | None:
     """Where the update forwarded G or D in eval mode in some calls and training mode in
     others (``D.eval()`` before G's step): what no Step does, named with the line of the
@@ -1621,6 +1679,7 @@ def _search(script: _Script, capture: Capture, data: Replay, report, n: int,
             tried: list[tuple], tolerance: float) -> Port:  # fmt: skip
     """Every candidate run; the one that equals the script printed, or none where none
     does, or where several do (the iterations verified cannot tell them apart)."""
+    tried = list(tried)
     parted, equal, states, logged, raised = [], [], {}, {}, set()
     for schedule, candidate in tried:
         label = _label(schedule, candidate)
@@ -1636,6 +1695,8 @@ def _search(script: _Script, capture: Capture, data: Replay, report, n: int,
             equal.append((gap, schedule, candidate, label))
         else:
             parted.append(f"{label}: {where}")
+            if gap <= ROUNDING_GAP:  # (tried after the rest: the list is walked as it grows)
+                tried += [(schedule, v) for v in rounding_variants(candidate)]
     equal = _fewest_passes(equal, data.image_to_image)
     told = (_told_apart(equal, states, capture, data.ends, tolerance)
             or _told_apart_by_losses(equal, logged, data.losses))  # fmt: skip

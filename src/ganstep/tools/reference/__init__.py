@@ -38,6 +38,9 @@ loop                             source                          ganstep schedul
 ``pytorch_gan_g_first``          PyTorch-GAN's scripts;          ``simultaneous()``
                                  detach-or-retain strategy 3
 ``lightning_g_first``            Lightning's GAN example         ``g_first(reuse_z=True)``
+``lightning_gan_example``        Lightning's GAN example, its    ``g_first(reuse_z=True)``,
+                                 BCE with logits and D's loss    ``NS(bce_with_logits=True)``
+                                 halved as it writes them
 ``backward_memo_way1``           way 1 (fresh z for G)           ``d_first(reuse_fake=False)``
 ``backward_memo_way2``           way 2 (G forwarded twice)       ``d_first()``
 ``backward_memo_way3``           way 3 (``detach``)              ``d_first()``
@@ -127,6 +130,7 @@ from .other_codebases import (  # noqa: F401
     hifigan,
     lightning_conditional_g_first,
     lightning_g_first,
+    lightning_gan_example,
     lynnho_wgan_gp,
     pix2pix,
     sngan_collections,

@@ -58,6 +58,37 @@ def lightning_g_first(G, D, opt_g, opt_d, batches: Batches, latent: Latent, obje
     return loss.history
 
 
+def lightning_gan_example(G, D, opt_g, opt_d, batches: Batches, latent: Latent):
+    """Lightning's GAN example as its source writes ``GAN.training_step``
+    (examples/pytorch/domain_templates/generative_adversarial_net.py): z drawn first,
+    G's step on ``binary_cross_entropy_with_logits(D(G(z)), ones)`` with D toggled off,
+    then D's on the real batch and on ``G(z).detach()`` from the same z (G toggled
+    off), its loss the mean of the two BCEs with logits. ``zero_grad`` before each
+    backward, as it writes it. ganstep: ``g_first(reuse_z=True)``,
+    ``NS(bce_with_logits=True)``, ``d_scale=0.5``."""
+    history = []
+    for imgs in batches:
+        z = latent(imgs.shape[0])
+        valid = torch.ones(imgs.size(0), 1, dtype=imgs.dtype)
+        _set_requires_grad(D, False)  # toggle_optimizer(opt_g)
+        g_loss = F.binary_cross_entropy_with_logits(D(G(z)), valid)
+        opt_g.zero_grad()
+        g_loss.backward()
+        opt_g.step()
+        _set_requires_grad(D, True)  # untoggle_optimizer(opt_g)
+        _set_requires_grad(G, False)  # toggle_optimizer(opt_d)
+        real_loss = F.binary_cross_entropy_with_logits(D(imgs), valid)
+        fake = torch.zeros(imgs.size(0), 1, dtype=imgs.dtype)
+        fake_loss = F.binary_cross_entropy_with_logits(D(G(z).detach()), fake)
+        d_loss = (real_loss + fake_loss) / 2
+        opt_d.zero_grad()
+        d_loss.backward()
+        opt_d.step()
+        _set_requires_grad(G, True)  # untoggle_optimizer(opt_d)
+        history.append({"loss_d": d_loss.item(), "loss_g": g_loss.item()})
+    return history
+
+
 def pix2pix(G, D, opt_g, opt_d, batches: Pairs, lambda_l1: float = 100.0):
     """junyanz/pytorch-CycleGAN-and-pix2pix ``Pix2PixModel.optimize_parameters``.
 
