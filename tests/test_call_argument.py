@@ -35,6 +35,21 @@ class Seen(nn.Module):
         self.lines.append(written_over(caller))
         return x
 
+    def note(self) -> None:
+        """The recorder's before_draw, by hand: the generator's state, and where this
+        file's frames are."""
+        frames, frame = [], sys._getframe(1)
+        while frame is not None:
+            if frame.f_code.co_filename == __file__:
+                frames.append((id(frame), frame.f_lasti))
+            frame = frame.f_back
+        self.draws.append(([torch.random.get_rng_state()], tuple(frames)))
+
+    def drawing(self, x):
+        """An augmentation that notes its draw, as the recorder would."""
+        self.note()
+        return x + torch.rand(x.shape[0], 1)
+
 
 def test_each_call_on_a_line_is_read_as_its_own():
     D = Seen()
@@ -70,58 +85,34 @@ def test_the_generator_state_before_the_arguments_first_draw():
     first, not a draw the script made before it."""
     D = Seen()
 
-    def noted(*args, **kwargs):  # the recorder's before_draw, by hand
-        frames, frame = [], sys._getframe(1)
-        while frame is not None:
-            if frame.f_code.co_filename == __file__ and frame.f_code.co_name != "noted":
-                frames.append((id(frame), frame.f_lasti))
-            frame = frame.f_back
-        D.draws.append(([torch.random.get_rng_state()], tuple(frames)))
-
-    def drawing(x):
-        noted()
-        return x + torch.rand(x.shape[0], 1)
-
     torch.manual_seed(0)
     real = torch.ones(4, 2)
-    noted()
+    D.note()
     torch.randn(3)  # z, drawn before the call
     start = torch.random.get_rng_state()
-    D(drawing(real))
+    D(D.drawing(real))
     (_, _, state) = D.read[0]
     assert torch.equal(state[0], start)
 
 
 def test_a_change_assigned_to_a_name_before_the_call_is_read_with_its_draws():
-    """``aug_real = drawing(real)`` and ``aug_fake = drawing(fake)`` on lines before
+    """``aug_real = D.drawing(real)`` and ``aug_fake = D.drawing(fake)`` on lines before
     ``D(aug_real)`` and ``D(aug_fake)``: each call reads its own assignment, and the
     state before that assignment's draw (the fakes' draw, assigned between, passed
     over)."""
     D = Seen()
 
-    def noted():  # the recorder's before_draw, by hand
-        frames, frame = [], sys._getframe(1)
-        while frame is not None:
-            if frame.f_code.co_filename == __file__ and frame.f_code.co_name != "noted":
-                frames.append((id(frame), frame.f_lasti))
-            frame = frame.f_back
-        D.draws.append(([torch.random.get_rng_state()], tuple(frames)))
-
-    def drawing(x):
-        noted()
-        return x + torch.rand(x.shape[0], 1)
-
     torch.manual_seed(0)
     real, fake = torch.ones(4, 2), torch.zeros(4, 2, requires_grad=True)
-    noted()
+    D.note()
     torch.randn(3)  # z, drawn before the assignments
     before_real = torch.random.get_rng_state()
-    aug_real = drawing(real)
+    aug_real = D.drawing(real)
     before_fake = torch.random.get_rng_state()
-    aug_fake = drawing(fake.detach())
+    aug_fake = D.drawing(fake.detach())
     D(aug_real), D(aug_fake)
     (real_read, real_value, real_state), (fake_read, fake_value, fake_state) = D.read
-    assert real_read == fake_read == "lambda x: drawing(x)"
+    assert real_read == fake_read == "lambda x: D.drawing(x)"
     assert torch.equal(real_value, real) and torch.equal(fake_value, fake)
     assert torch.equal(real_state[0], before_real) and torch.equal(fake_state[0], before_fake)
 

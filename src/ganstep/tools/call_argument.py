@@ -41,9 +41,9 @@ def augmentation_at(
 ) -> tuple[str, object, object] | None:
     """Where ``frame`` is calling a module whose first argument the script changed in
     that call, or assigned so to another name before it (a function of the batch, or
-    arithmetic on it): ``(template, value,
-    state)``, the template a function of the batch as code (``lambda x: DiffAugment(x,
-    policy=policy)``), the value of the batch's expression (``fake.detach()``) in
+    arithmetic on it): ``(template, value, state)``, the template a function of the
+    batch as code (``lambda x: DiffAugment(x, policy=policy)``), the value of the
+    batch's expression (``fake.detach()``) in
     ``frame`` now, and of ``draws`` (the latest last), the generator state before the
     first one made in evaluating that argument (None where none was). None
     where the argument is the batch itself, the source cannot be read, or the batch is

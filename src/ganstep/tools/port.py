@@ -47,7 +47,7 @@ from __future__ import annotations
 
 import copy
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from functools import partial
 from types import ModuleType
@@ -1675,13 +1675,19 @@ def _label(schedule: tuple[str, bool], candidate: Candidate) -> str:
             f"g_scale={candidate.g_scale}{extra}")  # fmt: skip
 
 
+def _then(first: list, more: Callable[[], list]) -> Iterator:
+    """``first``'s items, then those of ``more()`` asked when ``first`` is done."""
+    yield from first
+    yield from more()
+
+
 def _search(script: _Script, capture: Capture, data: Replay, report, n: int,
             tried: list[tuple], tolerance: float) -> Port:  # fmt: skip
-    """Every candidate run; the one that equals the script printed, or none where none
-    does, or where several do (the iterations verified cannot tell them apart)."""
-    tried = list(tried)
-    parted, equal, states, logged, raised = [], [], {}, {}, set()
-    for schedule, candidate in tried:
+    """Every candidate run (where none equals, then the rounding variants of those that
+    part by little); the one that equals the script printed, or none where none does,
+    or where several do (the iterations verified cannot tell them apart)."""
+    parted, equal, states, logged, raised, near = [], [], {}, {}, set(), []
+    for schedule, candidate in _then(tried, lambda: [] if equal else near):
         label = _label(schedule, candidate)
         states[label], logged[label] = [], []
         try:
@@ -1695,8 +1701,8 @@ def _search(script: _Script, capture: Capture, data: Replay, report, n: int,
             equal.append((gap, schedule, candidate, label))
         else:
             parted.append(f"{label}: {where}")
-            if gap <= ROUNDING_GAP:  # (tried after the rest: the list is walked as it grows)
-                tried += [(schedule, v) for v in rounding_variants(candidate)]
+            if gap <= ROUNDING_GAP:
+                near.extend((schedule, v) for v in rounding_variants(candidate))
     equal = _fewest_passes(equal, data.image_to_image)
     told = (_told_apart(equal, states, capture, data.ends, tolerance)
             or _told_apart_by_losses(equal, logged, data.losses))  # fmt: skip
