@@ -2327,11 +2327,7 @@ def test_lightnings_gan_example_as_written_ports_and_its_note_holds(tmp_path):
                                                   SCRIPTS / "lightning_gan_example.py")  # fmt: skip
     example = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(example)
-    call = next(n for n in ast.walk(ast.parse(code))
-                if isinstance(n, ast.Call) and getattr(n.func, "id", "") == "Step")  # fmt: skip
-    names = dict(vars(example))
-    exec("\n".join(line for line in code.splitlines() if line.startswith("from ")), names)
-    options = {k.arg: eval(ast.unparse(k.value), names) for k in call.keywords}
+    options = _printed_options(code, vars(example))
 
     class Ported(GANModule):
         def __init__(self, G, D):
@@ -2358,6 +2354,48 @@ def test_lightnings_gan_example_as_written_ports_and_its_note_holds(tmp_path):
                          for v in st.values())])  # fmt: skip
     assert fitting.iterations == 16
     assert all(torch.equal(a, b) for a, b in zip(*fitted, strict=True))
+
+
+def test_a_loop_under_accelerate_ports_and_its_note_holds(tmp_path):
+    """G, D and both optimizers given to ``accelerator.prepare``, as Accelerate's README
+    gives its model: the Step names the AcceleratedOptimizers' ``.optimizer``, and a note
+    says ganstep.accelerate.prepare builds it from the models as they were before. The
+    note's recipe (the script's lines before its prepare, then ganstep's prepare with the
+    printed options, a step per batch) trains as the script does, over its 16 iterations."""
+    proc, port = ported(tmp_path, "accelerate_loop", flag=("--verify", 3))
+    assert port["max_difference"] <= 1e-6 and port["float64_difference"] <= 1e-12, port["notes"]
+    code = port["code"]
+    assert "G, D, opt_g.optimizer, opt_d.optimizer," in code
+    note = next(n for n in port["notes"] if "Accelerate" in n)
+    assert "ganstep.accelerate.prepare(accelerator, G, D, opt_g, opt_d, loader" in note
+    import runpy
+
+    from ganstep.accelerate import prepare
+
+    script = SCRIPTS / "accelerate_loop.py"
+    theirs = runpy.run_path(str(script))
+    source = script.read_text()
+    names: dict = {}
+    exec(source[: source.index("G, D, opt_g, opt_d, data = accelerator.prepare")], names)
+    options = _printed_options(code, names)
+    step, loader = prepare(names["accelerator"], names["G"], names["D"], names["opt_g"],
+                           names["opt_d"], names["data"], **options)  # fmt: skip
+    for _ in range(2):
+        for real in loader:
+            step(real)
+    for mine, script_side in ((names["G"], theirs["G"]), (names["D"], theirs["D"])):
+        for a, b in zip(mine.parameters(), script_side.parameters(), strict=True):
+            assert torch.allclose(a, b, rtol=0, atol=1e-6)
+
+
+def _printed_options(code: str, names: dict) -> dict:
+    """The keyword arguments of the printed ``Step(...)`` call, evaluated among
+    ``names`` and the printed code's imports."""
+    call = next(n for n in ast.walk(ast.parse(code))
+                if isinstance(n, ast.Call) and getattr(n.func, "id", "") == "Step")  # fmt: skip
+    names = dict(names)
+    exec("\n".join(line for line in code.splitlines() if line.startswith("from ")), names)
+    return {k.arg: eval(ast.unparse(k.value), names) for k in call.keywords}
 
 
 SATURATING_MINIMAX = """

@@ -1355,9 +1355,9 @@ def port(rec, report, capture: Capture, names: dict[str, str], *,
     copies = _copies_of_g(script) if found.code is not None else None
     if copies is not None:
         found.notes.append(copies)
-    lightning = _lightning_module(script) if found.code is not None else None
-    if lightning is not None:
-        found.notes.append(lightning)
+    adapter = (_lightning_module(script) or _accelerate(script)) if found.code else None
+    if adapter is not None:
+        found.notes.append(adapter)
     if found.code is not None and data.precision == "fp16":
         found.notes.append(
             "precision='fp16' scales each side's loss with a GradScaler of its own (torch's "
@@ -1543,6 +1543,24 @@ def _lightning_module(script: _Script) -> str | None:
         f"set to {script.names['G']} and {script.names['D']}, configure_optimizers "
         "returning (opt_g, opt_d), and step_options() returning the Step's options below "
         "(objective, schedule, latent and the rest) as a dict"
+    )
+
+
+def _accelerate(script: _Script) -> str | None:
+    """Where the script's loop sees an Accelerator of Hugging Face Accelerate: a note
+    that ``ganstep.accelerate.prepare`` builds the Step, G and D left out of
+    ``accelerator.prepare``."""
+    name = next((k for k, v in script.namespace.items() if not k.startswith("_") and any(
+        c.__name__ == "Accelerator" and c.__module__.startswith("accelerate.")
+        for c in type(v).__mro__)), None)  # fmt: skip
+    if name is None:
+        return None
+    return (
+        f"the script runs under Accelerate ({name}): ganstep.accelerate.prepare({name}, G, "
+        "D, opt_g, opt_d, loader, **options) builds the Step, with G, D and their "
+        f"optimizers as they were before {name}.prepare (its DistributedDataParallel "
+        "would all-reduce in every backward, beside the Step's own) and the Step's options "
+        "below as keywords; it returns (step, loader): step(real) for each real batch"
     )
 
 
