@@ -1629,6 +1629,82 @@ def test_fakes_for_sampled_one_hot_labels_print_a_runnable_condition(tmp_path):
             ".to(torch.float32).reshape(n, 3),") in code  # fmt: skip
 
 
+def test_the_courses_cgan_with_conditions_joined_to_g_and_d_ports(tmp_path):
+    """DeepLearning.AI's conditional GAN joins the one-hot labels to G's noise
+    (``gen(combine_vectors(noise, one_hot))``) and their maps to each image for D
+    (``disc(combine_vectors(fake, image_one_hot_labels))``): G and D each given one
+    tensor, which the port read as an unconditional G and a D given G's output changed by
+    the script ("not mapped"). It now splits both (the maps' channels and G's last
+    columns equal on each fake), prints JoinedG and FilledD(PairedD(...)) wrappers with
+    ``condition="real"``, and, with the course's BCEWithLogitsLoss on blocks whose bias
+    sits before BatchNorm, ``NS(bce_with_logits=True)``: 0 apart."""
+    proc, port = ported(tmp_path, "coursera_cgan")
+    assert port["max_difference"] == 0, port["notes"]
+    assert not any("failed beside the script's names" in note for note in port["notes"])
+    code = port["code"]
+    assert "JoinedG(gen), FilledD(PairedD(disc)), gen_opt, disc_opt," in code
+    assert "return self.G(torch.cat([z, c], 1))" in code
+    assert "return self.D(torch.cat((x, c), 1))" in code
+    assert "objective=NS(bce_with_logits=True)" in code and 'condition="real",' in code
+    assert 'd_order="fake_first",' in code and "d_scale=0.5," in code
+
+
+JOINED_CONDITIONS = """
+import torch
+from torch import nn
+
+torch.manual_seed(0)
+n_class, nz = 4, 6
+G = nn.Sequential(nn.Linear(nz + n_class, 32), nn.ReLU(), nn.Linear(32, 16), nn.Tanh(),
+                  nn.Unflatten(1, (1, 4, 4)))
+D = nn.Sequential(nn.Conv2d(1 + n_class, 8, 3, 1, 1), nn.LeakyReLU(0.2), nn.Flatten(),
+                  nn.Linear(8 * 16, 1), nn.Sigmoid())
+opt_g = torch.optim.Adam(G.parameters(), lr=2e-4, betas=(0.5, 0.999))
+opt_d = torch.optim.Adam(D.parameters(), lr=2e-4, betas=(0.5, 0.999))
+onehot = torch.eye(n_class)
+bce = nn.BCELoss()
+for i in range(4):
+    x, y = torch.rand(16, 1, 4, 4) * 2 - 1, torch.randint(0, n_class, (16,))
+    y_fill = onehot[y][:, :, None, None].expand(-1, -1, 4, 4)
+    z = torch.randn(16, nz)
+    y_gen = torch.randint(0, n_class, (16,))
+    g_fill = onehot[y_gen][:, :, None, None].expand(-1, -1, 4, 4)
+    fake = G(torch.cat([onehot[y_gen], z], 1))
+    d_loss = (bce(D(torch.cat([y_fill, x], 1)), torch.ones(16, 1))
+              + bce(D(torch.cat([g_fill, fake.detach()], 1)), torch.zeros(16, 1)))
+    opt_d.zero_grad()
+    d_loss.backward()
+    opt_d.step()
+    g_loss = bce(D(torch.cat([g_fill, fake], 1)), torch.ones(16, 1))
+    opt_g.zero_grad()
+    g_loss.backward()
+    opt_g.step()
+"""
+
+
+@pytest.mark.parametrize("written", ["joined", "apart"])
+def test_conditions_joined_first_or_given_apart_port(tmp_path, written):
+    """The labels joined before z and their maps before the image (``torch.cat([c, z],
+    1)``, ``torch.cat([maps, x], 1)``), or given apart (``G(z, c)``): either way the
+    Step's wrappers join them in the script's order, 0 apart."""
+    source = JOINED_CONDITIONS
+    if written == "apart":
+        source = source.replace("G = nn.Sequential(", "net = nn.Sequential(").replace(
+            "opt_g = torch.optim.Adam(G.parameters()",
+            "G = lambda z, c: net(torch.cat([c, z], 1))\nopt_g = torch.optim.Adam(net.parameters()",
+        ).replace("G(torch.cat([onehot[y_gen], z], 1))", "G(z, onehot[y_gen])")  # fmt: skip
+        source = source.replace("G = lambda z, c: net(torch.cat([c, z], 1))", (
+            "class Net(nn.Module):\n    def __init__(self, net):\n        super().__init__()\n"
+            "        self.net = net\n\n    def forward(self, z, c):\n"
+            "        return self.net(torch.cat([c, z], 1))\n\n\nG = Net(net)"))  # fmt: skip
+    port = port_of_source(tmp_path, written, source)
+    assert port["max_difference"] == 0, port["notes"]
+    code = port["code"]
+    assert "FilledD(PairedD(D))" in code and "return self.D(torch.cat((c, x), 1))" in code
+    assert ("JoinedG(G)" in code) == (written == "joined")
+    assert "return self.G(torch.cat([c, z], 1))" in code or written == "apart"
+
+
 def test_a_condition_of_d_unlike_gs_is_named(tmp_path):
     """D given a condition that is not G's, nor G's filled over the image: named as not
     mapped, not blamed on the losses."""

@@ -487,6 +487,9 @@ class Replay:
     # D given G's source and the image joined along the channels, and how (_paired_d):
     # the Step's D is a PairedD, called D(x, c)
     d_pair: tuple[str, int] | None = None
+    # G given its condition joined to z, and how (_joined_condition): the Step's G is a
+    # JoinedG, called G(z, c)
+    g_join: tuple[str, int] | None = None
 
     @property
     def conditional(self) -> bool:
@@ -502,14 +505,15 @@ def _same(a: object, b: object) -> bool:
 
 
 def replay(rec, capture: Capture, iterations: int, d_order: str = "real_first",
-           augment: tuple[str, str] | None = None,
-           pair: tuple[str, int] | None = None) -> Replay | str:  # fmt: skip
+           augment: tuple[str, str] | None = None, pair: tuple[str, int] | None = None,
+           g_join: tuple[str, int] | None = None) -> Replay | str:  # fmt: skip
     """Each iteration's real batches (D's inputs not made by G, nor requiring grad as a
     penalty's interpolates do; the real rows of a D input concatenated with G's) and
     G's inputs with the generator states at those calls (the same z given again is one
     draw); or why not. With ``augment`` (``_augment_of``), a real batch is the one
     before the script's change in D's call; with ``pair`` (``_paired_d``), each D input
-    is read as the image and G's source it joins, ``D(x, c)``."""
+    is read as the image and G's source it joins, ``D(x, c)``; with ``g_join``
+    (``_joined_condition``), G's one input as its z and condition, ``G(z, c)``."""
     reals: list[list[object]] = [[] for _ in range(iterations)]
     real_rng: list[list[list[Tensor]]] = [[] for _ in range(iterations)]  # at D(real)
     graded: list[list[object]] = [[] for _ in range(iterations)]  # data requiring grad
@@ -526,6 +530,8 @@ def replay(rec, capture: Capture, iterations: int, d_order: str = "real_first",
             continue
         args, rng = capture.calls[f.seq]
         tensors = tuple(a for a in args if isinstance(a, Tensor))
+        if f.label == "G" and g_join is not None and len(tensors) == 1:
+            tensors = _split_condition(tensors[0], g_join)
         if f.label in ("G", "D") and not 1 <= len(tensors) <= 2:
             return (f"{f.label} is called with {len(tensors)} tensors: the port maps G(z), "
                     "G(z, c), D(x) and D(x, c) so far")  # fmt: skip
@@ -612,7 +618,8 @@ def replay(rec, capture: Capture, iterations: int, d_order: str = "real_first",
                   losses=_step_losses(rec, iterations), graded_real=graded_real,
                   clips=clips, g_reals=_g_phase_reals(rec, capture, iterations),
                   real_rng=real_rng, z_reused=z_reused, d_fill=d_fill,
-                  condition_real=condition_real, augment=augment, d_pair=pair)  # fmt: skip
+                  condition_real=condition_real, augment=augment, d_pair=pair,
+                  g_join=g_join)  # fmt: skip
 
 
 def _g_phase_reals(rec, capture: Capture, iterations: int) -> list[object]:
@@ -1214,6 +1221,10 @@ def _step(G, D, opt_g, opt_d, data: Replay, code: str, candidate: Candidate,
             "synthesis": G.get_submodule(data.g_parts[1])}  # fmt: skip
         options.update(g_regularizer=PathLength(*candidate.path_length, **parts))
     g = G if data.embedding is None else _Embedded(G, data.embedding)
+    if data.g_join is not None:  # the printed class itself: the two cannot drift
+        made = {"torch": torch}
+        exec(_join_wrapper(data.g_join[0]), made)  # noqa: S102 - ganstep's own text
+        g = made["JoinedG"](G)
     D = _d_taking(D, data)
     if candidate.style_mixing is not None:  # the printed class itself: the two cannot drift
         made: dict = {"torch": torch}
@@ -1320,11 +1331,13 @@ def port(rec, report, capture: Capture, names: dict[str, str], *,
     notes = []
     capture.numbers_end = _numbers(rec.namespace or {})  # as the script's run left them
     script = _find(rec, names, set(capture.settings))
-    pair = _paired_d(rec, capture, n)
+    pair, g_join = _paired_d(rec, capture, n), None
+    if pair is None:  # a condition joined to G's z, or its maps to D's image
+        g_join, pair = _joined_condition(rec, capture, n)
     augment = None if pair is not None else _augment_of(rec, capture, n)
     # an augmentation's draws in D's real call, then z's, then the fakes': as D's own
     d_order = "real_g_fake" if augment is not None and report.d_g_between else report.step_d_order
-    data = replay(rec, capture, n, d_order, augment, pair)
+    data = replay(rec, capture, n, d_order, augment, pair, g_join)
     precision = _precision(rec, n, report.hazards)
     changed = None if augment is not None or pair is not None else _changed(rec, capture, n)
     notes += [problem for problem in (script, data, precision, changed)
@@ -1457,6 +1470,90 @@ def _unpaired(joined: Tensor, pair: tuple[str, int]) -> tuple[Tensor, Tensor]:
     if order == "source_first":
         return joined[:, k:], joined[:, :k]
     return joined[:, :-k], joined[:, -k:]
+
+
+def _joined_condition(rec, capture: Capture, iterations: int
+                      ) -> tuple[tuple[str, int] | None, tuple[str, int] | None]:  # fmt: skip
+    """Where the script joins a condition to G's z (``G(torch.cat([z, c], 1))``) or its
+    maps to D's image (``D(torch.cat([x, c_maps], 1))``), as cDCGAN tutorials write it:
+    how G's one input holds its condition (``("condition_last", k)`` or
+    ``("condition_first", k)``: its k columns) and how D's one input holds the maps
+    (``("source_last", k)`` or ``("source_first", k)``: its k channels, a constant map
+    per entry of G's condition on the fakes, per entry of the batch's on the real
+    batches); ``(None, None)`` where neither is so. A call given its condition apart
+    (``G(z, c)``, ``D(x, c_maps)``) reads that one."""
+    g_calls = {
+        f.seq: [a for a in capture.calls[f.seq][0] if isinstance(a, Tensor)]
+        for f in _update_forwards(rec, iterations, "G")
+        if f.seq in capture.calls
+    }
+    d_calls = [(f, [a for a in capture.calls[f.seq][0] if isinstance(a, Tensor)])
+               for f in _update_forwards(rec, iterations, "D") if f.seq in capture.calls
+               and not (f.producer is None and f.input_grad)]  # fmt: skip
+    fakes = [(g_calls.get(f.producer.seq), given) for f, given in d_calls
+             if f.producer is not None]  # fmt: skip
+    if not fakes or any(g is None or not 1 <= len(g) <= 2 for g, _ in fakes):
+        return None, None
+    g_join = d_join = None
+    for g, given in fakes:
+        joins = _condition_joins(g, given)
+        if joins is None or (g_join, d_join) not in ((None, None), joins):
+            return None, None
+        g_join, d_join = joins
+    if d_join is not None and not all(  # the real batches' maps: constant over the image
+            _constant_maps(_unpaired(given[0], d_join)[1]) for f, given in d_calls
+            if f.producer is None and len(given) == 1):  # fmt: skip
+        return None, None
+    return g_join, d_join
+
+
+def _condition_joins(g: list[Tensor], d: list[Tensor]
+                     ) -> tuple[tuple[str, int] | None, tuple[str, int] | None] | None:  # fmt: skip
+    """How one G call's inputs ``g`` and D's inputs ``d`` on its fakes hold G's condition
+    (``_joined_condition``), where one of them joins it; None where neither does."""
+    if len(g) == 2 and len(d) == 2:
+        return None
+    if len(d) == 2:  # G(cat([z, c])), D(x, c_maps)
+        maps = d[1]
+        options = [(None, maps)] if maps.dim() == 4 and _constant_maps(maps) else []
+    elif d[0].dim() == 4:  # D(cat([x, c_maps]))
+        options = [
+            ((order, k), part)
+            for k in range(d[0].shape[1] - 1, 0, -1)  # all maps
+            for order in ("source_first", "source_last")
+            for part in [_unpaired(d[0], (order, k))[1]]
+            if _constant_maps(part)
+        ]
+    else:
+        return None
+    for d_join, maps in options:
+        entries = maps[:, :, 0, 0]
+        k = entries.shape[1]
+        if len(g) == 2:  # (G's condition of any shape: (n, k), or (n, k, 1, 1) images)
+            c = g[1].reshape(g[1].shape[0], -1) if g[1].dim() else g[1]
+            if c.shape == entries.shape and torch.equal(c, entries):
+                return None, d_join
+            continue
+        z = g[0]
+        if z.dim() != 2 or z.shape[1] <= k or z.shape[0] != entries.shape[0]:
+            continue
+        if torch.equal(z[:, -k:], entries):
+            return ("condition_last", k), d_join
+        if torch.equal(z[:, :k], entries):
+            return ("condition_first", k), d_join
+    return None
+
+
+def _constant_maps(maps: Tensor) -> bool:
+    """Whether each sample's channel of ``maps`` (n, k, h, w) is one value over the image."""
+    return maps.dim() == 4 and maps.shape[2] * maps.shape[3] > 1 and torch.equal(
+        maps[:, :, :1, :1].expand_as(maps), maps)  # fmt: skip
+
+
+def _split_condition(z: Tensor, join: tuple[str, int]) -> tuple[Tensor, Tensor]:
+    """``(z, c)`` of G's one input joined as ``join`` says (``_joined_condition``)."""
+    order, k = join
+    return (z[:, :-k], z[:, -k:]) if order == "condition_last" else (z[:, k:], z[:, :k])
 
 
 def _augment_of(rec, capture: Capture, iterations: int) -> tuple[str, str] | None:
@@ -1956,6 +2053,8 @@ def _code(script: _Script, schedule: tuple[str, bool], candidate: Candidate,
     g, d, wrapper = names["G"], names["D"], ""
     if data.embedding is not None:
         g, wrapper = f"GOfLabels({g})", _wrapper(data.embedding)
+    if data.g_join is not None:
+        g, wrapper = f"JoinedG({g})", wrapper + _join_wrapper(data.g_join[0])
     if data.d_pair is not None:
         d, wrapper = f"PairedD({d})", wrapper + _pair_wrapper(data.d_pair[0])
     if data.d_fill is not None:
@@ -2092,11 +2191,22 @@ def _d_taking(D: nn.Module, data: Replay) -> nn.Module:
     made: dict = {"torch": torch}
     if data.d_pair is not None:
         exec(_pair_wrapper(data.d_pair[0]), made)  # noqa: S102 - ganstep's own text
-        return made["PairedD"](D)
+        D = made["PairedD"](D)
     if data.d_fill is None:
         return D
     exec(_fill_wrapper(*data.d_fill), made)  # noqa: S102 - ganstep's own text
     return made["FilledD"](D)
+
+
+def _join_wrapper(order: str) -> str:
+    """The module that gives G its condition joined to z, in the script's order."""
+    joined = "[z, c]" if order == "condition_last" else "[c, z]"
+    return _wrapping_class(
+        "JoinedG", "G",
+        f"G(z, c) as torch.cat({joined}, 1): the condition beside z, as the script joins them "
+        "for G.",
+        "z, c", f"self.G(torch.cat({joined}, 1))",
+    )  # fmt: skip
 
 
 def _fill_wrapper(height: int, width: int) -> str:
@@ -2110,13 +2220,13 @@ def _fill_wrapper(height: int, width: int) -> str:
 
 
 def _pair_wrapper(order: str) -> str:
-    """The module that gives D G's source and the image joined along the channels, in
-    the script's order."""
+    """The module that gives D G's source (or a condition's maps) and the image joined
+    along the channels, in the script's order."""
     joined = "(c, x)" if order == "source_first" else "(x, c)"
     return _wrapping_class(
         "PairedD", "D",
-        f"D(x, c) as torch.cat({joined}, 1): the source beside the image in its channels, as "
-        "the script joins them for D.",
+        f"D(x, c) as torch.cat({joined}, 1): c (a source image, or a condition's maps) beside "
+        "the image in its channels, as the script joins them for D.",
         "x, c", f"self.D(torch.cat({joined}, 1))",
     )  # fmt: skip
 
