@@ -1649,6 +1649,32 @@ def test_the_courses_cgan_with_conditions_joined_to_g_and_d_ports(tmp_path):
     assert 'd_order="fake_first",' in code and "d_scale=0.5," in code
 
 
+def test_compiled_modules_are_audited_without_torchs_warning_of_the_audits_hooks(tmp_path):
+    """``G = torch.compile(G)``: torch warns at every call of a compiled module while
+    global module hooks are set (the audit's own, not the script's): a screen of
+    warnings. The audit filters that one warning; the compiled G and D port as they are."""
+    script = tmp_path / "compiled.py"
+    script.write_text(f"""{SCRIPT_HEAD}
+G, D = torch.compile(G, backend="eager"), torch.compile(D, backend="eager")
+for i in range(4):
+    real = torch.randn(32, 2)
+    fake = G(torch.randn(32, 4))
+    loss_d = bce(D(real), torch.ones(32, 1)) + bce(D(fake.detach()), torch.zeros(32, 1))
+    opt_d.zero_grad()
+    loss_d.backward()
+    opt_d.step()
+    opt_g.zero_grad()
+    bce(D(fake), torch.ones(32, 1)).backward()
+    opt_g.step()
+""")
+    out = tmp_path / "compiled.json"
+    proc = ganstep("audit", script, "--port", "--json", out, cache=tmp_path, cwd=tmp_path)
+    assert "global hooks" not in proc.stderr, proc.stderr
+    port = json.loads(out.read_text())["port"]
+    assert_verified(port)
+    assert "G, D, opt_g, opt_d," in port["code"]
+
+
 JOINED_CONDITIONS = """
 import torch
 from torch import nn

@@ -24,6 +24,7 @@ import runpy
 import signal
 import sys
 import threading
+import warnings
 from collections import deque
 from collections.abc import Callable
 from functools import partial
@@ -459,6 +460,18 @@ def audit_script(
     runs again with torch's default dtype float64 and that Step is verified on that run
     too, to :data:`~ganstep.tools.port.FLOAT64_TOLERANCE` (said in the port's notes).
     """
+    with warnings.catch_warnings():  # the audit's own global module hooks: not the script's
+        warnings.filterwarnings("ignore", message=COMPILED_WITH_GLOBAL_HOOKS, category=UserWarning)
+        return _audited(script, args, iterations, G, D, on_swallowed, timeout, port, float64)
+
+
+# torch's warning where a torch.compile'd module runs while global module hooks are set
+# (the audit's, which see every module call)
+COMPILED_WITH_GLOBAL_HOOKS = r"Using `torch\.compile\(module\)` when there are global hooks"
+
+
+def _audited(script, args, iterations, G, D, on_swallowed, timeout, port, float64) -> Report:
+    """:func:`audit_script`'s work (its warnings filtered)."""
     path = _checked(script, iterations, timeout)
     rec = ScriptRecorder(iterations)
     rec.capture = Capture() if port else None
