@@ -1675,6 +1675,96 @@ for i in range(4):
     assert "G, D, opt_g, opt_d," in port["code"]
 
 
+ROSINALITY_LOOP = """
+# rosinality/stylegan2-pytorch's train.py loop, made small: G given its z in a list
+# (mixing_noise without style mixing, --mixing 0), D on the fakes first, its lazy R1 in a
+# step of its own (with the 0 * real_pred[0] term), G on fresh z; without its path length
+# regularization (its G's latents), augmentation and g_ema
+import random
+
+import torch
+from torch import autograd, nn
+from torch.nn import functional as F
+
+
+def requires_grad(model, flag=True):
+    for p in model.parameters():
+        p.requires_grad = flag
+
+
+def d_r1_loss(real_pred, real_img):
+    (grad_real,) = autograd.grad(outputs=real_pred.sum(), inputs=real_img, create_graph=True)
+    return grad_real.pow(2).reshape(grad_real.shape[0], -1).sum(1).mean()
+
+
+def mixing_noise(batch, latent_dim, prob, device):
+    if prob > 0 and random.random() < prob:
+        return torch.randn(2, batch, latent_dim, device=device).unbind(0)
+    return [torch.randn(batch, latent_dim, device=device)]
+
+
+class Generator(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.net = nn.Sequential(nn.Linear(8, 32), nn.LeakyReLU(0.2), nn.Linear(32, 2))
+
+    def forward(self, styles, return_latents=False):
+        return self.net(styles[0]), None
+
+
+torch.manual_seed(0)
+generator = Generator()
+discriminator = nn.Sequential(nn.Linear(2, 32), nn.LeakyReLU(0.2), nn.Linear(32, 1))
+d_reg_every, batch = 4, 16
+d_reg_ratio = d_reg_every / (d_reg_every + 1)
+g_optim = torch.optim.Adam(generator.parameters(), lr=0.002, betas=(0.0, 0.99))
+d_optim = torch.optim.Adam(discriminator.parameters(), lr=0.002 * d_reg_ratio,
+                           betas=(0.0 ** d_reg_ratio, 0.99 ** d_reg_ratio))
+loader = iter(torch.utils.data.DataLoader(torch.randn(512, 2), batch_size=batch,
+                                          shuffle=True, drop_last=True))
+for i in range(20):
+    real_img = next(loader)
+    requires_grad(generator, False)
+    requires_grad(discriminator, True)
+    noise = mixing_noise(batch, 8, 0.0, "cpu")
+    fake_img, _ = generator(noise)
+    fake_pred = discriminator(fake_img)
+    real_pred = discriminator(real_img)
+    d_loss = F.softplus(-real_pred).mean() + F.softplus(fake_pred).mean()
+    discriminator.zero_grad()
+    d_loss.backward()
+    d_optim.step()
+    if i % d_reg_every == 0:
+        real_img.requires_grad = True
+        real_pred = discriminator(real_img)
+        r1_loss = d_r1_loss(real_pred, real_img)
+        discriminator.zero_grad()
+        (10.0 / 2 * r1_loss * d_reg_every + 0 * real_pred[0]).backward()
+        d_optim.step()
+    requires_grad(generator, True)
+    requires_grad(discriminator, False)
+    noise = mixing_noise(batch, 8, 0.0, "cpu")
+    fake_img, _ = generator(noise)
+    g_loss = F.softplus(-discriminator(fake_img)).mean()
+    generator.zero_grad()
+    g_loss.backward()
+    g_optim.step()
+"""
+
+
+def test_a_g_given_its_z_in_a_list_ports_with_a_printed_wrapper(tmp_path):
+    """rosinality's ``generator(noise)`` with ``noise = [z]``: the port read G as called
+    with no tensor ("G is called with 0 tensors"). It now prints a ListedG that calls
+    G([z]), with the loop's lazy R1 and fakes-first order: 0 apart."""
+    port = port_of_source(tmp_path, "rosinality", ROSINALITY_LOOP, "--port", "--iterations", "6")
+    assert port["max_difference"] == 0, port["notes"]
+    assert not any("failed beside the script's names" in note for note in port["notes"])
+    code = port["code"]
+    assert "ListedG(generator), discriminator, g_optim, d_optim," in code
+    assert "return self.G([z])" in code and "objective=NS(r1=10.0, r1_every=4)" in code
+    assert 'd_order="fake_first"' in code and "schedule=d_first(reuse_fake=False)" in code
+
+
 JOINED_CONDITIONS = """
 import torch
 from torch import nn

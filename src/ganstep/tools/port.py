@@ -71,7 +71,7 @@ from ..engine.objectives import (
     RaSGAN,
     Wasserstein,
 )
-from ..engine.regularizers import PathLength
+from ..engine.regularizers import PathLength, WithR1
 from ..engine.schedules import d_first, g_first, simultaneous
 from ..engine.step import Step
 from ..engine.views import adversarial, ends_in_sigmoid
@@ -128,7 +128,7 @@ class Capture:
         self.made_state[id(opt)] = copy.deepcopy(opt.state_dict())
 
     def called(self, seq: int, args: tuple, rng: list[Tensor]) -> None:
-        kept = tuple(_plain(a) if isinstance(a, Tensor) else a for a in args)
+        kept = tuple(_kept(a) for a in args)
         self.calls[seq] = (kept, rng)
 
     def argument_made(self, seq: int, template: str, value: object, state: object) -> None:
@@ -173,6 +173,16 @@ def _plain(t: Tensor) -> Tensor:
     is a Tensor: ``as_subclass`` refuses a plain tensor before torch 2.6."""
     with torch._C.DisableTorchFunctionSubclass():
         return t.detach().clone()
+
+
+def _kept(a: object) -> object:
+    """A call's argument as the port keeps it: a tensor, or those of a list or tuple
+    (rosinality's ``generator([z])``), copied plain."""
+    if isinstance(a, Tensor):
+        return _plain(a)
+    if type(a) in (list, tuple) and any(isinstance(t, Tensor) for t in a):
+        return type(a)(_plain(t) if isinstance(t, Tensor) else t for t in a)
+    return a
 
 
 def _cloned(state: dict) -> dict:
@@ -306,7 +316,9 @@ def with_r1(found: list[Candidate], every: int, rounds: int) -> list[Candidate]:
     averaged."""
     out = []
     for c in found:  # (label smoothing beside R1 is not tried: no script seen does both)
-        takes_r1 = c.make in (NS, LSGAN, Hinge) or isinstance(c.make, partial)
+        takes_r1 = c.make in (NS, LSGAN, Hinge) or (  # (not a relativistic one, nor WGAN-GP)
+            isinstance(c.make, partial) and issubclass(c.make.func, WithR1)
+        )
         if not takes_r1 or "real_label" in c.objective:
             continue
         for gamma in R1_WEIGHTS:
@@ -490,6 +502,8 @@ class Replay:
     # G given its condition joined to z, and how (_joined_condition): the Step's G is a
     # JoinedG, called G(z, c)
     g_join: tuple[str, int] | None = None
+    # G given its z in a list of one (G([z]), rosinality's): the Step's G is a ListedG
+    g_listed: bool = False
 
     @property
     def conditional(self) -> bool:
@@ -519,6 +533,7 @@ def replay(rec, capture: Capture, iterations: int, d_order: str = "real_first",
     graded: list[list[object]] = [[] for _ in range(iterations)]  # data requiring grad
     zs: list[tuple[tuple[Tensor, ...], list[Tensor]]] = []
     z_seqs, fake_labels, d_takes, concat, z_reused = [], {}, set(), set(), False
+    listed: set[bool] = set()  # whether each G call was given its z in a list of one
     z_iterations: list[int] = []
     groups = _call_groups(rec, iterations)
     if isinstance(groups, str):
@@ -529,6 +544,9 @@ def replay(rec, capture: Capture, iterations: int, d_order: str = "real_first",
         if skip or f.iteration >= iterations or not f.used or f.seq not in capture.calls:
             continue
         args, rng = capture.calls[f.seq]
+        if f.label == "G":  # G([z]): rosinality's StyleGAN2 gives G its z in a list
+            listed.add(_listed_z(args))
+            args = args[0] if _listed_z(args) else args
         tensors = tuple(a for a in args if isinstance(a, Tensor))
         if f.label == "G" and g_join is not None and len(tensors) == 1:
             tensors = _split_condition(tensors[0], g_join)
@@ -568,7 +586,8 @@ def replay(rec, capture: Capture, iterations: int, d_order: str = "real_first",
                 into[f.iteration].append(real)
                 if into is reals:
                     real_rng[f.iteration].append(rng)
-    if not zs or len({len(t) for t, _ in zs}) != 1 or len(d_takes) != 1 or len(concat) > 1:
+    if (not zs or len({len(t) for t, _ in zs}) != 1 or len(d_takes) != 1 or len(concat) > 1
+            or len(listed) > 1):  # fmt: skip
         return "G or D is called with a varying number of tensors or orders: not mapped"
     # where D was given no other data, what required grad was its real batch (R1 takes
     # the gradient at it); beside real batches, a penalty's points (WGAN-GP's mixes)
@@ -619,7 +638,7 @@ def replay(rec, capture: Capture, iterations: int, d_order: str = "real_first",
                   clips=clips, g_reals=_g_phase_reals(rec, capture, iterations),
                   real_rng=real_rng, z_reused=z_reused, d_fill=d_fill,
                   condition_real=condition_real, augment=augment, d_pair=pair,
-                  g_join=g_join)  # fmt: skip
+                  g_join=g_join, g_listed=listed == {True})  # fmt: skip
 
 
 def _g_phase_reals(rec, capture: Capture, iterations: int) -> list[object]:
@@ -1221,10 +1240,10 @@ def _step(G, D, opt_g, opt_d, data: Replay, code: str, candidate: Candidate,
             "synthesis": G.get_submodule(data.g_parts[1])}  # fmt: skip
         options.update(g_regularizer=PathLength(*candidate.path_length, **parts))
     g = G if data.embedding is None else _Embedded(G, data.embedding)
-    if data.g_join is not None:  # the printed class itself: the two cannot drift
+    if data.g_join is not None or data.g_listed:  # the printed class: the two cannot drift
         made = {"torch": torch}
-        exec(_join_wrapper(data.g_join[0]), made)  # noqa: S102 - ganstep's own text
-        g = made["JoinedG"](G)
+        exec(_g_wrapper(data), made)  # noqa: S102 - ganstep's own text
+        g = made["JoinedG" if data.g_join is not None else "ListedG"](G)
     D = _d_taking(D, data)
     if candidate.style_mixing is not None:  # the printed class itself: the two cannot drift
         made: dict = {"torch": torch}
@@ -1550,6 +1569,12 @@ def _constant_maps(maps: Tensor) -> bool:
         maps[:, :, :1, :1].expand_as(maps), maps)  # fmt: skip
 
 
+def _listed_z(args: tuple) -> bool:
+    """Whether a G call's arguments are one list (or tuple) of one tensor: ``G([z])``."""
+    return (len(args) == 1 and type(args[0]) in (list, tuple) and len(args[0]) == 1
+            and isinstance(args[0][0], Tensor))  # fmt: skip
+
+
 def _split_condition(z: Tensor, join: tuple[str, int]) -> tuple[Tensor, Tensor]:
     """``(z, c)`` of G's one input joined as ``join`` says (``_joined_condition``)."""
     order, k = join
@@ -1801,7 +1826,7 @@ def _search(script: _Script, capture: Capture, data: Replay, report, n: int,
     """Every candidate run (where none equals, then the rounding variants of those that
     part by little); the one that equals the script printed, or none where none does,
     or where several do (the iterations verified cannot tell them apart)."""
-    parted, equal, states, logged, raised, near = [], [], {}, {}, set(), []
+    parted, equal, states, logged, raised, near = [], [], {}, {}, [], []
     for schedule, candidate in _then(tried, lambda: [] if equal else near):
         label = _label(schedule, candidate)
         states[label], logged[label] = [], []
@@ -1809,7 +1834,7 @@ def _search(script: _Script, capture: Capture, data: Replay, report, n: int,
             gap, where = _run(script, capture, data, schedule, candidate, n, tolerance,
                               objective_states=states[label], logged=logged[label])  # fmt: skip
         except Exception as e:  # a candidate the script's models refuse: not it
-            raised.add(f"{type(e).__name__}: {e}".splitlines()[0])
+            raised.append(f"{type(e).__name__}: {e}".splitlines()[0])
             parted.append(f"{label}: {type(e).__name__}: {e}".splitlines()[0])
             continue
         if gap <= tolerance:
@@ -1847,7 +1872,7 @@ def _search(script: _Script, capture: Capture, data: Replay, report, n: int,
         return Port(None, n, notes=[f"{len(equal)} Steps equal the script over {n} "
                                     f"iteration(s), which cannot tell them apart ({more}):",
                                     *(e[3] for e in equal)])  # fmt: skip
-    if len(raised) == 1 and len(parted) == len(tried):  # the inputs, not the losses
+    if len(set(raised)) == 1 and len(raised) == len(parted):  # the inputs, not the losses
         return Port(None, n, notes=[
             f"every Step tried raised the same error on the script's models and inputs "
             f"({raised.pop()}): not mapped", TRIED, *parted])  # fmt: skip
@@ -2053,8 +2078,9 @@ def _code(script: _Script, schedule: tuple[str, bool], candidate: Candidate,
     g, d, wrapper = names["G"], names["D"], ""
     if data.embedding is not None:
         g, wrapper = f"GOfLabels({g})", _wrapper(data.embedding)
-    if data.g_join is not None:
-        g, wrapper = f"JoinedG({g})", wrapper + _join_wrapper(data.g_join[0])
+    if data.g_join is not None or data.g_listed:
+        g = f"{'JoinedG' if data.g_join is not None else 'ListedG'}({g})"
+        wrapper += _g_wrapper(data)
     if data.d_pair is not None:
         d, wrapper = f"PairedD({d})", wrapper + _pair_wrapper(data.d_pair[0])
     if data.d_fill is not None:
@@ -2198,9 +2224,17 @@ def _d_taking(D: nn.Module, data: Replay) -> nn.Module:
     return made["FilledD"](D)
 
 
-def _join_wrapper(order: str) -> str:
-    """The module that gives G its condition joined to z, in the script's order."""
-    joined = "[z, c]" if order == "condition_last" else "[c, z]"
+def _g_wrapper(data: Replay) -> str:
+    """The module that gives G its condition joined to z, in the script's order
+    (``JoinedG``), or its z in a list of one (``ListedG``)."""
+    if data.g_join is None:
+        return _wrapping_class(
+            "ListedG", "G",
+            "G([z]): z in a list of one, as the script calls G (rosinality's StyleGAN2 without "
+            "style mixing).",
+            "z", "self.G([z])",
+        )  # fmt: skip
+    joined = "[z, c]" if data.g_join[0] == "condition_last" else "[c, z]"
     return _wrapping_class(
         "JoinedG", "G",
         f"G(z, c) as torch.cat({joined}, 1): the condition beside z, as the script joins them "
