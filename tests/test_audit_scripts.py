@@ -1675,6 +1675,19 @@ for i in range(4):
     assert "G, D, opt_g, opt_d," in port["code"]
 
 
+def test_the_courses_wgan_gp_ports_with_its_critic_repeats_on_one_batch(tmp_path):
+    """DeepLearning.AI's WGAN-GP: the critic stepped 5 times on one real batch, each on
+    fresh noise, fakes first, epsilon drawn after its forwards, BatchNorm in the critic;
+    G on fresh noise. ``WGANGP(10.0)``, ``d_first(d_steps=5, reuse_fake=False)``, called
+    ``step([real_batch] * 5)``: 0 apart."""
+    proc, port = ported(tmp_path, "coursera_wgan_gp")
+    assert port["max_difference"] == 0, port["notes"]
+    code = port["code"]
+    assert "gen, crit, gen_opt, crit_opt," in code and "objective=WGANGP(10.0)," in code
+    assert "schedule=d_first(d_steps=5, reuse_fake=False)," in code
+    assert 'd_order="fake_first",' in code and "step([real_batch] * 5)" in code
+
+
 ROSINALITY_LOOP = """
 # rosinality/stylegan2-pytorch's train.py loop, made small: G given its z in a list
 # (mixing_noise without style mixing, --mixing 0), D on the fakes first, its lazy R1 in a
