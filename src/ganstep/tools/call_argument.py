@@ -103,12 +103,7 @@ def _call_at(frame: FrameType) -> ast.Call | None:
     """The call expression ``frame`` is executing, found in its file's source (as it is
     now on disk: a script rewritten between two audits of one process is read again)."""
     where = _position(frame.f_code, frame.f_lasti)
-    try:
-        stat = os.stat(frame.f_code.co_filename)
-    except OSError:
-        return None
-    return None if where is None else _calls(frame.f_code.co_filename, stat.st_mtime_ns,
-                                             stat.st_size).get(where)  # fmt: skip
+    return None if where is None else _source(frame.f_code)[0].get(where)
 
 
 def _state_before(
@@ -147,13 +142,8 @@ def _between(where: tuple, before: ast.expr, after: ast.expr) -> bool:
 def _assignment_before(frame: FrameType, name: str, call: ast.Call) -> ast.expr | None:
     """The value the code ``frame`` runs assigned to ``name`` last before ``call``
     (``name = value`` on a line of its own); None where it assigned none there."""
-    try:
-        stat = os.stat(frame.f_code.co_filename)
-    except OSError:
-        return None
-    mine = {p[:3:2] for p in _positions(frame.f_code) if None not in p}  # (line, column)
-    values = [value for value in _parsed(frame.f_code.co_filename, stat.st_mtime_ns,
-                                         stat.st_size)[1].get(name, ())
+    mine = _starts(frame.f_code)
+    values = [value for value in _source(frame.f_code)[1].get(name, ())
               if (value.lineno, value.col_offset) in mine
               and value.end_lineno < call.lineno]  # fmt: skip
     return max(values, key=lambda v: (v.lineno, v.col_offset), default=None)
@@ -168,16 +158,27 @@ def _positions(code: CodeType) -> tuple:
     return tuple(code.co_positions())
 
 
-def _calls(filename: str, mtime_ns: int, size: int) -> dict[tuple[int, int, int, int], ast.Call]:
-    """The file's call expressions by their source positions (``mtime_ns`` and ``size``:
-    the version of the file they were read from)."""
-    return _parsed(filename, mtime_ns, size)[0]
+@functools.lru_cache(maxsize=64)
+def _starts(code: CodeType) -> frozenset[tuple[int, int]]:
+    """The (line, column) where each of ``code``'s instructions starts."""
+    return frozenset(p[:3:2] for p in _positions(code) if None not in p)
+
+
+def _source(code: CodeType) -> tuple[dict, dict[str, list[ast.expr]]]:
+    """:func:`_parsed` of the file ``code`` was compiled from, as it is now on disk
+    (empty where it cannot be read)."""
+    try:
+        stat = os.stat(code.co_filename)
+    except OSError:
+        return {}, {}
+    return _parsed(code.co_filename, stat.st_mtime_ns, stat.st_size)
 
 
 @functools.lru_cache(maxsize=16)
 def _parsed(filename: str, mtime_ns: int, size: int) -> tuple[dict, dict[str, list[ast.expr]]]:
     """The file's call expressions by their source positions, and the values assigned
-    to each name (``name = value``)."""
+    to each name (``name = value``); ``mtime_ns`` and ``size``: the version of the file
+    they were read from."""
     try:
         with open(filename, encoding="utf-8") as f:
             tree = ast.parse(f.read())
