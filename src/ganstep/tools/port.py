@@ -545,8 +545,9 @@ def replay(rec, capture: Capture, iterations: int, d_order: str = "real_first",
             continue
         args, rng = capture.calls[f.seq]
         if f.label == "G":  # G([z]): rosinality's StyleGAN2 gives G its z in a list
-            listed.add(_listed_z(args))
-            args = args[0] if _listed_z(args) else args
+            in_list = _listed_z(args)
+            listed.add(in_list)
+            args = args[0] if in_list else args
         tensors = tuple(a for a in args if isinstance(a, Tensor))
         if f.label == "G" and g_join is not None and len(tensors) == 1:
             tensors = _split_condition(tensors[0], g_join)
@@ -656,7 +657,7 @@ def _g_phase_reals(rec, capture: Capture, iterations: int) -> list[object]:
                 and not f.input_grad and d < f.seq < g and f.seq in capture.calls]  # fmt: skip
         if len(seen) != 1:
             return []
-        tensors = tuple(a for a in capture.calls[seen[0].seq][0] if isinstance(a, Tensor))
+        tensors = tuple(_call_tensors(capture, seen[0].seq))
         found.append(tensors[0] if len(tensors) == 1 else tensors)
     return found
 
@@ -1241,14 +1242,10 @@ def _step(G, D, opt_g, opt_d, data: Replay, code: str, candidate: Candidate,
         options.update(g_regularizer=PathLength(*candidate.path_length, **parts))
     g = G if data.embedding is None else _Embedded(G, data.embedding)
     if data.g_join is not None or data.g_listed:  # the printed class: the two cannot drift
-        made = {"torch": torch}
-        exec(_g_wrapper(data), made)  # noqa: S102 - ganstep's own text
-        g = made["JoinedG" if data.g_join is not None else "ListedG"](G)
+        g = _made(*_g_wrapper(data))(G)
     D = _d_taking(D, data)
     if candidate.style_mixing is not None:  # the printed class itself: the two cannot drift
-        made: dict = {"torch": torch}
-        exec(_mixing_wrapper(*data.g_parts), made)  # noqa: S102 - ganstep's own text
-        g = made["StyleMixedG"](G, candidate.style_mixing)
+        g = _made("StyleMixedG", _mixing_wrapper(*data.g_parts))(G, candidate.style_mixing)
     if data.precision != "fp32":
         options.update(precision=data.precision)
     if data.clips:  # the hooks made from the very text printed
@@ -1456,16 +1453,20 @@ def _paired_d(rec, capture: Capture, iterations: int) -> tuple[str, int] | None:
     sources: dict[int, list[Tensor]] = {}
     for f in _update_forwards(rec, iterations, "G"):
         if f.seq in capture.calls:
-            given = [a for a in capture.calls[f.seq][0] if isinstance(a, Tensor)]
-            sources.setdefault(f.iteration, []).extend(given[:1])
+            sources.setdefault(f.iteration, []).extend(_call_tensors(capture, f.seq)[:1])
     orders = set()
     for f in _update_forwards(rec, iterations, "D"):
-        given = [a for a in capture.calls.get(f.seq, ((),))[0] if isinstance(a, Tensor)]
+        given = _call_tensors(capture, f.seq)
         order = _pair_order(given[0], sources.get(f.iteration, [])) if len(given) == 1 else None
         if order is None and not (f.producer is None and f.input_grad):
             return None
         orders |= {order} - {None}
     return orders.pop() if len(orders) == 1 else None
+
+
+def _call_tensors(capture: Capture, seq: int) -> list[Tensor]:
+    """The tensors a recorded call was given, in order (none where it is not recorded)."""
+    return [a for a in capture.calls.get(seq, ((),))[0] if isinstance(a, Tensor)]
 
 
 def _pair_order(joined: Tensor, sources: list[Tensor]) -> tuple[str, int] | None:
@@ -1501,14 +1502,11 @@ def _joined_condition(rec, capture: Capture, iterations: int
     per entry of G's condition on the fakes, per entry of the batch's on the real
     batches); ``(None, None)`` where neither is so. A call given its condition apart
     (``G(z, c)``, ``D(x, c_maps)``) reads that one."""
-    g_calls = {
-        f.seq: [a for a in capture.calls[f.seq][0] if isinstance(a, Tensor)]
-        for f in _update_forwards(rec, iterations, "G")
-        if f.seq in capture.calls
-    }
-    d_calls = [(f, [a for a in capture.calls[f.seq][0] if isinstance(a, Tensor)])
-               for f in _update_forwards(rec, iterations, "D") if f.seq in capture.calls
-               and not (f.producer is None and f.input_grad)]  # fmt: skip
+    g_calls = {f.seq: _call_tensors(capture, f.seq)
+               for f in _update_forwards(rec, iterations, "G")
+               if f.seq in capture.calls}  # fmt: skip
+    d_calls = [(f, _call_tensors(capture, f.seq)) for f in _update_forwards(rec, iterations, "D")
+               if f.seq in capture.calls and not (f.producer is None and f.input_grad)]  # fmt: skip
     fakes = [(g_calls.get(f.producer.seq), given) for f, given in d_calls
              if f.producer is not None]  # fmt: skip
     if not fakes or any(g is None or not 1 <= len(g) <= 2 for g, _ in fakes):
@@ -1655,8 +1653,7 @@ def _lightning_module(script: _Script) -> str | None:
     ``ganstep.lightning.GANModule`` runs the Step as its ``training_step``, built once,
     and how the printed Step's parts go there."""
     owner = script.namespace.get("self")
-    if not any(c.__name__ == "LightningModule" and c.__module__.startswith(
-            ("lightning.", "pytorch_lightning.")) for c in type(owner).__mro__):  # fmt: skip
+    if not _is_a(owner, "LightningModule", ("lightning.", "pytorch_lightning.")):
         return None
     return (
         f"the update is a LightningModule's ({type(owner).__name__}): "
@@ -1668,13 +1665,20 @@ def _lightning_module(script: _Script) -> str | None:
     )
 
 
+def _is_a(value: object, name: str, modules: tuple[str, ...]) -> bool:
+    """Whether ``value``'s class or a base is the class ``name`` of a package in
+    ``modules`` (read by name: the package need not be installed to ask)."""
+    return any(c.__name__ == name and c.__module__.startswith(modules)
+               for c in type(value).__mro__)  # fmt: skip
+
+
 def _accelerate(script: _Script) -> str | None:
     """Where the script's loop sees an Accelerator of Hugging Face Accelerate: a note
     that ``ganstep.accelerate.prepare`` builds the Step, G and D left out of
     ``accelerator.prepare``."""
-    name = next((k for k, v in script.namespace.items() if not k.startswith("_") and any(
-        c.__name__ == "Accelerator" and c.__module__.startswith("accelerate.")
-        for c in type(v).__mro__)), None)  # fmt: skip
+    name = next((k for k, v in script.namespace.items()
+                 if not k.startswith("_") and _is_a(v, "Accelerator", ("accelerate.",))),
+                None)  # fmt: skip
     if name is None:
         return None
     return (
@@ -2079,8 +2083,8 @@ def _code(script: _Script, schedule: tuple[str, bool], candidate: Candidate,
     if data.embedding is not None:
         g, wrapper = f"GOfLabels({g})", _wrapper(data.embedding)
     if data.g_join is not None or data.g_listed:
-        g = f"{'JoinedG' if data.g_join is not None else 'ListedG'}({g})"
-        wrapper += _g_wrapper(data)
+        name, text = _g_wrapper(data)
+        g, wrapper = f"{name}({g})", wrapper + text
     if data.d_pair is not None:
         d, wrapper = f"PairedD({d})", wrapper + _pair_wrapper(data.d_pair[0])
     if data.d_fill is not None:
@@ -2214,28 +2218,32 @@ def _d_taking(D: nn.Module, data: Replay) -> nn.Module:
     """D as the Step is given it: a ``FilledD`` made from the very text printed where the
     script fills G's condition for D, a ``PairedD`` where it joins G's source and the
     image for D, else D itself."""
-    made: dict = {"torch": torch}
     if data.d_pair is not None:
-        exec(_pair_wrapper(data.d_pair[0]), made)  # noqa: S102 - ganstep's own text
-        D = made["PairedD"](D)
+        D = _made("PairedD", _pair_wrapper(data.d_pair[0]))(D)
     if data.d_fill is None:
         return D
-    exec(_fill_wrapper(*data.d_fill), made)  # noqa: S102 - ganstep's own text
-    return made["FilledD"](D)
+    return _made("FilledD", _fill_wrapper(*data.d_fill))(D)
 
 
-def _g_wrapper(data: Replay) -> str:
-    """The module that gives G its condition joined to z, in the script's order
-    (``JoinedG``), or its z in a list of one (``ListedG``)."""
+def _made(name: str, text: str) -> type:
+    """The class ``name`` that the printed ``text`` makes (a wrapper of G or D)."""
+    made: dict = {"torch": torch}
+    exec(text, made)  # noqa: S102 - ganstep's own text
+    return made[name]
+
+
+def _g_wrapper(data: Replay) -> tuple[str, str]:
+    """The name and text of the module that gives G its condition joined to z, in the
+    script's order (``JoinedG``), or its z in a list of one (``ListedG``)."""
     if data.g_join is None:
-        return _wrapping_class(
+        return "ListedG", _wrapping_class(
             "ListedG", "G",
             "G([z]): z in a list of one, as the script calls G (rosinality's StyleGAN2 without "
             "style mixing).",
             "z", "self.G([z])",
         )  # fmt: skip
     joined = "[z, c]" if data.g_join[0] == "condition_last" else "[c, z]"
-    return _wrapping_class(
+    return "JoinedG", _wrapping_class(
         "JoinedG", "G",
         f"G(z, c) as torch.cat({joined}, 1): the condition beside z, as the script joins them "
         "for G.",
