@@ -70,6 +70,7 @@ def test_bench_variants_and_data_parallel_rows(tmp_path):
     [
         (["--models", "resnet"], "unknown model 'resnet'"),
         (["--objectives", "gan"], "unknown objective 'gan'"),
+        (["--objectives", "bgan"], "'bgan' is not one of them"),  # no reference loop for it
         (["--variants", "turbo"], "unknown variant 'turbo'"),
         (["--processes", "1"], "--processes must be 0 (off) or at least 2, got 1"),
         (["--variants", "graph"], "needs --device cuda"),  # the default device is the CPU

@@ -8,11 +8,12 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
-from helpers.wild import assert_losses, assert_same_sides, build, run_step
+from helpers.wild import assert_losses, assert_same, assert_same_sides, build, run_step
 from test_relativistic import UpG, features, hr_lr_pairs
 from torch import nn
 
 from ganstep import Step, objectives, reference, simultaneous
+from ganstep.engine import views
 
 
 def images(count: int, n: int = 6):
@@ -458,3 +459,126 @@ def test_bgans_fused_slopes_are_its_losses_derivatives():
     d_slope, ratio = objective.fake_slopes(s.detach())
     torch.testing.assert_close(d_slope, h_d)
     torch.testing.assert_close(ratio, h_g / h_d)
+
+
+# --- EBGAN: an autoencoder D, a hinge on the fakes' mean energy, the pulling-away term --
+
+
+class EbganG(nn.Module):
+    """ebgan.py's Generator in small: a Linear, upsampling convs with BatchNorm, Tanh."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.l1 = nn.Linear(4, 8 * 4 * 4)
+        self.conv_blocks = nn.Sequential(nn.Upsample(scale_factor=2), nn.Conv2d(8, 8, 3, 1, 1),
+                                         nn.BatchNorm2d(8, 0.8), nn.LeakyReLU(0.2),
+                                         nn.Conv2d(8, 1, 3, 1, 1), nn.Tanh())  # fmt: skip
+
+    def forward(self, noise):
+        return self.conv_blocks(self.l1(noise).view(noise.shape[0], 8, 4, 4))
+
+
+class EbganD(nn.Module):
+    """ebgan.py's Discriminator in small: a strided conv down, a Linear embedding, fully
+    connected layers with BatchNorm1d, a conv up; it returns ``(out, embedding)``."""
+
+    def __init__(self, up_bias: float | None = None) -> None:
+        super().__init__()
+        self.down = nn.Sequential(nn.Conv2d(1, 4, 3, 2, 1), nn.ReLU())
+        self.embedding = nn.Linear(4 * 4 * 4, 8)
+        self.fc = nn.Sequential(nn.BatchNorm1d(8, 0.8), nn.ReLU(), nn.Linear(8, 64),
+                                nn.BatchNorm1d(64), nn.ReLU())  # fmt: skip
+        self.up = nn.Sequential(nn.Upsample(scale_factor=2), nn.Conv2d(4, 1, 3, 1, 1))
+        if up_bias is not None:  # reconstructions far off: the fakes' energy above the margin
+            nn.init.constant_(self.up[1].bias, up_bias)
+
+    def forward(self, img):
+        out = self.down(img)
+        embedding = self.embedding(out.view(out.size(0), -1))
+        out = self.fc(embedding)
+        out = self.up(out.view(out.size(0), 4, 4, 4))
+        return out, embedding
+
+
+def ebgan_step(side, rng, **options) -> Step:
+    """The Step docs/guide/objectives.md shows for ebgan.py (margin max(1, 6 / 64) = 1);
+    d_forwards="loop" for its BatchNorm D's running statistics (the parameters equal
+    without it)."""
+    latent = lambda n: torch.from_numpy(rng.normal(0, 1, (n, 4)))  # noqa: E731
+    return Step(*side, objective=objectives.EBGAN(1.0, detach_target=True),
+                schedule=simultaneous(), latent=latent,
+                g_terms={"pt": (0.1, views.pull_away())}, d_forwards="loop",
+                **options)  # fmt: skip
+
+
+@pytest.mark.parametrize("up_bias", [None, 3.0], ids=["hinge_on", "hinge_off"])
+def test_ebgan_py_equals_simultaneous_ebgan_with_the_pulling_away_term(up_bias):
+    """ebgan.py: G's step on the reconstruction of its fakes (their target detached) and
+    0.1 times the pulling-away term on D's embeddings; then D's on the real batch and
+    gen_imgs.detach(), the hinge added where the fakes' energy is under the margin (with
+    D's reconstructions far off, as an up-conv bias of 3 makes them, it is not)."""
+    theirs, ours = build(EbganG, lambda: EbganD(up_bias))
+    batches = images(4)
+    expected = reference.pytorch_gan_ebgan(*theirs, batches, np.random.RandomState(0),
+                                           latent_dim=4)  # fmt: skip
+    got = run_step(ebgan_step(ours, np.random.RandomState(0)), batches)
+    assert_losses(got, expected)
+    assert_same_sides(ours, theirs)  # BatchNorm statistics of both too
+    energy_fake = got[0]["loss_g"] - got[0]["pt"]
+    assert (energy_fake < 1.0) == (up_bias is None), energy_fake
+
+
+def test_ebgan_with_the_fakes_as_the_targets_of_g_is_another_update():
+    """The check can fail: without detach_target G's gradient also flows through the
+    reconstruction's target (the paper's math, not ebgan.py's)."""
+    theirs, ours = build(EbganG, EbganD)
+    batches = images(1)
+    reference.pytorch_gan_ebgan(*theirs, batches, np.random.RandomState(0), latent_dim=4)
+    rng = np.random.RandomState(0)
+    step = Step(*ours, objective=objectives.EBGAN(1.0), schedule=simultaneous(),
+                latent=lambda n: torch.from_numpy(rng.normal(0, 1, (n, 4))),
+                g_terms={"pt": (0.1, views.pull_away())}, d_forwards="loop")  # fmt: skip
+    run_step(step, batches)
+    assert_same(ours[1], theirs[1], exact=True)  # D's first step does not read G's gradient
+    with pytest.raises(AssertionError):
+        assert_same(ours[0], theirs[0], exact=True)
+
+
+def test_ebgan_losses_and_pulling_away_term_by_hand():
+    """L_D = mean E(x) + max(0, m - mean E(G(z))) with E the per-sample mean square error
+    of D's reconstruction; the pulling-away term is the mean cosine of distinct pairs."""
+    objective = objectives.EBGAN(margin=0.5)
+    x = torch.randn(4, 1, 3, 3, dtype=torch.float64)
+    recon = x + 0.1
+    energy = objective.score(recon, x)
+    assert torch.allclose(energy, torch.full((4,), 0.01, dtype=torch.float64))
+    low, _ = objective.d_loss(energy, energy)
+    assert low.item() == pytest.approx(0.01 + 0.49)
+    high, _ = objective.d_loss(energy, energy + 1.0)
+    assert high.item() == pytest.approx(0.01)
+    with pytest.raises(ValueError, match="'ebgan' needs D to be an autoencoder"):
+        objective.score(torch.zeros(4, 1), x)
+    e = torch.tensor([[1.0, 0.0], [0.0, 2.0], [3.0, 3.0]], dtype=torch.float64)
+    cosines = [0.0, 2**-0.5, 2**-0.5]  # the pairs (0, 1), (0, 2), (1, 2)
+    view = views.View("g", None, None, d_fake_out=(None, e))
+    assert views.pull_away()(view).item() == pytest.approx(2 * sum(cosines) / 6)
+    with pytest.raises(ValueError, match="two fakes or more"):
+        views.pull_away()(views.View("g", None, None, d_fake_out=(None, e[:1])))
+
+
+@pytest.mark.parametrize("margin", [-1.0, float("inf"), float("nan")])
+def test_ebgan_refuses_a_margin_that_is_no_finite_number_above_0(margin):
+    with pytest.raises(ValueError, match="ebgan margin"):
+        objectives.EBGAN(margin)
+    with pytest.raises(ValueError, match="detach_target must be True or False"):
+        objectives.EBGAN(detach_target=1)
+
+
+def test_ebgan_refuses_micro_batches_and_the_fused_step():
+    """Its hinge takes the fake batch's mean: micro-batches' hinges are not the batch's."""
+    theirs, ours = build(EbganG, EbganD)
+    with pytest.raises(ValueError, match="fake batch's mean energy"):
+        ebgan_step(ours, np.random.RandomState(0), accumulate=2)
+    with pytest.raises(ValueError, match="fake batch's mean energy"):
+        Step(*ours, objective="ebgan", schedule=simultaneous(fused=True),
+             latent=lambda n: torch.randn(n, 4, dtype=torch.float64))  # fmt: skip

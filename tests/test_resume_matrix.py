@@ -14,7 +14,7 @@ import pytest
 import torch
 from helpers import assert_same_state, checkpoint
 
-from ganstep.engine.objectives import OBJECTIVES, R1_OBJECTIVES
+from ganstep.engine.objectives import AUTOENCODER_OBJECTIVES, OBJECTIVES, R1_OBJECTIVES
 from ganstep.trainer.train import Config, train
 
 POINTS = {"data": "grid", "model": "mlp", "width": 16, "batch_size": 16, "r1": 0.0}
@@ -27,7 +27,7 @@ CASES += [("ns", "points-lazy_r1"), ("hinge", "images-lazy_r1"), ("ns", "images-
 
 def config(objective: str, data: str, out) -> Config:
     values = dict(POINTS if data.startswith("points") else IMAGES)
-    if objective == "began" and data.startswith("images"):
+    if objective in AUTOENCODER_OBJECTIVES and data.startswith("images"):
         values["model"] = "began"
     if data.endswith("lazy_r1"):
         assert objective in R1_OBJECTIVES

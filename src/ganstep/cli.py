@@ -194,7 +194,7 @@ def _add_bench(sub) -> None:
     )
     bench.add_argument("--models", nargs="+", default=["mlp", "dcgan", "began"], help=models)
     bench.add_argument("--objectives", nargs="+", default=["ns", "began"],
-                       help="objectives (the began model runs only with began)")  # fmt: skip
+                       help="objectives (the began model runs with began, ebgan only)")  # fmt: skip
     bench.add_argument("--reps", type=int, default=15, help="timed iterations per implementation")
     bench.add_argument("--warmup", type=int, default=3, help="untimed iterations first")
     bench.add_argument("--width", type=int, default=64, help="DCGAN width (BEGAN: half)")
@@ -379,8 +379,15 @@ def _bench(args: argparse.Namespace) -> int:
         raise ValueError("--variants graph captures CUDA graphs: it needs --device cuda")
     if args.processes and args.device != "cpu":
         raise ValueError("--processes measures CPU processes (gloo); use --device cpu")
+    from .tools.reference.common import TUTORIAL_OBJECTIVES
+
     for objective in args.objectives:
         check_name("objective", objective, OBJECTIVES)
+        if objective not in TUTORIAL_OBJECTIVES:
+            raise ValueError(
+                f"ganstep bench compares the objectives its reference loops write "
+                f"({', '.join(TUTORIAL_OBJECTIVES)}); {objective!r} is not one of them"
+            )
     if args.reps < 1 or args.warmup < 0:
         raise ValueError("--reps must be at least 1 and --warmup at least 0")
     _writable_output(args.json, "--json", args.force)
@@ -393,7 +400,10 @@ def _bench(args: argparse.Namespace) -> int:
                  dcgan_width=args.width, batch=args.batch_size, device=args.device,
                  variants=args.variants, processes=args.processes)  # fmt: skip
     if not rows:
-        raise ValueError("nothing to measure: the began model runs only with --objectives began")
+        raise ValueError(
+            "nothing to measure: the began model runs only with --objectives began or ebgan, "
+            "and they with it or mlp"
+        )
     print(table(rows))
     if args.json:
         write_json(rows, args.json)

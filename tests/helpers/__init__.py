@@ -20,12 +20,13 @@ import pytest
 import torch
 from torch.utils.flop_counter import FlopCounterMode
 
+from ganstep.engine.objectives import AUTOENCODER_OBJECTIVES
 from ganstep.trainer.models import MLP
 
 Z_DIM, X_DIM, BATCH = 3, 2, 6
 
 OBJECTIVES = ["minimax", "ns", "lsgan", "hinge", "wgan_gp", "began", "softmax",
-              "rsgan", "rasgan", "ralsgan", "rahinge"]  # fmt: skip
+              "rsgan", "rasgan", "ralsgan", "rahinge", "ebgan"]  # fmt: skip
 
 
 class Run:
@@ -34,7 +35,8 @@ class Run:
     def __init__(self, objective: str, batchnorm: bool, dtype=torch.float64, device="cpu"):
         torch.manual_seed(0)
         self.G = MLP(Z_DIM, X_DIM, (8,), activation=torch.nn.LeakyReLU, batchnorm=batchnorm)
-        d_out = X_DIM if objective == "began" else 1  # BEGAN's D is an autoencoder
+        # BEGAN's and EBGAN's D is an autoencoder
+        d_out = X_DIM if objective in AUTOENCODER_OBJECTIVES else 1
         self.D = MLP(X_DIM, d_out, (8, 4), activation=torch.nn.LeakyReLU, batchnorm=batchnorm)
         self.G.to(device, dtype)
         self.D.to(device, dtype)

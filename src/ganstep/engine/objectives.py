@@ -16,7 +16,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from .checks import non_negative
+from .checks import non_negative, scale_factor
 from .registry import resolve
 from .regularizers import R1, WithR1
 from .regularizers import lazy_regularization as lazy_regularization  # its old home
@@ -317,6 +317,9 @@ class Wasserstein(Objective):
     L_G = -mean(D(G(z))); :class:`WGAN` and :class:`WGANGP` keep D Lipschitz each
     their way."""
 
+    # named in messages; not in OBJECTIVES, since its D needs a Lipschitz bound of the
+    # user's own (spectral norm), which a name alone cannot give
+    name = "wasserstein"
     constant_ratio = True
     constant_slopes = True
     not_fusable = None
@@ -616,11 +619,7 @@ class BEGAN(Objective):
         self.k = torch.tensor(float(k0))
 
     def score(self, out: Tensor, inp: Tensor) -> Tensor:
-        if out.shape != inp.shape:
-            raise ValueError(
-                "objective 'began' needs D to be an autoencoder, D(x) shaped like x: "
-                f"got D(x) of shape {tuple(out.shape)} for x of shape {tuple(inp.shape)}"
-            )
+        _check_autoencoder(self.name, out, inp)
         return (inp - out).abs().reshape(inp.shape[0], -1).mean(1)
 
     def d_loss(self, real: Tensor, fake: Tensor) -> tuple[Tensor, Logs]:
@@ -653,6 +652,58 @@ class BEGAN(Objective):
         return f"BEGAN(gamma={self.gamma}, lambda_k={self.lambda_k})"
 
 
+class EBGAN(Objective):
+    """EBGAN (Zhao et al., 2017): D is an autoencoder, and a sample's energy is its
+    reconstruction error E(v) = mean((D(v) - v)^2) over the sample's elements.
+
+    L_D = mean E(x) + max(0, margin - mean E(G(z))), L_G = mean E(G(z)): the hinge
+    takes the fake batch's mean energy, as PyTorch-GAN's ``ebgan.py`` and the paper's
+    TensorFlow codes write it. ``detach_target=True`` reads the fakes as constants
+    where they are the reconstruction's target (``ebgan.py``'s ``MSELoss(recon_imgs,
+    gen_imgs.detach())``): G's gradient then flows through D's reconstruction alone;
+    by default it flows through both, as the paper's ``||Dec(Enc(v)) - v||``. The
+    pulling-away term of EBGAN-PT reads D's embedding of the fakes: a G term,
+    :func:`ganstep.engine.views.pull_away`.
+    """
+
+    name = "ebgan"
+    reads_scores = False
+    not_fusable = "its hinge takes the fake batch's mean energy"
+    batch_coupled = "its hinge takes the fake batch's mean energy"
+
+    def __init__(self, margin: float = 1.0, detach_target: bool = False) -> None:
+        self.margin = scale_factor(margin, f"{self.name} margin", zero=True)
+        if not isinstance(detach_target, bool):
+            raise ValueError(f"ebgan detach_target must be True or False, got {detach_target!r}")
+        self.detach_target = detach_target
+
+    def score(self, out: Tensor, inp: Tensor) -> Tensor:
+        _check_autoencoder(self.name, out, inp)
+        target = inp.detach() if self.detach_target else inp
+        return (out - target).square().reshape(inp.shape[0], -1).mean(1)
+
+    def d_loss(self, real: Tensor, fake: Tensor) -> tuple[Tensor, Logs]:
+        # relu, not clamp: no gradient where the fakes' energy is the margin itself, as
+        # ebgan.py adds the hinge only where it is above 0
+        return real.mean() + torch.relu(self.margin - fake.mean()), {}
+
+    def g_loss(self, fake: Tensor, real: Tensor | None = None) -> tuple[Tensor, Logs]:
+        return fake.mean(), {}
+
+    def __repr__(self) -> str:
+        detach = ", detach_target=True" if self.detach_target else ""
+        return f"EBGAN(margin={self.margin}{detach})"
+
+
+def _check_autoencoder(name: str, out: Tensor, inp: Tensor) -> None:
+    """Refuse a D whose output is not shaped like its input (an autoencoder's is)."""
+    if out.shape != inp.shape:
+        raise ValueError(
+            f"objective {name!r} needs D to be an autoencoder, D(x) shaped like x: "
+            f"got D(x) of shape {tuple(out.shape)} for x of shape {tuple(inp.shape)}"
+        )
+
+
 class Softmax(Objective):
     """SoftmaxGAN (the SoftmaxGAN graph post), logits as energies.
 
@@ -681,15 +732,18 @@ class Softmax(Objective):
 minimax, ns, lsgan, hinge = Minimax, NS, LSGAN, Hinge
 wgan_gp, began, softmax, wgan = WGANGP, BEGAN, Softmax, WGAN
 rsgan, rasgan, ralsgan, rahinge = RSGAN, RaSGAN, RaLSGAN, RaHinge
-bgan = BGAN
+bgan, ebgan = BGAN, EBGAN
 
 # The objectives that take R1 (they inherit WithR1), in the order messages name them.
 R1_OBJECTIVES = tuple(cls.name for cls in (NS, Minimax, LSGAN, Hinge, BGAN))
 
 # Every objective by name, in the order messages list them.
 _ALL = (minimax, ns, lsgan, hinge, wgan_gp, began, softmax, wgan, rsgan, rasgan, ralsgan, rahinge,
-        bgan)  # fmt: skip
+        bgan, ebgan)  # fmt: skip
 OBJECTIVES: dict[str, type[Objective]] = {cls.name: cls for cls in _ALL}
+
+# The objectives whose D is an autoencoder (its output shaped like its input).
+AUTOENCODER_OBJECTIVES = tuple(cls.name for cls in _ALL if not cls.reads_scores)
 
 
 PENALTY_AT = ("after", "before", "loss_forwards")

@@ -55,13 +55,14 @@ class Step:
     Args:
         G: the generator, any ``nn.Module`` mapping a batch of z to a batch of samples.
         D: the discriminator, any ``nn.Module``: one logit per sample, or for ``began``
-            an autoencoder whose output is shaped like its input.
+            and ``ebgan`` an autoencoder whose output is shaped like its input.
         opt_g: any ``torch.optim.Optimizer`` holding G's trainable parameters (and not
             D's).
         opt_d: the same for D's parameters (and not G's).
         objective: a name (``minimax``, ``ns``, ``lsgan``, ``hinge``, ``wgan_gp``,
             ``wgan``, ``began``, ``softmax``, ``rsgan``, ``rasgan``, ``ralsgan``,
-            ``rahinge``) or an :class:`~ganstep.engine.objectives.Objective`.
+            ``rahinge``, ``bgan``, ``ebgan``) or an
+            :class:`~ganstep.engine.objectives.Objective`.
         schedule: a name (``d_first``, ``g_first``, ``simultaneous``) or a
             :class:`~ganstep.engine.schedules.Schedule` with options, e.g. ``d_first(d_steps=5)``.
         latent: ``latent(n)`` returns a batch of n z. Step draws z only through it,

@@ -195,6 +195,24 @@ def feature_matching(features: Callable[[object], Tensor] = lambda out: out[1]) 
     return reads_real(term)
 
 
+def pull_away(embedding: Callable[[object], Tensor] = lambda out: out[1]) -> Term:
+    """EBGAN's pulling-away term as a G term: the mean cosine similarity of D's
+    embeddings of two distinct fakes, (sum_ij S_ij - n) / (n (n - 1)) with S_ij the
+    cosine of embeddings i and j, read from D's output on the fakes by ``embedding``
+    (default: the second element of D's tuple ``(reconstruction, embedding)``).
+    PyTorch-GAN's ``ebgan.py`` weighs it 0.1: ``g_terms={"pt": (0.1, pull_away())}``."""
+
+    def term(view: View) -> Tensor:
+        e = embedding(view.d_fake).flatten(1)
+        n = e.shape[0]
+        if n < 2:
+            raise ValueError(f"the pulling-away term compares two fakes or more; got {n}")
+        unit = e / e.square().sum(1, keepdim=True).sqrt()
+        return ((unit @ unit.t()).sum() - n) / (n * (n - 1))
+
+    return term
+
+
 def _short(text: str, most: int = 120) -> str:
     return text if len(text) <= most else text[: most - 5] + " ...)"
 

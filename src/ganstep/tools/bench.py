@@ -29,7 +29,7 @@ from torch.nn.utils import parametrizations
 from torch.utils.flop_counter import FlopCounterMode
 
 from ..engine.distributed import exit_now, leave
-from ..engine.objectives import NS
+from ..engine.objectives import AUTOENCODER_OBJECTIVES, NS
 from ..engine.schedules import d_first, g_first, simultaneous
 from ..engine.sides import frozen
 from ..engine.step import Step
@@ -99,7 +99,7 @@ def make_pair(model: str, objective: str, batch: int, width: int, device, seed: 
         z_dim = 2
         G = MLP(z_dim, 2, (width,) * 3)
         D = MLP(2, 1, (width,) * 3, activation=nn.LeakyReLU)
-        if objective == "began":
+        if objective in AUTOENCODER_OBJECTIVES:
             D = MLP(2, 2, (width, 2, width), activation=nn.ELU)
         gen = torch.Generator().manual_seed(seed)
         real = sample_mixture(grid_modes(), 0.05, batch, gen)
@@ -340,9 +340,10 @@ def flops(fn: Callable) -> int:
 
 def pairs(models, objectives) -> list[tuple[str, str]]:
     """The (model, objective) pairs that are measured: the began model's D is an
-    autoencoder, so it runs with the began objective only (and only it, beside mlp)."""
+    autoencoder, so it runs with the objectives of one only (began, ebgan), and they
+    with it only, beside mlp."""
     return [(m, o) for m in models for o in objectives
-            if not ((m == "began") != (o == "began") and m != "mlp")]  # fmt: skip
+            if not ((m == "began") != (o in AUTOENCODER_OBJECTIVES) and m != "mlp")]  # fmt: skip
 
 
 def bench(

@@ -15,7 +15,7 @@ import torch
 
 from ..engine.augment import is_policy
 from ..engine.checks import positive_int
-from ..engine.objectives import OBJECTIVES, R1_OBJECTIVES
+from ..engine.objectives import AUTOENCODER_OBJECTIVES, OBJECTIVES, R1_OBJECTIVES
 from ..engine.precision import DTYPES
 from ..engine.registry import check_name
 from ..engine.schedules import SCHEDULES
@@ -256,8 +256,8 @@ class Config:
         """What packing D's inputs (PacGAN) goes with: one sample per pack slot and a D
         that scores each pack, unaugmented (an augmentation would see a pack as one
         image and treat its samples alike)."""
-        if self.conditional or self.objective == "began" or self.model == "began":
-            what = "--conditional" if self.conditional else "began"
+        if self.conditional or self.objective in AUTOENCODER_OBJECTIVES or self.model == "began":
+            what = "--conditional" if self.conditional else "an autoencoder D"
             raise ValueError(f"pack {self.pack}: packing does not go with {what}")
         if self.augment != "none":
             raise ValueError(f"pack {self.pack}: packing does not go with --augment")

@@ -67,9 +67,9 @@ with these, never with a re-writing of them: ``pytorch_examples_dcgan``,
 ``pytorch_gan_dragan``, ``pytorch_gan_wgan_div``, ``pytorch_gan_relativistic``,
 ``pytorch_gan_stargan``, ``pytorch_gan_discogan``, ``pytorch_gan_dualgan``,
 ``pytorch_gan_bicyclegan``, ``diffaugment`` with ``diff_augment``, ``taming_vqgan``,
-``hifigan``, ``pytorch_gan_bgan`` (tests/test_pytorch_gan_loops.py), and the
-conditional, image-to-image and StyleGAN2-ADA loops, which
-docs/loops.md shows each beside its Step; ``udacity_gan_mnist`` (one-sided label
+``hifigan``, ``pytorch_gan_bgan``, ``pytorch_gan_ebgan``
+(tests/test_pytorch_gan_loops.py), and the conditional, image-to-image and
+StyleGAN2-ADA loops, which docs/loops.md shows each beside its Step; ``udacity_gan_mnist`` (one-sided label
 smoothing, tests/test_label_smoothing.py); ``dcgan_tensorflow`` (G's optimizer run
 twice on one z, tests/test_g_steps_share_z.py); ``emilien_dupont_wgan_gp`` (the
 penalty's norm as ``sqrt(sum + 1e-12)``), ``lynnho_wgan_gp`` (its interpolates as
@@ -152,6 +152,7 @@ from .pytorch_gan import (  # noqa: F401
     pytorch_gan_discogan,
     pytorch_gan_dragan,
     pytorch_gan_dualgan,
+    pytorch_gan_ebgan,
     pytorch_gan_esrgan,
     pytorch_gan_g_first,
     pytorch_gan_infogan,

@@ -35,13 +35,19 @@ def relativistic_loss(name: str, y_pred: Tensor, y_pred_fake: Tensor) -> Tensor:
             + torch.mean(F.relu(1.0 + (y_pred_fake - torch.mean(y_pred))))) / 2  # fmt: skip
 
 
+# The objectives the reference loops below write as tutorials do (ganstep bench's).
+TUTORIAL_OBJECTIVES = ("minimax", "ns", "lsgan", "hinge", "wgan_gp", "began", "softmax",
+                       *RELATIVISTIC, "ebgan")  # fmt: skip
+
+
 class _Losses:
     """Each objective as tutorials write it, on D's raw outputs; BEGAN's k_t as the paper."""
 
     def __init__(self, name: str, gamma: float = 0.5, lambda_k: float = 0.001) -> None:
-        known = ("minimax", "ns", "lsgan", "hinge", "wgan_gp", "began", "softmax", *RELATIVISTIC)
-        if name not in known:
-            raise ValueError(f"unknown objective {name!r}; choose one of: {', '.join(known)}")
+        if name not in TUTORIAL_OBJECTIVES:
+            raise ValueError(
+                f"unknown objective {name!r}; choose one of: {', '.join(TUTORIAL_OBJECTIVES)}"
+            )
         self.name, self.gamma, self.lambda_k = name, gamma, lambda_k
         self.g_needs_real = name == "softmax" or name in RELATIVISTIC
         self.kt = 0.0
@@ -69,6 +75,8 @@ class _Losses:
             loss = self.d_loss1 - self.kt * F.l1_loss(fake_out, fake)
         elif self.name in RELATIVISTIC:
             loss = relativistic_loss(self.name, real_out, fake_out)
+        elif self.name == "ebgan":  # margin 1, as PyTorch-GAN's at batches up to 64
+            loss = F.mse_loss(real_out, real) + torch.relu(1.0 - F.mse_loss(fake_out, fake))
         else:  # softmax
             z_b = torch.sum(torch.exp(-real_out)) + torch.sum(torch.exp(-fake_out))
             loss = torch.mean(real_out) + torch.log(z_b)
@@ -89,6 +97,8 @@ class _Losses:
             loss = self.g_loss = F.l1_loss(fake_out, fake)
         elif self.name in RELATIVISTIC:  # the same loss with the roles swapped
             loss = relativistic_loss(self.name, fake_out, real_out)
+        elif self.name == "ebgan":
+            loss = F.mse_loss(fake_out, fake)
         else:  # softmax
             b = 1 / (2 * fake_out.size(0))
             z_b = torch.sum(torch.exp(-real_out)) + torch.sum(torch.exp(-fake_out))

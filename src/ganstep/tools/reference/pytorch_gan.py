@@ -180,6 +180,56 @@ def pytorch_gan_bgan(G, D, opt_g, opt_d, batches: Batches, rng: np.random.Random
     return history
 
 
+def pytorch_gan_ebgan(G, D, opt_g, opt_d, batches: Batches, rng: np.random.RandomState,
+                      latent_dim: int, lambda_pt: float = 0.1):  # fmt: skip
+    """eriklindernoren/PyTorch-GAN ``implementations/ebgan/ebgan.py`` (commit a354923),
+    one epoch of it. D is an autoencoder returning ``(reconstruction, embedding)``. Per
+    batch G's step first, z from numpy's generator (``rng`` stands for ``np.random``):
+    ``pixelwise_loss(recon_imgs, gen_imgs.detach()) + lambda_pt *
+    pullaway_loss(img_embeddings)`` (``MSELoss``; D not frozen); then D's step on the
+    real batch and ``gen_imgs.detach()``: ``d_loss = d_loss_real``, and ``d_loss +=
+    margin - d_loss_fake`` where ``(margin - d_loss_fake.data).item() > 0``, with
+    ``margin = max(1, batch_size / 64.)``. ganstep: ``simultaneous()``,
+    ``EBGAN(margin, detach_target=True)`` and ``g_terms={"pt": (lambda_pt,
+    views.pull_away())}``."""
+
+    def pullaway_loss(embeddings):
+        norm = torch.sqrt(torch.sum(embeddings**2, -1, keepdim=True))
+        normalized_emb = embeddings / norm
+        similarity = torch.matmul(normalized_emb, normalized_emb.transpose(1, 0))
+        batch_size = embeddings.size(0)
+        loss_pt = (torch.sum(similarity) - batch_size) / (batch_size * (batch_size - 1))
+        return loss_pt
+
+    pixelwise_loss = nn.MSELoss()
+    history = []
+    for imgs in batches:
+        margin = max(1, imgs.shape[0] / 64.0)
+        real_imgs = imgs
+        # Train Generator
+        opt_g.zero_grad()
+        z = _as_floats(rng.normal(0, 1, (imgs.shape[0], latent_dim)), imgs)
+        gen_imgs = G(z)
+        recon_imgs, img_embeddings = D(gen_imgs)
+        g_loss = pixelwise_loss(recon_imgs, gen_imgs.detach()) + \
+            lambda_pt * pullaway_loss(img_embeddings)  # fmt: skip
+        g_loss.backward()
+        opt_g.step()
+        # Train Discriminator
+        opt_d.zero_grad()
+        real_recon, _ = D(real_imgs)
+        fake_recon, _ = D(gen_imgs.detach())
+        d_loss_real = pixelwise_loss(real_recon, real_imgs)
+        d_loss_fake = pixelwise_loss(fake_recon, gen_imgs.detach())
+        d_loss = d_loss_real
+        if (margin - d_loss_fake.data).item() > 0:
+            d_loss += margin - d_loss_fake
+        d_loss.backward()
+        opt_d.step()
+        history.append({"loss_d": d_loss.item(), "loss_g": g_loss.item()})
+    return history
+
+
 def pytorch_gan_wgan_div(G, D, opt_g, opt_d, batches: Batches, rng: np.random.RandomState,
                          latent_dim: int, n_critic: int = 5, k: float = 2,
                          p: float = 6):  # fmt: skip

@@ -6,6 +6,7 @@ import math
 
 from torch import Tensor, nn
 
+from ...engine.objectives import AUTOENCODER_OBJECTIVES
 from ...engine.registry import check_name
 from .began import BEGANDecoder, BEGANDiscriminator, BEGANEncoder
 from .conditional import ConditionalGenerator, ProjectionDiscriminator
@@ -57,19 +58,20 @@ def build_models(
 ) -> tuple[nn.Module, nn.Module]:
     """G and D of model ``name`` for samples of ``shape``.
 
-    ``began`` pairs only with the ``began`` objective (its D is an autoencoder); with
-    ``mlp`` the ``began`` objective gets an MLP autoencoder D. ``shape`` of images
+    ``began`` pairs only with the objectives of an autoencoder D (``began``,
+    ``ebgan``); with ``mlp`` they get an MLP autoencoder D. ``shape`` of images
     must already be the model size (see :func:`image_size`). With ``classes``, the
     class-conditional DCGAN: ``G(z, y)`` and a projection ``D(x, y)``. With ``pack``
     above 1, D takes packs of that many samples (:mod:`.packing`); G is unchanged.
     """
     check_name("model", name, MODELS)
     images = len(shape) == 3
-    if pack > 1 and (classes is not None or "began" in (name, objective)):
+    autoencoder = objective in AUTOENCODER_OBJECTIVES
+    if pack > 1 and (classes is not None or name == "began" or autoencoder):
         raise ValueError("packing needs an unconditional G and a D that scores samples, not began")
     d_shape = packed_shape(shape, pack)
     if classes is not None:
-        if name != "dcgan" or not images or objective == "began":
+        if name != "dcgan" or not images or autoencoder:
             raise ValueError(
                 f"conditional training uses the dcgan model on images with a logit objective; "
                 f"got model {name!r}, objective {objective!r}"
@@ -81,15 +83,18 @@ def build_models(
         )
     if name != "mlp" and not images:
         raise ValueError(f"model {name!r} needs images; use --model mlp for {shape} vectors")
-    if (name == "began") != (objective == "began") and name != "mlp":
+    if (name == "began") != autoencoder and name != "mlp":
         raise ValueError(
-            "the 'began' model (an autoencoder D) goes with the 'began' objective and only "
-            f"with it; got model {name!r} with objective {objective!r}"
-        )
+            f"objective {objective!r} needs an autoencoder D: use model 'began' (or 'mlp')"
+            if autoencoder else
+            "the 'began' model (an autoencoder D) goes with the objectives of an autoencoder "
+            f"({', '.join(AUTOENCODER_OBJECTIVES)}) and only with them; got objective "
+            f"{objective!r}"
+        )  # fmt: skip
     if name == "mlp":
         hidden = (width, width, width)
         G = ImageMLP(z_dim, shape, hidden) if images else MLP(z_dim, shape[0], hidden)
-        if objective == "began":
+        if autoencoder:
             return G, Autoencoder(shape, width, max(2, width // 4))
         return G, MLP(math.prod(d_shape), 1, hidden, activation=nn.LeakyReLU)
     channels, size = shape[0], image_size(shape)
