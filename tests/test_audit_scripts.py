@@ -465,6 +465,12 @@ PORTED = {  # script: what its verified Step must say
     "pytorch_gan_pix2pix": ("objective=LSGAN()", 'latent=None', 'condition="real"',
                             'g_terms={"l1": (100.0, ', "g_scale=2.0",
                             "step((target_batch, source_batch))"),
+    # an autoencoder D returning (reconstruction, embedding): EBGAN's hinge at the margin,
+    # the fakes detached as G's target, the pulling-away term; D's BatchNorm1d statistics
+    # moved at each of its three forwards an iteration
+    "pytorch_gan_ebgan": ("objective=EBGAN(1, detach_target=True)", "schedule=simultaneous()",
+                          'g_terms={"pt": (0.1, views.pull_away())}', 'd_forwards="loop"',
+                          "from ganstep.engine import views\n"),
 }  # fmt: skip
 
 
@@ -1549,6 +1555,39 @@ def assert_verified(port: dict) -> None:
     """A Step was printed, within float32's tolerance of the script."""
     assert port["max_difference"] is not None, port["notes"]
     assert port["max_difference"] <= 1e-6, port["notes"]
+
+
+def test_a_simultaneous_loop_with_a_batchnorm_d_ports_with_the_loops_d_forwards(tmp_path):
+    """PyTorch-GAN's G-first loop with a BatchNorm1d in D: a Step merges the two forwards
+    of D on the fakes, whose parameters equal the script's and whose running statistics
+    do not (they move once a forward). The port said no objective equals the losses
+    (they parted in num_batches_tracked); it prints d_forwards="loop"."""
+    source = (SCRIPTS / "pytorch_gan_dcgan.py").read_text()
+    plain = "torch.nn.LeakyReLU(0.2),\n            torch.nn.Linear(nh, 1),"
+    assert plain in source
+    batchnorm = plain.replace("\n", "\n            torch.nn.BatchNorm1d(nh, 0.8),\n", 1)
+    port = port_of_source(tmp_path, "bn_d", source.replace(plain, batchnorm), "--verify", "3")
+    assert port["max_difference"] == 0, port["notes"]
+    assert port["float64_difference"] <= 1e-12
+    assert 'd_forwards="loop",  # D forwarded in each phase as the script does' in port["code"]
+    assert "schedule=simultaneous()" in port["code"]
+    # a D without statistics: the Step merges its forwards, and the port says nothing
+    plain_port = port_of_source(tmp_path, "plain_d", source, "--verify", "3")
+    assert plain_port["max_difference"] == 0, plain_port["notes"]
+    assert "d_forwards" not in plain_port["code"]
+
+
+def test_a_loop_on_bce_with_logits_ports_to_the_step_equal_to_the_bit(tmp_path):
+    """stat453's train_gan_v1 takes F.binary_cross_entropy_with_logits: NS() equals it
+    within float32's tolerance (6e-8 apart over 3 iterations, D's BatchNorm subtracting
+    a rounding-only gradient), and its BCEWithLogitsLoss form to the bit; the port
+    printed NS(), and now tries the form that rounds as the script's too, keeping the
+    nearer of the two."""
+    proc, port = ported(tmp_path, "rasbt_dcgan", flag=("--verify", 3))
+    assert port["max_difference"] == 0, port["notes"]
+    assert port["float64_difference"] <= 1e-12
+    assert "objective=NS(bce_with_logits=True)" in port["code"]
+    assert "model.generator, model.discriminator, optimizer_gen, optimizer_discr" in port["code"]
 
 
 def test_generative_collections_gan_ports_to_reuse_z(tmp_path):

@@ -155,7 +155,8 @@ def test_the_trainer_draws_one_batch_per_slot():
         (["--conditional", "--data", "digits", "--model", "dcgan"], "--conditional"),
         (["--augment", "diffaugment"], "--augment"),
         (["--schedule", "simultaneous", "--fused"], "--fused"),
-        (["--objective", "began"], "began"),
+        (["--objective", "began"], "began's autoencoder D"),
+        (["--objective", "ebgan"], "ebgan's autoencoder D"),
     ],
 )
 def test_what_packing_does_not_go_with_is_refused(tmp_path, flags, message):

@@ -58,6 +58,7 @@ from torch import Tensor, nn
 from ..engine.objectives import (
     BEGAN,
     BGAN,
+    EBGAN,
     LSGAN,
     NS,
     RSGAN,
@@ -74,7 +75,7 @@ from ..engine.objectives import (
 from ..engine.regularizers import PathLength, WithR1
 from ..engine.schedules import d_first, g_first, simultaneous
 from ..engine.step import Step
-from ..engine.views import adversarial, ends_in_sigmoid
+from ..engine.views import adversarial, ends_in_sigmoid, pull_away
 from .audit import STALE_CAST
 from .copies import module_copy
 
@@ -238,6 +239,8 @@ class Candidate:
     style_mixing: float | None = None
     # G's lazy path length regularization (StyleGAN2-ADA's Greg): its weight and interval
     path_length: tuple[float, int] | None = None
+    # EBGAN-PT: the weight of the pulling-away term on D's embedding of the fakes
+    pull_away: float | None = None
 
 
 # style mixing probabilities tried (StyleGAN2-ADA's StyleGAN2Loss default, and a half)
@@ -339,20 +342,23 @@ def with_r1(found: list[Candidate], every: int, rounds: int) -> list[Candidate]:
 
 
 def candidates(d_output: Tensor, penalty: str | None, clip: float | None,
-               autoencoder: bool = False, images: bool = False) -> list[Candidate]:  # fmt: skip
+               autoencoder: bool = False, images: bool = False,
+               embedding: bool = False) -> list[Candidate]:  # fmt: skip
     """The objectives the script's D loss could be: on probabilities where D's output
     comes out of a Sigmoid, with a gradient penalty where D's step took a double
     backward (``penalty``: ``"r1"`` where it was taken at the real batch, ``"gp"``,
     WGAN-GP's, where D was given points of its own), WGAN's clipping where D's weights
     end clamped to ``clip``; the scales the public scripts use (PyTorch-GAN halves D's
     BCE, MSE is twice ganstep's halved least squares), and BEGAN's where D's output is
-    shaped like its input (an autoencoder). With ``images`` (D's input has dimensions
-    past its features), WGAN-GP's norm over channels at each position too
-    (``gradients.norm(2, dim=1)`` of the unflattened gradient)."""
+    shaped like its input (an autoencoder), and EBGAN's, with its pulling-away term
+    where D returns an ``embedding`` beside its reconstruction. With ``images`` (D's
+    input has dimensions past its features), WGAN-GP's norm over channels at each
+    position too (``gradients.norm(2, dim=1)`` of the unflattened gradient)."""
     if autoencoder:
         why = "D's output is shaped like its input: BEGAN's autoencoder losses"
-        return [Candidate(f"BEGAN(gamma={g})", lambda g=g: BEGAN(gamma=g), 1.0, 1.0, why)
-                for g in (0.5, 0.75)]  # fmt: skip
+        began = [Candidate(f"BEGAN(gamma={g})", lambda g=g: BEGAN(gamma=g), 1.0, 1.0, why)
+                 for g in (0.5, 0.75)]  # fmt: skip
+        return began + ebgan_candidates(d_output.shape[0], embedding)
     if clip is not None:
         why = f"D's weights end clamped to +-{clip:g} after its steps: WGAN's clipping"
         return [Candidate(f"WGAN(clip={clip:g})", lambda: WGAN(clip=clip), 1.0, 1.0, why)]
@@ -399,6 +405,28 @@ def candidates(d_output: Tensor, penalty: str | None, clip: float | None,
     found += [Candidate(code, make, 1.0, 1.0, why) for code, make in RELATIVISTIC]
     return found
 
+
+def ebgan_candidates(n: int, embedding: bool) -> list[Candidate]:
+    """EBGAN's losses at the margin its public codes take, ``max(1, batch_size / 64)``,
+    the fakes as the reconstruction's target with G's gradient and without it
+    (PyTorch-GAN's ``gen_imgs.detach()``), and with the pulling-away term at its codes'
+    weight 0.1 where D returns an embedding beside its reconstruction."""
+    margin = max(1.0, n / 64)
+    why = "D's output is shaped like its input: EBGAN's energies, a hinge at the margin"
+    found = []
+    for detach in (False, True):
+        code = f"EBGAN({margin:g}{', detach_target=True' if detach else ''})"
+        more = "; the fakes as constants where they are the target" if detach else ""
+        found.append(Candidate(code, partial(EBGAN, margin, detach_target=detach), 1.0, 1.0,
+                               why + more))  # fmt: skip
+    if embedding:
+        found += [replace(c, pull_away=PULL_AWAY, why=c.why + "; the pulling-away term on "
+                          "D's embedding of the fakes") for c in found]  # fmt: skip
+    return found
+
+
+# the weight of EBGAN-PT's pulling-away term in its public codes
+PULL_AWAY = 0.1
 
 # Goodfellow et al.'s saturating G loss, mean(log(1 - D(G(z)))), as tutorials write it
 SATURATING = "; G's loss the saturating minimax one, log(1 - D(G(z)))"
@@ -504,6 +532,9 @@ class Replay:
     g_join: tuple[str, int] | None = None
     # G given its z in a list of one (G([z]), rosinality's): the Step's G is a ListedG
     g_listed: bool = False
+    # the script forwarded D in each phase of a simultaneous update on its own and D's
+    # forward moves statistics (BatchNorm's): d_forwards="loop" keeps them the script's
+    d_forwards_loop: bool = False
 
     @property
     def conditional(self) -> bool:
@@ -1248,6 +1279,8 @@ def _step(G, D, opt_g, opt_d, data: Replay, code: str, candidate: Candidate,
         g = _made("StyleMixedG", _mixing_wrapper(*data.g_parts))(G, candidate.style_mixing)
     if data.precision != "fp32":
         options.update(precision=data.precision)
+    if data.d_forwards_loop:
+        options.update(d_forwards="loop")
     if data.clips:  # the hooks made from the very text printed
         options.update(before_step={phase: eval(hook, {"torch": torch})  # noqa: S307
                                     for phase, hook in _clip_hooks(data).items()})  # fmt: skip
@@ -1301,6 +1334,8 @@ def _terms(candidate: Candidate) -> dict:
     """The Step's ``g_terms``/``d_terms`` for ``candidate``'s extra losses."""
     if candidate.l1 is not None:
         return {"g_terms": {"l1": (candidate.l1, _l1)}}
+    if candidate.pull_away is not None:
+        return {"g_terms": {"pt": (candidate.pull_away, pull_away())}}
     if candidate.classifier is not None:
         g, d = candidate.classifier
         return {"g_terms": {"aux": (g, _class_loss("fake"))},
@@ -1365,6 +1400,8 @@ def port(rec, report, capture: Capture, names: dict[str, str], *,
         return Port(None, n, notes=[settings])
     if precision is not None:  # the script's autocast, as the Step's own in each phase
         data = replace(data, precision=precision[0], autocast_at=precision[1])
+    if _forwards_kept(report):
+        data = replace(data, d_forwards_loop=True)
     state = torch.random.get_rng_state()
     try:
         tried, unread = ([only], None) if only is not None else _tried(
@@ -1394,6 +1431,21 @@ def port(rec, report, capture: Capture, names: dict[str, str], *,
             "loss scaling (a scaler shared by G and D grows twice as often)"
         )
     return found
+
+
+def _forwards_kept(report) -> bool:
+    """Whether the Step must forward D as the script did: a simultaneous update whose
+    G step forwarded D on the fakes apart from D's step (three D forwards an iteration
+    where a Step merges two), with a D whose forward moves statistics no forward reads
+    in training mode (BatchNorm's running ones): merged, the parameters would equal and
+    the statistics not."""
+    profile = report.d_profile
+    return (
+        profile is not None
+        and profile.eval_state
+        and (report.schedule or "").startswith("simultaneous")
+        and report.forwards["D"] > 2
+    )
 
 
 # the autocast dtypes a Step's precision runs G's and D's forwards in, and their names
@@ -1752,7 +1804,8 @@ def _tried(script: _Script, capture: Capture, data: Replay,
     x = real if isinstance(real, Tensor) else real[0]
     found = candidates(d_out, penalty, _clip(script.D, capture.after_step[id(script.D)]),
                        autoencoder=d_out.shape == real.shape if isinstance(real, Tensor)
-                       else False, images=x.dim() > 2)  # fmt: skip
+                       else False, images=x.dim() > 2,
+                       embedding=isinstance(whole, tuple) and len(whole) == 2)  # fmt: skip
     if data.image_to_image:  # and G's L1 to the target, at the weights scripts use
         found = [replace(c, l1=w) for c in found for w in (100.0, 10.0, 1.0)]
     if not isinstance(whole, Tensor) and unmapped is None:
@@ -1827,11 +1880,24 @@ def _then(first: list, more: Callable[[], list]) -> Iterator:
 
 def _search(script: _Script, capture: Capture, data: Replay, report, n: int,
             tried: list[tuple], tolerance: float) -> Port:  # fmt: skip
-    """Every candidate run (where none equals, then the rounding variants of those that
-    part by little); the one that equals the script printed, or none where none does,
-    or where several do (the iterations verified cannot tell them apart)."""
+    """Every candidate run, then the rounding variants of those that part by little
+    where none equals, or of those that equal but not to the bit (of the two, the one
+    nearer the script is kept); the one that equals the script printed, or none where
+    none does, or where several do (the iterations verified cannot tell them apart)."""
     parted, equal, states, logged, raised, near = [], [], {}, {}, [], []
-    for schedule, candidate in _then(tried, lambda: [] if equal else near):
+    variant_of: dict[int, tuple] = {}  # a variant of an equal candidate: that candidate
+
+    def variants() -> list[tuple]:
+        if not equal:
+            return near
+        found = []
+        for entry in [e for e in equal if e[0] > 0]:
+            for variant in rounding_variants(entry[2]):
+                variant_of[id(variant)] = entry
+                found.append((entry[1], variant))
+        return found
+
+    for schedule, candidate in _then(tried, variants):
         label = _label(schedule, candidate)
         states[label], logged[label] = [], []
         try:
@@ -1847,6 +1913,9 @@ def _search(script: _Script, capture: Capture, data: Replay, report, n: int,
             parted.append(f"{label}: {where}")
             if gap <= ROUNDING_GAP:
                 near.extend((schedule, v) for v in rounding_variants(candidate))
+    for entry in [e for e in equal if id(e[2]) in variant_of]:  # the nearer of the two
+        base = variant_of[id(entry[2])]
+        equal.remove(entry if entry[0] >= base[0] else base)
     equal = _fewest_passes(equal, data.image_to_image)
     told = (_told_apart(equal, states, capture, data.ends, tolerance)
             or _told_apart_by_losses(equal, logged, data.losses))  # fmt: skip
@@ -2095,6 +2164,7 @@ def _code(script: _Script, schedule: tuple[str, bool], candidate: Candidate,
         wrapper = _mixing_wrapper(*data.g_parts)
     regularizer = ("" if candidate.path_length is None
                    else "from ganstep.engine.regularizers import PathLength\n")  # fmt: skip
+    views_import = "" if candidate.pull_away is None else "from ganstep.engine import views\n"
     frozen = [names[r] for r, m in (("G", script.G), ("D", script.D))
               if not all(p.requires_grad for p in m.parameters())]  # fmt: skip
     if frozen:  # StyleGAN2-ADA builds them so; BigGAN toggles them in its step
@@ -2103,7 +2173,7 @@ def _code(script: _Script, schedule: tuple[str, bool], candidate: Candidate,
             "them on, and takes only G's gradients in G's step itself)\n\n"
         )
     return (
-        f"from ganstep import Step, {code.split('(')[0]}\n"
+        f"from ganstep import Step, {code.split('(')[0]}\n{views_import}"
         f"from ganstep.engine.objectives import {make}\n{regularizer}\n{wrapper}"
         f"step = Step(\n"
         f"    {g}, {d}, {names['opt_g']}, {names['opt_d']},\n"
@@ -2131,6 +2201,9 @@ def _options(candidate: Candidate, data: Replay, g_name: str = "G") -> str:
         more += "\n    " + _condition_line(torch.cat([z[1] for z, _ in data.zs]))
         if not data.d_conditional:
             more += "\n    d_conditional=False,  # D is called D(x): G alone takes the condition"
+    if candidate.pull_away is not None:
+        more += (f'\n    g_terms={{"pt": ({candidate.pull_away}, views.pull_away())}},  # '
+                 "EBGAN-PT's pulling-away term on D's embedding of the fakes")  # fmt: skip
     if candidate.classifier is not None:
         g, d = candidate.classifier
         ce = "torch.nn.functional.cross_entropy"
@@ -2174,6 +2247,9 @@ def _options(candidate: Candidate, data: Replay, g_name: str = "G") -> str:
         more += (f"\n    g_regularizer=PathLength({weight}, {every}{parts}),  # G's steps of "
                  f"its own every {every} G steps: path length{summed}, its mean moved by "
                  "0.01 a round, on half of each round's z")  # fmt: skip
+    if data.d_forwards_loop:
+        more += ('\n    d_forwards="loop",  # D forwarded in each phase as the script does: its '
+                 "BatchNorm statistics move at each forward")  # fmt: skip
     if data.precision != "fp32":
         at = f" ({data.autocast_at})" if data.autocast_at else ""
         more += (f'\n    precision="{data.precision}",  # G and D ran under torch.autocast '

@@ -257,7 +257,9 @@ class Config:
         that scores each pack, unaugmented (an augmentation would see a pack as one
         image and treat its samples alike)."""
         if self.conditional or self.objective in AUTOENCODER_OBJECTIVES or self.model == "began":
-            what = "--conditional" if self.conditional else "an autoencoder D"
+            what = ("--conditional" if self.conditional else
+                    f"{self.objective if self.model != 'began' else 'the began model'}'s "
+                    "autoencoder D")  # fmt: skip
             raise ValueError(f"pack {self.pack}: packing does not go with {what}")
         if self.augment != "none":
             raise ValueError(f"pack {self.pack}: packing does not go with --augment")

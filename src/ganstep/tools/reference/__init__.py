@@ -69,10 +69,11 @@ with these, never with a re-writing of them: ``pytorch_examples_dcgan``,
 ``pytorch_gan_bicyclegan``, ``diffaugment`` with ``diff_augment``, ``taming_vqgan``,
 ``hifigan``, ``pytorch_gan_bgan``, ``pytorch_gan_ebgan``
 (tests/test_pytorch_gan_loops.py), and the conditional, image-to-image and
-StyleGAN2-ADA loops, which docs/loops.md shows each beside its Step; ``udacity_gan_mnist`` (one-sided label
-smoothing, tests/test_label_smoothing.py); ``dcgan_tensorflow`` (G's optimizer run
-twice on one z, tests/test_g_steps_share_z.py); ``emilien_dupont_wgan_gp`` (the
-penalty's norm as ``sqrt(sum + 1e-12)``), ``lynnho_wgan_gp`` (its interpolates as
+StyleGAN2-ADA loops, which docs/loops.md shows each beside its Step;
+``udacity_gan_mnist`` (one-sided label smoothing, tests/test_label_smoothing.py);
+``dcgan_tensorflow`` (G's optimizer run twice on one z, tests/test_g_steps_share_z.py);
+``emilien_dupont_wgan_gp`` (the penalty's norm as ``sqrt(sum + 1e-12)``),
+``lynnho_wgan_gp`` (its interpolates as
 ``real + alpha * (fake - real)``) and ``zeleni9_wgan_gp`` (the norm over channels of an
 unflattened image gradient), tests/test_wgan.py.
 
