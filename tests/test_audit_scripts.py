@@ -1577,6 +1577,44 @@ def test_a_simultaneous_loop_with_a_batchnorm_d_ports_with_the_loops_d_forwards(
     assert "d_forwards" not in plain_port["code"]
 
 
+JOINED_BATCHNORM_D = """
+import torch
+import torch.nn as nn
+
+torch.manual_seed(0)
+G = nn.Sequential(nn.Linear(8, 32), nn.ReLU(), nn.Linear(32, 16), nn.Tanh())
+D = nn.Sequential(nn.Linear(16, 32, bias=False), nn.BatchNorm1d(32), nn.LeakyReLU(0.2),
+                  nn.Linear(32, 1))
+opt_g = torch.optim.Adam(G.parameters(), 2e-4, betas=(0.5, 0.999))
+opt_d = torch.optim.Adam(D.parameters(), 2e-4, betas=(0.5, 0.999))
+criterion = nn.BCEWithLogitsLoss()
+data = torch.rand(64, 16) * 2 - 1
+for i in range(0, 64, 16):
+    real = data[i:i + 16]
+    fake = G(torch.randn(16, 8))
+    opt_d.zero_grad()
+    d_loss = criterion(D(torch.cat([real, fake.detach()])),
+                       torch.cat([torch.ones(16, 1), torch.zeros(16, 1)]))
+    d_loss.backward()
+    opt_d.step()
+    opt_g.zero_grad()
+    g_loss = criterion(D(fake), torch.ones(16, 1))
+    g_loss.backward()
+    opt_g.step()
+"""
+
+
+def test_a_batchnorm_d_called_on_both_batches_joined_ports_to_concat_joint(tmp_path):
+    """A Keras-style loop: one D call on the real and fake batch joined, a BatchNorm D
+    normalizing them together. Every Step raised (concat=True refuses a D that mixes
+    samples); concat="joint" is that call's math."""
+    port = port_of_source(tmp_path, "joined", JOINED_BATCHNORM_D, "--verify", "3")
+    assert_verified(port)
+    assert port["float64_difference"] <= 1e-12
+    assert 'concat="joint",  # D is called once on the fake and real rows together' in port["code"]
+    assert 'd_order="real_first"' in port["code"]
+
+
 def test_a_loop_on_bce_with_logits_ports_to_the_step_equal_to_the_bit(tmp_path):
     """stat453's train_gan_v1 takes F.binary_cross_entropy_with_logits: NS() equals it
     within float32's tolerance (6e-8 apart over 3 iterations, D's BatchNorm subtracting

@@ -432,10 +432,68 @@ def test_concat_auto_follows_d_s_mode():
     assert sizes[-3:] == [BATCH] * 3 and "concat='auto'" in repr(step)
 
 
-@given(st.one_of(st.text().filter(lambda s: s != "auto"), st.integers(), st.floats(),
-                 st.none()))  # fmt: skip
-def test_concat_takes_true_false_or_auto_only(bad):
-    with pytest.raises(TypeError, match='concat must be True, False or "auto"'):
+def joined_loop(G, D, opt_g, opt_d, batches, latent) -> None:
+    """A d_first loop that calls D once on the real and the fake batch joined, one
+    BCEWithLogitsLoss over the rows of both (Keras-style), then G's step on the fakes."""
+    for real in batches:
+        n = real.shape[0]
+        fake = G(latent(n))
+        opt_d.zero_grad()
+        out = D(torch.cat([real, fake.detach()]))
+        target = torch.cat([torch.ones(n, 1), torch.zeros(n, 1)]).to(out)
+        torch.nn.functional.binary_cross_entropy_with_logits(out, target).backward()
+        opt_d.step()
+        opt_g.zero_grad()
+        out = D(fake)
+        torch.nn.functional.binary_cross_entropy_with_logits(out, torch.ones_like(out)).backward()
+        opt_g.step()
+
+
+def test_concat_joint_calls_a_batchnorm_d_once_on_both_batches_as_a_joining_loop_does():
+    """A BatchNorm D called on both batches joined normalizes them together: concat=True
+    refuses that math, concat="joint" is it (parameters, running statistics and Adam's
+    state equal the loop's), and two calls (concat=False) are another update."""
+    theirs, ours, apart = sides = Run("ns", False), Run("ns", False), Run("ns", False)
+    for side in sides:  # no bias before BatchNorm: its gradient would be rounding alone
+        torch.manual_seed(6)
+        side.D = nn.Sequential(nn.Linear(X_DIM, 8, bias=False), nn.BatchNorm1d(8),
+                               nn.LeakyReLU(0.2), nn.Linear(8, 1)).double()  # fmt: skip
+        side.opt_d = torch.optim.Adam(side.D.parameters(), lr=0.02, betas=(0.5, 0.9))
+    joined_loop(*theirs.models(), real_batches(3), theirs.latent)
+    for side, concat in ((ours, "joint"), (apart, False)):
+        step = Step(*side.models(), objective="ns", schedule="d_first", latent=side.latent,
+                    concat=concat, d_scale=0.5)  # fmt: skip
+        sizes = d_batch_sizes(side.D)
+        for batch in real_batches(3):
+            step(batch)
+    assert sizes[:3] == [BATCH] * 3  # the last side's: the loop's two calls, then G's
+    # to 1e-10: the loop's one mean over both batches' rows and the Step's half sum of
+    # their means round apart (1e-16), which Adam's first steps make ~1e-12
+    assert_same_models(ours, theirs, 1e-10)
+    with pytest.raises(AssertionError):
+        assert_same_models(apart, theirs, 1e-4)
+    with pytest.raises(ValueError, match='concat="joint" where that is your math'):
+        make_step(batchnorm=True, concat=True)[1](real_batches(1)[0])
+    with pytest.raises(ValueError, match="concat='joint' forwards D once on both batches"):
+        make_step(batchnorm=True, concat="joint", d_order="real_g_fake")
+
+
+def assert_same_models(a: Run, b: Run, tolerance: float) -> None:
+    """Parameters, buffers and both Adams' states of ``a`` and ``b`` equal to ``tolerance``."""
+    for x, y in ((a.G, b.G), (a.D, b.D)):
+        for p, q in zip([*x.parameters(), *x.buffers()], [*y.parameters(), *y.buffers()],
+                        strict=True):  # fmt: skip
+            assert_close(p, q, rtol=tolerance, atol=tolerance)
+    for x, y in ((a.opt_g, b.opt_g), (a.opt_d, b.opt_d)):
+        for s, t in zip(x.state.values(), y.state.values(), strict=True):
+            for key in s:
+                assert_close(s[key], t[key], rtol=tolerance, atol=tolerance)
+
+
+@given(st.one_of(st.text().filter(lambda s: s not in ("auto", "joint")), st.integers(),
+                 st.floats(), st.none()))  # fmt: skip
+def test_concat_takes_true_false_auto_or_joint_only(bad):
+    with pytest.raises(TypeError, match='concat must be True, False, "auto" or "joint"'):
         make_step(concat=bad)
 
 

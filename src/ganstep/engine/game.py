@@ -185,7 +185,7 @@ class Game:
         concat = self.options.concat
         if concat != "auto":
             self.check_concat()
-            return concat
+            return concat is not False
         if self.options.augment is not None or self.d_profile is None:
             return False
         if self.real_forward_eager():  # real and fake through two Ds: compiled and not
@@ -193,10 +193,12 @@ class Game:
         return self.d_profile.mergeable and not self.mixes_samples()
 
     def check_concat(self) -> None:
-        """Refuse ``concat=True`` (one D call on real and fake) while D mixes samples."""
+        """Refuse ``concat=True`` (one D call on real and fake) while D mixes samples
+        (``concat="joint"`` asks for that math)."""
         if self.options.concat is True and self.mixes_samples():
             raise ValueError(
                 "concat=True runs D once on cat(real, fake), which changes the math when D "
                 f"mixes samples; D does: {self.mixing_reason()}. Use concat=False (or put "
-                "those layers in eval mode)."
+                'those layers in eval mode), or concat="joint" where that is your math: a '
+                "loop that calls D on both batches joined normalizes them together."
             )

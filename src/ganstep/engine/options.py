@@ -41,8 +41,8 @@ class Options:
     # D is called D(x, c) on a conditional batch; False: D(x) (ACGAN, InfoGAN: G alone
     # takes the condition, D predicts it).
     d_conditional: bool = True
-    # D once on cat(real, fake) in a D step: True, False, or "auto" (where that is the
-    # loop's math: Game.concat_d_calls).
+    # D once on cat(real, fake) in a D step: True, False, "auto" (where that is the
+    # loop's math: Game.concat_d_calls) or "joint" (once, even where D mixes samples).
     concat: bool | str = False
     # The order of D's forwards in a D step: "real_first", "fake_first" or "real_g_fake"
     # (G called between them: its fakes made after D's forward on the real batch).

@@ -109,7 +109,10 @@ class Step:
             BatchNorm in training mode, since that changes the math. ``"auto"``: once
             where that is the loop's math (D observed to treat each sample alone, draw
             no random numbers and change no state; no ``augment``), twice otherwise,
-            decided again whenever D's train/eval mode changes.
+            decided again whenever D's train/eval mode changes. ``"joint"``: once,
+            whatever D is: a BatchNorm D then normalizes the real and the fake batch
+            together, which is the math of a loop that calls D on them joined
+            (``D(torch.cat([real, fake]))``, as Keras-style loops do).
         precision: ``fp32`` (default), ``bf16`` (autocast) or ``fp16`` (autocast with a
             loss scaler per optimizer; a step whose gradients overflow is skipped).
             Under bf16 and fp16 the losses are computed in float32.

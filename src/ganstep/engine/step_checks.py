@@ -166,6 +166,10 @@ def check_g_regularizer(regularizer: object, latent: object) -> Regularizer | No
     return regularizer
 
 
+# concat's names: "auto" (once where that is the loop's math), "joint" (once whatever D is)
+CONCATS = ("auto", "joint")
+
+
 def check_options(
     concat,
     distributed,
@@ -183,8 +187,8 @@ def check_options(
             "unconditional batches (condition=None)"
         )
     said = False if distributed is None else distributed  # None: not said (see Step)
-    if not (isinstance(concat, bool) or isinstance(concat, str) and concat == "auto"):
-        raise TypeError(f'concat must be True, False or "auto", got {concat!r}')
+    if not (isinstance(concat, bool) or isinstance(concat, str) and concat in CONCATS):
+        raise TypeError(f'concat must be True, False, "auto" or "joint", got {concat!r}')
     flags = {"distributed": said, "d_map": d_map, "check_finite": check_finite,
              "d_conditional": d_conditional}  # fmt: skip
     for name, value in flags.items():
@@ -272,8 +276,9 @@ def check_d_order_fits(d_order: str, concat: object, accumulate: int,
     if d_order != "real_g_fake":
         return
     clash = None
-    if concat is True:
-        clash = 'concat=True forwards D once on both batches: use concat=False (or "auto")'
+    if concat is True or concat == "joint":
+        clash = (f"concat={concat!r} forwards D once on both batches: use concat=False (or "
+                 '"auto")')  # fmt: skip
     elif accumulate > 1:
         clash = (f"accumulate={accumulate} draws z for the whole batch before its "
                  "micro-batches: use accumulate=1")  # fmt: skip

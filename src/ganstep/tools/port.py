@@ -474,8 +474,10 @@ class Replay:
     image_to_image: bool = False
     # each real batch's labels where D is called D(x) and its DataLoader gave them
     labels: list[list[Tensor | None]] = field(default_factory=list)
-    # D called once on cat(fake, real) ("fake_first") or cat(real, fake) ("real_first")
+    # D called once on cat(fake, real) ("fake_first") or cat(real, fake) ("real_first");
+    # joint: a D that mixes samples (BatchNorm) normalizing the two together, as called
     concat: str | None = None
+    concat_joint: bool = False
     d_order: str = "real_first"  # the order of D's forwards in its step, as the audit saw
     # the name of G's Embedding the script gives G its labels through (BigGAN's shared)
     embedding: str | None = None
@@ -1261,7 +1263,7 @@ def _step(G, D, opt_g, opt_d, data: Replay, code: str, candidate: Candidate,
     """The candidate's Step on the copies, fed by ``sources`` (latent, condition)."""
     options = _terms(candidate)
     if data.concat is not None:  # one D call on the real and fake rows, in the script's order
-        options.update(concat=True, d_order=data.concat)
+        options.update(concat="joint" if data.concat_joint else True, d_order=data.concat)
     elif data.d_order == "fake_first" or _g_between(data, candidate):
         options.update(d_order=data.d_order)
     if candidate.accumulate > 1:
@@ -1402,6 +1404,8 @@ def port(rec, report, capture: Capture, names: dict[str, str], *,
         data = replace(data, precision=precision[0], autocast_at=precision[1])
     if _forwards_kept(report):
         data = replace(data, d_forwards_loop=True)
+    if data.concat is not None and report.d_profile is not None and report.d_profile.mixing:
+        data = replace(data, concat_joint=True)
     state = torch.random.get_rng_state()
     try:
         tried, unread = ([only], None) if only is not None else _tried(
@@ -2220,8 +2224,11 @@ def _options(candidate: Candidate, data: Replay, g_name: str = "G") -> str:
                  f"D's calls{at}")  # fmt: skip
     if data.concat is not None:
         first = "fakes'" if data.concat == "fake_first" else "reals'"
+        joint = ('"joint",  # D is called once on the fake and real rows together, and '
+                 "mixes them (its BatchNorm), as the script's call" if data.concat_joint
+                 else "True,  # D is called once on the fake and real rows together")  # fmt: skip
         more += (
-            "\n    concat=True,  # D is called once on the fake and real rows together"
+            f"\n    concat={joint}"
             f'\n    d_order="{data.concat}",  # the {first} rows first, as the script concatenates'
         )
     if data.concat is None and data.d_order == "fake_first":
