@@ -147,8 +147,9 @@ def test_cycle_step_arguments_are_checked():
         CycleStep(G_A, G_A, D_A, D_B, opt_g, opt_d)
     with pytest.raises(ValueError, match="opt_g must hold the parameters of G_A and G_B"):
         CycleStep(G_A, G_B, D_A, D_B, torch.optim.SGD(G_A.parameters(), 0.1), opt_d)
-    with pytest.raises(ValueError, match="objective 'rasgan'"):
-        CycleStep(G_A, G_B, D_A, D_B, opt_g, opt_d, objective="rasgan")
+    for objective in ("rasgan", "began", "ebgan"):  # real scores, autoencoder Ds: refused
+        with pytest.raises(ValueError, match=f"objective '{objective}' needs more"):
+            CycleStep(G_A, G_B, D_A, D_B, opt_g, opt_d, objective=objective)
     with pytest.raises(ValueError, match="cycle must be a number >= 0"):
         CycleStep(G_A, G_B, D_A, D_B, opt_g, opt_d, cycle=-1)
     step = CycleStep(G_A, G_B, D_A, D_B, opt_g, opt_d)

@@ -362,8 +362,10 @@ def test_bicycle_step_arguments_are_checked():
         BicycleStep(G, E, D_VAE, D_VAE, opt_g, opt_e, opt_d, latent=latent)
     with pytest.raises(ValueError, match="no penalty"):
         BicycleStep(G, E, D_VAE, D_LR, opt_g, opt_e, opt_d, latent=latent, objective="wgan_gp")
-    with pytest.raises(ValueError, match="reads D on the fakes alone"):
-        BicycleStep(G, E, D_VAE, D_LR, opt_g, opt_e, opt_d, latent=latent, objective="rsgan")
+    for objective in ("rsgan", "ebgan"):
+        with pytest.raises(ValueError, match="reads D on the fakes alone"):
+            BicycleStep(G, E, D_VAE, D_LR, opt_g, opt_e, opt_d, latent=latent,
+                        objective=objective)  # fmt: skip
     with pytest.raises(TypeError, match="latent must be callable"):
         BicycleStep(G, E, D_VAE, D_LR, opt_g, opt_e, opt_d, latent=3)
     step = BicycleStep(G, E, D_VAE, D_LR, opt_g, opt_e, opt_d, latent=latent)

@@ -151,7 +151,7 @@ class CycleStep:
     ) -> None:
         check_modules({"G_A": G_A, "G_B": G_B, "D_A": D_A, "D_B": D_B})
         objective = get_objective(objective)
-        if objective.g_needs_real or objective.name == "began":
+        if objective.g_needs_real or not objective.reads_scores:  # (began, ebgan)
             raise ValueError(
                 f"CycleStep's G loss reads D on the fakes alone; objective {objective.name!r} "
                 "needs more (use lsgan, ns, hinge, minimax, wgan or wgan_gp)"

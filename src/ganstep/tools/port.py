@@ -406,6 +406,10 @@ def candidates(d_output: Tensor, penalty: str | None, clip: float | None,
     return found
 
 
+# the weight of EBGAN-PT's pulling-away term in its public codes
+PULL_AWAY = 0.1
+
+
 def ebgan_candidates(n: int, embedding: bool) -> list[Candidate]:
     """EBGAN's losses at the margin its public codes take, ``max(1, batch_size / 64)``,
     the fakes as the reconstruction's target with G's gradient and without it
@@ -424,9 +428,6 @@ def ebgan_candidates(n: int, embedding: bool) -> list[Candidate]:
                           "D's embedding of the fakes") for c in found]  # fmt: skip
     return found
 
-
-# the weight of EBGAN-PT's pulling-away term in its public codes
-PULL_AWAY = 0.1
 
 # Goodfellow et al.'s saturating G loss, mean(log(1 - D(G(z)))), as tutorials write it
 SATURATING = "; G's loss the saturating minimax one, log(1 - D(G(z)))"
