@@ -3054,6 +3054,51 @@ def test_every_candidate_refusing_the_inputs_alike_is_said_once_not_blamed_on_lo
     assert not any("no objective, scale and term" in note for note in port["notes"])
 
 
+MEAN_D_LOOP = """
+class MeanD(nn.Module):
+    def __init__(self, main):
+        super().__init__()
+        self.main = main
+
+    def forward(self, x):
+        output = self.main(x)
+        output = output.mean(0)
+        return output.view(1)
+
+
+D = MeanD(D)
+opt_d = torch.optim.RMSprop(D.parameters(), lr=5e-5)
+one = torch.FloatTensor([1])
+mone = one * -1
+for iteration in range(4):
+    real = torch.randn(32, 2) * 0.5 + 1
+    D.zero_grad()
+    D(real).backward(one)
+    with torch.no_grad():
+        fake = G(torch.randn(32, 8))
+    D(fake).backward(mone)
+    opt_d.step()
+    G.zero_grad()
+    D(G(torch.randn(32, 8))).backward(one)
+    opt_g.step()
+"""
+
+
+def test_a_d_averaging_its_scores_is_one_error_of_every_candidate_not_of_the_losses(tmp_path):
+    """The WGAN authors' netD returns its scores' mean over the batch (``output.mean(0)
+    .view(1)``): each objective refuses it naming itself, so the port said no objective
+    equals the losses; it is one error, with what to change."""
+    source = WIDE_HEAD + MEAN_D_LOOP
+    port = port_of_source(tmp_path, "mean_d", source)
+    assert port["code"] is None
+    assert port["notes"][0].startswith(
+        "every Step tried raised the same error on the script's models and inputs "
+        "(ValueError: each objective needs D's adversarial output to have one row per "
+        "sample, shape (32,) or (32, ...), but D returned shape (1,) for a batch of 32 (one "
+        "number for the whole batch: return D's scores before their mean"
+    ), port["notes"]
+
+
 def test_a_gradient_penalty_of_another_weight_than_10_ports(tmp_path):
     """caogang/wgan-gp's toy loop writes its losses as backward(mone) and backward(one)
     and weighs its penalty 0.1: the port tried WGAN-GP at 10 only."""

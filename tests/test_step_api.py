@@ -334,6 +334,30 @@ def test_latent_that_returns_the_wrong_batch():
         step(real_batches(1)[0])
 
 
+class BatchMeanD(nn.Module):
+    """A D that averages its scores over the batch itself, as the WGAN authors' netD
+    does (``output.mean(0)``, then ``view(1)``)."""
+
+    def __init__(self, d: nn.Module):
+        super().__init__()
+        self.d = d
+
+    def forward(self, x):
+        return self.d(x).mean(0).view(1)
+
+
+@pytest.mark.parametrize("objective", ["ns", "wgan", "hinge"])
+def test_a_d_returning_one_number_for_the_batch_is_told_to_return_its_scores(objective):
+    side = Run(objective, False)
+    side.D = BatchMeanD(side.D)
+    step = Step(*side.models(), objective=objective, schedule="d_first", latent=side.latent)
+    with pytest.raises(ValueError, match=f"objective '{objective}' needs D's adversarial output "
+                       "to have one row per sample, shape \\(6,\\) or \\(6, ...\\), but D "
+                       "returned shape \\(1,\\) for a batch of 6 \\(one number for the whole "
+                       "batch: return D's scores before their mean"):  # fmt: skip
+        step(real_batches(1)[0])
+
+
 def test_concat_with_batchnorm_in_d_is_refused():
     with pytest.raises(
         ValueError, match="concat=True .*BatchNorm in training mode \\(net.1, net.4\\)"

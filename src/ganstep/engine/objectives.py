@@ -68,10 +68,14 @@ class Objective:
         logit per sample, or ``(n, ...)`` for a map of logits per sample (PatchGAN)."""
         n = inp.shape[0]
         if out.dim() == 0 or out.shape[0] != n:
+            # one number for the batch: D averaged its scores itself (the WGAN authors'
+            # netD returns output.mean(0))
+            one = (" (one number for the whole batch: return D's scores before their mean, "
+                   "which the losses take)" if out.numel() == 1 and n > 1 else "")  # fmt: skip
             raise ValueError(
                 f"objective {self.name!r} needs D's adversarial output to have one row per "
                 f"sample, shape ({n},) or ({n}, ...), but D returned shape {tuple(out.shape)} "
-                f"for a batch of {n}"
+                f"for a batch of {n}{one}"
             )
         return out.reshape(n) if out.numel() == n else out
 

@@ -1909,7 +1909,9 @@ def _search(script: _Script, capture: Capture, data: Replay, report, n: int,
             gap, where = _run(script, capture, data, schedule, candidate, n, tolerance,
                               objective_states=states[label], logged=logged[label])  # fmt: skip
         except Exception as e:  # a candidate the script's models refuse: not it
-            raised.append(f"{type(e).__name__}: {e}".splitlines()[0])
+            # the same refusal by each objective is one error, whichever names itself
+            error = re.sub(r"objective '\w*' ", "each objective ", f"{type(e).__name__}: {e}")
+            raised.append(error.splitlines()[0])
             parted.append(f"{label}: {type(e).__name__}: {e}".splitlines()[0])
             continue
         if gap <= tolerance:
