@@ -1433,7 +1433,9 @@ for it in range(10):
 """
     port = port_of_source(tmp_path, "tiny_d", source)
     assert_verified(port)
-    assert "objective=NS()" in port["code"]
+    # (its BCEWithLogitsLoss form: NS() equals it within tolerance, this to the bit)
+    assert "objective=NS(bce_with_logits=True)" in port["code"], port["code"]
+    assert port["max_difference"] == 0
 
 
 def test_a_d_returning_a_dict_is_named_not_a_failure_of_the_port(tmp_path):
@@ -2462,7 +2464,7 @@ def test_one_sided_label_smoothing_ports_to_ns_with_its_real_label(tmp_path):
     order of its forwards and G's call is left as the default."""
     port = port_of_source(tmp_path, "smoothed", SMOOTHED_LABELS)
     assert_verified(port)
-    assert "objective=NS(real_label=0.9)" in port["code"]
+    assert "objective=NS(real_label=0.9, bce_with_logits=True)" in port["code"], port["code"]
     assert "schedule=d_first(reuse_fake=False)" in port["code"]
     assert "latent=lambda n: torch.rand(n, 8) * 2 - 1," in port["code"]
     assert "d_order" not in port["code"]
@@ -2494,7 +2496,7 @@ def test_udacitys_notebook_with_its_dropout_ports_to_real_g_fake(tmp_path):
     assert report["d_g_between"] is True and report["d_order"] == "real_first"
     port = report["port"]
     assert_verified(port)
-    assert "objective=NS(real_label=0.9)" in port["code"]
+    assert "objective=NS(real_label=0.9, bce_with_logits=True)" in port["code"], port["code"]
     assert "schedule=d_first(reuse_fake=False)" in port["code"]
     assert 'd_order="real_g_fake",  # D\'s step calls G between its forwards' in port["code"]
 

@@ -1873,6 +1873,8 @@ def _label(schedule: tuple[str, bool], candidate: Candidate) -> str:
         extra += f" style_mixing={candidate.style_mixing}"
     if candidate.path_length is not None:
         extra += " path_length={}/{}".format(*candidate.path_length)
+    if candidate.pull_away is not None:
+        extra += f" pull_away={candidate.pull_away}"
     return (f"{schedule[0]}, {candidate.objective} d_scale={candidate.d_scale} "
             f"g_scale={candidate.g_scale}{extra}")  # fmt: skip
 
@@ -1885,24 +1887,12 @@ def _then(first: list, more: Callable[[], list]) -> Iterator:
 
 def _search(script: _Script, capture: Capture, data: Replay, report, n: int,
             tried: list[tuple], tolerance: float) -> Port:  # fmt: skip
-    """Every candidate run, then the rounding variants of those that part by little
-    where none equals, or of those that equal but not to the bit (of the two, the one
-    nearer the script is kept); the one that equals the script printed, or none where
-    none does, or where several do (the iterations verified cannot tell them apart)."""
+    """Every candidate run (where none equals, then the rounding variants of those that
+    part by little); the one that equals the script printed (its rounding variant where
+    that is nearer still), or none where none does, or where several do (the
+    iterations verified cannot tell them apart)."""
     parted, equal, states, logged, raised, near = [], [], {}, {}, [], []
-    variant_of: dict[int, tuple] = {}  # a variant of an equal candidate: that candidate
-
-    def variants() -> list[tuple]:
-        if not equal:
-            return near
-        found = []
-        for entry in [e for e in equal if e[0] > 0]:
-            for variant in rounding_variants(entry[2]):
-                variant_of[id(variant)] = entry
-                found.append((entry[1], variant))
-        return found
-
-    for schedule, candidate in _then(tried, variants):
+    for schedule, candidate in _then(tried, lambda: [] if equal else near):
         label = _label(schedule, candidate)
         states[label], logged[label] = [], []
         try:
@@ -1920,9 +1910,6 @@ def _search(script: _Script, capture: Capture, data: Replay, report, n: int,
             parted.append(f"{label}: {where}")
             if gap <= ROUNDING_GAP:
                 near.extend((schedule, v) for v in rounding_variants(candidate))
-    for entry in [e for e in equal if id(e[2]) in variant_of]:  # the nearer of the two
-        base = variant_of[id(entry[2])]
-        equal.remove(entry if entry[0] >= base[0] else base)
     equal = _fewest_passes(equal, data.image_to_image)
     told = (_told_apart(equal, states, capture, data.ends, tolerance)
             or _told_apart_by_losses(equal, logged, data.losses))  # fmt: skip
@@ -1930,6 +1917,9 @@ def _search(script: _Script, capture: Capture, data: Replay, report, n: int,
         told_from, (equal, how) = len(equal), ([told[0]], told[1])
     if len(equal) == 1:
         gap, schedule, candidate, _ = equal[0]
+        if gap > 0:  # its form that rounds as the script's, where it has one (BCEWithLogitsLoss)
+            gap, candidate = _nearer_variant(script, capture, data, schedule, candidate, n,
+                                             tolerance, gap)  # fmt: skip
         note = [] if report.error is None else [
             f"verified over the {n} iteration(s) before the script's loop crashed"]  # fmt: skip
         if told is not None:
@@ -1957,6 +1947,23 @@ def _search(script: _Script, capture: Capture, data: Replay, report, n: int,
             f"every Step tried raised the same error on the script's models and inputs "
             f"({raised.pop()}): not mapped", TRIED, *parted])  # fmt: skip
     return Port(None, n, notes=[TRIED, *parted])
+
+
+def _nearer_variant(script: _Script, capture: Capture, data: Replay, schedule: tuple,
+                    candidate: Candidate, n: int, tolerance: float,
+                    gap: float) -> tuple[float, Candidate]:  # fmt: skip
+    """The (gap, candidate) of the chosen Step's rounding variant where it parts from the
+    script by less than the chosen one (NS() within tolerance, its BCEWithLogitsLoss
+    form to the bit); else the chosen one's."""
+    for variant in rounding_variants(candidate):
+        try:
+            found, _ = _run(script, capture, data, schedule, variant, n, tolerance,
+                            objective_states=[], logged=[])  # fmt: skip
+        except Exception:  # a variant the script's models refuse: not it
+            continue
+        if found < gap:
+            return found, variant
+    return gap, candidate
 
 
 def _fewest_passes(equal: list[tuple], image_to_image: bool = False) -> list[tuple]:
