@@ -4,11 +4,15 @@ for it, in float64: parameters, buffers and both Adams' states to 1e-12."""
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
 from helpers.wild import assert_losses, assert_same, assert_same_sides, build, run_step
+from hypothesis import given
+from hypothesis import strategies as st
 from test_relativistic import UpG, features, hr_lr_pairs
 from torch import nn
 
@@ -566,12 +570,23 @@ def test_ebgan_losses_and_pulling_away_term_by_hand():
         views.pull_away()(views.View("g", None, None, d_fake_out=(None, e[:1])))
 
 
-@pytest.mark.parametrize("margin", [-1.0, float("inf"), float("nan")])
-def test_ebgan_refuses_a_margin_that_is_no_finite_number_above_0(margin):
-    with pytest.raises(ValueError, match="ebgan margin"):
-        objectives.EBGAN(margin)
-    with pytest.raises(ValueError, match="detach_target must be True or False"):
-        objectives.EBGAN(detach_target=1)
+@given(margin=st.one_of(st.floats(allow_nan=True, allow_infinity=True), st.integers(),
+                        st.booleans(), st.none(), st.text(max_size=3)),
+       detach=st.one_of(st.booleans(), st.integers(), st.none(), st.text(max_size=3)))  # fmt: skip
+def test_ebgan_takes_a_finite_margin_from_0_and_a_bool_detach_target_only(margin, detach):
+    number = isinstance(margin, int | float) and not isinstance(margin, bool)
+    margin_ok = number and math.isfinite(margin) and margin >= 0
+    if margin_ok and isinstance(detach, bool):
+        objective = objectives.EBGAN(margin, detach_target=detach)
+        assert objective.margin == float(margin) and objective.detach_target is detach
+        return
+    # the margin is checked first: not a number at all is a TypeError, a bad number and a
+    # detach_target that is no bool are ValueErrors, each naming what it refuses
+    expected, what = ((TypeError, "margin must be a number") if not number
+                      else (ValueError, "margin must be") if not margin_ok
+                      else (ValueError, "detach_target must be True or False"))  # fmt: skip
+    with pytest.raises(expected, match=f"ebgan {what}"):
+        objectives.EBGAN(margin, detach_target=detach)
 
 
 def test_ebgan_refuses_micro_batches_and_the_fused_step():
