@@ -256,11 +256,11 @@ class Config:
         """What packing D's inputs (PacGAN) goes with: one sample per pack slot and a D
         that scores each pack, unaugmented (an augmentation would see a pack as one
         image and treat its samples alike)."""
-        if self.conditional or self.objective in AUTOENCODER_OBJECTIVES or self.model == "began":
-            what = ("--conditional" if self.conditional else
-                    f"{self.objective if self.model != 'began' else 'the began model'}'s "
-                    "autoencoder D")  # fmt: skip
-            raise ValueError(f"pack {self.pack}: packing does not go with {what}")
+        if self.conditional:
+            raise ValueError(f"pack {self.pack}: packing does not go with --conditional")
+        if self.objective in AUTOENCODER_OBJECTIVES or self.model == "began":
+            owner = "the began model" if self.model == "began" else self.objective
+            raise ValueError(f"pack {self.pack}: packing does not go with {owner}'s autoencoder D")
         if self.augment != "none":
             raise ValueError(f"pack {self.pack}: packing does not go with --augment")
         if self.fused:
