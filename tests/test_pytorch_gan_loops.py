@@ -505,9 +505,9 @@ class EbganD(nn.Module):
 
 
 def ebgan_step(side, rng, **options) -> Step:
-    """The Step docs/guide/objectives.md shows for ebgan.py (margin max(1, 6 / 64) = 1);
-    d_forwards="loop" for its BatchNorm D's running statistics (the parameters equal
-    without it)."""
+    """The Step docs/guide/objectives.md shows for ebgan.py (margin max(1, opt.batch_size
+    / 64) = 1 at its default 64); d_forwards="loop" for its BatchNorm D's running
+    statistics (the parameters equal without it)."""
     latent = lambda n: torch.from_numpy(rng.normal(0, 1, (n, 4)))  # noqa: E731
     return Step(*side, objective=objectives.EBGAN(1.0, detach_target=True),
                 schedule=simultaneous(), latent=latent,

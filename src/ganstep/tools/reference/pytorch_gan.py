@@ -181,7 +181,8 @@ def pytorch_gan_bgan(G, D, opt_g, opt_d, batches: Batches, rng: np.random.Random
 
 
 def pytorch_gan_ebgan(G, D, opt_g, opt_d, batches: Batches, rng: np.random.RandomState,
-                      latent_dim: int, lambda_pt: float = 0.1):  # fmt: skip
+                      latent_dim: int, lambda_pt: float = 0.1,
+                      batch_size: int = 64):  # fmt: skip
     """eriklindernoren/PyTorch-GAN ``implementations/ebgan/ebgan.py`` (commit a354923),
     one epoch of it. D is an autoencoder returning ``(reconstruction, embedding)``. Per
     batch G's step first, z from numpy's generator (``rng`` stands for ``np.random``):
@@ -189,7 +190,8 @@ def pytorch_gan_ebgan(G, D, opt_g, opt_d, batches: Batches, rng: np.random.Rando
     pullaway_loss(img_embeddings)`` (``MSELoss``; D not frozen); then D's step on the
     real batch and ``gen_imgs.detach()``: ``d_loss = d_loss_real``, and ``d_loss +=
     margin - d_loss_fake`` where ``(margin - d_loss_fake.data).item() > 0``, with
-    ``margin = max(1, batch_size / 64.)``. ganstep: ``simultaneous()``,
+    ``margin = max(1, opt.batch_size / 64.)`` from the script's flag (``batch_size``, its
+    default 64), not from each batch's rows. ganstep: ``simultaneous()``,
     ``EBGAN(margin, detach_target=True)`` and ``g_terms={"pt": (lambda_pt,
     views.pull_away())}``."""
 
@@ -202,9 +204,9 @@ def pytorch_gan_ebgan(G, D, opt_g, opt_d, batches: Batches, rng: np.random.Rando
         return loss_pt
 
     pixelwise_loss = nn.MSELoss()
+    margin = max(1, batch_size / 64.0)
     history = []
     for imgs in batches:
-        margin = max(1, imgs.shape[0] / 64.0)
         real_imgs = imgs
         # Train Generator
         opt_g.zero_grad()
