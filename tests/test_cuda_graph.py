@@ -49,6 +49,7 @@ class HostMean(PathLength):
         ({"schedule": d_first(), "augment": HostAdaptive()}, "HostAdaptive has an end_iter"),
         ({"schedule": d_first(), "check_finite": True}, "check_finite"),
         ({"schedule": d_first(), "compile": "eager"}, "G and D run through torch.compile"),
+        ({"schedule": d_first(d_steps="each_batch")}, "give d_steps a number"),
     ],
 )
 def test_capture_refuses_what_a_graph_cannot_hold(kwargs, match):

@@ -40,6 +40,13 @@ def test_d_steps_take_k_batches_per_iteration_and_count_iterations(tmp_path):
     assert model.iterations == N // BATCH // 2 and model.trainer.global_step == 2
 
 
+def test_d_steps_each_batch_is_refused_naming_what_to_give(tmp_path):
+    model = TinyGAN("d_first")
+    model.extra = {"schedule": d_first(d_steps="each_batch")}
+    with pytest.raises(ValueError, match="a GANModule takes a fixed number .* give d_steps a"):
+        trainer(tmp_path, max_epochs=1).fit(model, loader())
+
+
 def test_resume_from_lightnings_checkpoint_equals_the_uninterrupted_fit(tmp_path):
     straight = TinyGAN("d_first", r1=1.0)
     trainer(tmp_path / "a", max_epochs=4).fit(straight, loader())

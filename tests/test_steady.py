@@ -113,6 +113,7 @@ OPTIONS = {
     "dropout": dict(dropout=True),
     "dropout_merged": dict(dropout=True, d_forwards="merged"),
     "wgan_clipping": dict(objective=WGAN(0.05)),
+    "wgan_authors": dict(objective=WGAN(0.05, sign=-1, clamp_at="before")),
     "bf16": dict(precision="bf16"),
 }
 
@@ -424,3 +425,34 @@ def test_a_multi_scale_d_takes_the_general_path():
     for real in real_batches(2):
         step(real)
     assert step._steady is None and step.game.most_d_outputs == 2
+
+
+EACH_BATCH = [d_first(d_steps="each_batch"), d_first(d_steps="each_batch", reuse_fake=False),
+              g_first(d_steps="each_batch", reuse_z=True)]  # fmt: skip
+
+
+@pytest.mark.parametrize("schedule", EACH_BATCH, ids=repr)
+def test_each_batch_takes_one_d_step_per_batch_given_on_both_paths(schedule, monkeypatch):
+    """d_steps="each_batch" called with 3, 1, 5, 2 and 1 batches: the steady path and the
+    general path compute the same bits, and D steps once per batch."""
+    batches = real_batches(12)
+    calls = [batches[0:3], batches[3:4], batches[4:9], batches[9:11], batches[11:12]]
+    objective = WGAN(0.05, sign=-1, clamp_at="before")
+    results = both_ways(lambda: build(objective, schedule), calls, monkeypatch)
+    assert results[0][1]._steady is not None
+    assert_same(results)
+    assert results[0][1].progress.d_updates == 12
+
+
+@pytest.mark.parametrize("schedule", EACH_BATCH, ids=repr)
+def test_each_batch_given_k_batches_equals_d_steps_k(schedule):
+    """Called with 3 batches each time, "each_batch" is d_steps=3, to the bit."""
+    fixed = type(schedule)(**{**schedule.__dict__, "d_steps": 3})
+    batches = real_batches(9)
+    calls = [batches[i : i + 3] for i in (0, 3, 6)]
+    (run_a, step_a), (run_b, step_b) = build("ns", schedule), build("ns", fixed)
+    logs_a, logs_b = [step_a(c) for c in calls], [step_b(c) for c in calls]
+    for a, b in zip(state(run_a, step_a), state(run_b, step_b), strict=True):
+        assert torch.equal(a, b)
+    for la, lb in zip(logs_a, logs_b, strict=True):
+        assert all(torch.equal(la[k], lb[k]) for k in la)

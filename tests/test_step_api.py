@@ -9,6 +9,7 @@ from dataclasses import replace
 import pytest
 import torch
 from helpers import BATCH, X_DIM, Z_DIM, Run, real_batches
+from helpers.wild import BatchMeanD
 from hypothesis import given
 from hypothesis import strategies as st
 from torch import nn
@@ -83,6 +84,39 @@ def test_schedule_step_counts_must_be_positive_integers(a, b):
     else:
         with pytest.raises(ValueError, match="positive integer|at most one of d_every"):
             simultaneous(d_every=a, g_every=b)
+
+
+@given(st.one_of(option, st.sampled_from(["each", "EACH_BATCH", "each_batch "])))
+def test_d_steps_is_a_count_or_each_batch(d_steps):
+    for make in (d_first, g_first):
+        if isinstance(d_steps, int) and not isinstance(d_steps, bool) and d_steps >= 1:
+            assert make(d_steps=d_steps).real_batches == d_steps
+            continue
+        with pytest.raises(ValueError, match="d_steps must be a positive integer or 'each_batch'"):
+            make(d_steps=d_steps)
+    assert d_first(d_steps="each_batch").real_batches is None
+
+
+@given(st.lists(st.integers(1, 4), min_size=1, max_size=4))
+def test_each_batch_steps_d_once_per_batch_given(sizes):
+    """Each call's list, of any length, is one D step per batch (its own size), then G."""
+    run = Run("ns", batchnorm=False)
+    step = Step(*run.models(), objective="ns", latent=run.latent,
+                schedule=d_first(d_steps="each_batch"))  # fmt: skip
+    for k in sizes:
+        step([torch.randn(n, X_DIM, dtype=torch.float64) for n in range(1, k + 1)])
+    assert step.progress.d_updates == sum(sizes) and step.progress.g_updates == len(sizes)
+
+
+@pytest.mark.parametrize("real", [[], (), "x", None, torch.zeros(BATCH, X_DIM)])
+def test_each_batch_takes_a_nonempty_list(real):
+    run = Run("ns", batchnorm=False)
+    step = Step(*run.models(), objective="ns", latent=run.latent,
+                schedule=g_first(d_steps="each_batch"))  # fmt: skip
+    with pytest.raises(ValueError, match="takes a list of real batches per step, one D step"):
+        step(real)
+    with pytest.raises(ValueError, match="which feed cannot know"):
+        step.feed([torch.zeros(BATCH, X_DIM)])
 
 
 @given(option)
@@ -334,20 +368,9 @@ def test_latent_that_returns_the_wrong_batch():
         step(real_batches(1)[0])
 
 
-class BatchMeanD(nn.Module):
-    """A D that averages its scores over the batch itself, as the WGAN authors' netD
-    does (``output.mean(0)``, then ``view(1)``)."""
-
-    def __init__(self, d: nn.Module):
-        super().__init__()
-        self.d = d
-
-    def forward(self, x):
-        return self.d(x).mean(0).view(1)
-
-
-@pytest.mark.parametrize("objective", ["ns", "wgan", "hinge"])
+@pytest.mark.parametrize("objective", ["ns", "wgan_gp", "hinge"])
 def test_a_d_returning_one_number_for_the_batch_is_told_to_return_its_scores(objective):
+    """(``wgan`` reads that one number: tests/test_wgan.py.)"""
     side = Run(objective, False)
     side.D = BatchMeanD(side.D)
     step = Step(*side.models(), objective=objective, schedule="d_first", latent=side.latent)

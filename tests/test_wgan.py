@@ -7,13 +7,13 @@ from __future__ import annotations
 import pytest
 import torch
 from helpers import X_DIM, Z_DIM, Run, real_batches
-from helpers.wild import assert_same, assert_same_sides, numpy_normal
+from helpers.wild import BatchMeanD, assert_same, assert_same_sides, numpy_normal
 from hypothesis import given
 from hypothesis import strategies as st
 from torch import nn
 
 from ganstep import Step, d_first, reference, simultaneous
-from ganstep.engine.objectives import WGAN, WGANGP, ns
+from ganstep.engine.objectives import WGAN, WGANGP, Wasserstein, ns
 from ganstep.trainer.models import MLP
 
 
@@ -344,3 +344,291 @@ def test_wgan_gp_flattened_parts_from_zeleni9s_loop():
 def test_wgan_gp_flatten_is_true_or_false(flatten):
     with pytest.raises(ValueError, match="wgan_gp flatten must be True or False"):
         WGANGP(flatten=flatten)
+
+
+# The WGAN authors' main.py (martinarjovsky/WassersteinGAN, commit 2cf43ba) and its two
+# model files, as they write them (nn.Module for the gone nn.Container, the main
+# Sequential called where data_parallel hands it one device's batch, and ':' in its
+# layers' names for the '.' that torch refuses since 0.4).
+
+
+class MLP_G(nn.Module):
+    """models/mlp.py's MLP_G."""
+
+    def __init__(self, isize, nz, nc, ngf):
+        super().__init__()
+        self.main = nn.Sequential(
+            nn.Linear(nz, ngf), nn.ReLU(True), nn.Linear(ngf, ngf), nn.ReLU(True),
+            nn.Linear(ngf, ngf), nn.ReLU(True), nn.Linear(ngf, nc * isize * isize),
+        )  # fmt: skip
+        self.nc, self.isize, self.nz = nc, isize, nz
+
+    def forward(self, input):
+        input = input.view(input.size(0), input.size(1))
+        out = self.main(input)
+        return out.view(out.size(0), self.nc, self.isize, self.isize)
+
+
+class MLP_D(nn.Module):
+    """models/mlp.py's MLP_D: its scores' batch mean, one number."""
+
+    def __init__(self, isize, nz, nc, ndf):
+        super().__init__()
+        self.main = nn.Sequential(
+            nn.Linear(nc * isize * isize, ndf), nn.ReLU(True), nn.Linear(ndf, ndf),
+            nn.ReLU(True), nn.Linear(ndf, ndf), nn.ReLU(True), nn.Linear(ndf, 1),
+        )  # fmt: skip
+        self.nc, self.isize, self.nz = nc, isize, nz
+
+    def forward(self, input):
+        input = input.view(input.size(0), input.size(1) * input.size(2) * input.size(3))
+        output = self.main(input)
+        output = output.mean(0)
+        return output.view(1)
+
+
+class DCGAN_D(nn.Module):
+    """models/dcgan.py's DCGAN_D (BatchNorm, the batch mean), n_extra_layers=0."""
+
+    def __init__(self, isize, nz, nc, ndf):
+        super().__init__()
+        main = nn.Sequential()
+        main.add_module(f"initial:conv:{nc}-{ndf}", nn.Conv2d(nc, ndf, 4, 2, 1, bias=False))
+        main.add_module(f"initial:relu:{ndf}", nn.LeakyReLU(0.2, inplace=True))
+        csize, cndf = isize / 2, ndf
+        while csize > 4:
+            in_feat, out_feat = cndf, cndf * 2
+            main.add_module(f"pyramid:{in_feat}-{out_feat}:conv",
+                            nn.Conv2d(in_feat, out_feat, 4, 2, 1, bias=False))  # fmt: skip
+            main.add_module(f"pyramid:{out_feat}:batchnorm", nn.BatchNorm2d(out_feat))
+            main.add_module(f"pyramid:{out_feat}:relu", nn.LeakyReLU(0.2, inplace=True))
+            cndf, csize = cndf * 2, csize / 2
+        main.add_module(f"final:{cndf}-1", nn.Conv2d(cndf, 1, 4, 1, 0, bias=False))
+        self.main = main
+
+    def forward(self, input):
+        output = self.main(input)
+        output = output.mean(0)
+        return output.view(1)
+
+
+class DCGAN_G(nn.Module):
+    """models/dcgan.py's DCGAN_G, n_extra_layers=0."""
+
+    def __init__(self, isize, nz, nc, ngf):
+        super().__init__()
+        cngf, tisize = ngf // 2, 4
+        while tisize != isize:
+            cngf, tisize = cngf * 2, tisize * 2
+        main = nn.Sequential()
+        main.add_module(f"initial:{nz}-{cngf}:convt",
+                        nn.ConvTranspose2d(nz, cngf, 4, 1, 0, bias=False))  # fmt: skip
+        main.add_module(f"initial:{cngf}:batchnorm", nn.BatchNorm2d(cngf))
+        main.add_module(f"initial:{cngf}:relu", nn.ReLU(True))
+        csize = 4
+        while csize < isize // 2:
+            main.add_module(f"pyramid:{cngf}-{cngf // 2}:convt",
+                            nn.ConvTranspose2d(cngf, cngf // 2, 4, 2, 1, bias=False))  # fmt: skip
+            main.add_module(f"pyramid:{cngf // 2}:batchnorm", nn.BatchNorm2d(cngf // 2))
+            main.add_module(f"pyramid:{cngf // 2}:relu", nn.ReLU(True))
+            cngf, csize = cngf // 2, csize * 2
+        main.add_module(f"final:{cngf}-{nc}:convt",
+                        nn.ConvTranspose2d(cngf, nc, 4, 2, 1, bias=False))  # fmt: skip
+        main.add_module(f"final:{nc}:tanh", nn.Tanh())
+        self.main = main
+
+    def forward(self, input):
+        return self.main(input)
+
+
+def weights_init(m):
+    """main.py's custom weights initialization."""
+    classname = m.__class__.__name__
+    if classname.find("Conv") != -1:
+        m.weight.data.normal_(0.0, 0.02)
+    elif classname.find("BatchNorm") != -1:
+        m.weight.data.normal_(1.0, 0.02)
+        m.bias.data.fill_(0)
+
+
+def _authors_sides(dcgan: bool, lr: float, dtype: torch.dtype):
+    """Two identical (G, D, RMSprop, RMSprop) as main.py builds them (its --mlp_G
+    --mlp_D, or its DCGAN models with weights_init on both)."""
+    sides = []
+    for _ in range(2):
+        torch.manual_seed(3)
+        if dcgan:
+            G, D = DCGAN_G(16, 4, 1, 4).to(dtype), DCGAN_D(16, 4, 1, 4).to(dtype)
+            D.apply(weights_init)
+        else:
+            G, D = MLP_G(2, 3, 1, 8).to(dtype), MLP_D(2, 3, 1, 8).to(dtype)
+        G.apply(weights_init)
+        sides.append((G, D, torch.optim.RMSprop(G.parameters(), lr=lr),
+                      torch.optim.RMSprop(D.parameters(), lr=lr)))  # fmt: skip
+    return sides
+
+
+def _authors_loop(step, batches, niter, diters=5):
+    """main.py's loop around a Step: the same Diters and the same count of the epoch's
+    batches, each iteration's batches handed over in one call."""
+    got, gen_iterations = [], 0
+    for _epoch in range(niter):
+        data_iter, i = iter(batches), 0
+        while i < len(batches):
+            Diters = 100 if gen_iterations < 25 or gen_iterations % 500 == 0 else diters
+            reals = [next(data_iter) for _ in range(min(Diters, len(batches) - i))]
+            i += len(reals)
+            got.append({**{k: v.item() for k, v in step(reals).items()}, "d_steps": len(reals)})
+            gen_iterations += 1
+    return got
+
+
+def _authors_run(dcgan: bool, n_batches: int, niter: int, objective, lr: float = 1e-3,
+                 dtype: torch.dtype = torch.float64):  # fmt: skip
+    theirs, ours = _authors_sides(dcgan, lr, dtype)
+    nz, shape = (4, (1, 16, 16)) if dcgan else (3, (1, 2, 2))
+    torch.manual_seed(5)
+    batches = [torch.rand(4, *shape, dtype=dtype) * 2 - 1 for _ in range(n_batches)]
+    z_shape = (nz, 1, 1)  # main.py's noise, (batchSize, nz, 1, 1)
+    latent = lambda n: torch.randn(n, *z_shape, dtype=dtype)  # noqa: E731
+    torch.manual_seed(9)
+    expected = reference.martinarjovsky_wgan(*theirs, batches, latent, niter=niter,
+                                             batch_size=4)  # fmt: skip
+    step = Step(*ours, objective=objective, latent=latent,
+                schedule=d_first(d_steps="each_batch", reuse_fake=False))  # fmt: skip
+    torch.manual_seed(9)
+    return ours, theirs, _authors_loop(step, batches, niter), expected
+
+
+AUTHORS = WGAN(0.01, sign=-1, clamp_at="before")
+
+
+def test_the_wgan_authors_main_py_with_its_mlps_equals_the_step():
+    """main.py --mlp_G --mlp_D over 2,522 batches: 25 G iterations of 100 D steps, four of
+    Diters = 5, one cut short to the epoch's last 2 batches; its D returns the batch
+    mean, scores real samples low, is clamped before each D step. Parameters, RMSprop's
+    state and the logged losses equal in float64."""
+    ours, theirs, got, expected = _authors_run(False, 2522, 1, AUTHORS)
+    assert [r["d_steps"] for r in expected] == [100] * 25 + [5] * 4 + [2]
+    assert [r["d_steps"] for r in got] == [r["d_steps"] for r in expected]
+    assert_same_sides(ours, theirs)
+    for mine, source in zip(got, expected, strict=True):
+        assert mine["loss_d"] == pytest.approx(source["loss_d"], rel=1e-12, abs=1e-15)
+        assert mine["loss_g"] == pytest.approx(source["loss_g"], rel=1e-12, abs=1e-15)
+    # G's step read D unclamped (as its last D step left it), as main.py's does
+    assert max(p.abs().max().item() for p in ours[1].parameters()) > 0.01
+
+
+def test_the_wgan_authors_main_py_with_its_batchnorm_dcgan_equals_the_step():
+    """main.py's DCGAN models (BatchNorm in both, weights_init), three epochs of 5 batches
+    (each G iteration's 100 D steps cut to the epoch's 5): parameters, both BatchNorms'
+    statistics and RMSprop's state equal in float64."""
+    ours, theirs, got, expected = _authors_run(True, 5, 3, AUTHORS)
+    assert [r["d_steps"] for r in got] == [r["d_steps"] for r in expected] == [5, 5, 5]
+    assert_same_sides(ours, theirs)
+    for mine, source in zip(got, expected, strict=True):
+        assert mine["loss_d"] == pytest.approx(source["loss_d"], rel=1e-12, abs=1e-15)
+
+
+def test_the_wgan_authors_main_py_equals_the_step_to_the_bit_in_float32():
+    """Its two backward calls (real, then fake) and the Step's one backward of L_D add
+    the same two gradients: float32 parameters, statistics and states equal exactly."""
+    ours, theirs, got, expected = _authors_run(True, 7, 3, AUTHORS, dtype=torch.float32)
+    for mine, source in zip(ours, theirs, strict=True):
+        if isinstance(mine, nn.Module):
+            pairs = [(mine.state_dict(), source.state_dict())]
+        else:
+            pairs = zip(mine.state_dict()["state"].values(),
+                        source.state_dict()["state"].values(), strict=True)  # fmt: skip
+        for a, b in pairs:
+            assert all(torch.equal(a[k], b[k]) for k in a)
+    assert [r["loss_d"] for r in got] == [r["loss_d"] for r in expected]
+
+
+@pytest.mark.parametrize("objective", [WGAN(0.01, sign=-1), WGAN(0.01, clamp_at="before")],
+                         ids=["clamp_after", "sign_1"])  # fmt: skip
+def test_the_wgan_authors_loop_parts_from_the_other_options(objective):
+    """Clamping after each D step (G then reads a clamped D), or the usual sign: other
+    parameters than main.py's."""
+    ours, theirs, *_ = _authors_run(False, 30, 1, objective, lr=1e-2)
+    pairs = zip(ours[0].parameters(), theirs[0].parameters(), strict=True)
+    assert max((p - q).abs().max().item() for p, q in pairs) > 1e-6
+
+
+@given(st.one_of(st.integers().filter(lambda v: v not in (1, -1)), st.booleans(), st.none(),
+                 st.text(max_size=3), st.floats()))  # fmt: skip
+def test_wgan_sign_is_1_or_minus_1(sign):
+    if isinstance(sign, float) and sign in (1.0, -1.0):
+        assert WGAN(sign=sign).sign == int(sign)
+        return
+    with pytest.raises(ValueError, match="wgan sign must be 1 .* or -1"):
+        WGAN(sign=sign)
+
+
+@given(st.one_of(st.text(max_size=8).filter(lambda v: v not in ("after", "before")),
+                 st.none(), st.integers(), st.booleans()))  # fmt: skip
+def test_wgan_clamp_at_is_after_or_before(clamp_at):
+    with pytest.raises(ValueError, match=r"wgan clamp_at must be one of \('after', 'before'\)"):
+        WGAN(clamp_at=clamp_at)
+
+
+def test_wgans_repr_names_the_authors_options():
+    assert repr(AUTHORS) == "WGAN(clip=0.01, sign=-1, clamp_at='before')"
+    assert repr(WGAN()) == "WGAN(clip=0.01)"
+
+
+def _batch_mean_step(objective, **options):
+    torch.manual_seed(0)
+    G, D = nn.Linear(Z_DIM, X_DIM).double(), BatchMeanD(nn.Linear(X_DIM, 1).double())
+    opts = torch.optim.SGD(G.parameters(), lr=0.1), torch.optim.SGD(D.parameters(), lr=0.1)
+    gen = torch.Generator().manual_seed(1)
+    latent = lambda n: torch.randn(n, Z_DIM, dtype=torch.float64, generator=gen)  # noqa: E731
+    return Step(G, D, *opts, objective=objective, latent=latent, **options)
+
+
+class PenalizedWasserstein(Wasserstein):
+    """The Wasserstein losses with a penalty of a user's own on D's loss forwards."""
+
+    name = "penalized"
+    penalty_at = "loss_forwards"
+
+    def penalty_on_outputs(self, real, real_out, fake, fake_out):
+        return real_out.sum() * 0
+
+
+@pytest.mark.parametrize(
+    ("objective", "options", "match"),
+    [
+        (WGANGP(), {"schedule": "d_first"}, "one number for the whole batch: return D's scores"),
+        (PenalizedWasserstein(), {"schedule": "d_first"}, "one number for the whole batch"),
+        ("hinge", {"schedule": "d_first"}, "one number for the whole batch: return D's scores"),
+        ("wgan", {"schedule": "d_first", "concat": True}, "D returns a number for the whole"),
+        ("wgan", {"schedule": "d_first", "concat": "joint"}, "batch mean is called on each"),
+        ("wgan", {"schedule": simultaneous(fused=True)}, "D returns a number for the whole"),
+        (
+            "wgan",
+            {"schedule": simultaneous(fused=True), "d_profile": {"mixing": False}},
+            "rescales G's gradient per fake sample",
+        ),
+    ],
+)
+def test_a_d_returning_its_batch_mean_is_refused_where_its_mean_is_not_enough(
+    objective, options, match
+):
+    step = _batch_mean_step(objective, **options)
+    with pytest.raises(ValueError, match=match):
+        step(real_batches(1)[0])
+
+
+def test_a_d_returning_its_batch_mean_equals_the_mean_of_its_scores():
+    """WGAN reads a batch-mean D's one number as the mean of the scores it averaged:
+    the same step as on the D that returns them (concat="auto" keeps its calls apart)."""
+    a = _batch_mean_step("wgan", schedule="d_first", concat="auto")
+    b = _batch_mean_step("wgan", schedule="d_first")
+    b.game.d.module.forward = lambda x: b.game.d.module.d(x).view(-1)
+    for real in real_batches(4):
+        la, lb = a(real), b(real)
+        assert la["loss_d"].item() == pytest.approx(lb["loss_d"].item(), rel=1e-12)
+    assert a.d_profile.mixing and "whole batch" in dict(a.d_profile.why)["mixing"]
+    for p, q in zip(a.game.d.module.parameters(), b.game.d.module.parameters(), strict=True):
+        torch.testing.assert_close(p, q, rtol=1e-12, atol=1e-14)

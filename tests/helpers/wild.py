@@ -196,3 +196,15 @@ def pix2pix_step(side, **kwargs) -> Step:
                 condition="real", d_scale=0.5,
                 g_terms={"l1": (100.0, lambda v: F.l1_loss(v.fake.x, v.real.x))},
                 **{"d_order": "fake_first", **kwargs})  # fmt: skip
+
+
+class BatchMeanD(nn.Module):
+    """A D that averages its scores over the batch itself, as the WGAN authors' netD
+    does (``output.mean(0)``, then ``view(1)``)."""
+
+    def __init__(self, d: nn.Module):
+        super().__init__()
+        self.d = d
+
+    def forward(self, x):
+        return self.d(x).mean(0).view(1)

@@ -268,6 +268,12 @@ class GANModule(L.LightningModule):
             torch.manual_seed(stream)
         self.step = Step(self.G, self.D, opt_g, opt_d, distributed=data_parallel.active(),
                          **options)  # fmt: skip
+        if self.step.real_batches is None:
+            raise ValueError(
+                f"step_options: schedule {self.step.schedule!r} takes as many batches as each "
+                "call is given; a GANModule takes a fixed number from Lightning's loader per "
+                "iteration: give d_steps a number"
+            )
         if self._saved is not None:
             self._restore(self._saved)
             self._saved = None

@@ -129,6 +129,7 @@ class BicycleStep:
         D_VAE, D_LR = game.d.module
         with frozen(game.d.module):
             logs, fake_B, fake_B_lr = self._g_and_e(real_A, real_B, D_VAE, D_LR)
+        game.options.objective.before_d_step(game.d.module)  # WGAN(clamp_at="before")
         game.d.zero_grad()
         for key, D, fake in (("loss_d_vae", D_VAE, fake_B), ("loss_d_lr", D_LR, fake_B_lr)):
             loss = game.options.d_scale * self._d_loss(D, real_B, fake.detach())

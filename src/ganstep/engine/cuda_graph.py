@@ -90,6 +90,12 @@ def check_capturable(step: Step) -> None:
             f"(samples where D's slope vanished; {step.objective.name!r} has them); "
             "capture simultaneous() without fused"
         )
+    if schedule.real_batches is None:
+        raise ValueError(
+            f"CUDA graph capture: schedule {schedule!r} takes as many D steps as each call "
+            "is given real batches, and a graph holds one iteration's steps: give d_steps "
+            "a number"
+        )
     if type(schedule).updates is Schedule.updates:
         raise ValueError(
             f"CUDA graph capture: schedule {type(schedule).__name__} does not say which "
@@ -500,7 +506,7 @@ class GraphedStep:
         warmup: int = 3,
         generators: Sequence[torch.Generator] = (),
     ) -> None:
-        _check_is_step(step)
+        check_capturable(step)  # before the input, which it may say why not to give
         step.batches_of(real)  # what the Step would refuse, refused now
         self.step = step
         self.static = StaticInput(real)

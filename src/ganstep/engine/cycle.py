@@ -201,6 +201,7 @@ class CycleStep:
         if self.order == "d_first":
             with torch.no_grad():
                 made = self._forwards(real_A, real_B, reconstruct=False)
+            game.options.objective.before_d_step(game.d.module)  # WGAN(clamp_at="before")
             logs = run_phase(game, [game.d], reals, [(made["fake_B"], made["fake_A"])],
                              self._d_micro)  # fmt: skip
             if self.iteration % self.g_every == 0:
@@ -209,6 +210,7 @@ class CycleStep:
             made = self._forwards(real_A, real_B)
             logs = self._g_phase(reals, made)
             fakes = [(made["fake_B"].detach(), made["fake_A"].detach())]
+            game.options.objective.before_d_step(game.d.module)
             logs.update(run_phase(game, [game.d], reals, fakes, self._d_micro))
         self.iteration += 1
         return logs

@@ -163,6 +163,16 @@ def _others_moved(a: object, b: object, n: int) -> bool:
     )
 
 
+def _batch_reduced(a: object, b: object, n: int) -> bool:
+    """Whether an output without a row per sample moved with sample 0: D reduced over
+    the batch (the WGAN authors' ``output.mean(0)``), so one call on two batches joined
+    is not two calls."""
+    return any(
+        (x.dim() == 0 or x.shape[0] != n) and not _equal(x, y)
+        for x, y in zip(_tensors(a), _tensors(b), strict=True)
+    )
+
+
 class _Rng:
     """The random generators D may draw from: the global CPU one, the accelerator's
     when D runs on one, and any ``torch.Generator`` that D's modules hold."""
@@ -292,6 +302,8 @@ def _verdicts(
         return why  # its draws differ from call to call: the mixing test cannot tell
     if _others_moved(first, third, n):
         why["mixing"] = "changing one sample moves D's outputs on the others"
+    elif _batch_reduced(first, third, n):
+        why["mixing"] = "D returns a number for the whole batch (a mean over its samples)"
     return why
 
 

@@ -78,6 +78,11 @@ def _fusable_scores(game: Game, s_fake: list[Tensor], n: int) -> Tensor:
             "(a multi-scale D). Use simultaneous() without fused."
         )
     (s,) = s_fake
+    if s.numel() == 1 and n > 1:  # the objective took D's batch mean (WGAN)
+        raise ValueError(
+            f"simultaneous(fused=True) rescales G's gradient per fake sample; D returned one "
+            f"number for the batch of {n} (its scores' mean). Use simultaneous() without fused."
+        )
     if s.numel() != n and not game.options.objective.constant_ratio:
         raise ValueError(
             f"simultaneous(fused=True) with a map of scores per sample (D gave "

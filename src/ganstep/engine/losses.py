@@ -39,15 +39,28 @@ def d_outputs(game: Game, real: Batch, fake: Batch) -> tuple[object, object]:
     fake_first = game.options.d_order == "fake_first"
     eager = game.real_forward_eager()  # R1's double backward: the user's D, uncompiled
     if game.concat_d_calls():  # (concat=True then: one uncompiled call)
-        if fake_first:
-            out_fake, out_real = split(d_call(game, cat(fake, real), eager), fake.n)
-            return out_real, out_fake
-        return split(d_call(game, cat(real, fake), eager), real.n)
+        first = fake if fake_first else real
+        both = d_call(game, cat(first, real if fake_first else fake), eager)
+        _check_rows(both, real.n + fake.n)
+        out_first, out_second = split(both, first.n)
+        return (out_second, out_first) if fake_first else (out_first, out_second)
     eager_fake = game.fake_forward_eager()
     if fake_first:
         out_fake = d_call(game, fake, eager_fake)
         return d_call(game, real, eager), out_fake
     return d_call(game, real, eager), d_call(game, fake, eager_fake)
+
+
+def _check_rows(out: object, n: int) -> None:
+    """Refuse one number for the joined batch of ``n`` rows: a D that returns its scores'
+    batch mean (which WGAN reads alone) has no rows to split into real and fake."""
+    found = adversarial(out)
+    if n > 1 and any(isinstance(o, Tensor) and o.numel() == 1 for o in found):
+        raise ValueError(
+            f"D returned one number for the {n} rows of the real and the fake batch joined "
+            "(concat): a D that returns its scores' batch mean is called on each batch "
+            "apart; use concat=False"
+        )
 
 
 def scores(game: Game, out: object, inp: Tensor) -> list[Tensor]:

@@ -62,6 +62,10 @@ class Objective:
     # forwards of its own, as most loops add it), "before" them (DualGAN's), or
     # "loss_forwards" (:meth:`penalty_on_outputs`: it reads those forwards, WGAN-div's).
     penalty_at = "after"
+    # The losses read D's scores only through their batch means, linearly, so a D that
+    # returns that mean itself (the WGAN authors' netD: ``output.mean(0).view(1)``) gives
+    # them exactly; its one number is then read as the batch's scores.
+    takes_batch_mean = False
 
     def score(self, out: Tensor, inp: Tensor) -> Tensor:
         """The scores of D's adversarial output ``out`` on ``inp``: shape ``(n,)`` for one
@@ -70,6 +74,8 @@ class Objective:
         if out.dim() == 0 or out.shape[0] != n:
             # one number for the batch: D averaged its scores itself (the WGAN authors'
             # netD returns output.mean(0))
+            if out.numel() == 1 and self.takes_batch_mean:
+                return out.reshape(1)  # D's mean over the batch, which the losses take
             one = (" (one number for the whole batch: return D's scores before their mean, "
                    "which the losses take)" if out.numel() == 1 and n > 1 else "")  # fmt: skip
             raise ValueError(
@@ -122,6 +128,10 @@ class Objective:
         where h_D'(s) is 0 it may be infinite (the step handles those samples apart).
         """
         raise ValueError(f"the fused step cannot use objective {self.name!r}: {self.not_fusable}")
+
+    def before_d_step(self, D: nn.Module) -> None:
+        """Act on D right before each of its steps' forwards (the WGAN authors' weight
+        clipping, at the top of their D loop)."""
 
     def after_d_step(self, D: nn.Module) -> None:
         """Act on D right after each of its optimizer steps (WGAN's weight clipping)."""
@@ -319,7 +329,15 @@ class Hinge(WithR1, Objective):
 class Wasserstein(Objective):
     """The Wasserstein critic's losses: L_D = mean(D(G(z))) - mean(D(x)),
     L_G = -mean(D(G(z))); :class:`WGAN` and :class:`WGANGP` keep D Lipschitz each
-    their way."""
+    their way.
+
+    Linear in the batch means of D's scores, so a D that returns its scores' mean
+    itself (one number for the batch) is read exactly (``takes_batch_mean``).
+
+    ``sign``: -1 trains the critic the other way round, L_D = mean(D(x)) -
+    mean(D(G(z))) and L_G = mean(D(G(z))), as the WGAN authors' ``main.py`` does
+    (``errD_real.backward(one)``, ``errD_fake.backward(mone)``, ``errG.backward(one)``):
+    D of that loop is -D of this one, and the losses it logs are these."""
 
     # named in messages; not in OBJECTIVES, since its D needs a Lipschitz bound of the
     # user's own (spectral norm), which a name alone cannot give
@@ -327,15 +345,36 @@ class Wasserstein(Objective):
     constant_ratio = True
     constant_slopes = True
     not_fusable = None
+    sign = 1  # (WGANGP: always 1)
+
+    def __init__(self, sign: int = 1) -> None:
+        if sign not in (1, -1) or isinstance(sign, bool):
+            raise ValueError(
+                f"{self.name} sign must be 1 (D scores real samples high) or -1 (low, the "
+                f"WGAN authors' main.py), got {sign!r}"
+            )
+        self.sign = int(sign)
+
+    @property
+    def takes_batch_mean(self) -> bool:  # type: ignore[override]
+        """True unless a penalty reads D's gradient at each sample (WGAN-GP's, a
+        subclass's own), which D's mean over the batch does not give."""
+        return (type(self).penalty is Objective.penalty
+                and type(self).penalty_on_outputs is Objective.penalty_on_outputs)  # fmt: skip
 
     def d_loss(self, real: Tensor, fake: Tensor) -> tuple[Tensor, Logs]:
+        if self.sign < 0:  # as errD = errD_real - errD_fake, not its negation
+            return real.mean() - fake.mean(), {}
         return fake.mean() - real.mean(), {}
 
     def g_loss(self, fake: Tensor, real: Tensor | None = None) -> tuple[Tensor, Logs]:
-        return -fake.mean(), {}
+        return (fake.mean() if self.sign < 0 else -fake.mean()), {}
 
     def fake_slopes(self, fake: Tensor) -> tuple[Tensor, Tensor]:
-        return torch.ones_like(fake), torch.full_like(fake, -1.0)
+        return torch.full_like(fake, float(self.sign)), torch.full_like(fake, -1.0)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({'' if self.sign == 1 else 'sign=-1'})"
 
 
 # WGANGP's two ways to make its interpolates from e (see its ``interpolate``)
@@ -432,25 +471,57 @@ class WGANGP(Wasserstein):
         return f"WGANGP(weight={self.weight}{alpha}{eps}{form})"
 
 
+# when WGAN clamps D's weights: after each D step, or before each D step's forwards
+CLAMP_AT = ("after", "before")
+
+
 class WGAN(Wasserstein):
     """WGAN with weight clipping (Arjovsky et al.; PyTorch-GAN ``wgan.py``).
 
     L_D = mean(D(G(z))) - mean(D(x)), L_G = -mean(D(G(z))); after each D step every
     parameter of D is clamped to [-clip, clip] (as ``p.data.clamp_``).
+
+    The WGAN authors' own ``main.py`` (martinarjovsky/WassersteinGAN) writes it another
+    way, which these options give: ``sign=-1`` (see :class:`Wasserstein`), and
+
+    ``clamp_at``: ``"after"`` (default) each D step, or ``"before"`` each D step's
+    forwards, as ``main.py`` clamps at the top of its D loop: G's step then reads D as
+    the last D step left it, unclamped, and D's first step clamps the weights D starts
+    from.
+
+    A D that returns its scores' batch mean (``main.py``'s ``output.mean(0).view(1)``)
+    is read as it is (the losses are linear in those means).
     """
 
     name = "wgan"
 
-    def __init__(self, clip: float = 0.01) -> None:
+    def __init__(self, clip: float = 0.01, sign: int = 1, clamp_at: str = "after") -> None:
+        super().__init__(sign)
         self.clip = non_negative(clip, f"{self.name} clip")
+        if clamp_at not in CLAMP_AT:
+            raise ValueError(
+                f"{self.name} clamp_at must be one of {CLAMP_AT} (after each D step, or "
+                f"before its forwards as the WGAN authors' main.py), got {clamp_at!r}"
+            )
+        self.clamp_at = clamp_at
 
-    def after_d_step(self, D: nn.Module) -> None:
+    def _clamp(self, D: nn.Module) -> None:
         with torch.no_grad():
             for p in D.parameters():
                 p.clamp_(-self.clip, self.clip)
 
+    def before_d_step(self, D: nn.Module) -> None:
+        if self.clamp_at == "before":
+            self._clamp(D)
+
+    def after_d_step(self, D: nn.Module) -> None:
+        if self.clamp_at == "after":
+            self._clamp(D)
+
     def __repr__(self) -> str:
-        return f"WGAN(clip={self.clip})"
+        more = "" if self.sign == 1 else f", sign={self.sign}"
+        more += "" if self.clamp_at == "after" else f", clamp_at={self.clamp_at!r}"
+        return f"WGAN(clip={self.clip}{more})"
 
 
 class Relativistic(Objective):

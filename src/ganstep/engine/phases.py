@@ -141,7 +141,9 @@ def pooled(game: Game, fake: Batch) -> Batch:
 def d_phase(game: Game, real: MicroBatches, fake: MicroBatches | list[FakesAfterReal]) -> Logs:
     """One step of D on ``real`` and ``fake`` (already cut from G's graph, or made by
     :class:`~ganstep.engine.fakes.FakesAfterReal` after D's real forward; with a fake
-    pool, D sees what the pool gives in place of ``fake``)."""
+    pool, D sees what the pool gives in place of ``fake``). The objective acts on D first
+    (:meth:`~ganstep.engine.objectives.Objective.before_d_step`)."""
+    game.options.objective.before_d_step(game.d.module)  # WGAN(clamp_at="before")
     if game.options.fake_pool is not None:  # every micro-batch's before D's forwards
         fake = [f if isinstance(f, FakesAfterReal) else pooled(game, f) for f in fake]
     return run_phase(game, [game.d], real, fake, partial(d_micro_batch, game))

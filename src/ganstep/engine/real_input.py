@@ -13,17 +13,19 @@ from .schedules import Schedule
 
 def real_batches(real: object, schedule: Schedule, conditional: bool) -> list[Batch]:
     """The real batches of one call: one item, or a list of ``schedule.real_batches``
-    items, each as a :class:`Batch` (its condition read when ``conditional``)."""
+    items (any number but 0 for ``d_steps="each_batch"``), each as a :class:`Batch` (its
+    condition read when ``conditional``)."""
     want = schedule.real_batches
-    if isinstance(real, list) and want == 1 and len(real) == 2 and not conditional:
-        raise ValueError(
-            "got a list of 2 for 1 D step: if it is a DataLoader's (x, y), this Step is "
-            "unconditional; pass x alone, or use step.feed(loader), which drops y"
-        )
-    if isinstance(real, list) and not (want == 1 and len(real) == 2):
-        items = real
+    if want is None:  # d_steps="each_batch": a list, one D step for each of its items
+        if not isinstance(real, list | tuple) or not real:
+            got = f"a {type(real).__name__}" if not isinstance(real, list | tuple) else "none"
+            raise ValueError(
+                f"schedule {schedule!r} takes a list of real batches per step, one D step for "
+                f"each (a list of one for one D step); got {got}"
+            )
+        items, want = list(real), len(real)
     else:
-        items = [real]
+        items = _items(real, want, conditional)
     if len(items) != want:
         raise ValueError(
             f"schedule {schedule!r} takes {want} real batch(es) per step, "
@@ -45,6 +47,19 @@ def real_batches(real: object, schedule: Schedule, conditional: bool) -> list[Ba
                 f"feature dimension, got {tuple(b.x.shape)}"
             )
     return batches
+
+
+def _items(real: object, want: int, conditional: bool) -> list:
+    """A call's real batches as given: ``real`` itself where one is wanted (an
+    unconditional Step's list of 2 refused: a DataLoader's (x, y)), else its items."""
+    if isinstance(real, list) and want == 1 and len(real) == 2 and not conditional:
+        raise ValueError(
+            "got a list of 2 for 1 D step: if it is a DataLoader's (x, y), this Step is "
+            "unconditional; pass x alone, or use step.feed(loader), which drops y"
+        )
+    if isinstance(real, list) and not (want == 1 and len(real) == 2):
+        return real
+    return [real]
 
 
 def micro_batches(batch: Batch, k: int) -> list[Batch]:

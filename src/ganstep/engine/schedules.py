@@ -11,7 +11,9 @@ schedule        D's gradient at       G's gradient at
 ============== ===================== =====================
 
 Each D step trains on its own real batch: a schedule with ``d_steps = k`` takes
-``k`` real batches per iteration (``real_batches``). A batch carries its condition
+``k`` real batches per iteration (``real_batches``), and one with ``d_steps =
+"each_batch"`` as many as each call is given, one D step for each (a loop whose
+number of D steps varies, as the WGAN authors' does). A batch carries its condition
 (:class:`~ganstep.engine.batch.Batch`); schedules move batches and never look inside them.
 """
 
@@ -30,6 +32,9 @@ from .phases import d_phase_making_fakes, g_phase, joint_phase, separate_phases
 from .registry import resolve
 from .views import any_reads_real
 
+# d_steps="each_batch": one D step for each real batch a call is given
+EACH_BATCH = "each_batch"
+
 
 class Schedule:
     """Base class: ``run`` performs one iteration and returns its logs."""
@@ -37,15 +42,24 @@ class Schedule:
     name: ClassVar[str] = ""
 
     @property
-    def real_batches(self) -> int:
-        """How many real batches one iteration consumes (one per D step)."""
-        return getattr(self, "d_steps", 1)
+    def real_batches(self) -> int | None:
+        """How many real batches one iteration consumes (one per D step); ``None`` for
+        ``d_steps="each_batch"``: as many as the call is given."""
+        d_steps = getattr(self, "d_steps", 1)
+        return None if d_steps == EACH_BATCH else d_steps
 
     def __post_init__(self) -> None:
-        """A schedule's options are counts (positive integers) and flags (True/False)."""
+        """A schedule's options are counts (positive integers) and flags (True/False);
+        ``d_steps`` may be ``"each_batch"``."""
         for option in fields(self):
-            check = positive_int if option.type == "int" else flag
-            check(getattr(self, option.name), f"{self.name}: {option.name}")
+            value, what = getattr(self, option.name), f"{self.name}: {option.name}"
+            if option.name == "d_steps":
+                if not (isinstance(value, str) and value == EACH_BATCH):
+                    _d_steps(value, what)
+            elif option.type == "int":
+                positive_int(value, what)
+            else:
+                flag(value, what)
 
     def check(self, game: Game) -> None:
         """Raise ValueError if this schedule cannot run exactly on ``game`` (its options and D)."""
@@ -65,7 +79,10 @@ class DFirst(Schedule):
 
     Args:
         d_steps: D steps per iteration, each on its own real batch and its own z
-            (WGAN's n_critic).
+            (WGAN's n_critic); ``"each_batch"``: one for each real batch the call is
+            given, so that a loop may vary their number (the WGAN authors' ``main.py``:
+            100 D steps for G's first 25 and every 500th, ``Diters`` otherwise, fewer
+            where the epoch runs out of batches).
         g_steps: G steps per iteration, after the D steps.
         reuse_fake: the first G step reuses the fake batch of the last D step, as the
             PyTorch DCGAN example does (G then runs once for both); otherwise every G
@@ -100,7 +117,7 @@ class DFirst(Schedule):
     D's weights compute no gradient in the G steps.
     """
 
-    d_steps: int = 1
+    d_steps: int | str = 1
     g_steps: int = 1
     reuse_fake: bool = True
     g_every: int = 1
@@ -130,6 +147,11 @@ class DFirst(Schedule):
                 f"{self.name}: g_batch={self.g_batch} makes G's fakes {self.g_batch} times the "
                 "D step's batch, so they cannot be the D step's fakes: use reuse_fake=False"
             )
+        if self.fresh_real and self.d_steps == EACH_BATCH:
+            raise ValueError(
+                f"{self.name}: fresh_real gives each G step a real batch after the D steps', "
+                f"so a call's batches must be counted: a number of d_steps, not {EACH_BATCH!r}"
+            )
         if self.fresh_real and self.reuse_fake:
             raise ValueError(
                 f"{self.name}: fresh_real gives G's step a real batch of its own, so it cannot "
@@ -138,7 +160,9 @@ class DFirst(Schedule):
             )
 
     @property
-    def real_batches(self) -> int:
+    def real_batches(self) -> int | None:
+        if self.d_steps == EACH_BATCH:
+            return None
         return self.d_steps + (self.g_steps if self.fresh_real else 0)
 
     def check(self, game: Game) -> None:
@@ -161,7 +185,7 @@ class DFirst(Schedule):
         logs: Logs = {}
         kept = latents = None
         g_due = iteration % self.g_every == 0
-        d_reals = reals[: self.d_steps]
+        d_reals = reals[: len(reals) - self.g_steps] if self.fresh_real else reals
         for i, real in enumerate(d_reals):
             keep = self.reuse_fake and g_due and i == len(d_reals) - 1
             d_logs, latents, fake = d_phase_making_fakes(game, real, graph=keep)
@@ -170,7 +194,7 @@ class DFirst(Schedule):
         if not g_due:
             return logs
         for j in range(self.g_steps):
-            real = reals[self.d_steps + j] if self.fresh_real else d_reals[-1]
+            real = reals[len(d_reals) + j] if self.fresh_real else d_reals[-1]
             if j == 0 and kept is not None:
                 fake = kept
             elif self.g_steps_share_z or (j == 0 and self.reuse_z):
@@ -191,7 +215,8 @@ class GFirst(Schedule):
 
     Args:
         g_steps: G steps per iteration, each with its own z.
-        d_steps: D steps per iteration, after the G steps, each on its own real batch.
+        d_steps: D steps per iteration, after the G steps, each on its own real batch;
+            ``"each_batch"``: one for each real batch the call is given.
         reuse_z: the first D step regenerates its fakes from the last G step's z with
             the updated G, as Lightning's example does; otherwise it draws a fresh z.
 
@@ -200,7 +225,7 @@ class GFirst(Schedule):
     """
 
     g_steps: int = 1
-    d_steps: int = 1
+    d_steps: int | str = 1
     reuse_z: bool = False
     name: ClassVar[str] = "g_first"
 
@@ -265,6 +290,8 @@ class Simultaneous(Schedule):
         update_d = (iteration + 1) % self.d_every == 0
         update_g = (iteration + 1) % self.g_every == 0
         if update_d and update_g:
+            # both steps read D as this D step's forwards see it (WGAN(clamp_at="before"))
+            game.options.objective.before_d_step(game.d.module)
             fake = generate(game, draw(game, real), real, graph=True)
             if self.fused:
                 return fused_joint_phase(game, real, fake)
@@ -277,6 +304,15 @@ class Simultaneous(Schedule):
 
     def updates(self, iteration: int) -> tuple[int, int]:
         return int((iteration + 1) % self.d_every == 0), int((iteration + 1) % self.g_every == 0)
+
+
+def _d_steps(value: object, what: str) -> None:
+    """Refuse a ``d_steps`` that is neither a positive integer nor ``"each_batch"``."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(
+            f"{what} must be a positive integer or {EACH_BATCH!r} (one D step for each real "
+            f"batch a call is given), got {value!r}"
+        )
 
 
 d_first, g_first, simultaneous = DFirst, GFirst, Simultaneous

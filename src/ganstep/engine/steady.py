@@ -93,7 +93,7 @@ class Steady:
         self.shape, self.dtype, self.device = like.x.shape, like.x.dtype, like.x.device
         self.c_like = like.c  # None: unconditional
         self.d_conditional = o.d_conditional  # False: D(x) alone (ACGAN), G(z, c)
-        self.k = schedule.real_batches
+        self.k = schedule.real_batches  # None: d_steps="each_batch", any list but []
         # what is checked before each call: D's train/eval mode and its mixing layers'
         # (BatchNorm), on which merging and concatenating D's forwards depend
         self.user_d, self.d_mode = D, D.training
@@ -112,6 +112,7 @@ class Steady:
         self.r1 = regularizer if regularizer is not None and regularizer.in_loss() else None
         self.lazy = regularizer if regularizer is not None and regularizer.every > 1 else None
         self.penalty = _overrides(objective, "penalty")
+        self.before_d_step = _overrides(objective, "before_d_step")
         self.after_d_step = _overrides(objective, "after_d_step")
         self.end_iteration = _overrides(objective, "end_iteration")
         self.d_scale, self.g_scale = o.d_scale, o.g_scale
@@ -124,8 +125,8 @@ class Steady:
         """Run one iteration on ``real``; ``None`` (nothing run) where it does not fit."""
         if self.k == 1:
             reals = (self._split(real),)
-        elif type(real) is list and len(real) == self.k:  # as real_input takes them
-            reals = [self._split(item) for item in real]
+        elif type(real) is list and (len(real) == self.k or self.k is None and real):
+            reals = [self._split(item) for item in real]  # as real_input takes them
         else:
             return None
         if None in reals:
@@ -167,7 +168,7 @@ class Steady:
         schedule, logs = self.schedule, {}
         g_due = iteration % schedule.g_every == 0
         kept = z = None
-        last = self.k - 1
+        last = len(reals) - 1
         for i, (x, c) in enumerate(reals):
             keep = schedule.reuse_fake and g_due and i == last
             if self.g_between:
@@ -212,6 +213,8 @@ class Steady:
         update_d = (iteration + 1) % schedule.d_every == 0
         update_g = (iteration + 1) % schedule.g_every == 0
         if update_d and update_g:
+            if self.before_d_step:  # before G's forward too: both steps read that D
+                self.objective.before_d_step(self.D)
             fake = self._generate(self._draw(x.shape[0]), c, x, True)
             if self.merge:
                 return self._joint_step(x, c, fake)
@@ -333,6 +336,8 @@ class Steady:
                 graph: bool = False) -> Logs:  # fmt: skip
         """phases.d_phase: D on ``x`` and ``fake`` (cut from G's graph), one step of D.
         ``fake`` None: G makes it after D's forward on ``x`` (:meth:`_g_between_losses`)."""
+        if self.before_d_step:
+            self.objective.before_d_step(self.D)
         self.d.optimizer.zero_grad(set_to_none=True)
         xr = x if self.r1 is None else x.detach().requires_grad_(True).view_as(x)
         if fake is None:

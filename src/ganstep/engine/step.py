@@ -229,7 +229,8 @@ class Step:
 
     Calling ``step(real)`` runs one iteration. ``real`` is one batch (a tensor) when
     the schedule has one D step per iteration; with ``d_steps = k`` it is a list or
-    tuple of ``k`` batches, one per D step in order (see :attr:`real_batches`). Fake
+    tuple of ``k`` batches, one per D step in order (see :attr:`real_batches`); with
+    ``d_steps="each_batch"`` a list of any length but 0, one D step for each. Fake
     batches have the size of the real batch they are compared with.
 
     Returns a dict of detached tensors on the device (no host sync): ``loss_d``,
@@ -371,8 +372,9 @@ class Step:
         self.progress.iteration = value
 
     @property
-    def real_batches(self) -> int:
-        """How many real batches one call takes: the schedule's D steps per iteration."""
+    def real_batches(self) -> int | None:
+        """How many real batches one call takes: the schedule's D steps per iteration
+        (``None`` for ``d_steps="each_batch"``: as many as the call is given)."""
         return self.schedule.real_batches
 
     def batches_of(self, real: object) -> list[Batch]:
@@ -403,7 +405,15 @@ class Step:
 
         ``real_batches`` items per call, restarting ``loader`` at each epoch's end (so
         ``d_steps=5`` just works). An unconditional Step takes x and drops y.
+        ``d_steps="each_batch"`` is refused: how many batches each call takes is the
+        caller's loop's to say.
         """
+        if self.real_batches is None:
+            raise ValueError(
+                f"schedule {self.schedule!r} takes as many real batches as each call is "
+                "given, which feed cannot know: call step(batches) with the batches your "
+                "loop gives each iteration"
+            )
         return real_input.feed(loader, iterations, self.real_batches, self.batch_of)
 
     def __call__(self, real: Tensor | Sequence[Tensor]) -> dict[str, Tensor]:

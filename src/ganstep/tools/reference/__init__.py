@@ -74,8 +74,10 @@ StyleGAN2-ADA loops, which docs/loops.md shows each beside its Step;
 ``dcgan_tensorflow`` (G's optimizer run twice on one z, tests/test_g_steps_share_z.py);
 ``emilien_dupont_wgan_gp`` (the penalty's norm as ``sqrt(sum + 1e-12)``),
 ``lynnho_wgan_gp`` (its interpolates as
-``real + alpha * (fake - real)``) and ``zeleni9_wgan_gp`` (the norm over channels of an
-unflattened image gradient), tests/test_wgan.py.
+``real + alpha * (fake - real)``), ``zeleni9_wgan_gp`` (the norm over channels of an
+unflattened image gradient) and ``martinarjovsky_wgan`` (the WGAN authors' ``main.py``: a
+D returning its batch mean, scoring real samples low, clamped before each D step, its
+number of D steps varying), tests/test_wgan.py.
 
 Why the retain_graph loops raise: ``backward(retain_graph=True)`` keeps D's graph,
 which saved D's weights for the input gradient; ``optimizer_D.step()`` then changes
@@ -133,6 +135,7 @@ from .other_codebases import (  # noqa: F401
     lightning_g_first,
     lightning_gan_example,
     lynnho_wgan_gp,
+    martinarjovsky_wgan,
     pix2pix,
     sngan_collections,
     stylegan2_r1,

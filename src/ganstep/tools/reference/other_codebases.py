@@ -1,7 +1,7 @@
 """The loops of other public codebases (Lightning, pytorch-CycleGAN-and-pix2pix,
 BigGAN-PyTorch, StyleGAN2-ADA, RelativisticGAN, BasicSR, data-efficient-gans,
-pytorch-gan-collections, taming-transformers, HiFi-GAN, Udacity's GAN notebook), each as
-its source file is."""
+pytorch-gan-collections, taming-transformers, HiFi-GAN, Udacity's GAN notebook, the WGAN
+authors' WassersteinGAN), each as its source file is."""
 
 from __future__ import annotations
 
@@ -813,6 +813,72 @@ def sngan_collections(G, D, opt_g, opt_d, batches: Batches, latent: Latent, n_di
         loss_g.backward()
         opt_g.step()
         history.append({"loss_d": loss_d.item(), "loss_g": loss_g.item()})
+    return history
+
+
+def martinarjovsky_wgan(G, D, opt_g, opt_d, batches: Batches, latent: Latent, niter: int = 1,
+                        diters: int = 5, clamp_lower: float = -0.01, clamp_upper: float = 0.01,
+                        batch_size: int = 64):  # fmt: skip
+    """martinarjovsky/WassersteinGAN ``main.py`` (commit 2cf43ba), the WGAN authors'
+    code: ``niter`` epochs over ``batches`` (its ``dataloader``, whose real batches come
+    as ``(real_cpu, _)``; here the samples). Each G iteration first trains D ``Diters``
+    times (100 for G's first 25 iterations and every 500th, else ``diters``, fewer where
+    the epoch runs out of batches; ``i`` counts the epoch's batches), each D step
+    clamping D's parameters to ``[clamp_lower, clamp_upper]`` *before* its forwards,
+    then ``D(real).backward(one)`` and ``D(G(noise)).backward(mone)``: its D scores real
+    samples low and returns their batch mean (``models/dcgan.py``'s and ``mlp.py``'s
+    ``output.mean(0).view(1)``). Its ``inputv.detach()`` drops its result, so D's
+    backward runs on into G, whose gradients ``netG.zero_grad()`` clears before G's
+    step: ``D(G(noise)).backward(one)`` on fresh noise with D's parameters switched off.
+    ``noise`` has ``opt.batchSize`` rows whatever the real batch (``batch_size``,
+    drawn through ``latent``). The script's ``input`` buffer (``torch.FloatTensor``,
+    the dtype of its data) takes each batch's dtype here, so a float64 run stays one.
+    ganstep: ``WGAN(clip, sign=-1, clamp_at="before")``, ``d_first(d_steps="each_batch",
+    reuse_fake=False)``, each call given that iteration's batches."""
+    input = torch.empty(0, dtype=batches[0].dtype)
+    one = torch.FloatTensor([1])
+    mone = one * -1
+    history = []
+    gen_iterations = 0
+    for _epoch in range(niter):
+        data_iter = iter(batches)
+        i = 0
+        while i < len(batches):
+            for p in D.parameters():  # reset requires_grad
+                p.requires_grad = True
+            if gen_iterations < 25 or gen_iterations % 500 == 0:
+                Diters = 100
+            else:
+                Diters = diters
+            j = 0
+            while j < Diters and i < len(batches):
+                j += 1
+                for p in D.parameters():  # clamp parameters to a cube
+                    p.data.clamp_(clamp_lower, clamp_upper)
+                real_cpu = next(data_iter)
+                i += 1
+                D.zero_grad()
+                input.resize_as_(real_cpu).copy_(real_cpu)
+                errD_real = D(input)
+                errD_real.backward(one)
+                noise = latent(batch_size)
+                fake = G(noise)
+                inputv = fake
+                inputv.detach()
+                errD_fake = D(inputv)
+                errD_fake.backward(mone)
+                errD = errD_real - errD_fake
+                opt_d.step()
+            for p in D.parameters():
+                p.requires_grad = False  # to avoid computation
+            G.zero_grad()
+            noise = latent(batch_size)
+            fake = G(noise)
+            errG = D(fake)
+            errG.backward(one)
+            opt_g.step()
+            gen_iterations += 1
+            history.append({"loss_d": errD.item(), "loss_g": errG.item(), "d_steps": j})
     return history
 
 
