@@ -446,6 +446,12 @@ PORTED = {  # script: what its verified Step must say
                 "once per real batch"),
     # RMSprop, D's weights clamped after each of its steps
     "pytorch_gan_wgan": ("objective=WGAN(clip=0.01)", "d_first(g_every=5, reuse_fake=False"),
+    # the WGAN authors' main.py: its D returns its batch mean and is trained to score
+    # real samples low, clamped at the top of each D step (G's step reads it unclamped);
+    # every G iteration takes the epoch's 6 batches (fewer than its 100 Diters)
+    "martinarjovsky_wgan": ('objective=WGAN(clip=0.01, sign=-1, clamp_at="before")',
+                            "schedule=d_first(d_steps=6, reuse_fake=False)",
+                            "(6 real batches: one per D step)"),
     # BigGAN: G(z, G.shared(y)) through G_D, D once on cat([G_z, x]) with cat([gy, dy]),
     # 2 D steps on a fresh z each, then G on a fresh z; optimizers as G.optim, D.optim
     "biggan": ("class GOfLabels(torch.nn.Module)", "return self.G(z, self.G.shared(y))",
@@ -3087,19 +3093,34 @@ for iteration in range(4):
 """
 
 
-def test_a_d_averaging_its_scores_is_one_error_of_every_candidate_not_of_the_losses(tmp_path):
+def test_a_d_averaging_its_scores_ports_on_the_authors_wasserstein_losses(tmp_path):
     """The WGAN authors' netD returns its scores' mean over the batch (``output.mean(0)
-    .view(1)``): each objective refuses it naming itself, so the port said no objective
-    equals the losses; it is one error, with what to change."""
-    source = WIDE_HEAD + MEAN_D_LOOP
-    port = port_of_source(tmp_path, "mean_d", source)
+    .view(1)``), trained by backward(one) on the real batch and backward(mone) on the
+    fakes: the Wasserstein losses read that mean, with D scoring real samples low."""
+    port = port_of_source(tmp_path, "mean_d", WIDE_HEAD + MEAN_D_LOOP)
+    assert_verified(port)
+    assert "objective=Wasserstein(sign=-1)" in port["code"]
+
+
+def test_a_d_averaging_its_scores_under_bce_is_one_error_with_what_to_change(tmp_path):
+    """The same D under BCE losses: every objective but the Wasserstein ones refuses it,
+    naming what to change, and those part from the script."""
+    bce = MEAN_D_LOOP.replace("D(real).backward(one)", "F.softplus(-D(real)).mean().backward()")
+    bce = bce.replace("D(fake).backward(mone)", "F.softplus(D(fake)).mean().backward()")
+    bce = bce.replace("D(G(torch.randn(32, 8))).backward(one)",
+                      "F.softplus(-D(G(torch.randn(32, 8)))).mean().backward()")  # fmt: skip
+    port = port_of_source(tmp_path, "mean_d_bce", WIDE_HEAD + bce)
     assert port["code"] is None
-    assert port["notes"][0].startswith(
-        "every Step tried raised the same error on the script's models and inputs "
-        "(ValueError: each objective needs D's adversarial output to have one row per "
-        "sample, shape (32,) or (32, ...), but D returned shape (1,) for a batch of 32 (one "
-        "number for the whole batch: return D's scores before their mean"
-    ), port["notes"]
+    assert port["notes"][0].startswith("every Step tried but ")
+    assert (
+        " raised the same error on the script's models and inputs (ValueError: each "
+        "objective needs D's adversarial output to have one row per sample" in port["notes"][0]
+    )
+    assert (
+        "(one number for the whole batch: return D's scores before their mean, which the "
+        "losses take)), and those " in port["notes"][0]
+    )
+    assert port["notes"][0].endswith("part from the script: not mapped")
 
 
 def test_a_gradient_penalty_of_another_weight_than_10_ports(tmp_path):

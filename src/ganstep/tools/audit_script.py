@@ -306,6 +306,8 @@ class ScriptRecorder(Recorder):
         self._name_loop(step.label)
         if self.capture is not None:  # the script's numbers as the last step left them
             self.capture.before_step(len(self.opt_steps), self.namespace)
+            if step.label in self.modules:  # the module about to step, as it is now
+                self.capture.stepping(self.modules[step.label])
         if self.stop_seq is not None:
             self._after_stop()
         if self.leader is None:

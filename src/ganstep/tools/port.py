@@ -99,6 +99,9 @@ class Capture:
     made_state: dict[int, dict] = field(default_factory=dict)  # by id(optimizer)
     calls: dict[int, tuple[tuple, list[Tensor]]] = field(default_factory=dict)  # by seq
     after_step: dict[int, dict] = field(default_factory=dict)  # by id: the latest state
+    # by id(module): its state just before its latest step, where a clamp at the top of
+    # D's loop (the WGAN authors' main.py) shows, which G's step then reads undone
+    before_step_state: dict[int, dict] = field(default_factory=dict)
     # after the step that made len(opt_steps) so: every module's and optimizer's state
     history: dict[int, dict[int, dict]] = field(default_factory=dict)
     # the tensors of each batch the script's DataLoaders gave it (the real labels of a D
@@ -145,6 +148,9 @@ class Capture:
     def before_step(self, steps: int, namespace: dict | None) -> None:
         if namespace is not None and steps not in self.numbers:
             self.numbers[steps] = _numbers(namespace)
+
+    def stepping(self, module: nn.Module) -> None:
+        self.before_step_state[id(module)] = _cloned(module.state_dict())
 
     def stepped(self, modules: list[nn.Module], optimizers: list, steps: int,
                 opt: torch.optim.Optimizer) -> None:  # fmt: skip
@@ -341,15 +347,35 @@ def with_r1(found: list[Candidate], every: int, rounds: int) -> list[Candidate]:
     return out
 
 
+def wgan_candidates(clip: float, clamp_at: str) -> list[Candidate]:
+    """WGAN's, its weights clamped to ``clip`` where the script clamps them (after D's
+    steps, or before them), D scoring real samples high (PyTorch-GAN's) or low (the
+    WGAN authors' ``main.py``: ``errD_real.backward(one)``, ``errD_fake.backward(mone)``)."""
+    if clamp_at == "after":
+        why = f"D's weights end clamped to +-{clip:g} after its steps: WGAN's clipping"
+    else:
+        why = (f"D's weights are clamped to +-{clip:g} before each of its steps (G's step "
+               "reads them unclamped): WGAN's clipping")  # fmt: skip
+    found = []
+    for sign in (1, -1):
+        label = f"WGAN(clip={clip:g}" + ("" if sign == 1 else ", sign=-1")
+        label += ")" if clamp_at == "after" else f', clamp_at="{clamp_at}")'
+        low = "" if sign == 1 else "; D trained to score real samples low (the WGAN authors')"
+        make = partial(WGAN, clip=clip, sign=sign, clamp_at=clamp_at)
+        found.append(Candidate(label, make, 1.0, 1.0, why + low))
+    return found
+
+
 def candidates(d_output: Tensor, penalty: str | None, clip: float | None,
                autoencoder: bool = False, images: bool = False,
-               embedding: bool = False) -> list[Candidate]:  # fmt: skip
+               embedding: bool = False, clamp_at: str = "after") -> list[Candidate]:  # fmt: skip
     """The objectives the script's D loss could be: on probabilities where D's output
     comes out of a Sigmoid, with a gradient penalty where D's step took a double
     backward (``penalty``: ``"r1"`` where it was taken at the real batch, ``"gp"``,
     WGAN-GP's, where D was given points of its own), WGAN's clipping where D's weights
-    end clamped to ``clip``; the scales the public scripts use (PyTorch-GAN halves D's
-    BCE, MSE is twice ganstep's halved least squares), and BEGAN's where D's output is
+    end clamped to ``clip`` (or are so before each of its steps: ``clamp_at="before"``;
+    see :func:`wgan_candidates`); the scales the public scripts use (PyTorch-GAN halves
+    D's BCE, MSE is twice ganstep's halved least squares), and BEGAN's where D's output is
     shaped like its input (an autoencoder), and EBGAN's, with its pulling-away term
     where D returns an ``embedding`` beside its reconstruction. With ``images`` (D's
     input has dimensions past its features), WGAN-GP's norm over channels at each
@@ -360,8 +386,7 @@ def candidates(d_output: Tensor, penalty: str | None, clip: float | None,
                  for g in (0.5, 0.75)]  # fmt: skip
         return began + ebgan_candidates(d_output.shape[0], embedding)
     if clip is not None:
-        why = f"D's weights end clamped to +-{clip:g} after its steps: WGAN's clipping"
-        return [Candidate(f"WGAN(clip={clip:g})", lambda: WGAN(clip=clip), 1.0, 1.0, why)]
+        return wgan_candidates(clip, clamp_at)
     if penalty == "r1":  # at each D step, on the losses that take it
         return with_r1(candidates(d_output, None, None), 1, 1)
     if penalty == "gp":
@@ -401,6 +426,15 @@ def candidates(d_output: Tensor, penalty: str | None, clip: float | None,
               for d in (1.0, 2.0) for g in (1.0, 2.0)]  # fmt: skip
     found.append(Candidate("Hinge()", Hinge, 1.0, 1.0, "hinge losses on D's output"))
     found.append(Candidate("Wasserstein()", Wasserstein, 1.0, 1.0, "Wasserstein losses"))
+    found.append(
+        Candidate(
+            "Wasserstein(sign=-1)",
+            partial(Wasserstein, sign=-1),
+            1.0,
+            1.0,
+            "Wasserstein losses, D trained to score real samples low",
+        )
+    )
     why = "relativistic losses: D's real scores against its fake ones"
     found += [Candidate(code, make, 1.0, 1.0, why) for code, make in RELATIVISTIC]
     return found
@@ -1807,10 +1841,15 @@ def _tried(script: _Script, capture: Capture, data: Replay,
     if report.double_backwards.get("D", 0) > 0 and not report.regularization.get("D"):
         penalty = "r1" if data.graded_real else "gp"
     x = real if isinstance(real, Tensor) else real[0]
-    found = candidates(d_out, penalty, _clip(script.D, capture.after_step[id(script.D)]),
+    clip, clamp_at = _clip(script.D, capture.after_step[id(script.D)]), "after"
+    before = capture.before_step_state.get(id(script.D))
+    if clip is None and before is not None:  # clamped at the top of D's loop, if at all
+        clip, clamp_at = _clip(script.D, before), "before"
+    found = candidates(d_out, penalty, clip,
                        autoencoder=d_out.shape == real.shape if isinstance(real, Tensor)
                        else False, images=x.dim() > 2,
-                       embedding=isinstance(whole, tuple) and len(whole) == 2)  # fmt: skip
+                       embedding=isinstance(whole, tuple) and len(whole) == 2,
+                       clamp_at=clamp_at)  # fmt: skip
     if data.image_to_image:  # and G's L1 to the target, at the weights scripts use
         found = [replace(c, l1=w) for c in found for w in (100.0, 10.0, 1.0)]
     if not isinstance(whole, Tensor) and unmapped is None:
@@ -1946,6 +1985,12 @@ def _search(script: _Script, capture: Capture, data: Replay, report, n: int,
         return Port(None, n, notes=[
             f"every Step tried raised the same error on the script's models and inputs "
             f"({raised.pop()}): not mapped", TRIED, *parted])  # fmt: skip
+    if len(set(raised)) == 1 and len(raised) > len(parted) / 2:  # (a D the others refuse)
+        ran = len(parted) - len(raised)
+        return Port(None, n, notes=[
+            f"every Step tried but {ran} raised the same error on the script's models and "
+            f"inputs ({raised.pop()}), and those {ran} part from the script: not mapped",
+            TRIED, *parted])  # fmt: skip
     return Port(None, n, notes=[TRIED, *parted])
 
 
