@@ -566,6 +566,19 @@ def test_verify_3_finds_each_scripts_step_equal(tmp_path, script):
         assert ": not repeated, " in float64 or ": not equal to 1e-12: " in float64, float64
 
 
+def test_a_varying_number_of_d_steps_ports_to_each_batch(tmp_path):
+    """main.py over an epoch of 130 batches: 100 D steps, then the epoch's last 30,
+    then 100 again. No count of D steps equals that; d_steps="each_batch", called with
+    each iteration's batches, does."""
+    proc, port = ported(tmp_path, "martinarjovsky_wgan", "--n_batches", 130, "--batchSize", 2,
+                        flag=("--verify", 3))  # fmt: skip
+    assert "pattern: irregular: D steps per iteration 100, 30, 100" in proc.stdout
+    assert port["max_difference"] == 0, port["notes"]
+    assert 'schedule=d_first(d_steps="each_batch", reuse_fake=False)' in port["code"]
+    assert ("step([real_batch, ...])  (the iteration's real batches, one D step each: 30 or "
+            "100 in the iterations audited)") in port["code"]  # fmt: skip
+
+
 def test_port_says_when_its_printed_code_fails_beside_the_scripts_names(tmp_path):
     """A script that imports torch as ``th``: the printed Step (its ``torch.randn``) is
     still the verified one, and the port says that as printed it fails there."""

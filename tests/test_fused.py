@@ -58,6 +58,7 @@ def test_fused_equals_unfused_on_wasserstein_losses_of_either_sign(sign):
     """WGAN's clipping (after D's step) and the WGAN authors' critic scoring real samples
     low (sign=-1, clamped before the iteration's forwards): G's slope is -1 times D's."""
     for clamp_at in ("after", "before"):
+
         def make(clamp_at=clamp_at):
             return objectives.WGAN(0.05, sign=sign, clamp_at=clamp_at)
 

@@ -1,11 +1,12 @@
 """The WGAN authors' main.py loop (martinarjovsky/WassersteinGAN, commit 2cf43ba) with
 its --mlp_G --mlp_D models (models/mlp.py: D returns its scores' batch mean), on random
-data: each G iteration trains D Diters times (100 for G's first 25 iterations and every
-500th, fewer where the epoch's 6 batches run out), clamping D's parameters at the top of
-each D step, D(real).backward(one), D(G(noise)).backward(mone) through a detach() whose
-result is dropped, RMSprop; then G on fresh noise, D's parameters switched off.
-Module-level argparse and loop, no main guard; nn.Module for the gone nn.Container and
-the Sequential called where data_parallel would hand it one device's batch."""
+data (--n_batches, 6 by default): each G iteration trains D Diters times (100 for G's
+first 25 iterations and every 500th, fewer where the epoch's batches run out), clamping
+D's parameters at the top of each D step, D(real).backward(one), D(G(noise)).backward(mone)
+through a detach() whose result is dropped, RMSprop; then G on fresh noise, D's
+parameters switched off. Module-level argparse and loop, no main guard; nn.Module for the
+gone nn.Container and the Sequential called where data_parallel would hand it one
+device's batch."""
 
 import argparse
 
@@ -27,6 +28,7 @@ parser.add_argument("--lrG", type=float, default=0.00005, help="G's learning rat
 parser.add_argument("--clamp_lower", type=float, default=-0.01)
 parser.add_argument("--clamp_upper", type=float, default=0.01)
 parser.add_argument("--Diters", type=int, default=5, help="number of D iters per each G iter")
+parser.add_argument("--n_batches", type=int, default=6, help="the random data's batches")
 opt = parser.parse_args()
 
 
@@ -76,8 +78,8 @@ class MLP_D(nn.Module):
 
 
 dataset = torch.utils.data.TensorDataset(
-    torch.rand(opt.batchSize * 6, opt.nc, opt.imageSize, opt.imageSize) * 2 - 1,
-    torch.zeros(opt.batchSize * 6),
+    torch.rand(opt.batchSize * opt.n_batches, opt.nc, opt.imageSize, opt.imageSize) * 2 - 1,
+    torch.zeros(opt.batchSize * opt.n_batches),
 )
 dataloader = torch.utils.data.DataLoader(dataset, batch_size=opt.batchSize, shuffle=True)
 

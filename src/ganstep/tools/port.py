@@ -1080,7 +1080,7 @@ def path_to(namespace: dict, target: object) -> str | None:
 
 
 def schedules(audited: str, g_batch: int = 1, fresh_real: bool = False,
-              z_reused: bool = False) -> list[tuple[str, bool]]:  # fmt: skip
+              z_reused: bool = False, varying: bool = False) -> list[tuple[str, bool]]:  # fmt: skip
     """The schedules that could be the script's, each with whether a Step call takes one
     real batch per D step: the audit's; for a ``d_first`` the same with G's step on a z
     of its own (``reuse_fake=False``, BigGAN's), on ``g_batch`` times the rows where G's
@@ -1091,7 +1091,9 @@ def schedules(audited: str, g_batch: int = 1, fresh_real: bool = False,
     for its ``d_first(d_steps=k)``
     the n_critic loop that steps G on every k-th batch from the first (PyTorch-GAN's ``i %
     n_critic == 0``, G forwarded again on the same z), whose first audited iteration has
-    one D step."""
+    one D step. Where the audited iterations took ``varying`` numbers of D steps (the
+    WGAN authors' 100, then ``Diters``, cut at an epoch's end), ``d_steps="each_batch"``
+    in place of its count, called with each iteration's batches, is tried too."""
     found = [(audited, False)]
     if audited.startswith("d_first(") and "reuse_fake" not in audited:  # G on a fresh z
         fresh = audited[:-1] + (", " if audited != "d_first()" else "") + "reuse_fake=False"
@@ -1107,6 +1109,9 @@ def schedules(audited: str, g_batch: int = 1, fresh_real: bool = False,
         # the first reusing the D step's fakes or making them anew (G's statistics)
         found.append((audited[:-1] + ", g_steps_share_z=True)", False))
         found.append((audited[:-1] + ", reuse_fake=False, g_steps_share_z=True)", False))
+    if varying:
+        found += [(re.sub(r"d_steps=\d+", 'd_steps="each_batch"', code), per_batch)
+                  for code, per_batch in found if re.search(r"d_steps=\d+", code)]  # fmt: skip
     match = re.fullmatch(r"d_first\(d_steps=(\d+)\)", audited)
     if match:
         found.append((f"d_first(g_every={match[1]}, reuse_fake=False, reuse_z=True)", True))
@@ -1337,6 +1342,8 @@ def _step_calls(data: Replay, candidate: Candidate, per_batch: bool, k: int,
     of one per each of its schedule's ``k`` D steps (one batch per call where
     ``per_batch``); a string where the iteration has too few."""
     given = data.reals[i]
+    if k is None:  # d_steps="each_batch": the iteration's batches, one D step each
+        k = len(given)
     if not per_batch and k > len(given) and data.g_reals:  # G's step's own (fresh_real)
         given = [*given, data.g_reals[i]]
     elif _one_batch_for_d_steps(data, per_batch, k):  # the critic k times on one batch
@@ -1357,7 +1364,8 @@ def _one_batch_for_d_steps(data: Replay, per_batch: bool, k: int) -> bool:
     """Whether the script gave its ``k`` D steps of an iteration one real batch, the same
     each time (a critic loop inside the batch loop, Aladdin Persson's WGAN-GP): the Step
     is then called with that batch ``k`` times."""
-    return not per_batch and k > 1 and not data.g_reals and all(len(it) == 1 for it in data.reals)
+    return (not per_batch and k is not None and k > 1 and not data.g_reals
+            and all(len(it) == 1 for it in data.reals))  # fmt: skip
 
 
 def _joined(batches: list) -> object:
@@ -1875,7 +1883,9 @@ def _tried(script: _Script, capture: Capture, data: Replay,
     fresh_real = bool(data.g_reals)
     # G's real batch of its own matters only to losses that read it (a logging forward
     # of D on data would otherwise make two equal candidates of every other one)
-    tried = [(s, c) for s in schedules(report.schedule, _g_batch(data), fresh_real, data.z_reused)
+    varying = len({len(reals) for reals in data.reals}) > 1  # D steps an iteration
+    tried = [(s, c) for s in schedules(report.schedule, _g_batch(data), fresh_real,
+                                       data.z_reused, varying)
              for c in found if "fresh_real" not in s[0] or c.make().g_needs_real]  # fmt: skip
     return tried, unmapped
 
@@ -2204,6 +2214,10 @@ def _code(script: _Script, schedule: tuple[str, bool], candidate: Candidate,
     call, k = f"step({batch})", _schedule(code).real_batches
     if _one_batch_for_d_steps(data, per_batch, k):
         call = f"step([{batch}] * {k})  (the script's one real batch for each of its {k} D steps)"
+    elif k is None:
+        counts = sorted({len(reals) for reals in data.reals})
+        call = (f"step([{batch}, ...])  (the iteration's real batches, one D step each: "
+                f"{' or '.join(map(str, counts))} in the iterations audited)")  # fmt: skip
     elif k > 1 and not per_batch:
         own = ", then G's step's own" if "fresh_real=True" in code else ""
         call = f"step([{batch}, ...])  ({k} real batches: one per D step{own})"
