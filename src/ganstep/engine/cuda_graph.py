@@ -90,6 +90,11 @@ def check_capturable(step: Step) -> None:
             f"(samples where D's slope vanished; {step.objective.name!r} has them); "
             "capture simultaneous() without fused"
         )
+    if step.objective.penalty_at == "own_step":
+        raise ValueError(
+            "CUDA graph capture: a penalty in a D step of its own (penalty_at='own_step') is "
+            "not captured; use penalty_at='after', or the eager Step"
+        )
     if schedule.real_batches is None:
         raise ValueError(
             f"CUDA graph capture: schedule {schedule!r} takes as many D steps as each call "

@@ -158,6 +158,11 @@ class CycleStep:
             )
         if objective.regularizer is not None and objective.regularizer.weight > 0:
             raise ValueError("CycleStep does not take R1: build the objective without r1")
+        if objective.penalty_at == "own_step":
+            raise ValueError(
+                "CycleStep runs each D's penalty in its step, not in a step of its own: build "
+                "the objective with penalty_at='after'"
+            )
         self.order, self.g_every = _check_order(order, g_every)
         self.g_order = _check_g_order(g_order)
         self.discriminator_order = _check_discriminator_order(discriminator_order)

@@ -112,6 +112,12 @@ def _penalty(game: Game, real: Batch, fake_x: Tensor) -> Tensor | None:
     return penalty_of(game.options.objective, call, real.x, fake_x)
 
 
+def own_step_penalty(game: Game, real: Batch, fake: Batch) -> Tensor | None:
+    """The objective's penalty where it runs in a D step of its own (``penalty_at =
+    "own_step"``, SAGAN's): on D's forwards of its own at ``real`` and ``fake``."""
+    return _penalty(game, real, fake.x.detach())
+
+
 def early_penalty(game: Game, real: Batch, fake: Batch) -> Tensor | None:
     """The objective's penalty where it runs before D's loss forwards (``penalty_at =
     "before"``, DualGAN's); ``None`` elsewhere. Pass it to :func:`d_loss`."""
@@ -152,7 +158,7 @@ def loss_penalty(game: Game, view: View, s_real: list[Tensor],
     elif objective.penalty_at == "loss_forwards":
         outputs = joined(view.d_real_out, real.n), joined(view.d_fake_out, fake.n)
         found.append(objective.penalty_on_outputs(real.x, outputs[0], fake.x, outputs[1]))
-    else:
+    elif objective.penalty_at == "after":  # ("own_step": phases.penalty_phase runs it)
         found.append(_penalty(game, real, fake.x.detach()))  # a penalty trains D only
     found = [p for p in found if p is not None]
     return sum(found[1:], found[0]) if found else None

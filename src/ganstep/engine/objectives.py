@@ -59,8 +59,10 @@ class Objective:
     # as a logit trains on the sigmoid of a probability.
     applies_sigmoid = False
     # When D's step runs the penalty: "after" its loss forwards (:meth:`penalty`, on D
-    # forwards of its own, as most loops add it), "before" them (DualGAN's), or
-    # "loss_forwards" (:meth:`penalty_on_outputs`: it reads those forwards, WGAN-div's).
+    # forwards of its own, as most loops add it), "before" them (DualGAN's),
+    # "loss_forwards" (:meth:`penalty_on_outputs`: it reads those forwards, WGAN-div's),
+    # or "own_step": in a D step of its own right after D's step on its losses, on the
+    # same batches at D's updated weights (SAGAN's WGAN-GP).
     penalty_at = "after"
     # The losses read D's scores only through their batch means, linearly, so a D that
     # returns that mean itself (the WGAN authors' netD: ``output.mean(0).view(1)``) gives
@@ -409,6 +411,13 @@ class WGANGP(Wasserstein):
     samples and positions, as loops that write ``gradients.norm(2, dim=1)`` on image
     batches compute it (Zeleni9/pytorch-wgan: a norm over channels at each pixel); the
     same where D's input is flat, ``(n, features)``.
+
+    ``penalty_at``: ``"after"`` (default: the class's) D's loss forwards, in D's step; or
+    ``"own_step"``: in a D step of its own right after D's step on its losses, on the
+    same real and fake batches at D's updated weights, D's optimizer stepping on the
+    penalty alone (heykeetae/Self-Attention-GAN's ``trainer.py``: ``d_loss.backward()``,
+    ``d_optimizer.step()``, then ``(lambda_gp * d_loss_gp).backward()``, another
+    ``d_optimizer.step()``). CycleStep, BicycleStep and CUDA graphs refuse it.
     """
 
     name = "wgan_gp"
@@ -418,8 +427,16 @@ class WGANGP(Wasserstein):
     def __init__(
         self, weight: float = 10.0, alpha: Callable[[tuple[int, ...]], Tensor] | None = None,
         eps: float = 0.0, interpolate: str = "mix", flatten: bool = True,
+        penalty_at: str | None = None,
     ) -> None:  # fmt: skip
         self.weight = non_negative(weight, f"{self.name} weight")
+        if penalty_at is not None:  # (None: the class's, which a subclass may set)
+            if penalty_at not in ("after", "own_step"):
+                raise ValueError(
+                    f"{self.name} penalty_at must be 'after' (in D's step) or 'own_step' (in a "
+                    f"D step of its own after it, SAGAN's), got {penalty_at!r}"
+                )
+            self.penalty_at = penalty_at
         if alpha is not None and not callable(alpha):
             raise TypeError(f"{self.name} alpha must be callable (alpha(shape)), got {alpha!r}")
         self.alpha = alpha
@@ -468,6 +485,7 @@ class WGANGP(Wasserstein):
         eps = f", eps={self.eps!r}" if self.eps else ""
         form = f", interpolate={self.interpolate!r}" if self.interpolate != "mix" else ""
         form += "" if self.flatten else ", flatten=False"
+        form += ", penalty_at='own_step'" if self.penalty_at == "own_step" else ""
         return f"WGANGP(weight={self.weight}{alpha}{eps}{form})"
 
 
@@ -821,7 +839,7 @@ OBJECTIVES: dict[str, type[Objective]] = {cls.name: cls for cls in _ALL}
 AUTOENCODER_OBJECTIVES = tuple(cls.name for cls in _ALL if not cls.reads_scores)
 
 
-PENALTY_AT = ("after", "before", "loss_forwards")
+PENALTY_AT = ("after", "before", "loss_forwards", "own_step")
 
 
 def get_objective(spec: str | Objective) -> Objective:

@@ -33,8 +33,8 @@ from .fakes import (
     images_at_latents,
 )
 from .game import Game
-from .losses import d_call, d_loss, d_outputs, early_penalty, g_loss, scores
-from .objectives import Logs
+from .losses import d_call, d_loss, d_outputs, early_penalty, g_loss, own_step_penalty, scores
+from .objectives import Logs, has_penalty
 from .regularizers import PathLength, Regularizer
 from .sides import Side
 from .views import View, add_terms, any_reads_real
@@ -146,7 +146,34 @@ def d_phase(game: Game, real: MicroBatches, fake: MicroBatches | list[FakesAfter
     game.options.objective.before_d_step(game.d.module)  # WGAN(clamp_at="before")
     if game.options.fake_pool is not None:  # every micro-batch's before D's forwards
         fake = [f if isinstance(f, FakesAfterReal) else pooled(game, f) for f in fake]
-    return run_phase(game, [game.d], real, fake, partial(d_micro_batch, game))
+    logs = run_phase(game, [game.d], real, fake, partial(d_micro_batch, game))
+    if game.options.objective.penalty_at == "own_step":  # the fakes that step read
+        seen = [detach(f.made)[0] if isinstance(f, FakesAfterReal) else f for f in fake]
+        logs.update(penalty_phase(game, real, seen))
+    return logs
+
+
+def penalty_phase(game: Game, real: MicroBatches, fake: MicroBatches) -> Logs:
+    """With ``penalty_at = "own_step"`` (SAGAN's WGAN-GP): the objective's penalty in a D
+    step of its own, right after D's step on its losses, on the real and fake batches
+    that step read, at D's updated weights; nothing elsewhere. D's optimizer steps on
+    the penalty alone (its ``"d_reg"`` hooks around it), logged as ``gp``."""
+    if not has_penalty(game.options.objective):
+        return {}
+    side, k = game.d, len(real)
+    side.zero_grad()
+    parts = []
+    for r, f in zip(real, fake, strict=True):
+        with game.precision.autocast():
+            penalty = own_step_penalty(game, r, f)
+        guard(game, gp=penalty)
+        side.backward(micro_batch_share(penalty, k))
+        parts.append({"gp": penalty.detach()})
+    side.step(game.options.sync, game.hook("before", "d_reg"))
+    after = game.hook("after", "d_reg")
+    if after is not None:
+        after(side.module)
+    return mean_logs(parts)
 
 
 def d_phase_making_fakes(
@@ -229,7 +256,10 @@ def joint_phase(game: Game, real: MicroBatches, fake: MicroBatches) -> Logs:
     names its inputs, so neither loss reaches the other side. The graph is kept
     between the two backward calls only, because both read it.
     """
-    return run_phase(game, [game.d, game.g], real, fake, partial(joint_micro_batch, game))
+    logs = run_phase(game, [game.d, game.g], real, fake, partial(joint_micro_batch, game))
+    if game.options.objective.penalty_at == "own_step":
+        logs.update(penalty_phase(game, real, detach(fake)))
+    return logs
 
 
 def joint_micro_batch(game: Game, real: Batch, fake: Batch, k: int) -> Logs:

@@ -77,7 +77,8 @@ StyleGAN2-ADA loops, which docs/loops.md shows each beside its Step;
 ``real + alpha * (fake - real)``), ``zeleni9_wgan_gp`` (the norm over channels of an
 unflattened image gradient) and ``martinarjovsky_wgan`` (the WGAN authors' ``main.py``: a
 D returning its batch mean, scoring real samples low, clamped before each D step, its
-number of D steps varying), tests/test_wgan.py.
+number of D steps varying), tests/test_wgan.py; ``sagan`` (Self-Attention-GAN's WGAN-GP in a
+D step of its own, and its hinge loop), tests/test_sagan.py.
 
 Why the retain_graph loops raise: ``backward(retain_graph=True)`` keeps D's graph,
 which saved D's weights for the input gradient; ``optimizer_D.step()`` then changes
@@ -137,6 +138,7 @@ from .other_codebases import (  # noqa: F401
     lynnho_wgan_gp,
     martinarjovsky_wgan,
     pix2pix,
+    sagan,
     sngan_collections,
     stylegan2_r1,
     taming_vqgan,

@@ -1,7 +1,7 @@
 """The loops of other public codebases (Lightning, pytorch-CycleGAN-and-pix2pix,
 BigGAN-PyTorch, StyleGAN2-ADA, RelativisticGAN, BasicSR, data-efficient-gans,
 pytorch-gan-collections, taming-transformers, HiFi-GAN, Udacity's GAN notebook, the WGAN
-authors' WassersteinGAN), each as its source file is."""
+authors' WassersteinGAN, Self-Attention-GAN), each as its source file is."""
 
 from __future__ import annotations
 
@@ -879,6 +879,74 @@ def martinarjovsky_wgan(G, D, opt_g, opt_d, batches: Batches, latent: Latent, ni
             opt_g.step()
             gen_iterations += 1
             history.append({"loss_d": errD.item(), "loss_g": errG.item(), "d_steps": j})
+    return history
+
+
+def sagan(G, D, opt_g, opt_d, batches: Batches, latent: Latent, adv_loss: str = "wgan-gp",
+          lambda_gp: float = 10.0):  # fmt: skip
+    """heykeetae/Self-Attention-GAN ``trainer.py`` (commit e78f98c), ``Trainer.train``: per
+    step, D on the real batch (it returns its scores and two attention maps), z
+    (``latent``: its ``torch.randn``), G(z) (its image and two maps, with G's graph:
+    ``d_loss``'s backward runs on into G, whose gradients ``reset_grad`` clears), D on
+    the fakes; ``wgan-gp``: ``-mean(real) + mean(fake)``, ``hinge``: ``relu(1 - real)
+    .mean() + relu(1 + fake).mean()``; ``reset_grad`` (both optimizers' ``zero_grad``),
+    backward, D's step. With ``wgan-gp`` then a D step of its own on the gradient
+    penalty: ``alpha = torch.rand(n, 1, 1, 1)`` (float32, as it draws it; its
+    ``.cuda()`` left out here) expanded, interpolates of the real and the fake batch's
+    ``.data``, D's scores there, the gradient (``grad_outputs`` ones) flattened,
+    ``sqrt(sum(grad ** 2, dim=1))``, ``mean((norm - 1) ** 2)`` times ``lambda_gp``;
+    ``reset_grad``, backward, D's step. Then G on a fresh z: ``-mean(D(G(z)))``.
+    ganstep: ``d_first(reuse_fake=False)`` with ``WGANGP(lambda_gp, alpha=<that float32
+    draw>, penalty_at="own_step")``, or ``hinge``."""
+
+    def reset_grad():
+        opt_d.zero_grad()
+        opt_g.zero_grad()
+
+    history = []
+    for real_images in batches:
+        d_out_real, dr1, dr2 = D(real_images)
+        if adv_loss == "wgan-gp":
+            d_loss_real = -torch.mean(d_out_real)
+        else:
+            d_loss_real = torch.nn.ReLU()(1.0 - d_out_real).mean()
+        z = latent(real_images.size(0))
+        fake_images, gf1, gf2 = G(z)
+        d_out_fake, df1, df2 = D(fake_images)
+        if adv_loss == "wgan-gp":
+            d_loss_fake = d_out_fake.mean()
+        else:
+            d_loss_fake = torch.nn.ReLU()(1.0 + d_out_fake).mean()
+        d_loss = d_loss_real + d_loss_fake
+        reset_grad()
+        d_loss.backward()
+        opt_d.step()
+        row = {"loss_d": d_loss.item()}
+        if adv_loss == "wgan-gp":
+            alpha = torch.rand(real_images.size(0), 1, 1, 1).expand_as(real_images)
+            interpolated = alpha * real_images.data + (1 - alpha) * fake_images.data
+            interpolated.requires_grad_(True)
+            out, _, _ = D(interpolated)
+            grad = torch.autograd.grad(outputs=out, inputs=interpolated,
+                                       grad_outputs=torch.ones(out.size(), dtype=out.dtype),
+                                       retain_graph=True, create_graph=True,
+                                       only_inputs=True)[0]  # fmt: skip
+            grad = grad.view(grad.size(0), -1)
+            grad_l2norm = torch.sqrt(torch.sum(grad**2, dim=1))
+            d_loss_gp = torch.mean((grad_l2norm - 1) ** 2)
+            d_loss = lambda_gp * d_loss_gp
+            reset_grad()
+            d_loss.backward()
+            opt_d.step()
+            row["gp"] = d_loss.item()
+        z = latent(real_images.size(0))
+        fake_images, _, _ = G(z)
+        g_out_fake, _, _ = D(fake_images)
+        g_loss_fake = -g_out_fake.mean()
+        reset_grad()
+        g_loss_fake.backward()
+        opt_g.step()
+        history.append({**row, "loss_g": g_loss_fake.item()})
     return history
 
 
