@@ -449,6 +449,10 @@ PORTED = {  # script: what its verified Step must say
     # the WGAN authors' main.py: its D returns its batch mean and is trained to score
     # real samples low, clamped at the top of each D step (G's step reads it unclamped);
     # every G iteration takes the epoch's 6 batches (fewer than its 100 Diters)
+    # Self-Attention-GAN's trainer: D's optimizer stepped on its losses, then again on the
+    # gradient penalty alone; G and D return attention maps beside their outputs
+    "sagan": ('objective=WGANGP(10.0, penalty_at="own_step")',
+              "schedule=d_first(reuse_fake=False)", "self.G, self.D, self.g_optimizer"),
     "martinarjovsky_wgan": ('objective=WGAN(clip=0.01, sign=-1, clamp_at="before")',
                             "schedule=d_first(d_steps=6, reuse_fake=False)",
                             "(6 real batches: one per D step)"),
@@ -484,6 +488,7 @@ PORTED = {  # script: what its verified Step must say
 # make everything with torch's default; the others make z float32 themselves (numpy's
 # through FloatTensor, or BigGAN's cast)
 IN_FLOAT64 = {
+    "sagan",
     "pytorch_gan_dcgan",
     "pytorch_gan_lsgan",
     "wgan_gp",
@@ -564,6 +569,15 @@ def test_verify_3_finds_each_scripts_step_equal(tmp_path, script):
     else:  # said why, never passed off as equal
         assert port["float64_difference"] is None
         assert ": not repeated, " in float64 or ": not equal to 1e-12: " in float64, float64
+
+
+def test_sagans_hinge_loop_ports_with_one_d_step(tmp_path):
+    """Self-Attention-GAN's trainer with --adv_loss hinge: no penalty step, its D once an
+    iteration, 0 apart in float32 and float64."""
+    proc, port = ported(tmp_path, "sagan", "--adv_loss", "hinge", flag=("--verify", 3))
+    assert port["max_difference"] == 0 and port["float64_difference"] == 0, port["notes"]
+    assert "objective=Hinge()" in port["code"] and "penalty_at" not in port["code"]
+    assert "schedule=d_first(reuse_fake=False)" in port["code"]
 
 
 def test_a_varying_number_of_d_steps_ports_to_each_batch(tmp_path):

@@ -317,6 +317,16 @@ def _float32_alpha(shape: tuple[int, ...]) -> Tensor:
     return torch.rand(shape, dtype=torch.float32)
 
 
+def own_step_candidates(found: list[Candidate]) -> list[Candidate]:
+    """WGAN-GP's candidates with the penalty in a D step of its own after each of D's
+    steps on its losses, at points other than the real batch (Self-Attention-GAN's
+    trainer: ``penalty_at="own_step"``)."""
+    why = "; in a D step of its own after each D step on its losses (SAGAN's trainer)"
+    return [replace(c, objective=c.objective[:-1] + ', penalty_at="own_step")',
+                    make=partial(c.make, penalty_at="own_step"), why=c.why + why)
+            for c in found]  # fmt: skip
+
+
 def with_r1(found: list[Candidate], every: int, rounds: int) -> list[Candidate]:
     """Each objective of ``found`` that takes R1, with R1 at each of :data:`R1_WEIGHTS`,
     in D's steps (``every`` 1) or in a step of its own every ``every`` D steps (lazy R1);
@@ -1869,7 +1879,10 @@ def _tried(script: _Script, capture: Capture, data: Replay,
         every = _interval(at, "D", "lazy R1")
         if isinstance(every, str):
             return every, None
-        found = with_r1(found, every, len(data.reals[0]))
+        if every == 1 and not data.graded_real:  # at points of its own, after each D step
+            found = own_step_candidates(candidates(d_out, "gp", None, images=x.dim() > 2))
+        else:
+            found = with_r1(found, every, len(data.reals[0]))
         if not found:
             return ("its lazy regularization of D is mapped as R1 on NS, LSGAN or hinge "
                     "losses", None)  # fmt: skip
