@@ -527,6 +527,11 @@ RUN_BESIDE = {"biggan": (biggan_names, [(torch.rand(4, NX), torch.randint(4, (4,
 
 # StyleGAN2-ADA's Dreg runs at iterations 0 and 4: its interval shows from the fifth
 VERIFY = {"stylegan2_ada": 5}
+# the largest float32 difference each script's Step may show (1e-6 unless named): SAGAN's
+# penalty step sums D's gradients in another order than its script, and Adam with beta1 =
+# 0 carries float32's last bits into its moments (1e-6 to 4e-6 over its random data; the
+# port's own tolerance is 1e-5); in float64 it is within 1e-12 (IN_FLOAT64)
+FLOAT32_GAP = {"sagan": 1e-5}
 # the scripts keeping a copy of G that follows it (an EMA), which the Step leaves alone
 KEEPS_A_COPY_OF_G = {"stylegan2_ada": "G_ema"}
 
@@ -537,7 +542,7 @@ def test_verify_3_finds_each_scripts_step_equal(tmp_path, script):
     n = VERIFY.get(script, 3)
     proc, port = ported(tmp_path, script, flag=("--verify", n))
     assert port["max_difference"] is not None, port["notes"]  # no Step printed: why
-    assert port["max_difference"] <= 1e-6, port["notes"]
+    assert port["max_difference"] <= FLOAT32_GAP.get(script, 1e-6), port["notes"]
     assert port["iterations"] == n
     for fragment in PORTED[script]:
         assert fragment in port["code"], port["code"]
