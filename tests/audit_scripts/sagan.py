@@ -4,9 +4,10 @@ G and D returning their output and two attention maps, D's scores squeezed) with
 SpectralNorm wrapper, GPU moves (.cuda(), tensor2var), logging and saving; its data
 loader replaced by random images in [-1, 1). With --adv_loss wgan-gp (its default) D's
 optimizer steps twice an iteration: on D's losses, then on the gradient penalty alone.
-G's transposed convolutions before BatchNorm have no bias here (its own have one): such a
-bias's gradient is rounding noise alone, which Adam with beta1 = 0 turns into steps of a
-whole learning rate, so no computation in another order could equal it."""
+G's transposed convolutions before BatchNorm and the attention's g_ have no bias here
+(its own have one): the softmax over each row and the BatchNorm take such a bias out, so
+its gradient is rounding noise alone, which Adam with beta1 = 0 turns into steps of a
+whole learning rate: no computation in another order could equal it."""
 
 import argparse
 
@@ -32,7 +33,7 @@ class Self_Attn(nn.Module):
     def __init__(self, in_dim):
         super().__init__()
         self.f_ = nn.Conv2d(in_dim, in_dim, 1)
-        self.g_ = nn.Conv2d(in_dim, in_dim, 1)
+        self.g_ = nn.Conv2d(in_dim, in_dim, 1, bias=False)
         self.h_ = nn.Conv2d(in_dim, in_dim, 1)
         self.gamma = nn.Parameter(torch.zeros(1))
 
@@ -209,6 +210,7 @@ class Trainer:
         self.g_optimizer.zero_grad()
 
 
+torch.manual_seed(0)  # (the fixture's: one run of the test is the next one)
 dataset = torch.utils.data.TensorDataset(
     torch.rand(config.batch_size * 10, 1, 8, 8) * 2 - 1, torch.zeros(config.batch_size * 10)
 )
