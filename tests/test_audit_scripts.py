@@ -585,6 +585,32 @@ def test_sagans_hinge_loop_ports_with_one_d_step(tmp_path):
     assert "schedule=d_first(reuse_fake=False)" in port["code"]
 
 
+def test_sagans_own_biases_port_on_its_float64_run(tmp_path):
+    """sagan.py with sagan_models.py's own biases (G's transposed convolutions before
+    BatchNorm, the attention's g_ before its row softmax): their gradients are float32's
+    rounding alone, which Adam makes steps of, so every Step parts from the script's
+    float32 run. --verify searches its float64 run too, where the penalty's step of its
+    own equals to 1e-12, and says where float32 parted and how far the script itself moved
+    that bias in each run; --port alone finds none and says what --verify would do."""
+    proc, port = ported(tmp_path, "sagan", "--own_biases", flag=("--verify", 3))
+    assert port["equal_in"] == "float64", port["notes"]
+    assert port["max_difference"] > 1e-5 and port["float64_difference"] <= 1e-12
+    assert 'objective=WGANGP(10.0, penalty_at="own_step")' in port["code"]
+    assert "schedule=d_first(reuse_fake=False)" in port["code"]
+    assert "this Step equals the script's update run in float64 over 3" in proc.stdout
+    said = port["notes"][-1]
+    assert said.startswith("float64 (the script run again, torch's default dtype float64): "
+                           "this Step equals it, largest difference")  # fmt: skip
+    moved = re.search(r"moved self\.G\.(\S+) by (\S+) in float32 and by (\S+) in float64", said)
+    assert moved is not None, said
+    assert moved[1].endswith(".bias") and float(moved[3]) < 1e-9 < float(moved[2])
+    assert "its gradient is float32's rounding alone" in said
+    (tmp_path / "port").mkdir()
+    proc, port = ported(tmp_path / "port", "sagan", "--own_biases", flag=("--port",))
+    assert port["code"] is None and port["equal_in"] == "float32"
+    assert port["notes"][-1].startswith("--verify N (in place of --port) runs the search again")
+
+
 def test_a_varying_number_of_d_steps_ports_to_each_batch(tmp_path):
     """main.py over an epoch of 130 batches: 100 D steps, then the epoch's last 30,
     then 100 again. No count of D steps equals that; d_steps="each_batch", called with
@@ -653,7 +679,8 @@ def test_port_flags_are_checked(tmp_path, args, message):
 
 def test_port_says_where_each_candidate_parts_from_a_loss_it_does_not_know(tmp_path):
     """SmoothL1Loss is no objective ganstep has: no Step is printed, and each candidate
-    says at which iteration and in which tensor it parted from the script."""
+    says at which iteration and in which tensor it parted from the script; --verify's
+    search on the script's float64 run finds none either."""
     source = (SCRIPTS / "pytorch_gan_lsgan.py").read_text()
     script = tmp_path / "smooth_l1_gan.py"
     script.write_text(source.replace("torch.nn.MSELoss()", "torch.nn.SmoothL1Loss()"))
@@ -667,7 +694,10 @@ def test_port_says_where_each_candidate_parts_from_a_loss_it_does_not_know(tmp_p
         "smooth_l1_gan.py:81: d_loss.backward(); G's at smooth_l1_gan.py:73: "
         "g_loss.backward()): not mapped")  # fmt: skip
     assert port["notes"][1] == "each schedule and objective tried:"
-    assert all("they part at iteration 0, most in " in note for note in port["notes"][2:])
+    assert all("they part at iteration 0, most in " in note for note in port["notes"][2:-1])
+    assert port["notes"][-1] == ("float64 (the script run again, torch's default dtype "
+                                 "float64): no Step tried equals that run either")  # fmt: skip
+    assert port["equal_in"] == "float32"
     assert "no Step found that equals this script's update" in proc.stdout
 
 

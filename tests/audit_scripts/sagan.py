@@ -5,9 +5,10 @@ SpectralNorm wrapper, GPU moves (.cuda(), tensor2var), logging and saving; its d
 loader replaced by random images in [-1, 1). With --adv_loss wgan-gp (its default) D's
 optimizer steps twice an iteration: on D's losses, then on the gradient penalty alone.
 G's transposed convolutions before BatchNorm and the attention's g_ have no bias here
-(its own have one): the softmax over each row and the BatchNorm take such a bias out, so
-its gradient is rounding noise alone, which Adam with beta1 = 0 turns into steps of a
-whole learning rate: no computation in another order could equal it."""
+unless --own_biases (its own have one): the softmax over each row and the BatchNorm take
+such a bias out, so its gradient is rounding noise alone, which Adam turns into steps of
+up to a learning rate: no computation in another order equals that in float32 (the port
+decides such a script on its float64 repeat)."""
 
 import argparse
 
@@ -26,6 +27,7 @@ parser.add_argument("--g_lr", type=float, default=0.0001)
 parser.add_argument("--d_lr", type=float, default=0.0004)
 parser.add_argument("--beta1", type=float, default=0.0)
 parser.add_argument("--beta2", type=float, default=0.9)
+parser.add_argument("--own_biases", action="store_true")  # the fixture's: sagan_models.py's
 config = parser.parse_args()
 
 
@@ -33,7 +35,7 @@ class Self_Attn(nn.Module):
     def __init__(self, in_dim):
         super().__init__()
         self.f_ = nn.Conv2d(in_dim, in_dim, 1)
-        self.g_ = nn.Conv2d(in_dim, in_dim, 1, bias=False)
+        self.g_ = nn.Conv2d(in_dim, in_dim, 1, bias=config.own_biases)
         self.h_ = nn.Conv2d(in_dim, in_dim, 1)
         self.gamma = nn.Parameter(torch.zeros(1))
 
@@ -52,11 +54,15 @@ class Generator(nn.Module):
     def __init__(self, z_dim, conv_dim=8):
         super().__init__()
         self.l1 = nn.Sequential(
-            nn.ConvTranspose2d(z_dim, conv_dim, 4, bias=False), nn.BatchNorm2d(conv_dim), nn.ReLU()
+            nn.ConvTranspose2d(z_dim, conv_dim, 4, bias=config.own_biases),
+            nn.BatchNorm2d(conv_dim),
+            nn.ReLU(),
         )
         self.attn1 = Self_Attn(conv_dim)
         self.l2 = nn.Sequential(
-            nn.ConvTranspose2d(conv_dim, 4, 4, 2, 1, bias=False), nn.BatchNorm2d(4), nn.ReLU()
+            nn.ConvTranspose2d(conv_dim, 4, 4, 2, 1, bias=config.own_biases),
+            nn.BatchNorm2d(4),
+            nn.ReLU(),
         )
         self.attn2 = Self_Attn(4)
         self.last = nn.Sequential(nn.Conv2d(4, 1, 3, 1, 1), nn.Tanh())

@@ -19,7 +19,9 @@ import contextlib
 import inspect
 import io
 import linecache
+import math
 import os
+import re
 import runpy
 import signal
 import sys
@@ -45,7 +47,17 @@ from .audit import (
     with_tensor_kwargs,
 )
 from .call_argument import Draw, augmentation_at, written_over
-from .port import FLOAT64_TOLERANCE, Capture, Port, float64_variants, global_names, path_to
+from .port import (
+    FLOAT64_TOLERANCE,
+    TOLERANCE,
+    Capture,
+    Port,
+    float64_variants,
+    global_names,
+    parted,
+    path_to,
+    script_moved,
+)
 from .port import port as port_of
 
 
@@ -489,10 +501,19 @@ def _audited(script, args, iterations, G, D, on_swallowed, timeout, port, float6
     report = _report(rec, path, script, G, D, error)
     if port:
         report.port = _port(rec, report)
+        run = lambda r: _run_recorded(r, path, script, args, timeout)  # noqa: E731
         if float64 and report.port.chosen is not None:
-            run = lambda r: _run_recorded(r, path, script, args, timeout)  # noqa: E731
             said = _in_float64(report, run, path, script, G, D, rec)  # (may replace port)
             report.port.notes.append(said)
+        elif float64 and _parted(report.port):  # (puts its note in a port it finds)
+            said = _decided_in_float64(report, run, path, script, G, D, rec)
+            if report.port.equal_in != "float64":
+                report.port.notes.append(said)
+        elif _parted(report.port):
+            report.port.notes.append(
+                "--verify N (in place of --port) runs the search again on the script run "
+                "in float64 too, where a Step that parts only by float32's rounding equals"
+            )
     return report
 
 
@@ -516,13 +537,14 @@ def _leave(rec: ScriptRecorder, on_swallowed: Callable[[Report], object], path: 
     on_swallowed(_report(rec, path, script, G, D, None))
 
 
-def _in_float64(report: Report, run, path: Path, script, G, D, first: ScriptRecorder) -> str:
+# how the notes of a float64 repeat begin
+FLOAT64_HEAD = "float64 (the script run again, torch's default dtype float64)"
+
+
+def _float64_run(report: Report, run, path: Path, script, G, D,
+                 first: ScriptRecorder) -> tuple[ScriptRecorder, Report] | str:  # fmt: skip
     """The script run again by ``run`` (silenced) with torch's default dtype float64,
-    and the Step found in ``report.port`` verified on that run: what came of it. Where
-    it parts there and a variant of its candidate that float32 cannot tell from it
-    (``port.float64_variants``) equals in float64, the variant, verified again on
-    ``first`` (the float32 run), replaces it in ``report.port``."""
-    found, head = report.port, "float64 (the script run again, torch's default dtype float64)"
+    recorded and reported; or why it was not (a note)."""
     rec = ScriptRecorder(report.iterations)
     rec.capture = Capture()
     rec.made_before = first.made_folders
@@ -533,16 +555,31 @@ def _in_float64(report: Report, run, path: Path, script, G, D, first: ScriptReco
             error = run(rec)
         again = _report(rec, path, script, G, D, error)
     except AuditError as e:
-        return f"{head}: not repeated, the run found no G and D to audit ({e})"
+        return f"{FLOAT64_HEAD}: not repeated, the run found no G and D to audit ({e})"
     finally:
         torch.set_default_dtype(saved)
     if error is not None and report.error is None:
-        return f"{head}: not repeated, the script fails so ({_describe(error)})"
+        return f"{FLOAT64_HEAD}: not repeated, the script fails so ({_describe(error)})"
     kept = [(n, p.dtype) for m in rec.modules.values() for n, p in m.named_parameters()
             if p.is_floating_point() and p.dtype != torch.float64]  # fmt: skip
     if kept:
-        return (f"{head}: not repeated, the script makes its parameters {kept[0][1]} itself "
-                f"({kept[0][0]}...)")  # fmt: skip
+        return (f"{FLOAT64_HEAD}: not repeated, the script makes its parameters {kept[0][1]} "
+                f"itself ({kept[0][0]}...)")  # fmt: skip
+    return rec, again
+
+
+def _in_float64(report: Report, run, path: Path, script, G, D, first: ScriptRecorder) -> str:
+    """The script run again by ``run`` (:func:`_float64_run`), and the Step found in
+    ``report.port`` verified on that run: what came of it. Where it parts there and a
+    variant of its candidate that float32 cannot tell from it
+    (``port.float64_variants``) equals in float64, the variant, verified again on
+    ``first`` (the float32 run), replaces it in ``report.port``."""
+    found, head = report.port, FLOAT64_HEAD
+    repeated = _float64_run(report, run, path, script, G, D, first)
+    if isinstance(repeated, str):
+        return repeated
+    rec, again = repeated
+    saved = torch.get_default_dtype()
     torch.set_default_dtype(torch.float64)  # as the script ran: what the Step makes too
     try:  # (StyleGAN2's style mixing draws torch.rand([]) in it: a double takes two words)
         again.port = port_of(rec, again, rec.capture, _names(rec), only=found.chosen,
@@ -592,6 +629,66 @@ def _float64_variant(report: Report, again: Report, rec: ScriptRecorder,
             f"printed takes {variant.objective}, which float32 cannot tell apart"
         )
     return None
+
+
+def _parted(found: Port) -> bool:
+    """Whether no Step was found and some candidate ran and parted from the script (not
+    all refused its models or inputs): where float32's rounding may be all that parts
+    them."""
+    return found.code is None and any("they part at iteration" in n for n in found.notes)
+
+
+def _decided_in_float64(report: Report, run, path: Path, script, G, D,
+                        first: ScriptRecorder) -> str:  # fmt: skip
+    """Where every Step tried parted from the script's own (float32) run: the search
+    repeated on its float64 run (:func:`_float64_run`), to FLOAT64_TOLERANCE. Where a
+    Step equals there, it is put in ``report.port`` as equal in float64, with its
+    difference in the float32 run, where that is most, and how far the script's two runs
+    moved that entry themselves (a bias whose gradient is 0 in exact arithmetic, before
+    BatchNorm or a softmax over its rows, moves by Adam's steps on rounding alone in
+    float32, by nothing in float64); what came of it."""
+    repeated = _float64_run(report, run, path, script, G, D, first)
+    if isinstance(repeated, str):
+        return repeated
+    rec, again = repeated
+    saved = torch.get_default_dtype()
+    torch.set_default_dtype(torch.float64)
+    try:
+        there = port_of(rec, again, rec.capture, _names(rec), tolerance=FLOAT64_TOLERANCE)
+    except Exception as e:  # the float32 port stands without it
+        return f"{FLOAT64_HEAD}: the search failed there ({_describe(e)})"
+    finally:
+        torch.set_default_dtype(saved)
+    if there.code is None:
+        return f"{FLOAT64_HEAD}: no Step tried equals that run either"
+    where = parted(report.port.notes, there.chosen) or ""
+    found = port_of(first, report, first.capture, _names(first), only=there.chosen,
+                    tolerance=math.inf)  # fmt: skip
+    if found.code is None:  # (it ran on the float64 run: not expected)
+        return f"{FLOAT64_HEAD}: a Step equals that run, but not the script's own: {where}"
+    key = re.search(r"most in (\S+) \(", where)
+    moved = [script_moved(r, r.capture, _names(r), key[1]) if key else None
+             for r in (first, rec)]  # fmt: skip
+    said = (f"{FLOAT64_HEAD}: this Step equals it, largest difference "
+            f"{there.max_difference:.3g} (<= {FLOAT64_TOLERANCE:g}); in the script's own "
+            f"float32 run every Step tried parted (past {TOLERANCE:g}), this one so: "
+            f"{where}")  # fmt: skip
+    if None not in moved:
+        said += (f"; the script itself moved {key[1]} by {moved[0]:.3g} in float32 and by "
+                 f"{moved[1]:.3g} in float64")  # fmt: skip
+        if moved[1] <= NOISE_MOVED * moved[0]:
+            said += (": its gradient is float32's rounding alone (0 in exact arithmetic: a "
+                     "bias before BatchNorm or a softmax over its rows), which Adam makes "
+                     "steps of, and no computation in another order can follow it")  # fmt: skip
+    found.notes = [n for n in there.notes if n not in found.notes] + found.notes + [said]
+    found.float64_difference, found.equal_in = there.max_difference, "float64"
+    report.port = found
+    return said
+
+
+# the float64 run's move of an entry at most this part of the float32 run's: its float32
+# moves are rounding (a gradient of 1e-17 against Adam's eps of 1e-8 moves by nothing)
+NOISE_MOVED = 1e-3
 
 
 def _port(rec: ScriptRecorder, report: Report) -> Port:

@@ -208,16 +208,28 @@ class Port:
     # the (schedule, candidate) printed; the largest difference of its float64 repeat
     chosen: tuple | None = field(default=None, repr=False)
     float64_difference: float | None = None
+    # the run it was found equal on: "float32" (the script's own); "float64" where it
+    # parts from that by float32's rounding alone and equals the script's float64 repeat
+    # (``max_difference`` stays the script's own run's, past TOLERANCE then)
+    equal_in: str = "float32"
 
     def as_dict(self) -> dict:
         return {"code": self.code, "iterations": self.iterations,
                 "max_difference": self.max_difference, "notes": self.notes,
-                "float64_difference": self.float64_difference}  # fmt: skip
+                "float64_difference": self.float64_difference,
+                "equal_in": self.equal_in}  # fmt: skip
 
     def __str__(self) -> str:
         if self.code is None:
             head = "ganstep audit --port: no Step found that equals this script's update"
             return "\n".join([head, *(f"  - {n}" for n in self.notes)])
+        if self.equal_in == "float64":
+            head = (f"ganstep audit --port: this Step equals the script's update run in "
+                    f"float64 over {self.iterations} iteration(s) (largest difference in "
+                    f"parameters, buffers and optimizer states: {self.float64_difference:.3g}); "
+                    f"in the script's float32 run it parts by {self.max_difference:.3g}, "
+                    "float32's rounding (see the notes)")  # fmt: skip
+            return "\n".join([head, *(f"  note: {n}" for n in self.notes), "", self.code])
         head = (f"ganstep audit --port: this Step equals the script's update over "
                 f"{self.iterations} iteration(s) (largest difference in parameters, buffers "
                 f"and optimizer states: {self.max_difference:.3g})")  # fmt: skip
@@ -1000,6 +1012,31 @@ def difference(mine: dict, theirs: dict, name: str = "") -> tuple[float, str]:
     return worst
 
 
+def parted(notes: list[str], chosen: tuple) -> str | None:
+    """Where the (schedule, candidate) ``chosen`` parted from the script, as a search's
+    notes (each candidate's line) say: ``they part at iteration i, most in KEY (gap)``."""
+    head = _label(*chosen) + ": "
+    return next((n.removeprefix(head) for n in notes if n.startswith(head)), None)
+
+
+def script_moved(rec, capture: Capture, names: dict[str, str], key: str) -> float | None:
+    """How far the script's own run moved the entry ``key`` of G's or D's state (named
+    as :func:`difference` names it, ``self.G.l1.0.bias``) from its first state to its
+    state after its last optimizer step recorded; None where ``key`` is none of them."""
+    if not capture.history:
+        return None
+    last = capture.history[max(capture.history)]
+    for role in ("G", "D"):
+        module, name = rec.modules[role], names.get(role, role) + "."
+        if not key.startswith(name) or id(module) not in last:
+            continue
+        first = capture.first_state.get(id(module), {}).get(key.removeprefix(name))
+        end = last[id(module)].get(key.removeprefix(name))
+        if isinstance(first, Tensor) and isinstance(end, Tensor) and first.is_floating_point():
+            return float((end.double() - first.double()).abs().max())
+    return None
+
+
 @dataclass
 class _Script:
     """The script's G and D, their optimizers and names, as the audit found them."""
@@ -1465,7 +1502,8 @@ def port(rec, report, capture: Capture, names: dict[str, str], *,
             script, capture, data, report)  # fmt: skip
         if isinstance(tried, str):
             return Port(None, n, notes=[tried])
-        found = _search(script, capture, data, report, n, tried, tolerance)
+        found = _search(script, capture, data, report, n, tried, tolerance,
+                        vary=only is None)  # fmt: skip
     finally:
         torch.random.set_rng_state(state)
     if found.code is None and found.notes[0] == TRIED:  # none equal: name the losses' lines
@@ -1948,11 +1986,11 @@ def _then(first: list, more: Callable[[], list]) -> Iterator:
 
 
 def _search(script: _Script, capture: Capture, data: Replay, report, n: int,
-            tried: list[tuple], tolerance: float) -> Port:  # fmt: skip
+            tried: list[tuple], tolerance: float, vary: bool = True) -> Port:  # fmt: skip
     """Every candidate run (where none equals, then the rounding variants of those that
-    part by little); the one that equals the script printed (its rounding variant where
-    that is nearer still), or none where none does, or where several do (the
-    iterations verified cannot tell them apart)."""
+    part by little); the one that equals the script printed (with ``vary``, its
+    rounding variant where that is nearer still), or none where none does, or where
+    several do (the iterations verified cannot tell them apart)."""
     parted, equal, states, logged, raised, near = [], [], {}, {}, [], []
     for schedule, candidate in _then(tried, lambda: [] if equal else near):
         label = _label(schedule, candidate)
@@ -1979,7 +2017,7 @@ def _search(script: _Script, capture: Capture, data: Replay, report, n: int,
         told_from, (equal, how) = len(equal), ([told[0]], told[1])
     if len(equal) == 1:
         gap, schedule, candidate, _ = equal[0]
-        if gap > 0:  # its form that rounds as the script's, where it has one (BCEWithLogitsLoss)
+        if gap > 0 and vary:  # its form rounding as the script's, where one is (BCEWithLogitsLoss)
             gap, candidate = _nearer_variant(script, capture, data, schedule, candidate, n,
                                              tolerance, gap)  # fmt: skip
         note = [] if report.error is None else [
