@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import inspect
 import json
+import re
 import sys
 import traceback
 from collections import Counter
@@ -274,6 +275,9 @@ class Report:
         if self.error is not None:
             where = f" at {self.location}" if self.location else ""
             lines.append(f"  the loop crashed{where}: {_one_line(self.error)}")
+            cause = known_cause(self.error)
+            if cause is not None:
+                lines.append(f"  (the crash: {cause})")
         lines.append("  hazards:" if self.hazards else "  hazards: none found")
         lines += [f"   - {h}" for h in self.hazards]
         lines += self._d_lines()
@@ -337,6 +341,26 @@ def _gflop(flops: float) -> str:
 
 def _one_line(error: BaseException) -> str:
     return f"{type(error).__name__}: {error}".splitlines()[0]
+
+
+# since PyTorch 0.4 a mean or sum is 0-dim, where 0.3 gave shape (1,): a script written for
+# 0.3 gives backward() a gradient of shape (1,) (the WGAN family's one = FloatTensor([1]))
+_ONE_FOR_A_SCALAR = re.compile(r"Mismatch in shape: grad_output\[\d+\] has a shape of "
+                               r"torch\.Size\(\[1\]\) and output\[\d+\] has a shape of "
+                               r"torch\.Size\(\[\]\)")  # fmt: skip
+
+
+def known_cause(error: BaseException) -> str | None:
+    """What a script's crash means and how its authors' code is fixed, where it is one
+    the old PyTorch the script was written for explains; else None."""
+    if _ONE_FOR_A_SCALAR.search(str(error)):
+        return (
+            "backward() was given a gradient of shape (1,) for a 0-dim loss: since PyTorch "
+            "0.4 a mean or a sum has shape (), where 0.3 gave (1,), as the script expects; "
+            "give backward() a 0-dim one (one = torch.tensor(1.0) for one = "
+            "torch.FloatTensor([1]), its mone = one * -1 follows)"
+        )
+    return None
 
 
 def _tensors(value: object) -> Iterator[Tensor]:

@@ -43,6 +43,7 @@ from .audit import (
     Report,
     analyse,
     crash_location,
+    known_cause,
     rng_states,
     with_tensor_kwargs,
 )
@@ -978,4 +979,5 @@ def _describe(error: BaseException) -> str:
     if _SUBCLASS_UNDER_A_MODE in text and torch.__version__ < "2.6":
         text += (f" (the audit's FLOP count, not the script: torch {torch.__version__} "
                  "cannot pass a Tensor subclass through it; audit with torch >= 2.6)")  # fmt: skip
-    return text
+    cause = known_cause(error)
+    return text if cause is None else f"{text} ({cause})"

@@ -77,7 +77,9 @@ StyleGAN2-ADA loops, which docs/loops.md shows each beside its Step;
 ``real + alpha * (fake - real)``), ``zeleni9_wgan_gp`` (the norm over channels of an
 unflattened image gradient) and ``martinarjovsky_wgan`` (the WGAN authors' ``main.py``: a
 D returning its batch mean, scoring real samples low, clamped before each D step, its
-number of D steps varying), tests/test_wgan.py; ``sagan`` (Self-Attention-GAN's WGAN-GP in a
+number of D steps varying), tests/test_wgan.py; ``caogang_wgan_gp`` (caogang/wgan-gp's
+``gan_mnist.py``: three backward calls a D step, flat images), tests/test_caogang_wgan_gp.py;
+``sagan`` (Self-Attention-GAN's WGAN-GP in a
 D step of its own, and its hinge loop), tests/test_sagan.py.
 
 Why the retain_graph loops raise: ``backward(retain_graph=True)`` keeps D's graph,
@@ -124,6 +126,7 @@ from .other_codebases import (  # noqa: F401
     alexiajm_relativistic,
     basicsr_esrgan,
     biggan_hinge,
+    caogang_wgan_gp,
     cyclegan,
     dcgan_tensorflow,
     diff_augment,

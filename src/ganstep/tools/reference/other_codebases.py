@@ -882,6 +882,77 @@ def martinarjovsky_wgan(G, D, opt_g, opt_d, batches: Batches, latent: Latent, ni
     return history
 
 
+def caogang_wgan_gp(G, D, opt_g, opt_d, batches: Batches, latent: Latent,
+                    critic_iters: int = 5, lambda_: float = 10.0,
+                    batch_size: int | None = None):  # fmt: skip
+    """caogang/wgan-gp ``gan_mnist.py`` (commit 02ec5e2), the PyTorch port of the WGAN-GP
+    authors' code: ``batches`` is its endless ``inf_train_gen()`` (here as many as the
+    G iterations take, ``critic_iters`` each; its flat MNIST images). Each G iteration
+    switches D's parameters on, then ``critic_iters`` D steps, each on the next batch:
+    ``D(real).mean().backward(mone)``; ``noise = torch.randn(BATCH_SIZE, 128)``
+    (``latent(batch_size)``; ``batch_size``: its ``BATCH_SIZE``, the first batch's rows
+    unless given), ``fake = Variable(G(noise).data)`` (its ``volatile=True`` has no effect
+    since PyTorch 0.4: G's graph is recorded and dropped), ``D(fake).mean().backward(one)``;
+    ``calc_gradient_penalty``: ``alpha = torch.rand(BATCH_SIZE, 1)`` (float32, as it draws
+    it) expanded over the flat images, the interpolates, D's gradient there
+    (``grad_outputs`` ones), ``((norm(2, dim=1) - 1) ** 2).mean() * LAMBDA``, its own
+    backward; then D's step. G's step with D's parameters switched off, on fresh noise:
+    ``D(G(noise)).mean().backward(mone)``. Its ``one = torch.FloatTensor([1])``, written
+    for PyTorch 0.3 (where a mean had shape (1,)), fails on a 0-dim mean since 0.4
+    ("Mismatch in shape"): here ``torch.tensor(1.0)``, the fix its users apply (``ganstep
+    audit`` names it). ganstep: ``WGANGP(lambda_, alpha=<that float32 draw>)``,
+    ``d_first(d_steps=critic_iters, reuse_fake=False)``, each call given its iteration's
+    batches."""
+    batch_size = len(batches[0]) if batch_size is None else batch_size
+
+    def calc_gradient_penalty(netD, real_data, fake_data):
+        alpha = torch.rand(batch_size, 1)
+        alpha = alpha.expand(real_data.size())
+        interpolates = alpha * real_data + ((1 - alpha) * fake_data)
+        interpolates = interpolates.requires_grad_(True)
+        disc_interpolates = netD(interpolates)
+        gradients = torch.autograd.grad(outputs=disc_interpolates, inputs=interpolates,
+                                        grad_outputs=torch.ones(disc_interpolates.size()),
+                                        create_graph=True, retain_graph=True,
+                                        only_inputs=True)[0]  # fmt: skip
+        return ((gradients.norm(2, dim=1) - 1) ** 2).mean() * lambda_
+
+    one = torch.tensor(1.0)
+    mone = one * -1
+    data = iter(batches)
+    history = []
+    for _iteration in range(len(batches) // critic_iters):
+        for p in D.parameters():  # reset requires_grad
+            p.requires_grad = True  # they are set to False below in netG update
+        for _iter_d in range(critic_iters):
+            real_data = next(data)
+            D.zero_grad()
+            D_real = D(real_data)
+            D_real = D_real.mean()
+            D_real.backward(mone)
+            noise = latent(batch_size)
+            fake = G(noise).data  # its Variable(netG(noisev).data)
+            D_fake = D(fake)
+            D_fake = D_fake.mean()
+            D_fake.backward(one)
+            gradient_penalty = calc_gradient_penalty(D, real_data.data, fake.data)
+            gradient_penalty.backward()
+            D_cost = D_fake - D_real + gradient_penalty
+            opt_d.step()
+        for p in D.parameters():
+            p.requires_grad = False  # to avoid computation
+        G.zero_grad()
+        noise = latent(batch_size)
+        fake = G(noise)
+        G_cost = D(fake)
+        G_cost = G_cost.mean()
+        G_cost.backward(mone)
+        opt_g.step()
+        history.append({"loss_d": D_cost.item(), "loss_g": -G_cost.item(),
+                        "gp": gradient_penalty.item()})  # fmt: skip
+    return history
+
+
 def sagan(G, D, opt_g, opt_d, batches: Batches, latent: Latent, adv_loss: str = "wgan-gp",
           lambda_gp: float = 10.0):  # fmt: skip
     """heykeetae/Self-Attention-GAN ``trainer.py`` (commit e78f98c), ``Trainer.train``: per
