@@ -55,7 +55,7 @@ from .port import (
     Port,
     float64_variants,
     global_names,
-    parted,
+    parted_line,
     path_to,
     script_moved,
 )
@@ -662,7 +662,7 @@ def _decided_in_float64(report: Report, run, path: Path, script, G, D,
         torch.set_default_dtype(saved)
     if there.code is None:
         return f"{FLOAT64_HEAD}: no Step tried equals that run either"
-    where = parted(report.port.notes, there.chosen) or ""
+    where = parted_line(report.port.notes, there.chosen) or ""
     found = port_of(first, report, first.capture, _names(first), only=there.chosen,
                     tolerance=math.inf)  # fmt: skip
     if found.code is None:  # (it ran on the float64 run: not expected)

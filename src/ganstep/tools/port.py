@@ -1012,7 +1012,7 @@ def difference(mine: dict, theirs: dict, name: str = "") -> tuple[float, str]:
     return worst
 
 
-def parted(notes: list[str], chosen: tuple) -> str | None:
+def parted_line(notes: list[str], chosen: tuple) -> str | None:
     """Where the (schedule, candidate) ``chosen`` parted from the script, as a search's
     notes (each candidate's line) say: ``they part at iteration i, most in KEY (gap)``."""
     head = _label(*chosen) + ": "
