@@ -102,6 +102,53 @@ def test_retain_graph_loops_are_explained(loop, objective):
     assert report.as_dict()["error"].startswith("RuntimeError: one of the variables")
 
 
+def _freed_graph_loop(second: str):
+    """One iteration of a D-first loop whose fake batch keeps G's graph in D's loss, D's
+    backward without retain_graph; then ``second``: G's loss through those fakes (the
+    first G backward needs the freed graph), or D's fake scores backpropagated again."""
+    torch.manual_seed(0)
+    G, D = torch.nn.Linear(4, 8), torch.nn.Linear(8, 1)
+    opt_g, opt_d = torch.optim.SGD(G.parameters(), 0.1), torch.optim.SGD(D.parameters(), 0.1)
+
+    def iteration():
+        fake = G(torch.randn(4, 4))
+        opt_d.zero_grad()
+        d_fake = D(fake)
+        (D(torch.randn(4, 8)).mean() - d_fake.mean()).backward()
+        opt_d.step()
+        opt_g.zero_grad()
+        (-D(fake).mean() if second == "g_loss" else -d_fake.mean()).backward()
+        opt_g.step()
+
+    return audit(iteration, G=G, D=D, opt_g=opt_g, opt_d=opt_d)
+
+
+def test_a_graph_freed_by_ds_backward_is_explained_with_the_detach_fix():
+    """PyTorch says "Specify retain_graph=True"; the audit says which backward freed G's
+    graph, that detaching the fakes in D's loss is the fix (retain_graph would keep a
+    wasted backward through G), and that the loop's order is d_first."""
+    report = _freed_graph_loop("g_loss")
+    assert "Trying to backward through the graph a second time" in str(report.error)
+    first = report.hazards[0]
+    assert first.startswith("backward #0 went back through a forward of G and freed its "
+                            "graph; backward #1 went back through that forward again")  # fmt: skip
+    assert "retain_graph=True, as the error suggests, would keep the graph but still" in first
+    assert "(D(fake.detach())) and G's step keeps its graph" in first
+    assert report.order == "d_first" and report.schedule == "d_first()"
+
+
+def test_a_graph_freed_elsewhere_is_explained_without_a_schedule():
+    """The same error where G's loss reads D's scores of the first backward: D's graph,
+    freed by D's own backward. The audit names it and keeps its "other" order."""
+    report = _freed_graph_loop("d_scores")
+    first = report.hazards[0]
+    assert first.startswith("backward #0 went back through a forward of D and freed its graph")
+    assert first.endswith("Forward D again for the second loss, or keep the graph with "
+                          "retain_graph=True in the first backward where no optimizer step "
+                          "changes the weights it saved between the two.")  # fmt: skip
+    assert report.schedule != "d_first()"
+
+
 def test_began_fast_loop_is_simultaneous():
     from ganstep.trainer.models import BEGANDecoder, BEGANDiscriminator
 

@@ -48,6 +48,8 @@ from .provenance import Provenance
 STALE_CAST = "inside a torch.autocast block after"
 
 INPLACE = "modified by an inplace operation"
+# PyTorch's error where a backward goes back through a graph an earlier one freed
+FREED = "Trying to backward through the graph a second time"
 _BLOCK = ("ganstep audit", "block")  # the mark of a parametrize.cached() block's cache
 MODULES = ("G", "D")
 
@@ -1250,6 +1252,11 @@ def analyse(
         # both gradients were meant at the same parameters: that is `simultaneous`
         hazards.insert(0, _explain_inplace(rec))
         order, schedule = "simultaneous", "simultaneous()"
+    freed = _explain_freed(rec) if error is not None and FREED in str(error) else None
+    if freed is not None:
+        hazards.insert(0, freed[0])
+        if freed[1]:  # D's step on the fakes, then G's on them: the order the loop meant
+            order, schedule = "d_first", "d_first()"
     other_flops = sum(f.flops for f in a.forwards if not f.used)
     d_profile, (d_order, d_concat) = observe_d(rec), a.d_order()
     regular = {id(s) for s in a.adversarial_steps()}
@@ -1302,6 +1309,44 @@ def _explain_inplace(rec: Recorder) -> str:
         "parameters: that is ganstep's `simultaneous`, which takes them from one D forward "
         "with no retain_graph across an optimizer step."
     )
+
+
+def _explain_freed(rec: Recorder) -> tuple[str, bool] | None:
+    """What PyTorch's "backward through the graph a second time" was in the loop: which
+    backward freed the graph of which module's forward that the failed one went back
+    through, and the fix; and whether it was G's fakes, which D's loss took with G's
+    graph before G's loss needed it (the d_first order). None where it does not show."""
+    failed = rec.failed
+    if failed is None:
+        return None
+    earlier = [b for b in rec.backwards if b.index < failed.index and not b.retain_graph]
+    for f in failed.through:  # (a forward's output hook runs before its graph is read)
+        freeing = next((b for b in earlier if any(g is f for g in b.through)), None)
+        if freeing is not None:
+            break
+    else:
+        return None
+    m = f.label
+
+    def said(b: _Backward) -> str:
+        return f"backward #{b.index}" + (f" ({b.where.split(': ', 1)[-1]})" if b.where else "")
+
+    text = (f"{said(freeing)} went back through a forward of {m} and freed its graph; "
+            f"{said(failed)} went back through that forward again and raised PyTorch's "
+            "'backward through the graph a second time'.")  # fmt: skip
+    if m == "G" and "D" in freeing.produced:
+        return text + (
+            " G's fake batch entered D's loss with G's graph: retain_graph=True, as the "
+            "error suggests, would keep the graph but still run a whole backward through G "
+            "in D's step for gradients nobody steps. Take the fakes without G's graph in "
+            "D's loss (D(fake.detach())) and G's step keeps its graph: D first, then G on "
+            "the same fakes, which ganstep's d_first() computes making them once."
+        ), True
+    return text + (
+        f" Forward {m} again for the second loss, or keep the graph with retain_graph=True "
+        "in the first backward where no optimizer step changes the weights it saved between "
+        "the two."
+    ), False
 
 
 def crash_location(error: BaseException, filename: str | None = None) -> str | None:
