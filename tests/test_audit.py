@@ -149,6 +149,48 @@ def test_a_graph_freed_elsewhere_is_explained_without_a_schedule():
     assert report.schedule != "d_first()"
 
 
+def _g_loss_loop(g_input: str):
+    """A D-first loop whose G loss reads D on the fakes ``"detached"`` (G never gets a
+    gradient), ``"kept"`` (as it should), or computes it in a closure given to G's step."""
+    torch.manual_seed(0)
+    G, D = torch.nn.Linear(4, 8), torch.nn.Linear(8, 1)
+    opt_g, opt_d = torch.optim.SGD(G.parameters(), 0.1), torch.optim.SGD(D.parameters(), 0.1)
+
+    def iteration():
+        fake = G(torch.randn(4, 4))
+        opt_d.zero_grad()
+        (D(torch.randn(4, 8)).mean() - D(fake.detach()).mean()).backward()
+        opt_d.step()
+
+        def g_loss():
+            opt_g.zero_grad()
+            loss = -D(fake.detach() if g_input == "detached" else G(torch.randn(4, 4))).mean()
+            loss.backward()
+            return loss
+
+        if g_input == "closure":
+            opt_g.step(g_loss)
+        else:
+            g_loss()
+            opt_g.step()
+
+    return audit(iteration, G=G, D=D, opt_g=opt_g, opt_d=opt_d, iterations=2)
+
+
+def test_a_step_with_no_gradient_is_a_hazard_not_a_regularizer():
+    """G's loss on the detached fakes: G's optimizer steps on nothing, silently. The audit
+    says so first, and does not count those steps as a regularizer's (lazy R1's)."""
+    report = _g_loss_loop("detached")
+    assert report.hazards[0] == (
+        "G's optimizer stepped 2 time(s) with no gradient in any of G's parameters: no "
+        "backward since their last zero_grad() reached them, so G learns nothing there. Did "
+        "G's loss take G's output detached (.detach(), .data) or made under torch.no_grad()?"
+    )
+    assert report.regularization == {"G": 0, "D": 0}
+    for g_input in ("kept", "closure"):  # a gradient, or one a closure computes in the step
+        assert not any("learns nothing" in h for h in _g_loss_loop(g_input).hazards), g_input
+
+
 def test_began_fast_loop_is_simultaneous():
     from ganstep.trainer.models import BEGANDecoder, BEGANDiscriminator
 

@@ -176,6 +176,10 @@ class _Step:
     backwards: set[int]
     flops: int  # FLOPs run so far
     iteration: int = 0
+    # no parameter of its optimizer held a nonzero gradient, and no closure was given
+    # that would compute one: the step had nothing to step
+    gradless: bool = False
+    where: str | None = None  # the audited script's line that called it
 
 
 NO_STEPS = "no optimizer step of G or D ran"  # a report's pattern when nothing trained
@@ -632,11 +636,15 @@ class Recorder:
             return  # an optimizer of something else, or of both: not one module's step
         (label,) = labels
         used: set[int] = set()
+        # (torch gives the global pre-hook the optimizer again as args[0])
+        fed = any(callable(a) and a is not opt for a in args) or callable(kwargs.get("closure"))
         for g in opt.param_groups:
             for p in g["params"]:
                 if p.grad is not None:
                     used |= self.contrib.get(id(p), set())
-        step = _Step(label, self._next(), used, self.flops(), self.iteration)
+                    fed = fed or bool(p.grad.detach().ne(0).any())
+        step = _Step(label, self._next(), used, self.flops(), self.iteration,
+                     gradless=not fed, where=self.call_site())  # fmt: skip
         self.before_step(step)
         self.opt_steps.append(step)
         self.events.append(("step", step))
@@ -1095,6 +1103,23 @@ class _Analysis:
             return False
         return self.fake_versions(step, (0, 0)) is None
 
+    def gradless_steps(self) -> list[str]:
+        """A hazard for each module whose optimizer stepped with no gradient in its
+        parameters: its loss never reached them (G's output detached in G's loss)."""
+        hazards = []
+        for m in MODULES:
+            empty = [s for s in self.steps if s.label == m and s.gradless]
+            if not empty:
+                continue
+            at = f" ({empty[0].where.split(': ', 1)[-1]})" if empty[0].where else ""
+            hazards.append(
+                f"{m}'s optimizer stepped {len(empty)} time(s){at} with no gradient in any of "
+                f"{m}'s parameters: no backward since their last zero_grad() reached them, so "
+                f"{m} learns nothing there. Did {m}'s loss take {m}'s output detached "
+                f"(.detach(), .data) or made under torch.no_grad()?"
+            )
+        return hazards
+
     def adversarial_steps(self) -> list[_Step]:
         """The steps of G and D on their adversarial losses (not a regularizer alone)."""
         return [s for s in self.steps if not self.regularizing(s)]
@@ -1247,6 +1272,8 @@ def analyse(
         hazards.insert(0, "no backward call ran in the audited iterations: every optimizer "
                           "step found no gradients and changed nothing (is loss.backward() "
                           "missing?)")  # fmt: skip
+    else:
+        hazards[:0] = a.gradless_steps()
     order, schedule, pattern = a.order()
     if error is not None and INPLACE in str(error):
         # both gradients were meant at the same parameters: that is `simultaneous`
@@ -1260,13 +1287,15 @@ def analyse(
     other_flops = sum(f.flops for f in a.forwards if not f.used)
     d_profile, (d_order, d_concat) = observe_d(rec), a.d_order()
     regular = {id(s) for s in a.adversarial_steps()}
-    regularization = {m: a.per(sum(s.label == m and id(s) not in regular for s in a.steps))
-                      for m in MODULES}  # fmt: skip
+    # (a step with no gradient at all regularizes nothing: the hazard above says so)
+    regularization = {m: a.per(sum(s.label == m and id(s) not in regular and not s.gradless
+                                   for s in a.steps)) for m in MODULES}  # fmt: skip
     # up to the last analysed step: a script's next iteration, begun when it was
     # stopped, is not part of the ones analysed
     total = a.steps[-1].flops if a.steps and error is None else rec.flops()
     regularization_at = {m: sorted({s.iteration for s in a.steps if s.label == m
-                                    and id(s) not in regular}) for m in MODULES}  # fmt: skip
+                                    and id(s) not in regular and not s.gradless})
+                         for m in MODULES}  # fmt: skip
     return Report(order, forwards, backwards, total, wasted, list(dict.fromkeys(hazards)), error,
                   iterations, schedule, double, others, other_flops, pattern, location,
                   d_profile, d_order, d_concat, a.g_between(), regularization,
