@@ -543,3 +543,65 @@ def test_a_forward_after_a_step_in_one_parametrize_cached_block_is_a_hazard(bloc
         "each parametrized weight once, so that forward ran at D's weights from before the "
         "step. End the block before each optimizer step."
     ] if stale else [])  # fmt: skip
+
+
+def _raised(loss: torch.nn.Module, scores: torch.Tensor, targets: torch.Tensor) -> Exception:
+    """What torch raises for ``loss(scores, targets)`` (its own message, this version's)."""
+    with pytest.raises((RuntimeError, ValueError)) as raised:
+        loss(scores, targets)
+    return raised.value
+
+
+def test_the_common_gan_loss_crashes_are_explained():
+    """torch's messages for BCELoss given logits, and for targets of another batch size or
+    shape, each with what it means in a GAN loop and the fix; others explain nothing."""
+    from ganstep.tools.audit import known_cause
+
+    logits = _raised(torch.nn.BCELoss(), torch.tensor([[2.0], [-1.0]]), torch.ones(2, 1))
+    assert known_cause(logits).startswith(
+        "BCELoss takes probabilities and was given values outside [0, 1]: D's scores without"
+    )
+    for loss in (torch.nn.BCELoss(), torch.nn.BCEWithLogitsLoss()):
+        short = _raised(loss, torch.rand(3, 1), torch.ones(8, 1))  # an epoch's last batch
+        assert known_cause(short).startswith(
+            "the loss's targets have 8 rows and the scores 3: targets made for a fixed batch "
+            "size met a batch of another"
+        )
+        flat = _raised(loss, torch.rand(8, 1), torch.ones(8))
+        assert known_cause(flat) == (
+            "the scores (8, 1) and the targets (8) have the same rows in other shapes; the "
+            "loss reads them element by element: view one as the other (output.view(-1))"
+        )
+    assert known_cause(RuntimeError("CUDA out of memory")) is None
+
+
+def test_a_short_last_batch_crash_is_explained_in_the_report(tmp_path):
+    """Labels made for the loader's batch size meet the epoch's shorter last batch in the
+    third iteration: the steps before it are reported, and the crash with its fix (the
+    loss module's forward raised: the audit's own hook says nothing of it)."""
+    script = tmp_path / "fixed_labels.py"
+    script.write_text(
+        SCRIPT_HEAD
+        + """
+loader = torch.utils.data.DataLoader(torch.randn(40, 2), batch_size=16)
+valid, fake = torch.ones(16, 1), torch.zeros(16, 1)
+for real in loader:
+    z = torch.randn(real.size(0), 4)
+    gen = G(z)
+    opt_d.zero_grad()
+    d_loss = bce(D(real), valid) + bce(D(gen.detach()), fake)
+    d_loss.backward()
+    opt_d.step()
+    opt_g.zero_grad()
+    g_loss = bce(D(gen), valid)
+    g_loss.backward()
+    opt_g.step()
+"""
+    )
+    proc = ganstep("audit", script, "--iterations", 3, cache=tmp_path, cwd=tmp_path, check=False)
+    assert proc.returncode == 3, proc.stderr
+    assert "update order: d_first" in proc.stdout and "UserWarning" not in proc.stderr
+    assert ("  (the crash: the loss's targets have 16 rows and the scores 8: targets made for "
+            "a fixed batch size met a batch of another (an epoch's shorter last one?)") in (
+        proc.stdout
+    )  # fmt: skip

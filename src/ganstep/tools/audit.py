@@ -356,15 +356,46 @@ _ONE_FOR_A_SCALAR = re.compile(r"Mismatch in shape: grad_output\[\d+\] has a sha
                                r"torch\.Size\(\[\]\)")  # fmt: skip
 
 
+# BCELoss's (and BCEWithLogitsLoss's) refusal of targets shaped unlike the scores
+_TARGET_SIZE = re.compile(r"[Tt]arget size \(torch\.Size\(\[([\d, ]*)\]\)\) (?:that is different "
+                          r"to|must be the same as) (?:the )?input size \(torch\.Size\(\[([\d, ]*)"
+                          r"\]\)\)")  # fmt: skip
+_NOT_PROBABILITIES = "all elements of input should be between 0 and 1"
+
+
 def known_cause(error: BaseException) -> str | None:
-    """What a script's crash means and how its authors' code is fixed, where it is one
-    the old PyTorch the script was written for explains; else None."""
-    if _ONE_FOR_A_SCALAR.search(str(error)):
+    """What a GAN script's crash means and how its code is fixed, where it is one of the
+    common ones whose PyTorch message does not say (an old PyTorch's gradient of shape
+    (1,), BCELoss given logits, targets made for another batch size); else None."""
+    text = str(error)
+    if _ONE_FOR_A_SCALAR.search(text):
         return (
             "backward() was given a gradient of shape (1,) for a 0-dim loss: since PyTorch "
             "0.4 a mean or a sum has shape (), where 0.3 gave (1,), as the script expects; "
             "give backward() a 0-dim one (one = torch.tensor(1.0) for one = "
             "torch.FloatTensor([1]), its mone = one * -1 follows)"
+        )
+    if _NOT_PROBABILITIES in text:
+        return (
+            "BCELoss takes probabilities and was given values outside [0, 1]: D's scores "
+            "without a Sigmoid at its end (logits)? Give them to BCEWithLogitsLoss (ganstep's "
+            "ns), or end D in a Sigmoid (ns(probabilities=True))"
+        )
+    sizes = _TARGET_SIZE.search(text)
+    if sizes is not None:
+        target, scores = sizes[1], sizes[2]
+        rows = target.split(",")[0], scores.split(",")[0]
+        if rows[0] != rows[1]:
+            return (
+                f"the loss's targets have {rows[0]} rows and the scores {rows[1]}: targets "
+                "made for a fixed batch size met a batch of another (an epoch's shorter last "
+                "one?); make them from the scores (torch.ones_like(output)), or give the "
+                "DataLoader drop_last=True"
+            )
+        return (
+            f"the scores ({scores}) and the targets ({target}) have the same rows in other "
+            "shapes; the loss reads them element by element: view one as the other "
+            "(output.view(-1))"
         )
     return None
 

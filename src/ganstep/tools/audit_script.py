@@ -292,6 +292,16 @@ class ScriptRecorder(Recorder):
         if self.depth == 0:
             self.count_off()
 
+    def post_raised(self) -> None:
+        """After a module call whose forward raised (a loss module given targets of
+        another shape): the call's bookkeeping undone, nothing recorded, so that a script
+        catching the error goes on with the audit's state as before the call."""
+        self.depth -= 1
+        self.scopes.pop()
+        self.calls.pop()
+        if self.depth == 0:
+            self.count_off()
+
     def _script_frames(self) -> list:
         """The audited script's frames now running, innermost first."""
         frames, frame = [], self._script_frame()
@@ -808,10 +818,16 @@ def _post_hook(rec: ScriptRecorder):
     if "with_kwargs" not in inspect.signature(register).parameters:
         return register(rec.post, always_call=True)
 
-    def post(module: nn.Module, args: tuple, kwargs: dict, out: object) -> None:
-        rec.post(module, with_tensor_kwargs(args, kwargs), out)
+    def post(module: nn.Module, args: tuple, kwargs: dict, out: object = _RAISED) -> None:
+        if out is _RAISED:  # torch calls it (module, args, result) where the forward raised
+            rec.post_raised()
+        else:
+            rec.post(module, with_tensor_kwargs(args, kwargs), out)
 
     return register(post, with_kwargs=True, always_call=True)
+
+
+_RAISED = object()  # no output: the module's forward raised
 
 
 def _patch_torch(rec: ScriptRecorder) -> Callable[[], None]:
