@@ -102,13 +102,18 @@ def test_retain_graph_loops_are_explained(loop, objective):
     assert report.as_dict()["error"].startswith("RuntimeError: one of the variables")
 
 
+def _linear_pair() -> tuple:
+    """A linear G (4 -> 8) and D (8 -> 1) with SGD each, seeded."""
+    torch.manual_seed(0)
+    G, D = torch.nn.Linear(4, 8), torch.nn.Linear(8, 1)
+    return G, D, torch.optim.SGD(G.parameters(), 0.1), torch.optim.SGD(D.parameters(), 0.1)
+
+
 def _freed_graph_loop(second: str):
     """One iteration of a D-first loop whose fake batch keeps G's graph in D's loss, D's
     backward without retain_graph; then ``second``: G's loss through those fakes (the
     first G backward needs the freed graph), or D's fake scores backpropagated again."""
-    torch.manual_seed(0)
-    G, D = torch.nn.Linear(4, 8), torch.nn.Linear(8, 1)
-    opt_g, opt_d = torch.optim.SGD(G.parameters(), 0.1), torch.optim.SGD(D.parameters(), 0.1)
+    G, D, opt_g, opt_d = _linear_pair()
 
     def iteration():
         fake = G(torch.randn(4, 4))
@@ -152,9 +157,7 @@ def test_a_graph_freed_elsewhere_is_explained_without_a_schedule():
 def _g_loss_loop(g_input: str):
     """A D-first loop whose G loss reads D on the fakes ``"detached"`` (G never gets a
     gradient), ``"kept"`` (as it should), or computes it in a closure given to G's step."""
-    torch.manual_seed(0)
-    G, D = torch.nn.Linear(4, 8), torch.nn.Linear(8, 1)
-    opt_g, opt_d = torch.optim.SGD(G.parameters(), 0.1), torch.optim.SGD(D.parameters(), 0.1)
+    G, D, opt_g, opt_d = _linear_pair()
 
     def iteration():
         fake = G(torch.randn(4, 4))
