@@ -1318,15 +1318,14 @@ def analyse(
     other_flops = sum(f.flops for f in a.forwards if not f.used)
     d_profile, (d_order, d_concat) = observe_d(rec), a.d_order()
     regular = {id(s) for s in a.adversarial_steps()}
-    # (a step with no gradient at all regularizes nothing: the hazard above says so)
-    regularization = {m: a.per(sum(s.label == m and id(s) not in regular and not s.gradless
-                                   for s in a.steps)) for m in MODULES}  # fmt: skip
+    # a regularizer's steps of their own (a step with no gradient at all regularizes
+    # nothing: the hazard above says so)
+    own = [s for s in a.steps if id(s) not in regular and not s.gradless]
+    regularization = {m: a.per(sum(s.label == m for s in own)) for m in MODULES}
     # up to the last analysed step: a script's next iteration, begun when it was
     # stopped, is not part of the ones analysed
     total = a.steps[-1].flops if a.steps and error is None else rec.flops()
-    regularization_at = {m: sorted({s.iteration for s in a.steps if s.label == m
-                                    and id(s) not in regular and not s.gradless})
-                         for m in MODULES}  # fmt: skip
+    regularization_at = {m: sorted({s.iteration for s in own if s.label == m}) for m in MODULES}
     return Report(order, forwards, backwards, total, wasted, list(dict.fromkeys(hazards)), error,
                   iterations, schedule, double, others, other_flops, pattern, location,
                   d_profile, d_order, d_concat, a.g_between(), regularization,

@@ -28,7 +28,7 @@ import sys
 import threading
 import warnings
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from functools import partial
 from pathlib import Path
 
@@ -274,11 +274,14 @@ class ScriptRecorder(Recorder):
             changed = f"{Path(self.script_file).name}:{line}: {text}"
         self.calls.append((label, self.forward_start(), changed))
 
-    def post(self, module: nn.Module, args: tuple, out: object) -> None:
+    def post(self, module: nn.Module, args: tuple, out: object, raised: bool = False) -> None:
+        """After a module call: recorded, unless its forward ``raised`` (a loss module given
+        targets of another shape), where the call's bookkeeping is undone alone, so that
+        a script catching the error goes on with the audit's state as before the call."""
         self.depth -= 1
         self.scopes.pop()
         call = self.calls.pop()
-        if call is not None:
+        if call is not None and not raised:
             self.forward_end(call[0], args, out, call[1], module)
             if isinstance(call[2], str):
                 self.capture.written_over[self.forwards[-1].seq] = call[2]
@@ -289,16 +292,6 @@ class ScriptRecorder(Recorder):
                 self.forwards[-1].part = next(
                     (name for name, m in whole.named_modules() if m is module), ""
                 )
-        if self.depth == 0:
-            self.count_off()
-
-    def post_raised(self) -> None:
-        """After a module call whose forward raised (a loss module given targets of
-        another shape): the call's bookkeeping undone, nothing recorded, so that a script
-        catching the error goes on with the audit's state as before the call."""
-        self.depth -= 1
-        self.scopes.pop()
-        self.calls.pop()
         if self.depth == 0:
             self.count_off()
 
@@ -552,6 +545,27 @@ def _leave(rec: ScriptRecorder, on_swallowed: Callable[[Report], object], path: 
 FLOAT64_HEAD = "float64 (the script run again, torch's default dtype float64)"
 
 
+@contextlib.contextmanager
+def _float64_default() -> Iterator[None]:
+    """torch's default dtype float64 inside (as the script's repeat runs, and so the Step
+    made on it), the one before after."""
+    saved = torch.get_default_dtype()
+    torch.set_default_dtype(torch.float64)
+    try:
+        yield
+    finally:
+        torch.set_default_dtype(saved)
+
+
+def _port_in_float64(rec: ScriptRecorder, again: Report, only: tuple | None = None) -> Port:
+    """The port of the float64 repeat ``rec`` (reported as ``again``) to FLOAT64_TOLERANCE,
+    under the default dtype it ran with: what the Step makes too (StyleGAN2's style mixing
+    draws torch.rand([]) in it: a double takes two words of the generator)."""
+    with _float64_default():
+        return port_of(rec, again, rec.capture, _names(rec), only=only,
+                       tolerance=FLOAT64_TOLERANCE)  # fmt: skip
+
+
 def _float64_run(report: Report, run, path: Path, script, G, D,
                  first: ScriptRecorder) -> tuple[ScriptRecorder, Report] | str:  # fmt: skip
     """The script run again by ``run`` (silenced) with torch's default dtype float64,
@@ -559,16 +573,14 @@ def _float64_run(report: Report, run, path: Path, script, G, D,
     rec = ScriptRecorder(report.iterations)
     rec.capture = Capture()
     rec.made_before = first.made_folders
-    saved = torch.get_default_dtype()
-    torch.set_default_dtype(torch.float64)
     try:
-        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
-            error = run(rec)
-        again = _report(rec, path, script, G, D, error)
+        with _float64_default():
+            silent = io.StringIO()
+            with contextlib.redirect_stdout(silent), contextlib.redirect_stderr(silent):
+                error = run(rec)
+            again = _report(rec, path, script, G, D, error)
     except AuditError as e:
         return f"{FLOAT64_HEAD}: not repeated, the run found no G and D to audit ({e})"
-    finally:
-        torch.set_default_dtype(saved)
     if error is not None and report.error is None:
         return f"{FLOAT64_HEAD}: not repeated, the script fails so ({_describe(error)})"
     kept = [(n, p.dtype) for m in rec.modules.values() for n, p in m.named_parameters()
@@ -590,20 +602,15 @@ def _in_float64(report: Report, run, path: Path, script, G, D, first: ScriptReco
     if isinstance(repeated, str):
         return repeated
     rec, again = repeated
-    saved = torch.get_default_dtype()
-    torch.set_default_dtype(torch.float64)  # as the script ran: what the Step makes too
-    try:  # (StyleGAN2's style mixing draws torch.rand([]) in it: a double takes two words)
-        again.port = port_of(rec, again, rec.capture, _names(rec), only=found.chosen,
-                             tolerance=FLOAT64_TOLERANCE)  # fmt: skip
+    try:
+        again.port = _port_in_float64(rec, again, only=found.chosen)
     except Exception as e:  # the report and the float32 port stand without it
         return f"{head}: the repeat failed ({_describe(e)})"
-    finally:
-        torch.set_default_dtype(saved)
     if again.port.code is None:
         why = again.port.notes[-1]
         if "they part at iteration" not in why:  # it raised: the run's inputs, not the math
             return f"{head}: not repeated, the Step refuses that run's inputs ({why})"
-        swapped = _float64_variant(report, again, rec, first, saved)
+        swapped = _float64_variant(report, again, rec, first)
         if swapped is not None:
             return f"{head}: {swapped}"
         return f"{head}: not equal to {FLOAT64_TOLERANCE:g}: {why}"
@@ -615,18 +622,13 @@ def _in_float64(report: Report, run, path: Path, script, G, D, first: ScriptReco
 
 
 def _float64_variant(report: Report, again: Report, rec: ScriptRecorder,
-                     first: ScriptRecorder, saved: torch.dtype) -> str | None:  # fmt: skip
+                     first: ScriptRecorder) -> str | None:  # fmt: skip
     """Where a float64 variant of the chosen candidate equals the float64 run: that
     Step, verified on the float32 run too, put in ``report.port``; what was done (None
     where no variant equals)."""
     schedule, candidate = report.port.chosen
     for variant in float64_variants(candidate):
-        torch.set_default_dtype(torch.float64)
-        try:
-            tried = port_of(rec, again, rec.capture, _names(rec), only=(schedule, variant),
-                            tolerance=FLOAT64_TOLERANCE)  # fmt: skip
-        finally:
-            torch.set_default_dtype(saved)
+        tried = _port_in_float64(rec, again, only=(schedule, variant))
         if tried.code is None:
             continue
         found = port_of(first, report, first.capture, _names(first), only=(schedule, variant))
@@ -662,14 +664,10 @@ def _decided_in_float64(report: Report, run, path: Path, script, G, D,
     if isinstance(repeated, str):
         return repeated
     rec, again = repeated
-    saved = torch.get_default_dtype()
-    torch.set_default_dtype(torch.float64)
     try:
-        there = port_of(rec, again, rec.capture, _names(rec), tolerance=FLOAT64_TOLERANCE)
+        there = _port_in_float64(rec, again)
     except Exception as e:  # the float32 port stands without it
         return f"{FLOAT64_HEAD}: the search failed there ({_describe(e)})"
-    finally:
-        torch.set_default_dtype(saved)
     if there.code is None:
         return f"{FLOAT64_HEAD}: no Step tried equals that run either"
     where = parted_line(report.port.notes, there.chosen) or ""
@@ -820,7 +818,7 @@ def _post_hook(rec: ScriptRecorder):
 
     def post(module: nn.Module, args: tuple, kwargs: dict, out: object = _RAISED) -> None:
         if out is _RAISED:  # torch calls it (module, args, result) where the forward raised
-            rec.post_raised()
+            rec.post(module, args, None, raised=True)
         else:
             rec.post(module, with_tensor_kwargs(args, kwargs), out)
 

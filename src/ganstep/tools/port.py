@@ -229,10 +229,10 @@ class Port:
                     f"parameters, buffers and optimizer states: {self.float64_difference:.3g}); "
                     f"in the script's float32 run it parts by {self.max_difference:.3g}, "
                     "float32's rounding (see the notes)")  # fmt: skip
-            return "\n".join([head, *(f"  note: {n}" for n in self.notes), "", self.code])
-        head = (f"ganstep audit --port: this Step equals the script's update over "
-                f"{self.iterations} iteration(s) (largest difference in parameters, buffers "
-                f"and optimizer states: {self.max_difference:.3g})")  # fmt: skip
+        else:
+            head = (f"ganstep audit --port: this Step equals the script's update over "
+                    f"{self.iterations} iteration(s) (largest difference in parameters, "
+                    f"buffers and optimizer states: {self.max_difference:.3g})")  # fmt: skip
         return "\n".join([head, *(f"  note: {n}" for n in self.notes), "", self.code])
 
 
