@@ -9,6 +9,8 @@ import pytest
 import torch
 from helpers import latent_stream
 from helpers.wild import assert_losses, assert_same, assert_same_sides, run_step
+from hypothesis import given
+from hypothesis import strategies as st
 from torch import nn
 
 from ganstep import Adaptive, Step, g_first, reference
@@ -158,3 +160,54 @@ def test_path_length_arguments_and_state_are_checked():
                 g_regularizer=PathLength())  # fmt: skip
     with pytest.raises(ValueError, match="differ in g_regularizer"):
         step.load_state_dict({"iteration": 0, "objective": {}})
+
+
+@given(z_draw=st.text(max_size=8).filter(lambda s: s not in PathLength.z_draws))
+def test_a_z_draw_other_than_batch_or_shrunk_is_refused(z_draw):
+    with pytest.raises(ValueError, match="z_draw must be 'batch'"):
+        PathLength(z_draw=z_draw)
+
+
+def test_images_and_latents_is_checked():
+    """Given with mapping, not callable, returning other than two tensors, or latents
+    outside the images' graph: each refused with a message naming images_and_latents."""
+    with pytest.raises(ValueError, match="not both"):
+        PathLength(images_and_latents=lambda z: (z, z), mapping=nn.Identity(),
+                   synthesis=nn.Identity())  # fmt: skip
+    with pytest.raises(TypeError, match="images_and_latents must be callable"):
+        PathLength(images_and_latents="G")
+    _, (G, D, opt_g, opt_d) = sides()
+    answers = {
+        "two tensors": lambda z: G(z),
+        "outside the images' graph": lambda z: (G(z), z),
+    }
+    for match, call in answers.items():
+        step = Step(G, D, opt_g, opt_d, objective="ns", schedule="g_first",
+                    latent=latent_stream(Z),
+                    g_regularizer=PathLength(every=2, images_and_latents=call))  # fmt: skip
+        with pytest.raises((TypeError, ValueError), match=match):
+            step(images(1)[0])
+
+
+def test_images_and_latents_takes_the_gradient_at_the_latents_it_returns():
+    """``images_and_latents=lambda z: (G.synthesis(ws := G.mapping(z)), ws)`` is the
+    mapping/synthesis split written as one call: the same run, bit for bit."""
+    logs = []
+    for one_call in (False, True):
+        _, (G, D, opt_g, opt_d) = sides()
+
+        def both(z, G=G):
+            ws = G.mapping(z)
+            return G.synthesis(ws), ws
+
+        split = dict(mapping=G.mapping, synthesis=G.synthesis)
+        step = Step(G, D, opt_g, opt_d, objective="ns", schedule="g_first",
+                    latent=latent_stream(Z),
+                    g_regularizer=PathLength(every=2, **({"images_and_latents": both}
+                                                         if one_call else split)))  # fmt: skip
+        torch.manual_seed(2)
+        pls = [row["pl"].item() for row in map(step, images(3)) if "pl" in row]
+        logs.append((pls, [p.detach().clone() for p in G.parameters()]))
+    assert logs[0][0] == logs[1][0] and len(logs[0][0]) == 2
+    for a, b in zip(logs[0][1], logs[1][1], strict=True):
+        assert torch.equal(a, b)

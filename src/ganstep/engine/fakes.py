@@ -242,14 +242,17 @@ def detach(fake: MicroBatches) -> MicroBatches:
 def images_at_latents(
     game: Game, latents: Latents, regularizer: PathLength
 ) -> tuple[Tensor, Tensor]:
-    """G's images from the first ``n // shrink`` rows of ``latents``, with a graph from the
-    latents path length differentiates at: ``mapping``'s output w (StyleGAN2's G split
-    into mapping and synthesis), else z made a leaf. Returns ``(images, latents)``."""
+    """G's images from ``latents`` (their first ``n // shrink`` rows where the phase drew a
+    batch's z), with a graph from the latents path length differentiates at: those
+    ``images_and_latents`` returns, ``mapping``'s output w (StyleGAN2's G split into
+    mapping and synthesis), else z made a leaf. Returns ``(images, latents)``."""
     n = latents.z.shape[0] if isinstance(latents.z, Tensor) else latents.z[0].shape[0]
-    head = Batch(torch.empty(n, 0), latents.c, latents.z).rows(
-        slice(0, max(1, n // regularizer.shrink))
-    )
+    head = Batch(torch.empty(n, 0), latents.c, latents.z)
+    if regularizer.z_draw == "batch":
+        head = head.rows(slice(0, regularizer.rows(n)))
     with game.precision.autocast():
+        if regularizer.images_and_latents is not None:
+            return _images_and_latents(regularizer, Latents(head.z, head.c))
         if regularizer.mapping is not None:
             ws = regularizer.mapping(*Latents(head.z, head.c).args())
             return regularizer.synthesis(ws), ws
@@ -258,3 +261,25 @@ def images_at_latents(
         z = ws if isinstance(head.z, Tensor) else (ws, *head.z[1:])
         img = game.g.eager(*Latents(z, head.c).args())  # double backward: not compiled
     return (img[0] if isinstance(img, tuple) else img), ws  # (samples, *extras)
+
+
+def _images_and_latents(regularizer: PathLength, latents: Latents) -> tuple[Tensor, Tensor]:
+    """``images_and_latents``' call on ``latents``, its answer checked: two tensors, the
+    latents in the images' graph (else autograd.grad's own error names neither)."""
+    out = regularizer.images_and_latents(*latents.args())
+    if not (isinstance(out, tuple | list) and len(out) == 2
+            and all(isinstance(t, Tensor) for t in out)):  # fmt: skip
+        got = (
+            [type(t).__name__ for t in out] if isinstance(out, tuple | list) else type(out).__name__
+        )
+        raise TypeError(
+            f"PathLength images_and_latents must return (images, latents), two tensors; got {got}"
+        )
+    img, ws = out
+    if not ws.requires_grad:
+        raise ValueError(
+            "PathLength images_and_latents returned latents outside the images' graph: "
+            "return the latents G made the images from (rosinality's G(noise, "
+            "return_latents=True)), with G's parameters requiring grad"
+        )
+    return img, ws

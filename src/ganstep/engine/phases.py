@@ -302,7 +302,10 @@ def regularize_after(game: Game, side: Side, real: MicroBatches) -> Logs:
         return {}
     if side is game.d:
         return lazy_phase(game, side, regularizer, real, partial(_r1_loss, game, regularizer))
-    latents = draw(game, real)  # SG2-ADA's Greg phase draws z of its own
+    # SG2-ADA's Greg phase draws a batch's z of its own; rosinality's n // shrink rows
+    if regularizer.z_draw == "shrunk":
+        real = [b.rows(slice(0, regularizer.rows(b.n))) for b in real]
+    latents = draw(game, real)
     return lazy_phase(game, side, regularizer, latents, partial(_path_length, game, regularizer))
 
 
@@ -348,8 +351,8 @@ def _r1_loss(game: Game, regularizer: Regularizer, real: Batch) -> Tensor:
 
 
 def _path_length(game: Game, regularizer: PathLength, latents: Latents) -> Tensor:
-    """Path length on the first ``n // shrink`` rows of ``latents``: G's image from them
-    and the latents the gradient is taken at."""
+    """Path length on the phase's z (its first ``n // shrink`` rows where a batch's z was
+    drawn): G's image from them and the latents the gradient is taken at."""
     img, ws = images_at_latents(game, latents, regularizer)
     with game.precision.autocast():  # as the forward: G's image may be half precision
         return regularizer.penalty(img, ws)

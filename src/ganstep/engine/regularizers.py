@@ -111,8 +111,19 @@ class PathLength(Regularizer):
     mean (and carries the gradient, as SG2-ADA's ``pl_mean``), and the penalty is
     ``weight * mean((lengths - mean)^2)``. ``mean`` is kept in ``Step.state_dict()``.
 
+    ``images_and_latents`` instead of ``mapping`` and ``synthesis`` is one call on the
+    phase's z that returns ``(img, ws)``, the latents in img's graph (rosinality's
+    ``generator(noise, return_latents=True)``, its w broadcast to every layer).
+    ``z_draw`` says which z the phase makes its images from: ``"batch"`` draws a
+    batch's z and keeps its first ``n // shrink`` rows (StyleGAN2-ADA's Greg, whose z
+    is drawn with the iteration's); ``"shrunk"`` draws ``n // shrink`` rows
+    (rosinality's ``mixing_noise(path_batch_size, ...)``). The two draw different
+    numbers from torch's generator.
+
     Build G's Adam with :func:`lazy_regularization` (``every``), as for lazy R1.
     """
+
+    z_draws = ("batch", "shrunk")
 
     side = "G"
     log_key = "pl"
@@ -126,6 +137,9 @@ class PathLength(Regularizer):
         shrink: int = 2,
         mapping: Callable[..., Tensor] | nn.Module | None = None,
         synthesis: Callable[[Tensor], Tensor] | nn.Module | None = None,
+        *,
+        images_and_latents: Callable[..., tuple[Tensor, Tensor]] | None = None,
+        z_draw: str = "batch",
     ) -> None:
         super().__init__(weight, every, ("PathLength weight", "PathLength every"))
         if self.every < 2:
@@ -139,14 +153,32 @@ class PathLength(Regularizer):
         self.shrink = positive_int(shrink, "PathLength shrink")
         if (mapping is None) != (synthesis is None):
             raise ValueError("PathLength takes mapping and synthesis together, or neither")
-        for name, fn in (("mapping", mapping), ("synthesis", synthesis)):
+        if images_and_latents is not None and mapping is not None:
+            raise ValueError(
+                "PathLength takes images_and_latents (one call giving (images, latents)) or "
+                "mapping and synthesis, not both"
+            )
+        named = (("mapping", mapping), ("synthesis", synthesis),
+                 ("images_and_latents", images_and_latents))  # fmt: skip
+        for name, fn in named:
             if fn is not None and not callable(fn):
                 raise TypeError(f"PathLength {name} must be callable, got {fn!r}")
+        if z_draw not in self.z_draws:
+            raise ValueError(
+                f"PathLength z_draw must be 'batch' (a batch's z, its first n // shrink rows: "
+                f"StyleGAN2-ADA) or 'shrunk' (n // shrink rows drawn: rosinality's "
+                f"stylegan2-pytorch), got {z_draw!r}"
+            )
         self.mapping, self.synthesis = mapping, synthesis
+        self.images_and_latents, self.z_draw = images_and_latents, z_draw
         self.mean = torch.zeros([], dtype=torch.float64)
 
     def due(self, steps_taken: int) -> bool:
         return self.weight > 0 and steps_taken % self.every == 0
+
+    def rows(self, n: int) -> int:
+        """The rows of a batch of ``n`` the phase differentiates: ``n // shrink``, at least 1."""
+        return max(1, n // self.shrink)
 
     def penalty(self, img: Tensor, ws: Tensor) -> Tensor:
         """From the graph of ``img`` made from ``ws`` (which requires grad)."""
@@ -173,4 +205,5 @@ class PathLength(Regularizer):
 
     def __repr__(self) -> str:
         return (f"PathLength(weight={self.weight}, every={self.every}, decay={self.decay}, "
-                f"shrink={self.shrink}, mean={float(self.mean):.4g})")  # fmt: skip
+                f"shrink={self.shrink}, z_draw={self.z_draw!r}, "
+                f"mean={float(self.mean):.4g})")  # fmt: skip
