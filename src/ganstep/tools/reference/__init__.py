@@ -80,7 +80,9 @@ D returning its batch mean, scoring real samples low, clamped before each D step
 number of D steps varying), tests/test_wgan.py; ``caogang_wgan_gp`` (caogang/wgan-gp's
 ``gan_mnist.py``: three backward calls a D step, flat images), tests/test_caogang_wgan_gp.py;
 ``sagan`` (Self-Attention-GAN's WGAN-GP in a
-D step of its own, and its hinge loop), tests/test_sagan.py.
+D step of its own, and its hinge loop), tests/test_sagan.py; ``rosinality_stylegan2``
+(rosinality/stylegan2-pytorch's ``train.py``: style mixing drawn by Python's ``random``,
+lazy R1 and path length on z of their own), tests/test_rosinality_stylegan2.py.
 
 Why the retain_graph loops raise: ``backward(retain_graph=True)`` keeps D's graph,
 which saved D's weights for the input gradient; ``optimizer_D.step()`` then changes
@@ -190,6 +192,7 @@ from .seed_posts import (  # noqa: F401
     which_first_post_d_first,
     which_first_post_g_first,
 )
+from .stylegan2_pytorch import mixing_noise, rosinality_stylegan2  # noqa: F401
 
 # The seed posts' loops were named by the posts' numbers before; those names still work.
 _FORMER_NAMES = {
