@@ -1926,6 +1926,42 @@ def test_a_g_given_its_z_in_a_list_ports_with_a_printed_wrapper(tmp_path):
     assert 'd_order="fake_first"' in code and "schedule=d_first(reuse_fake=False)" in code
 
 
+def test_rosinalitys_train_py_ports_with_its_path_length(tmp_path):
+    """rosinality/stylegan2-pytorch's train.py without style mixing (--mixing 0): D on the
+    fakes first, lazy R1 on a forward of its own, G on fresh z, and every 4th iteration
+    path length on a z of its own of half the batch, differentiated at the latents G
+    returns (``generator(noise, return_latents=True)``). The port prints PathLength with
+    that call and z_draw="shrunk", equal over 5 iterations in float32 and float64, and
+    names g_ema as a copy the Step leaves alone. Before, the path length was taken at z:
+    every candidate parted, the right one by 0.6 in G's Adam moments."""
+    proc, port = ported(tmp_path, "rosinality_stylegan2", "--mixing", 0, flag=("--verify", 5))
+    assert port["max_difference"] is not None, port["notes"]
+    assert port["max_difference"] <= 1e-6 and port["float64_difference"] <= 1e-12
+    code = port["code"]
+    assert "ListedG(generator), discriminator, g_optim, d_optim," in code
+    assert "objective=NS(r1=10.0, r1_every=4)" in code and 'd_order="fake_first"' in code
+    assert ("g_regularizer=PathLength(2.0, 4, images_and_latents=lambda *z: generator(list(z), "
+            'return_latents=True), z_draw="shrunk"),' in code)  # fmt: skip
+    assert "on a z of its own, half of a round's rows" in code
+    assert not any("failed beside the script's names" in note for note in port["notes"])
+    assert any(note.startswith("the script keeps g_ema beside G") for note in port["notes"])
+
+
+def test_rosinalitys_path_batch_shrink_is_read_and_its_style_mixing_named(tmp_path):
+    """--path_batch_shrink 4: PathLength(..., shrink=4), equal. Its default --mixing 0.9
+    gives G two z in a list at most calls: named as style mixing, with what the Step
+    takes instead, not "G is called with 0 tensors"."""
+    proc, port = ported(tmp_path, "rosinality_stylegan2", "--mixing", 0, "--path_batch_shrink",
+                        4, flag=("--port", "--iterations", 5))  # fmt: skip
+    assert port["max_difference"] is not None and port["max_difference"] <= 1e-6, port["notes"]
+    assert 'return_latents=True), shrink=4, z_draw="shrunk"),' in port["code"]
+    assert "a z of its own, 1/4 of a round's rows" in port["code"]
+    proc, port = ported(tmp_path, "rosinality_stylegan2", flag=("--port", "--force"))
+    assert port["code"] is None and len(port["notes"]) == 1
+    assert port["notes"][0].startswith("G is given its z in a list of two at some calls (style "
+                                       "mixing: rosinality's mixing_noise")  # fmt: skip
+
+
 JOINED_CONDITIONS = """
 import torch
 from torch import nn

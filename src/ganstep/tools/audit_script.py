@@ -168,12 +168,12 @@ class ScriptRecorder(Recorder):
         if self.capture is not None:  # its state before the script's first call of it
             self.capture.module_seen(module)
 
-    def forward_end(
-        self, label: str, args: tuple, out: object, start: tuple, module: nn.Module | None = None
-    ) -> None:
+    def forward_end(self, label: str, args: tuple, out: object, start: tuple,
+                    module: nn.Module | None = None,
+                    keywords: dict | None = None) -> None:  # fmt: skip
         super().forward_end(label, args, out, start, module)
         if self.capture is not None:
-            self.capture.called(self.forwards[-1].seq, args, start[1])
+            self.capture.called(self.forwards[-1].seq, args, start[1], keywords)
 
     def _after_step(self, opt, args, kwargs) -> None:
         super()._after_step(opt, args, kwargs)
@@ -274,15 +274,17 @@ class ScriptRecorder(Recorder):
             changed = f"{Path(self.script_file).name}:{line}: {text}"
         self.calls.append((label, self.forward_start(), changed))
 
-    def post(self, module: nn.Module, args: tuple, out: object, raised: bool = False) -> None:
+    def post(self, module: nn.Module, args: tuple, out: object, raised: bool = False,
+             keywords: dict | None = None) -> None:  # fmt: skip
         """After a module call: recorded, unless its forward ``raised`` (a loss module given
         targets of another shape), where the call's bookkeeping is undone alone, so that
-        a script catching the error goes on with the audit's state as before the call."""
+        a script catching the error goes on with the audit's state as before the call.
+        ``keywords``: those the call was given (the port keeps their plain values)."""
         self.depth -= 1
         self.scopes.pop()
         call = self.calls.pop()
         if call is not None and not raised:
-            self.forward_end(call[0], args, out, call[1], module)
+            self.forward_end(call[0], args, out, call[1], module, keywords)
             if isinstance(call[2], str):
                 self.capture.written_over[self.forwards[-1].seq] = call[2]
             elif call[2] is not None:
@@ -820,7 +822,7 @@ def _post_hook(rec: ScriptRecorder):
         if out is _RAISED:  # torch calls it (module, args, result) where the forward raised
             rec.post(module, args, None, raised=True)
         else:
-            rec.post(module, with_tensor_kwargs(args, kwargs), out)
+            rec.post(module, with_tensor_kwargs(args, kwargs), out, keywords=kwargs)
 
     return register(post, with_kwargs=True, always_call=True)
 

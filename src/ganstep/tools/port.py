@@ -46,6 +46,7 @@ verified, and the draws it prints are described from what the script drew.
 from __future__ import annotations
 
 import copy
+import json
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
@@ -123,6 +124,11 @@ class Capture:
     # by seq: where a call's first argument was a name the script had written over with a
     # change of its own batch (``real = augment(real)``), that line (file:line: text)
     written_over: dict[int, str] = field(default_factory=dict)
+    # by seq: the keywords of plain values a call was given (rosinality's G(noise,
+    # return_latents=True)), and the calls whose first tensor was rows cut from a larger
+    # one (StyleGAN2-ADA's Greg on gen_z[:batch_size]) rather than drawn whole
+    keywords: dict[int, dict[str, object]] = field(default_factory=dict)
+    cut: set[int] = field(default_factory=set)
 
     def module_seen(self, module: nn.Module) -> None:
         if id(module) not in self.first_state:
@@ -131,9 +137,17 @@ class Capture:
     def optimizer_made(self, opt: torch.optim.Optimizer) -> None:
         self.made_state[id(opt)] = copy.deepcopy(opt.state_dict())
 
-    def called(self, seq: int, args: tuple, rng: list[Tensor]) -> None:
+    def called(self, seq: int, args: tuple, rng: list[Tensor],
+               keywords: dict | None = None) -> None:  # fmt: skip
         kept = tuple(_kept(a) for a in args)
         self.calls[seq] = (kept, rng)
+        plain = {k: v for k, v in (keywords or {}).items() if type(v) in PLAIN_VALUES}
+        if plain:
+            self.keywords[seq] = plain
+        first = next((t for a in args for t in (a if type(a) in (list, tuple) else [a])
+                      if isinstance(t, Tensor)), None)  # fmt: skip
+        if first is not None and _rows_cut(first):
+            self.cut.add(seq)
 
     def argument_made(self, seq: int, template: str, value: object, state: object) -> None:
         if isinstance(value, Tensor):
@@ -180,6 +194,17 @@ def _plain(t: Tensor) -> Tensor:
     is a Tensor: ``as_subclass`` refuses a plain tensor before torch 2.6."""
     with torch._C.DisableTorchFunctionSubclass():
         return t.detach().clone()
+
+
+# the keyword values a call's record keeps (a flag such as return_latents=True)
+PLAIN_VALUES = (bool, int, float, str, type(None))
+
+
+def _rows_cut(t: Tensor) -> bool:
+    """Whether ``t`` is rows cut from a tensor of more rows and as many dimensions (a view:
+    ``z[:k]``, ``z.split(k)``), not one drawn whole or unbound from a stack."""
+    base = t._base
+    return base is not None and base.dim() == t.dim() and base.shape[0] > t.shape[0]
 
 
 def _kept(a: object) -> object:
@@ -550,6 +575,13 @@ class Replay:
     # which of ``zs`` are G's calls in its own lazy regularization steps (path length:
     # on the first rows of a round's z only), not judged by D
     lazy: list[bool] = field(default_factory=list)
+    # those lazy calls: the keywords that made G return its latents beside its images
+    # (rosinality's return_latents=True; None where G took none), whether their z was
+    # drawn of its own (rosinality's mixing_noise(path_batch_size)) rather than cut from
+    # a round's (StyleGAN2-ADA's), and a round's rows over theirs (path length's shrink)
+    g_latents: dict[str, object] | None = None
+    lazy_drawn: bool = False
+    lazy_shrink: int = 2
     # each iteration's losses the script backpropagated for each of D's and G's steps
     # ("D"/"G": one value a step, None where its backward passes took no plain number)
     losses: list[dict[str, list[float | None]]] = field(default_factory=list)
@@ -635,6 +667,12 @@ def replay(rec, capture: Capture, iterations: int, d_order: str = "real_first",
             continue
         args, rng = capture.calls[f.seq]
         if f.label == "G":  # G([z]): rosinality's StyleGAN2 gives G its z in a list
+            if _mixed_styles(args):
+                return ("G is given its z in a list of two at some calls (style mixing: "
+                        "rosinality's mixing_noise with --mixing above 0): the port maps G([z]) "
+                        "so far; the Step takes mixing as a latent that returns one or two z "
+                        "(docs/loops.md, stylegan2-pytorch), and the port maps the script run "
+                        "with its mixing at 0")  # fmt: skip
             in_list = _listed_z(args)
             listed.add(in_list)
             args = args[0] if in_list else args
@@ -693,6 +731,7 @@ def replay(rec, capture: Capture, iterations: int, d_order: str = "real_first",
         last = max(j for j, st in enumerate(rec.opt_steps) if st.iteration == i
                    and st.label in ("G", "D"))  # fmt: skip
         ends.append(last + 1)
+    lazy = _lazy_calls(rec, z_seqs)
     embedding = _embedding(rec, capture, zs, [fake_labels.get(s) for s in z_seqs])
     d_fill = None
     if embedding is None:
@@ -724,7 +763,7 @@ def replay(rec, capture: Capture, iterations: int, d_order: str = "real_first",
     return Replay(reals, zs, d_takes == {2}, ends, image_to_image, labels,
                   concat=min(concat, default=None), d_order=d_order, embedding=embedding,
                   after=_calls_after(rec, capture, ends), g_parts=parts,
-                  style_mixing=mixing, lazy=_lazy_calls(rec, z_seqs),
+                  style_mixing=mixing, lazy=lazy, **_lazy_form(capture, zs, z_seqs, lazy),
                   losses=_step_losses(rec, iterations), graded_real=graded_real,
                   clips=clips, g_reals=_g_phase_reals(rec, capture, iterations),
                   real_rng=real_rng, z_reused=z_reused, d_fill=d_fill,
@@ -832,6 +871,26 @@ def _lazy_calls(rec, z_seqs: list[int]) -> list[bool]:
     judged = {f.producer.head.seq for f in rec.forwards
               if f.label == "D" and f.producer is not None and f.producer.label == "G"}  # fmt: skip
     return [seq not in judged for seq in z_seqs]
+
+
+def _lazy_form(capture: Capture, zs: list, z_seqs: list[int], lazy: list[bool]) -> dict:
+    """Replay's ``g_latents``, ``lazy_drawn`` and ``lazy_shrink`` from G's lazy calls."""
+    seqs = [s for s, is_lazy in zip(z_seqs, lazy, strict=True) if is_lazy]
+    if not seqs:
+        return {}
+    judged = [s for s, is_lazy in zip(z_seqs, lazy, strict=True) if not is_lazy]
+    given = {k: v for s in judged for k, v in capture.keywords.get(s, {}).items()}
+    extra = [{k: v for k, v in capture.keywords.get(s, {}).items() if given.get(k, v) != v
+              or k not in given} for s in seqs]  # fmt: skip
+    rows = [len(z[0]) for (z, _), is_lazy in zip(zs, lazy, strict=True)]
+    round_rows = next((n for n, is_lazy in zip(rows, lazy, strict=True) if not is_lazy), 0)
+    lazy_rows = next(n for n, is_lazy in zip(rows, lazy, strict=True) if is_lazy)
+    shrink = max(1, round_rows // max(lazy_rows, 1))
+    return {
+        "g_latents": extra[0] if extra[0] and all(e == extra[0] for e in extra) else None,
+        "lazy_drawn": not any(s in capture.cut for s in seqs),
+        "lazy_shrink": shrink if round_rows // shrink == lazy_rows else 2,  # else: unmapped
+    }
 
 
 def _split_d_input(f, tensors: tuple[Tensor, ...], capture: Capture) -> tuple[object, object]:
@@ -1287,7 +1346,7 @@ def _queue(data: Replay, candidate: Candidate) -> list[tuple[tuple[Tensor, ...],
     """G's calls for the Step to draw, in order. With a path length, its calls on the
     first rows of a round only (the script's Greg: ``gen_z[:batch_size]``) padded with
     zeros to a round's rows, as the Step draws a round and takes its first rows."""
-    if candidate.path_length is None or not any(data.lazy):
+    if candidate.path_length is None or not any(data.lazy) or data.lazy_drawn:
         return list(data.zs)
     rows = next(len(z[0]) for (z, _), lazy in zip(data.zs, data.lazy, strict=True) if not lazy)
     return [(tuple(_padded(t, rows) for t in z), rng) if lazy else (z, rng)
@@ -1359,7 +1418,10 @@ def _step(G, D, opt_g, opt_d, data: Replay, code: str, candidate: Candidate,
         parts = {} if data.g_parts is None else {
             "mapping": G.get_submodule(data.g_parts[0]),
             "synthesis": G.get_submodule(data.g_parts[1])}  # fmt: skip
-        options.update(g_regularizer=PathLength(*candidate.path_length, **parts))
+        if data.g_latents is not None:  # the printed call itself: the two cannot drift
+            parts = {"images_and_latents": eval(_latents_call(data, "G"), {"G": G})}  # noqa: S307
+        options.update(g_regularizer=PathLength(*candidate.path_length, **parts,
+                                                **_path_length_rows(data)))  # fmt: skip
     g = G if data.embedding is None else _Embedded(G, data.embedding)
     if data.g_join is not None or data.g_listed:  # the printed class: the two cannot drift
         g = _made(*_g_wrapper(data))(G)
@@ -1712,6 +1774,13 @@ def _constant_maps(maps: Tensor) -> bool:
     """Whether each sample's channel of ``maps`` (n, k, h, w) is one value over the image."""
     return maps.dim() == 4 and maps.shape[2] * maps.shape[3] > 1 and torch.equal(
         maps[:, :, :1, :1].expand_as(maps), maps)  # fmt: skip
+
+
+def _mixed_styles(args: tuple) -> bool:
+    """Whether a G call's arguments are one list (or tuple) of several tensors, as
+    rosinality's style mixing gives G two z: ``G([z1, z2])``."""
+    return (len(args) == 1 and type(args[0]) in (list, tuple) and len(args[0]) > 1
+            and all(isinstance(t, Tensor) for t in args[0]))  # fmt: skip
 
 
 def _listed_z(args: tuple) -> bool:
@@ -2369,11 +2438,18 @@ def _options(candidate: Candidate, data: Replay, g_name: str = "G") -> str:
             if data.g_parts is None
             else ", mapping={0}.{1}, synthesis={0}.{2}".format(g_name, *data.g_parts)
         )
+        if data.g_latents is not None:
+            parts = f", images_and_latents={_latents_call(data, g_name)}"
+        parts += "".join(f", {k}={_literal(v)}" for k, v in _path_length_rows(data).items())
         k = candidate.accumulate
         summed = f" (its {k} rounds' penalties added: x{k})" if candidate.summed else ""
+        share = {1: "all", 2: "half"}.get(data.lazy_shrink, f"1/{data.lazy_shrink}")
+        rows = (f"a z of its own, {share} of a round's rows" if data.lazy_drawn
+                else f"{share} of each round's z")  # fmt: skip
+        at = " at the latents G returns" if data.g_latents is not None else ""
         more += (f"\n    g_regularizer=PathLength({weight}, {every}{parts}),  # G's steps of "
-                 f"its own every {every} G steps: path length{summed}, its mean moved by "
-                 "0.01 a round, on half of each round's z")  # fmt: skip
+                 f"its own every {every} G steps: path length{summed}{at}, its mean moved by "
+                 f"0.01 a round, on {rows}")  # fmt: skip
     if data.d_forwards_loop:
         more += ('\n    d_forwards="loop",  # D forwarded in each phase as the script does: its '
                  "BatchNorm statistics move at each forward")  # fmt: skip
@@ -2433,6 +2509,29 @@ def _made(name: str, text: str) -> type:
     made: dict = {"torch": torch}
     exec(text, made)  # noqa: S102 - ganstep's own text
     return made[name]
+
+
+def _latents_call(data: Replay, g: str) -> str:
+    """PathLength's ``images_and_latents`` as code: G called on z as the script called
+    it in its path length steps, with the keywords that made it return its latents."""
+    z = "list(z)" if data.g_listed else "*z"
+    keywords = "".join(f", {k}={_literal(v)}" for k, v in (data.g_latents or {}).items())
+    return f"lambda *z: {g}({z}{keywords})"
+
+
+def _literal(value: object) -> str:
+    """A plain value as the printed code writes it (strings in double quotes)."""
+    return json.dumps(value) if isinstance(value, str) else repr(value)
+
+
+def _path_length_rows(data: Replay) -> dict[str, object]:
+    """PathLength's ``shrink`` and ``z_draw`` where the script's differ from the defaults."""
+    rows: dict[str, object] = {}
+    if data.lazy_shrink != 2:
+        rows["shrink"] = data.lazy_shrink
+    if data.lazy_drawn:
+        rows["z_draw"] = "shrunk"
+    return rows
 
 
 def _g_wrapper(data: Replay) -> tuple[str, str]:
