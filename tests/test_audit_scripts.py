@@ -1947,19 +1947,32 @@ def test_rosinalitys_train_py_ports_with_its_path_length(tmp_path):
     assert any(note.startswith("the script keeps g_ema beside G") for note in port["notes"])
 
 
-def test_rosinalitys_path_batch_shrink_is_read_and_its_style_mixing_named(tmp_path):
-    """--path_batch_shrink 4: PathLength(..., shrink=4), equal. Its default --mixing 0.9
-    gives G two z in a list at most calls: named as style mixing, with what the Step
-    takes instead, not "G is called with 0 tensors"."""
+def test_rosinalitys_path_batch_shrink_is_read(tmp_path):
+    """--path_batch_shrink 4: PathLength(..., shrink=4), equal."""
     proc, port = ported(tmp_path, "rosinality_stylegan2", "--mixing", 0, "--path_batch_shrink",
                         4, flag=("--port", "--iterations", 5))  # fmt: skip
     assert port["max_difference"] is not None and port["max_difference"] <= 1e-6, port["notes"]
     assert 'return_latents=True), shrink=4, z_draw="shrunk"),' in port["code"]
     assert "a z of its own, 1/4 of a round's rows" in port["code"]
-    proc, port = ported(tmp_path, "rosinality_stylegan2", flag=("--port", "--force"))
-    assert port["code"] is None and len(port["notes"]) == 1
-    assert port["notes"][0].startswith("G is given its z in a list of two at some calls (style "
-                                       "mixing: rosinality's mixing_noise")  # fmt: skip
+
+
+def test_rosinalitys_style_mixing_ports(tmp_path):
+    """Its default --mixing 0.9: G given two z in a list at most calls (mixing_noise's
+    random.random() < 0.9), the layer they mix at drawn by random.randint in G's
+    forward. The port replays Python's generator at each G call too and prints a
+    ListedG taking one or two z and a latent drawing them as mixing_noise does, at the
+    script's args.mixing: equal over 5 iterations in float32 and float64. Before: "G is
+    called with 0 tensors", nothing mapped."""
+    proc, port = ported(tmp_path, "rosinality_stylegan2", flag=("--verify", 5))
+    assert port["max_difference"] is not None, port["notes"]
+    assert port["max_difference"] <= 1e-6 and port["float64_difference"] <= 1e-12
+    code = port["code"]
+    assert code.startswith("import random\n") and "return self.G(list(z))" in code
+    assert ("latent=lambda n: (tuple(torch.randn(2, n, 16).unbind(0)) if random.random() < 0.9 "
+            "else (torch.randn(n, 16),)),  # G's styles: two z with probability 0.9 (the "
+            "script's args.mixing)" in code)  # fmt: skip
+    assert "images_and_latents=lambda *z: generator(list(z), return_latents=True)" in code
+    assert not any("failed beside the script's names" in note for note in port["notes"])
 
 
 JOINED_CONDITIONS = """

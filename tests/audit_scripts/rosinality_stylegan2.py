@@ -1,4 +1,4 @@
-# ruff: noqa: E501, E731, B905, C408  (written as rosinality writes it)
+# ruff: noqa: E501, E731, B905, C408, UP028, B007  (written as rosinality writes it)
 """rosinality/stylegan2-pytorch: its train.py (commit 0ecf8ff) as written, with small
 models in the form of its model.py (a mapping network, the w broadcast to every layer
 or two mixed at random.randint's layer, noise drawn in each styled layer, a constant
@@ -44,9 +44,7 @@ def d_logistic_loss(real_pred, fake_pred):
 
 
 def d_r1_loss(real_pred, real_img):
-    grad_real, = autograd.grad(
-        outputs=real_pred.sum(), inputs=real_img, create_graph=True
-    )
+    (grad_real,) = autograd.grad(outputs=real_pred.sum(), inputs=real_img, create_graph=True)
     grad_penalty = grad_real.pow(2).reshape(grad_real.shape[0], -1).sum(1).mean()
 
     return grad_penalty
@@ -59,12 +57,8 @@ def g_nonsaturating_loss(fake_pred):
 
 
 def g_path_regularize(fake_img, latents, mean_path_length, decay=0.01):
-    noise = torch.randn_like(fake_img) / math.sqrt(
-        fake_img.shape[2] * fake_img.shape[3]
-    )
-    grad, = autograd.grad(
-        outputs=(fake_img * noise).sum(), inputs=latents, create_graph=True
-    )
+    noise = torch.randn_like(fake_img) / math.sqrt(fake_img.shape[2] * fake_img.shape[3])
+    (grad,) = autograd.grad(outputs=(fake_img * noise).sum(), inputs=latents, create_graph=True)
     path_lengths = torch.sqrt(grad.pow(2).sum(2).mean(1))
 
     path_mean = mean_path_length + decay * (path_lengths.mean() - mean_path_length)
@@ -173,8 +167,9 @@ class Generator(nn.Module):
 
         self.n_latent = self.log_size * 2 - 2
 
-    def forward(self, styles, return_latents=False, inject_index=None, input_is_latent=False,
-                noise=None):
+    def forward(
+        self, styles, return_latents=False, inject_index=None, input_is_latent=False, noise=None
+    ):
         if not input_is_latent:
             styles = [self.style(s) for s in styles]
 
@@ -236,7 +231,9 @@ class Discriminator(nn.Module):
         self.stddev_feat = 1
 
         self.final_linear = nn.Sequential(
-            nn.Linear((channel + 1) * 4 * 4, channel), nn.LeakyReLU(0.2), nn.Linear(channel, 1),
+            nn.Linear((channel + 1) * 4 * 4, channel),
+            nn.LeakyReLU(0.2),
+            nn.Linear(channel, 1),
         )
 
     def forward(self, input):
@@ -244,9 +241,7 @@ class Discriminator(nn.Module):
 
         batch, channel, height, width = out.shape
         group = min(batch, self.stddev_group)
-        stddev = out.view(
-            group, -1, self.stddev_feat, channel // self.stddev_feat, height, width
-        )
+        stddev = out.view(group, -1, self.stddev_feat, channel // self.stddev_feat, height, width)
         stddev = torch.sqrt(stddev.var(0, unbiased=False) + 1e-8)
         stddev = stddev.mean([2, 3, 4], keepdims=True).squeeze(2)
         stddev = stddev.repeat(group, 1, height, width)
@@ -399,12 +394,12 @@ if __name__ == "__main__":
     g_optim = optim.Adam(
         generator.parameters(),
         lr=args.lr * g_reg_ratio,
-        betas=(0 ** g_reg_ratio, 0.99 ** g_reg_ratio),
+        betas=(0**g_reg_ratio, 0.99**g_reg_ratio),
     )
     d_optim = optim.Adam(
         discriminator.parameters(),
         lr=args.lr * d_reg_ratio,
-        betas=(0 ** d_reg_ratio, 0.99 ** d_reg_ratio),
+        betas=(0**d_reg_ratio, 0.99**d_reg_ratio),
     )
 
     dataset = torch.rand(256, 3, args.size, args.size) * 2 - 1

@@ -21,6 +21,7 @@ import io
 import linecache
 import math
 import os
+import random
 import re
 import runpy
 import signal
@@ -169,11 +170,11 @@ class ScriptRecorder(Recorder):
             self.capture.module_seen(module)
 
     def forward_end(self, label: str, args: tuple, out: object, start: tuple,
-                    module: nn.Module | None = None,
-                    keywords: dict | None = None) -> None:  # fmt: skip
+                    module: nn.Module | None = None, keywords: dict | None = None,
+                    py_state: object = None) -> None:  # fmt: skip
         super().forward_end(label, args, out, start, module)
         if self.capture is not None:
-            self.capture.called(self.forwards[-1].seq, args, start[1], keywords)
+            self.capture.called(self.forwards[-1].seq, args, start[1], keywords, py_state)
 
     def _after_step(self, opt, args, kwargs) -> None:
         super()._after_step(opt, args, kwargs)
@@ -272,7 +273,10 @@ class ScriptRecorder(Recorder):
         if frame is not None and changed is None and (line := written_over(frame)):
             text = linecache.getline(self.script_file, line).strip()
             changed = f"{Path(self.script_file).name}:{line}: {text}"
-        self.calls.append((label, self.forward_start(), changed))
+        # --port: Python's generator at the call too (rosinality's G draws its style
+        # mixing's layer by random.randint in its forward)
+        py_state = random.getstate() if self.capture is not None else None
+        self.calls.append((label, self.forward_start(), changed, py_state))
 
     def post(self, module: nn.Module, args: tuple, out: object, raised: bool = False,
              keywords: dict | None = None) -> None:  # fmt: skip
@@ -284,7 +288,7 @@ class ScriptRecorder(Recorder):
         self.scopes.pop()
         call = self.calls.pop()
         if call is not None and not raised:
-            self.forward_end(call[0], args, out, call[1], module, keywords)
+            self.forward_end(call[0], args, out, call[1], module, keywords, call[3])
             if isinstance(call[2], str):
                 self.capture.written_over[self.forwards[-1].seq] = call[2]
             elif call[2] is not None:

@@ -30,7 +30,11 @@ and D under ``torch.autocast`` to bfloat16 or float16 is tried with the Step's o
 G whose parts the script calls itself (StyleGAN2-ADA's ``G.mapping``, then
 ``G.synthesis``) is called whole on the call's inputs, or through a printed
 ``StyleMixedG`` where two mappings are mixed (style mixing); G's own lazy steps
-(StyleGAN2-ADA's Greg) are tried as a path length.
+(StyleGAN2-ADA's Greg) are tried as a path length, at the latents G returns where its
+calls there were given a keyword its others were not (rosinality's
+``return_latents=True``). A G given one or two z in a list (rosinality's
+``mixing_noise``) is replayed with Python's generator as it was at each of G's calls,
+where G draws its mixing layer.
 Each iteration's end is compared with the script's states there; where several
 candidates are equal there, an objective's one number of state (BEGAN's k) is compared
 with the script's number globals, and then the losses each candidate logged with the
@@ -45,8 +49,10 @@ verified, and the draws it prints are described from what the script drew.
 
 from __future__ import annotations
 
+import argparse
 import copy
 import json
+import random
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
@@ -129,6 +135,8 @@ class Capture:
     # one (StyleGAN2-ADA's Greg on gen_z[:batch_size]) rather than drawn whole
     keywords: dict[int, dict[str, object]] = field(default_factory=dict)
     cut: set[int] = field(default_factory=set)
+    # by seq: Python's random state at the call (random.getstate())
+    py_states: dict[int, object] = field(default_factory=dict)
 
     def module_seen(self, module: nn.Module) -> None:
         if id(module) not in self.first_state:
@@ -137,10 +145,12 @@ class Capture:
     def optimizer_made(self, opt: torch.optim.Optimizer) -> None:
         self.made_state[id(opt)] = copy.deepcopy(opt.state_dict())
 
-    def called(self, seq: int, args: tuple, rng: list[Tensor],
-               keywords: dict | None = None) -> None:  # fmt: skip
+    def called(self, seq: int, args: tuple, rng: list[Tensor], keywords: dict | None = None,
+               py_state: object = None) -> None:  # fmt: skip
         kept = tuple(_kept(a) for a in args)
         self.calls[seq] = (kept, rng)
+        if py_state is not None:
+            self.py_states[seq] = py_state
         plain = {k: v for k, v in (keywords or {}).items() if type(v) in PLAIN_VALUES}
         if plain:
             self.keywords[seq] = plain
@@ -582,6 +592,11 @@ class Replay:
     g_latents: dict[str, object] | None = None
     lazy_drawn: bool = False
     lazy_shrink: int = 2
+    # G given one or two z in a list (rosinality's style mixing): each of G's calls' z
+    # (``zs`` holds the first) and Python's random state at the call, which G's forward
+    # draws its mixing layer from; [] where G never took two
+    styles: list[tuple[Tensor, ...]] = field(default_factory=list)
+    py_states: list[object] = field(default_factory=list)
     # each iteration's losses the script backpropagated for each of D's and G's steps
     # ("D"/"G": one value a step, None where its backward passes took no plain number)
     losses: list[dict[str, list[float | None]]] = field(default_factory=list)
@@ -655,7 +670,8 @@ def replay(rec, capture: Capture, iterations: int, d_order: str = "real_first",
     graded: list[list[object]] = [[] for _ in range(iterations)]  # data requiring grad
     zs: list[tuple[tuple[Tensor, ...], list[Tensor]]] = []
     z_seqs, fake_labels, d_takes, concat, z_reused = [], {}, set(), set(), False
-    listed: set[bool] = set()  # whether each G call was given its z in a list of one
+    listed: set[bool] = set()  # whether each G call was given its z in a list
+    style_sets: list[tuple[Tensor, ...]] = []  # each G call's z, two where styles mix
     z_iterations: list[int] = []
     groups = _call_groups(rec, iterations)
     if isinstance(groups, str):
@@ -666,16 +682,11 @@ def replay(rec, capture: Capture, iterations: int, d_order: str = "real_first",
         if skip or f.iteration >= iterations or not f.used or f.seq not in capture.calls:
             continue
         args, rng = capture.calls[f.seq]
-        if f.label == "G":  # G([z]): rosinality's StyleGAN2 gives G its z in a list
-            if _mixed_styles(args):
-                return ("G is given its z in a list of two at some calls (style mixing: "
-                        "rosinality's mixing_noise with --mixing above 0): the port maps G([z]) "
-                        "so far; the Step takes mixing as a latent that returns one or two z "
-                        "(docs/loops.md, stylegan2-pytorch), and the port maps the script run "
-                        "with its mixing at 0")  # fmt: skip
-            in_list = _listed_z(args)
-            listed.add(in_list)
-            args = args[0] if in_list else args
+        styles = None
+        if f.label == "G":  # G([z]) or G([z1, z2]): rosinality's StyleGAN2 gives G its z
+            styles = _listed_styles(args)  # in a list, two where it mixes styles
+            listed.add(styles is not None)
+            args = (styles[0],) if styles is not None else args
         tensors = tuple(a for a in args if isinstance(a, Tensor))
         if f.label == "G" and g_join is not None and len(tensors) == 1:
             tensors = _split_condition(tensors[0], g_join)
@@ -694,6 +705,7 @@ def replay(rec, capture: Capture, iterations: int, d_order: str = "real_first",
             zs.append((tensors, rng))
             z_seqs.append(f.seq)
             z_iterations.append(f.iteration)
+            style_sets.append(styles or tensors)
         elif f.label == "D":
             if augment is not None and f.producer is None and f.seq in capture.arguments:
                 _, before, state = capture.arguments[f.seq]  # the batch before the change
@@ -768,7 +780,8 @@ def replay(rec, capture: Capture, iterations: int, d_order: str = "real_first",
                   clips=clips, g_reals=_g_phase_reals(rec, capture, iterations),
                   real_rng=real_rng, z_reused=z_reused, d_fill=d_fill,
                   condition_real=condition_real, augment=augment, d_pair=pair,
-                  g_join=g_join, g_listed=listed == {True})  # fmt: skip
+                  g_join=g_join, g_listed=listed == {True},
+                  **_mixed_styles(capture, style_sets, z_seqs))  # fmt: skip
 
 
 def _g_phase_reals(rec, capture: Capture, iterations: int) -> list[object]:
@@ -1241,13 +1254,20 @@ def _run(script: _Script, capture: Capture, data: Replay, schedule: tuple[str, b
     for twin, theirs in ((opt_g, script.opt_g), (opt_d, script.opt_d)):
         _follow_settings(twin, capture.settings.get(id(theirs), []))
     queue, drawn = _queue(data, candidate), []
+    styled = list(zip(data.styles, data.py_states, strict=True))
 
-    def latent(n: int) -> Tensor:  # the script's G calls until n rows (its rounds, joined)
-        calls = [queue.pop(0)]
+    def latent(n: int) -> Tensor | tuple[Tensor, ...]:  # the script's G calls until n rows
+        calls = [queue.pop(0)]  # (its rounds, joined)
         while sum(len(c[0][0]) for c in calls) < n:
             calls.append(queue.pop(0))
         _set_rng(calls[0][1])
         drawn[:] = [torch.cat(parts) for parts in zip(*(c[0] for c in calls), strict=True)]
+        if styled:  # one or two z, and Python's generator where G draws its mixing layer
+            styles, py_state = styled.pop(0)
+            del styled[: len(calls) - 1]  # (joined rounds: their lengths tell; one here)
+            if py_state is not None:
+                random.setstate(py_state)
+            return tuple(t.clone() for t in styles)
         return drawn[0].clone()
 
     def condition(n: int) -> Tensor:  # called right after latent: G's second input
@@ -1776,17 +1796,20 @@ def _constant_maps(maps: Tensor) -> bool:
         maps[:, :, :1, :1].expand_as(maps), maps)  # fmt: skip
 
 
-def _mixed_styles(args: tuple) -> bool:
-    """Whether a G call's arguments are one list (or tuple) of several tensors, as
-    rosinality's style mixing gives G two z: ``G([z1, z2])``."""
-    return (len(args) == 1 and type(args[0]) in (list, tuple) and len(args[0]) > 1
-            and all(isinstance(t, Tensor) for t in args[0]))  # fmt: skip
+def _listed_styles(args: tuple) -> tuple[Tensor, ...] | None:
+    """The z of a G call given them as one list (or tuple) of one or two tensors:
+    ``G([z])``, or ``G([z1, z2])`` where rosinality's G mixes two styles; else None."""
+    if len(args) == 1 and type(args[0]) in (list, tuple) and 1 <= len(args[0]) <= 2 and all(
+            isinstance(t, Tensor) for t in args[0]):  # fmt: skip
+        return tuple(args[0])
+    return None
 
 
-def _listed_z(args: tuple) -> bool:
-    """Whether a G call's arguments are one list (or tuple) of one tensor: ``G([z])``."""
-    return (len(args) == 1 and type(args[0]) in (list, tuple) and len(args[0]) == 1
-            and isinstance(args[0][0], Tensor))  # fmt: skip
+def _mixed_styles(capture: Capture, style_sets: list, z_seqs: list[int]) -> dict:
+    """Replay's ``styles`` and ``py_states`` where G was given two z at some call."""
+    if not any(len(styles) > 1 for styles in style_sets):
+        return {}
+    return {"styles": style_sets, "py_states": [capture.py_states.get(s) for s in z_seqs]}
 
 
 def _split_condition(z: Tensor, join: tuple[str, int]) -> tuple[Tensor, Tensor]:
@@ -2308,6 +2331,8 @@ def _code(script: _Script, schedule: tuple[str, bool], candidate: Candidate,
             "    latent=None,  # G's one input is the source of the real pair: no z\n"
             '    condition="real",  # each fake made for its real pair\'s source'
         )
+    elif data.styles:
+        sources = _styles_line(data, script.namespace)
     else:
         sources = _latent_line(data.zs[0][0][0])
     make = candidate.objective.split("(")[0]
@@ -2366,7 +2391,8 @@ def _code(script: _Script, schedule: tuple[str, bool], candidate: Candidate,
             "them on, and takes only G's gradients in G's step itself)\n\n"
         )
     return (
-        f"from ganstep import Step, {code.split('(')[0]}\n{views_import}"
+        ("import random\n\n" if data.styles else "")
+        + f"from ganstep import Step, {code.split('(')[0]}\n{views_import}"
         f"from ganstep.engine.objectives import {make}\n{regularizer}\n{wrapper}"
         f"step = Step(\n"
         f"    {g}, {d}, {names['opt_g']}, {names['opt_d']},\n"
@@ -2537,6 +2563,13 @@ def _path_length_rows(data: Replay) -> dict[str, object]:
 def _g_wrapper(data: Replay) -> tuple[str, str]:
     """The name and text of the module that gives G its condition joined to z, in the
     script's order (``JoinedG``), or its z in a list of one (``ListedG``)."""
+    if data.g_join is None and data.styles:
+        return "ListedG", _wrapping_class(
+            "ListedG", "G",
+            "G(*z): its one or two z in a list (two where it mixes styles), as the script "
+            "calls G (rosinality's StyleGAN2).",
+            "*z", "self.G(list(z))",
+        )  # fmt: skip
     if data.g_join is None:
         return "ListedG", _wrapping_class(
             "ListedG", "G",
@@ -2611,6 +2644,40 @@ def _latent_line(z: Tensor) -> str:
         f"    latent=lambda n: {draw},  # G's input: shape (n, {shape}), {z.dtype}, as the "
         f"script drew it ({seen})"
     )
+
+
+def _styles_line(data: Replay, namespace: dict) -> str:
+    """``latent=...`` drawing one or two z as rosinality's ``mixing_noise`` does (two, from
+    one draw, with the mixing probability), the probability read from the script's names
+    where one says so (``args.mixing``), else the share of G's calls seen mixing."""
+    z = data.zs[0][0][0]
+    shape = ", ".join(str(s) for s in z.shape[1:])
+    mixed = sum(len(styles) > 1 for styles in data.styles)
+    found = _mixing_probability(namespace)
+    if found is None:
+        prob, said = round(mixed / len(data.styles), 2), (
+            f"the share of G's calls seen mixing, {mixed} of {len(data.styles)}: set the "
+            "script's own")  # fmt: skip
+    else:
+        prob, said = found[1], f"the script's {found[0]}"
+    return (
+        f"    latent=lambda n: (tuple(torch.randn(2, n, {shape}).unbind(0)) if random.random() "
+        f"< {prob} else (torch.randn(n, {shape}),)),  # G's styles: two z with probability "
+        f"{prob} ({said}), else one, of shape (n, {shape}), {z.dtype}, drawn as rosinality's "
+        "mixing_noise draws them"
+    )
+
+
+def _mixing_probability(namespace: dict) -> tuple[str, float] | None:
+    """A number in [0, 1] the script names as its style mixing's (a global, or an
+    attribute of its parsed arguments, whose name holds "mixing"), and that name."""
+    for name, value in namespace.items():
+        values = vars(value).items() if isinstance(value, argparse.Namespace) else [(None, value)]
+        for attribute, v in values:
+            held = f"{name}.{attribute}" if attribute is not None else name
+            if "mixing" in held.split(".")[-1] and type(v) is float and 0 <= v <= 1:
+                return held, v
+    return None
 
 
 def _condition_line(c: Tensor) -> str:
