@@ -92,6 +92,12 @@ def graph_cases(device: str) -> dict[str, tuple]:
         "lazy_r1-g_first-d_steps2": (g_first(d_steps=2), lazy("hinge", 3), {}),
         "wgan-n_critic": (d_first(d_steps=2, g_every=3), "wgan_gp", {}),
         "path_length-g_first": (g_first(), "ns", {"g_regularizer": lambda: PathLength(every=2)}),
+        # rosinality's: the path length's own draw of n // shrink rows
+        "path_length-shrunk": (
+            d_first(reuse_fake=False),
+            "ns",
+            {"g_regularizer": lambda: PathLength(every=2, z_draw="shrunk")},
+        ),
         "simult-d_every": (simultaneous(d_every=2), "ns", {}),
         "fused-wgan_gp": (simultaneous(fused=True), "wgan_gp", {}),
         "g_terms": (d_first(), "ns", {"g_terms": {"l1": lambda v: v.fake.x.abs().mean()}}),

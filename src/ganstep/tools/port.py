@@ -671,7 +671,7 @@ def replay(rec, capture: Capture, iterations: int, d_order: str = "real_first",
     zs: list[tuple[tuple[Tensor, ...], list[Tensor]]] = []
     z_seqs, fake_labels, d_takes, concat, z_reused = [], {}, set(), set(), False
     listed: set[bool] = set()  # whether each G call was given its z in a list
-    style_sets: list[tuple[Tensor, ...]] = []  # each G call's z, two where styles mix
+    style_sets: list[tuple[Tensor, ...] | None] = []  # G's z given in a list, each call
     z_iterations: list[int] = []
     groups = _call_groups(rec, iterations)
     if isinstance(groups, str):
@@ -705,7 +705,7 @@ def replay(rec, capture: Capture, iterations: int, d_order: str = "real_first",
             zs.append((tensors, rng))
             z_seqs.append(f.seq)
             z_iterations.append(f.iteration)
-            style_sets.append(styles or tensors)
+            style_sets.append(styles)
         elif f.label == "D":
             if augment is not None and f.producer is None and f.seq in capture.arguments:
                 _, before, state = capture.arguments[f.seq]  # the batch before the change
@@ -1806,8 +1806,9 @@ def _listed_styles(args: tuple) -> tuple[Tensor, ...] | None:
 
 
 def _mixed_styles(capture: Capture, style_sets: list, z_seqs: list[int]) -> dict:
-    """Replay's ``styles`` and ``py_states`` where G was given two z at some call."""
-    if not any(len(styles) > 1 for styles in style_sets):
+    """Replay's ``styles`` and ``py_states`` where G was given its z in a list at every call
+    and two at some."""
+    if None in style_sets or not any(len(styles) > 1 for styles in style_sets):
         return {}
     return {"styles": style_sets, "py_states": [capture.py_states.get(s) for s in z_seqs]}
 
