@@ -1,5 +1,5 @@
 """rosinality/stylegan2-pytorch (``train.py``, commit 0ecf8ff; its models after
-``model.py``), the StyleGAN2 most PyTorch users train: style mixing chosen by Python's
+``model.py``, as the audit's fixture has them), the StyleGAN2 most PyTorch users train: style mixing chosen by Python's
 ``random`` with the inject index drawn in G's forward, noise inputs drawn in G's
 forward, lazy R1 and lazy path length in steps of their own, the path length on a z of
 ``batch // path_batch_shrink`` rows drawn for it and differentiated at the latents G
@@ -8,12 +8,12 @@ returns. Equal to the Step in float64; a Step that draws a batch's z for the pat
 
 from __future__ import annotations
 
-import math
 import random
+import runpy
+from pathlib import Path
 
 import pytest
 import torch
-import torch.nn.functional as F
 from helpers.wild import assert_same_sides
 from torch import nn
 
@@ -21,166 +21,20 @@ from ganstep import Step, d_first, reference
 from ganstep.engine.objectives import NS
 from ganstep.engine.regularizers import PathLength, lazy_regularization
 
+# the models of the audit's fixture (rosinality's train.py as written), after its
+# model.py: a mapping network, the w broadcast or two mixed at random.randint's layer,
+# noise drawn in each styled layer; a D with its minibatch standard deviation
+MODELS = runpy.run_path(str(Path(__file__).parent / "audit_scripts" / "rosinality_stylegan2.py"))
+Generator, Discriminator = MODELS["Generator"], MODELS["Discriminator"]
+
 STYLE, SIZE, BATCH = 6, 8, 8
-
-
-class PixelNorm(nn.Module):
-    def forward(self, input):
-        return input * torch.rsqrt(torch.mean(input**2, dim=1, keepdim=True) + 1e-8)
-
-
-class ModulatedConv2d(nn.Module):
-    """model.py's modulated convolution (its style scaling, demodulation and grouped
-    conv), without its blur; ``upsample`` doubles the input first."""
-
-    def __init__(self, in_channel, out_channel, kernel_size, style_dim, demodulate=True,
-                 upsample=False):  # fmt: skip
-        super().__init__()
-        shape = (1, out_channel, in_channel, kernel_size, kernel_size)
-        self.weight = nn.Parameter(torch.randn(*shape))
-        self.scale = 1 / math.sqrt(in_channel * kernel_size**2)
-        self.modulation = nn.Linear(style_dim, in_channel)
-        nn.init.ones_(self.modulation.bias)
-        self.demodulate, self.upsample = demodulate, upsample
-        self.padding = kernel_size // 2
-
-    def forward(self, input, style):
-        batch, in_channel, height, width = input.shape
-        if self.upsample:
-            input = F.interpolate(input, scale_factor=2)
-            height, width = 2 * height, 2 * width
-        style = self.modulation(style).view(batch, 1, in_channel, 1, 1)
-        weight = self.scale * self.weight * style
-        out_channel = weight.shape[1]
-        if self.demodulate:
-            demod = torch.rsqrt(weight.pow(2).sum([2, 3, 4]) + 1e-8)
-            weight = weight * demod.view(batch, out_channel, 1, 1, 1)
-        weight = weight.view(batch * out_channel, in_channel, *weight.shape[3:])
-        input = input.view(1, batch * in_channel, height, width)
-        out = F.conv2d(input, weight, padding=self.padding, groups=batch)
-        return out.view(batch, out_channel, height, width)
-
-
-class NoiseInjection(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.weight = nn.Parameter(torch.zeros(1))
-
-    def forward(self, image, noise=None):
-        if noise is None:
-            batch, _, height, width = image.shape
-            noise = image.new_empty(batch, 1, height, width).normal_()
-        return image + self.weight * noise
-
-
-class StyledConv(nn.Module):
-    def __init__(self, in_channel, out_channel, style_dim, upsample=False):
-        super().__init__()
-        self.conv = ModulatedConv2d(in_channel, out_channel, 3, style_dim, upsample=upsample)
-        self.noise = NoiseInjection()
-        self.bias = nn.Parameter(torch.zeros(1, out_channel, 1, 1))
-
-    def forward(self, input, style, noise=None):
-        out = self.noise(self.conv(input, style), noise=noise)
-        return F.leaky_relu(out + self.bias, 0.2) * math.sqrt(2)
-
-
-class ToRGB(nn.Module):
-    def __init__(self, in_channel, style_dim, upsample=True):
-        super().__init__()
-        self.upsample = upsample
-        self.conv = ModulatedConv2d(in_channel, 3, 1, style_dim, demodulate=False)
-        self.bias = nn.Parameter(torch.zeros(1, 3, 1, 1))
-
-    def forward(self, input, style, skip=None):
-        out = self.conv(input, style) + self.bias
-        if skip is not None:
-            out = out + F.interpolate(skip, scale_factor=2)
-        return out
-
-
-class Generator(nn.Module):
-    """model.py's Generator at 8x8 (n_latent 4), its forward as written: styles through
-    the mapping, two styles mixed at ``random.randint(1, n_latent - 1)``, one broadcast
-    to every layer, noise drawn in each StyledConv, ``(image, latent or None)``."""
-
-    def __init__(self, size=SIZE, style_dim=STYLE, channel=4):
-        super().__init__()
-        self.style = nn.Sequential(PixelNorm(), nn.Linear(style_dim, style_dim), nn.LeakyReLU(0.2),
-                                   nn.Linear(style_dim, style_dim), nn.LeakyReLU(0.2))  # fmt: skip
-        self.input = nn.Parameter(torch.randn(1, channel, 4, 4))
-        self.conv1 = StyledConv(channel, channel, style_dim)
-        self.to_rgb1 = ToRGB(channel, style_dim, upsample=False)
-        self.convs = nn.ModuleList([StyledConv(channel, channel, style_dim, upsample=True),
-                                    StyledConv(channel, channel, style_dim)])  # fmt: skip
-        self.to_rgbs = nn.ModuleList([ToRGB(channel, style_dim)])
-        self.log_size = int(math.log(size, 2))
-        self.num_layers = (self.log_size - 2) * 2 + 1
-        self.n_latent = self.log_size * 2 - 2
-
-    def forward(self, styles, return_latents=False, inject_index=None, input_is_latent=False):
-        if not input_is_latent:
-            styles = [self.style(s) for s in styles]
-        noise = [None] * self.num_layers
-        if len(styles) < 2:
-            inject_index = self.n_latent
-            if styles[0].ndim < 3:
-                latent = styles[0].unsqueeze(1).repeat(1, inject_index, 1)
-            else:
-                latent = styles[0]
-        else:
-            if inject_index is None:
-                inject_index = random.randint(1, self.n_latent - 1)
-            latent = styles[0].unsqueeze(1).repeat(1, inject_index, 1)
-            latent2 = styles[1].unsqueeze(1).repeat(1, self.n_latent - inject_index, 1)
-            latent = torch.cat([latent, latent2], 1)
-        out = self.input.repeat(latent.shape[0], 1, 1, 1)
-        out = self.conv1(out, latent[:, 0], noise=noise[0])
-        skip = self.to_rgb1(out, latent[:, 1])
-        i = 1
-        for conv1, conv2, noise1, noise2, to_rgb in zip(
-            self.convs[::2], self.convs[1::2], noise[1::2], noise[2::2], self.to_rgbs, strict=True
-        ):
-            out = conv1(out, latent[:, i], noise=noise1)
-            out = conv2(out, latent[:, i + 1], noise=noise2)
-            skip = to_rgb(out, latent[:, i + 2], skip)
-            i += 2
-        image = skip
-        if return_latents:
-            return image, latent
-        return image, None
-
-
-class Discriminator(nn.Module):
-    """model.py's Discriminator made small: convolutions down to 4x4, its minibatch
-    standard deviation over groups of min(batch, 4), a linear head; one logit a row."""
-
-    def __init__(self, channel=4):
-        super().__init__()
-        self.convs = nn.Sequential(nn.Conv2d(3, channel, 1), nn.LeakyReLU(0.2),
-                                   nn.Conv2d(channel, channel, 3, 2, 1),
-                                   nn.LeakyReLU(0.2))  # fmt: skip
-        self.stddev_group, self.stddev_feat = 4, 1
-        self.final_linear = nn.Sequential(nn.Linear((channel + 1) * 16, channel),
-                                          nn.LeakyReLU(0.2), nn.Linear(channel, 1))  # fmt: skip
-
-    def forward(self, input):
-        out = self.convs(input)
-        batch, channel, height, width = out.shape
-        group = min(batch, self.stddev_group)
-        stddev = out.view(group, -1, self.stddev_feat, channel // self.stddev_feat, height, width)
-        stddev = torch.sqrt(stddev.var(0, unbiased=False) + 1e-8)
-        stddev = stddev.mean([2, 3, 4], keepdims=True).squeeze(2)
-        stddev = stddev.repeat(group, 1, height, width)
-        out = torch.cat([out, stddev], 1)
-        return self.final_linear(out.view(batch, -1))
 
 
 class Styled(nn.Module):
     """G as the Step calls it, ``G(*styles)``: the source's ``generator(noise)[0]``, its
     styles in a list."""
 
-    def __init__(self, generator: Generator):
+    def __init__(self, generator: nn.Module):
         super().__init__()
         self.generator = generator
 
@@ -197,7 +51,8 @@ def sides():
     made = []
     for _ in range(2):
         torch.manual_seed(0)
-        G, D = Generator().double(), Discriminator().double()
+        G = Generator(SIZE, STYLE, 2, channel=4).double()
+        D = Discriminator(SIZE, channel=4).double()
         g_lr, g_betas = lazy_regularization(0.002, (0.0, 0.99), G_REG)
         d_lr, d_betas = lazy_regularization(0.002, (0.0, 0.99), D_REG)
         made.append((G, D, torch.optim.Adam(G.parameters(), lr=g_lr, betas=g_betas),
