@@ -775,7 +775,7 @@ def replay(rec, capture: Capture, iterations: int, d_order: str = "real_first",
     return Replay(reals, zs, d_takes == {2}, ends, image_to_image, labels,
                   concat=min(concat, default=None), d_order=d_order, embedding=embedding,
                   after=_calls_after(rec, capture, ends), g_parts=parts,
-                  style_mixing=mixing, lazy=lazy, **_lazy_form(capture, zs, z_seqs, lazy),
+                  style_mixing=mixing, lazy=lazy, **_lazy_form(capture, zs, z_seqs, lazy, parts),
                   losses=_step_losses(rec, iterations), graded_real=graded_real,
                   clips=clips, g_reals=_g_phase_reals(rec, capture, iterations),
                   real_rng=real_rng, z_reused=z_reused, d_fill=d_fill,
@@ -886,21 +886,26 @@ def _lazy_calls(rec, z_seqs: list[int]) -> list[bool]:
     return [seq not in judged for seq in z_seqs]
 
 
-def _lazy_form(capture: Capture, zs: list, z_seqs: list[int], lazy: list[bool]) -> dict:
-    """Replay's ``g_latents``, ``lazy_drawn`` and ``lazy_shrink`` from G's lazy calls."""
+def _lazy_form(capture: Capture, zs: list, z_seqs: list[int], lazy: list[bool],
+               parts: tuple[str, str] | None) -> dict:  # fmt: skip
+    """Replay's ``g_latents``, ``lazy_drawn`` and ``lazy_shrink`` from G's lazy calls. The
+    keywords read as G's latents are those the lazy calls were given with a value no
+    judged call had (StyleGAN3's update_emas=False is Gmain's too), and only where the
+    script calls G whole (where it calls G's parts the latents are the mapping's)."""
     seqs = [s for s, is_lazy in zip(z_seqs, lazy, strict=True) if is_lazy]
     if not seqs:
         return {}
     judged = [s for s, is_lazy in zip(z_seqs, lazy, strict=True) if not is_lazy]
-    given = {k: v for s in judged for k, v in capture.keywords.get(s, {}).items()}
-    extra = [{k: v for k, v in capture.keywords.get(s, {}).items() if given.get(k, v) != v
-              or k not in given} for s in seqs]  # fmt: skip
+    given = {pair for s in judged for pair in capture.keywords.get(s, {}).items()}
+    extra = [{k: v for k, v in capture.keywords.get(s, {}).items() if (k, v) not in given}
+             for s in seqs]  # fmt: skip
     rows = [len(z[0]) for (z, _), is_lazy in zip(zs, lazy, strict=True)]
     round_rows = next((n for n, is_lazy in zip(rows, lazy, strict=True) if not is_lazy), 0)
     lazy_rows = next(n for n, is_lazy in zip(rows, lazy, strict=True) if is_lazy)
     shrink = max(1, round_rows // max(lazy_rows, 1))
+    same = parts is None and extra[0] and all(e == extra[0] for e in extra)
     return {
-        "g_latents": extra[0] if extra[0] and all(e == extra[0] for e in extra) else None,
+        "g_latents": extra[0] if same else None,
         "lazy_drawn": not any(s in capture.cut for s in seqs),
         "lazy_shrink": shrink if round_rows // shrink == lazy_rows else 2,  # else: unmapped
     }
@@ -1264,7 +1269,9 @@ def _run(script: _Script, capture: Capture, data: Replay, schedule: tuple[str, b
         drawn[:] = [torch.cat(parts) for parts in zip(*(c[0] for c in calls), strict=True)]
         if styled:  # one or two z, and Python's generator where G draws its mixing layer
             styles, py_state = styled.pop(0)
-            del styled[: len(calls) - 1]  # (joined rounds: their lengths tell; one here)
+            # (a Step joining several calls' z into one draw, accumulating, is not mapped
+            # with styles: the first call's rows fall short of n, which the Step refuses)
+            del styled[: len(calls) - 1]
             if py_state is not None:
                 random.setstate(py_state)
             return tuple(t.clone() for t in styles)
