@@ -7,7 +7,14 @@ import pytest
 import torch
 
 from ganstep.engine.objectives import NS, Minimax, Objective
-from ganstep.tools.port import candidates, rounding_variants, with_r1
+from ganstep.tools.port import (
+    Capture,
+    _lazy_form,
+    _rows_cut,
+    candidates,
+    rounding_variants,
+    with_r1,
+)
 
 
 @pytest.mark.parametrize("every", [1, 4])
@@ -38,3 +45,40 @@ def test_rounding_variants_compute_as_bce_with_logits_and_keep_the_label():
     probabilities = candidates(torch.randn(8, 1, requires_grad=True).sigmoid(), None, None)
     assert all("probabilities=True" in c.objective for c in probabilities)
     assert all(rounding_variants(c) == [] for c in probabilities)
+
+
+def _capture_of_g_calls(keywords: list[dict], cut: set[int] = frozenset()) -> Capture:
+    capture = Capture()
+    capture.keywords = {seq: k for seq, k in enumerate(keywords) if k}
+    capture.cut = set(cut)
+    return capture
+
+
+def test_the_keywords_that_make_g_return_its_latents_are_its_path_length_calls_own():
+    """G's calls: D's fakes, G's step, then its path length call (lazy). A keyword only the
+    lazy call took (rosinality's return_latents=True) is read as what makes G return its
+    latents; one the lazy call shares with G's step (StyleGAN3's update_emas=False, D's
+    fakes taking True) is not; nor any where the script calls G's parts itself."""
+    zs = [((torch.zeros(8, 2),), []), ((torch.zeros(8, 2),), []), ((torch.zeros(4, 2),), [])]
+    lazy = [False, False, True]
+    rosinality = _capture_of_g_calls([{}, {}, {"return_latents": True}])
+    form = _lazy_form(rosinality, zs, [0, 1, 2], lazy, None)
+    assert form == {"g_latents": {"return_latents": True}, "lazy_drawn": True, "lazy_shrink": 2}
+    stylegan3 = _capture_of_g_calls([{"update_emas": True}, {"update_emas": False},
+                                     {"update_emas": False}], cut={2})  # fmt: skip
+    form = _lazy_form(stylegan3, zs, [0, 1, 2], lazy, None)
+    assert form == {"g_latents": None, "lazy_drawn": False, "lazy_shrink": 2}
+    assert (
+        _lazy_form(rosinality, zs, [0, 1, 2], lazy, ("mapping", "synthesis"))["g_latents"] is None
+    )
+    quarter = [*zs[:2], ((torch.zeros(2, 2),), [])]
+    assert _lazy_form(rosinality, quarter, [0, 1, 2], lazy, None)["lazy_shrink"] == 4
+
+
+def test_rows_cut_from_a_bigger_z_are_told_from_a_z_drawn_whole():
+    """StyleGAN2-ADA's Greg z is gen_z[:batch_size], rows of a round's; rosinality's is a
+    draw of its own, or one of two unbound from a (2, n, d) draw."""
+    z = torch.randn(8, 3)
+    assert _rows_cut(z[:4]) and _rows_cut(z.split(4)[1])
+    assert not _rows_cut(torch.randn(4, 3)) and not _rows_cut(torch.randn(2, 4, 3).unbind(0)[0])
+    assert not _rows_cut(z[:, :2])  # columns, all the rows

@@ -1,10 +1,10 @@
 """rosinality/stylegan2-pytorch (``train.py``, commit 0ecf8ff; its models after
-``model.py``, as the audit's fixture has them), the StyleGAN2 most PyTorch users train: style mixing chosen by Python's
-``random`` with the inject index drawn in G's forward, noise inputs drawn in G's
-forward, lazy R1 and lazy path length in steps of their own, the path length on a z of
-``batch // path_batch_shrink`` rows drawn for it and differentiated at the latents G
-returns. Equal to the Step in float64; a Step that draws a batch's z for the path length
-(StyleGAN2-ADA's way) is not."""
+``model.py``, as the audit's fixture has them), the StyleGAN2 most PyTorch users train:
+style mixing chosen by Python's ``random`` with the inject index drawn in G's forward,
+noise inputs drawn in G's forward, lazy R1 and lazy path length in steps of their own,
+the path length on a z of ``batch // path_batch_shrink`` rows drawn for it and
+differentiated at the latents G returns. Equal to the Step in float64; a Step that draws
+a batch's z for the path length (StyleGAN2-ADA's way) is not."""
 
 from __future__ import annotations
 
