@@ -82,7 +82,9 @@ number of D steps varying), tests/test_wgan.py; ``caogang_wgan_gp`` (caogang/wga
 ``sagan`` (Self-Attention-GAN's WGAN-GP in a
 D step of its own, and its hinge loop), tests/test_sagan.py; ``rosinality_stylegan2``
 (rosinality/stylegan2-pytorch's ``train.py``: style mixing drawn by Python's ``random``,
-lazy R1 and path length on z of their own), tests/test_rosinality_stylegan2.py.
+lazy R1 and path length on z of their own), tests/test_rosinality_stylegan2.py;
+``nvidia_pix2pixhd`` (NVIDIA/pix2pixHD: both losses from one forward of G and three
+of its multi-scale D, G stepped first), tests/test_pix2pixhd.py.
 
 Why the retain_graph loops raise: ``backward(retain_graph=True)`` keeps D's graph,
 which saved D's weights for the input gradient; ``optimizer_D.step()`` then changes
@@ -150,6 +152,7 @@ from .other_codebases import (  # noqa: F401
     udacity_gan_mnist,
     zeleni9_wgan_gp,
 )
+from .pix2pixhd import nvidia_pix2pixhd  # noqa: F401
 from .pytorch_examples import (  # noqa: F401
     dcgan_example,
     dcgan_r1,
