@@ -1975,6 +1975,88 @@ def test_rosinalitys_style_mixing_ports(tmp_path):
     assert not any("failed beside the script's names" in note for note in port["notes"])
 
 
+def test_pix2pixhds_own_forward_calls_are_audited(tmp_path):
+    """NVIDIA/pix2pixHD calls its G and D through ``.forward(...)`` (``self.netG.forward``),
+    which torch's module hooks do not see, inside a model holding both; its D returns a
+    list of lists (each scale's features, then its prediction). Before: "ran to its end
+    before any optimizer step". Now: G and D's losses from one forward of G and three of
+    D, both steps from the iteration's parameters (simultaneous), and the backward of
+    loss_G through D's weights, zeroed before D's step, named as waste. The port names
+    why it stops (D's list of lists), the report standing."""
+    proc, r = audited(tmp_path, "nvidia_pix2pixhd", "--niter", 1)
+    assert r["schedule"] == "simultaneous()" and r["forwards"] == {"G": 1.0, "D": 3.0}
+    assert r["backwards"] == {"G": 1.0, "D": 3.0}
+    assert r["hazards"][0].startswith("D's weight gradients were computed in G's step and "
+                                      "never stepped (2 time(s), ")  # fmt: skip
+
+
+DIRECT_FORWARDS = """
+import copy
+
+import torch
+from torch import nn
+
+torch.manual_seed(0)
+G, D = nn.Linear(2, 2), nn.Sequential(nn.Linear(2, 1))
+opt_g = torch.optim.SGD(G.parameters(), lr=0.1)
+opt_d = torch.optim.SGD(D.parameters(), lr=0.1)
+G_ema = copy.deepcopy(G)  # made after G's optimizer: a copy of a followed module
+for i in range(3):
+    real, z = torch.randn(4, 2), torch.randn(4, 2)
+    fake = G.forward(z)
+    loss_d = D(real).mean() - D.forward(fake.detach()).mean()
+    opt_d.zero_grad()
+    loss_d.backward()
+    opt_d.step()
+    loss_g = D.forward(G(z)).mean()
+    opt_g.zero_grad()
+    loss_g.backward()
+    opt_g.step()
+    with torch.no_grad():
+        for e, p in zip(G_ema.parameters(), G.parameters()):
+            e.mul_(0.5).add_(p, alpha=0.5)
+        # the copy computes with its own weights (the audit's wrapper passes it on)
+        assert torch.allclose(G_ema.forward(z), z @ G_ema.weight.T + G_ema.bias)
+"""
+
+
+def test_forward_called_directly_is_seen_beside_hooked_calls(tmp_path):
+    """``G.forward(z)`` and ``D.forward(x)`` beside ``D(real)`` and ``G(z)``: each call seen
+    once (d_first, G 2 forwards, D 3), and a deep copy of G made after G's optimizer,
+    called through its forward too, computes with its own weights (the script asserts
+    it) and is not taken for G."""
+    script = tmp_path / "direct.py"
+    script.write_text(DIRECT_FORWARDS)
+    out = tmp_path / "direct.json"
+    ganstep("audit", script, "--json", out, cache=tmp_path, cwd=tmp_path)
+    r = json.loads(out.read_text())
+    assert r["schedule"] == "d_first()" and r["forwards"] == {"G": 2.0, "D": 3.0}
+
+
+def test_steps_of_modules_never_seen_are_named(tmp_path):
+    """Modules made inside a function and called through ``.forward``: not among the
+    script's globals when their optimizers are made, so not seen. The audit says so,
+    with what to do, instead of "before any optimizer step"."""
+    script = tmp_path / "hidden.py"
+    script.write_text(
+        "import torch\nfrom torch import nn\n\n\ndef main():\n"
+        "    G, D = nn.Linear(2, 2), nn.Linear(2, 1)\n"
+        "    opt_g = torch.optim.SGD(G.parameters(), lr=0.1)\n"
+        "    opt_d = torch.optim.SGD(D.parameters(), lr=0.1)\n"
+        "    for i in range(3):\n"
+        "        loss_d = D.forward(G.forward(torch.randn(4, 2)).detach()).mean()\n"
+        "        opt_d.zero_grad()\n        loss_d.backward()\n        opt_d.step()\n"
+        "        loss_g = -D.forward(G.forward(torch.randn(4, 2))).mean()\n"
+        "        opt_g.zero_grad()\n        loss_g.backward()\n        opt_g.step()\n\n\n"
+        "main()\n"
+    )  # fmt: skip
+    proc = ganstep("audit", script, cache=tmp_path, cwd=tmp_path, check=False)
+    assert proc.returncode != 0
+    assert "after 6 optimizer step(s) on the parameters of modules the audit never saw" in (
+        proc.stderr)  # fmt: skip
+    assert "call model(x), or make the module a global before its optimizer" in proc.stderr
+
+
 JOINED_CONDITIONS = """
 import torch
 from torch import nn

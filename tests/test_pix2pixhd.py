@@ -1,10 +1,13 @@
 """NVIDIA/pix2pixHD (``train.py``, ``models/pix2pixHD_model.py``, commit 2963391; its
-networks after ``models/networks.py``, made small): G and D's losses from one forward of
-G and three of its multi-scale D (getIntermFeat: every layer's output returned), G
-stepped first, then D; LSGAN, feature matching against the real pair's features, a
-perceptual (VGG) term. Equal to ``simultaneous()`` in float64."""
+networks from ``models/networks.py``, as the audit's fixture has them, made small): G and
+D's losses from one forward of G and three of its multi-scale D (getIntermFeat: every
+layer's output returned), G stepped first, then D; LSGAN, feature matching against the
+real pair's features, a perceptual (VGG) term. Equal to ``simultaneous()`` in float64."""
 
 from __future__ import annotations
+
+import runpy
+from pathlib import Path
 
 import pytest
 import torch
@@ -18,64 +21,15 @@ from ganstep.engine.views import reads_real
 LABELS, SIZE, BATCH, N_LAYERS, NUM_D = 2, 8, 4, 2, 2
 
 
-class NLayerDiscriminator(nn.Module):
-    """networks.NLayerDiscriminator with getIntermFeat, made small: its n_layers + 2
-    blocks kept apart (each block's output is a feature), InstanceNorm between."""
-
-    def __init__(self, input_nc, ndf=4, n_layers=N_LAYERS):
-        super().__init__()
-        self.n_layers = n_layers
-        sequence = [[nn.Conv2d(input_nc, ndf, 4, 2, 2), nn.LeakyReLU(0.2, True)]]
-        nf = ndf
-        for _ in range(1, n_layers):
-            nf_prev, nf = nf, min(nf * 2, 512)
-            sequence += [[nn.Conv2d(nf_prev, nf, 4, 2, 2), nn.InstanceNorm2d(nf),
-                          nn.LeakyReLU(0.2, True)]]  # fmt: skip
-        nf_prev, nf = nf, min(nf * 2, 512)
-        sequence += [[nn.Conv2d(nf_prev, nf, 4, 1, 2), nn.InstanceNorm2d(nf),
-                      nn.LeakyReLU(0.2, True)]]  # fmt: skip
-        sequence += [[nn.Conv2d(nf, 1, 4, 1, 2)]]
-        for n, block in enumerate(sequence):
-            setattr(self, "model" + str(n), nn.Sequential(*block))
-
-    def forward(self, input):
-        res = [input]
-        for n in range(self.n_layers + 2):
-            model = getattr(self, "model" + str(n))
-            res.append(model(res[-1]))
-        return res[1:]
+# the networks of the audit's fixture (pix2pixHD as written), after its networks.py
+NETWORKS = runpy.run_path(str(Path(__file__).parent / "audit_scripts" / "nvidia_pix2pixhd.py"))
 
 
-class MultiscaleDiscriminator(nn.Module):
-    """networks.MultiscaleDiscriminator with getIntermFeat: num_D NLayerDiscriminators,
-    the input average-pooled between scales; per scale, its features then its map."""
-
-    def __init__(self, input_nc=LABELS + 3, num_D=NUM_D, n_layers=N_LAYERS):
-        super().__init__()
-        self.num_D, self.n_layers = num_D, n_layers
-        for i in range(num_D):
-            netD = NLayerDiscriminator(input_nc, n_layers=n_layers)
-            for j in range(n_layers + 2):
-                setattr(self, "scale" + str(i) + "_layer" + str(j), getattr(netD, "model" + str(j)))
-        self.downsample = nn.AvgPool2d(3, stride=2, padding=[1, 1], count_include_pad=False)
-
-    def singleD_forward(self, model, input):
-        result = [input]
-        for i in range(len(model)):
-            result.append(model[i](result[-1]))
-        return result[1:]
-
-    def forward(self, input):
-        num_D = self.num_D
-        result = []
-        input_downsampled = input
-        for i in range(num_D):
-            model = [getattr(self, "scale" + str(num_D - 1 - i) + "_layer" + str(j))
-                     for j in range(self.n_layers + 2)]  # fmt: skip
-            result.append(self.singleD_forward(model, input_downsampled))
-            if i != (num_D - 1):
-                input_downsampled = self.downsample(input_downsampled)
-        return result
+def multiscale_d() -> nn.Module:
+    """Its MultiscaleDiscriminator as define_D makes it (instance norm, LSGAN: no
+    sigmoid, getIntermFeat for the feature matching), made small."""
+    norm = NETWORKS["get_norm_layer"]("instance")
+    return NETWORKS["MultiscaleDiscriminator"](LABELS + 3, 4, N_LAYERS, norm, False, NUM_D, True)
 
 
 class Judged(nn.Module):
@@ -118,7 +72,7 @@ def sides():
     made = []
     for _ in range(2):
         torch.manual_seed(0)
-        G, D = generator().double(), MultiscaleDiscriminator().double()
+        G, D = generator().double(), multiscale_d().double()
         made.append([G, D, torch.optim.Adam(G.parameters(), lr=2e-4, betas=(0.5, 0.999)),
                      torch.optim.Adam(D.parameters(), lr=2e-4, betas=(0.5, 0.999))])  # fmt: skip
     return made

@@ -400,14 +400,18 @@ def known_cause(error: BaseException) -> str | None:
     return None
 
 
-def _tensors(value: object) -> Iterator[Tensor]:
-    """The tensors of a module's output: a tensor, or one level of tuple/list/dict."""
+def _tensors(value: object, depth: int = 3) -> Iterator[Tensor]:
+    """The tensors of a module's output: a tensor, or those in tuples, lists and dicts
+    nested up to ``depth`` levels (pix2pixHD's multi-scale D returns a list of lists: each
+    scale's features, then its prediction), in order."""
     if isinstance(value, Tensor):
         yield value
-    elif isinstance(value, (tuple, list)):
-        yield from (v for v in value if isinstance(v, Tensor))
-    elif isinstance(value, dict):
-        yield from (v for v in value.values() if isinstance(v, Tensor))
+    elif depth > 0 and isinstance(value, (tuple, list)):
+        for v in value:
+            yield from _tensors(v, depth - 1)
+    elif depth > 0 and isinstance(value, dict):
+        for v in value.values():
+            yield from _tensors(v, depth - 1)
 
 
 def _autocast_dtype(module: nn.Module) -> torch.dtype | None:
@@ -463,6 +467,7 @@ class Recorder:
         self.opt_steps: list[_Step] = []
         self.clips: list[_Clip] = []  # the script's calls of torch's gradient clipping
         self.joint_steps = 0  # steps of one optimizer over several modules (G and D at once)
+        self.unowned_steps = 0  # steps of an optimizer over no module seen called
         self.joint_modules: set[frozenset[str]] = set()  # the labels each such step spanned
         self.events: list[tuple[str, object]] = []  # ("backward", b) / ("step", s), in order
         self.current: _Backward | None = None
@@ -663,6 +668,7 @@ class Recorder:
         if len(labels) > 1:
             self.joint_steps += 1
             self.joint_modules.add(frozenset(labels))
+        self.unowned_steps += not labels
         if len(labels) != 1:
             return  # an optimizer of something else, or of both: not one module's step
         (label,) = labels

@@ -110,6 +110,14 @@ class ScriptRecorder(Recorder):
         self.loop_names: dict | None = None
         self._step_frames: dict[str, list] | None = {}  # each first step's script frames
         self.stop_seq: int | None = None  # where the audit stopped the script
+        # modules whose forward the script may call itself (``netG.forward(x)``, as
+        # pix2pixHD calls its G and D), which torch's module hooks do not see: by id; the
+        # classes whose forward was wrapped to see those calls, and the forward each had
+        # of its own (None: inherited); the modules whose hooked call is open, innermost
+        # last
+        self.direct: dict[int, nn.Module] = {}
+        self.wrapped: dict[type, object] = {}
+        self.open_modules: list[nn.Module] = []
         self.stop_thread: int | None = None  # the thread it stopped there
         self.exit_code: int | None = None  # how it ended, when it ended by itself
         self.exit_how = ""  # said of that end: "ran to its end", "called os._exit(0)"
@@ -228,6 +236,58 @@ class ScriptRecorder(Recorder):
                     return module
         return part
 
+    def follow_direct_calls(self, opt: torch.optim.Optimizer) -> None:
+        """See the calls of ``forward`` the script makes itself on the module ``opt``
+        trains (``self.netG.forward(input_concat)``, pix2pixHD's), which bypass torch's
+        module hooks: that module's class gets a forward that records such a call as a
+        hooked one would be, and passes every other call (through ``module(x)``, or of
+        another instance, a deep copy included) straight on. Undone with :meth:`unwrap`."""
+        module = self._module_of(opt)
+        if module is None or id(module) in self.direct:
+            return
+        self.direct[id(module)] = module
+        cls = type(module)
+        if cls in self.wrapped:
+            return
+        self.wrapped[cls] = cls.__dict__.get("forward")
+        original = cls.forward
+
+        def forward(this, *args, **kwargs):
+            if id(this) not in self.direct or (self.open_modules and self.open_modules[-1] is this):
+                return original(this, *args, **kwargs)
+            self.pre(this, args)
+            try:
+                out = original(this, *args, **kwargs)
+            except BaseException:
+                self.post(this, args, None, raised=True)
+                raise
+            self.post(this, with_tensor_kwargs(args, kwargs), out, keywords=kwargs)
+            return out
+
+        cls.forward = forward
+
+    def unwrap(self) -> None:
+        """Give each class :meth:`follow_direct_calls` wrapped its forward back."""
+        for cls, own in self.wrapped.items():
+            if own is None:
+                del cls.forward
+            else:
+                cls.forward = own
+        self.wrapped.clear()
+
+    def _module_of(self, opt: torch.optim.Optimizer) -> nn.Module | None:
+        """The module among the script's globals (and theirs) whose parameters are those
+        ``opt`` holds, if one is there yet."""
+        held = {id(p) for g in opt.param_groups for p in g["params"]}
+        main = sys.modules.get("__main__")
+        namespace = self.namespace or (vars(main) if main is not None else {})
+        tops = [v for k, v in list(namespace.items()) if isinstance(v, nn.Module) and k[:1] != "_"]
+        for top in tops:
+            for module in top.modules():
+                if {id(p) for p in module.parameters()} == held:
+                    return module
+        return None
+
     def _container(self, module: nn.Module) -> bool:
         """Whether ``module`` holds the parameters of more than one optimizer (BigGAN's
         G_D around G and D): its calls are not one module's; its children's are."""
@@ -264,6 +324,7 @@ class ScriptRecorder(Recorder):
             label = self._label(module)
         self.depth += 1
         self.scopes.append(units)
+        self.open_modules.append(module)
         if label is None:
             self.calls.append(None)
             return
@@ -286,6 +347,7 @@ class ScriptRecorder(Recorder):
         ``keywords``: those the call was given (the port keeps their plain values)."""
         self.depth -= 1
         self.scopes.pop()
+        self.open_modules.pop()
         call = self.calls.pop()
         if call is not None and not raised:
             self.forward_end(call[0], args, out, call[1], module, keywords, call[3])
@@ -728,6 +790,14 @@ def _report(rec: ScriptRecorder, path: Path, script, G, D, error) -> Report:
         )
     if error is None and rec.exit_code is not None and not rec.opt_steps and rec.joint_steps:
         raise AuditError(_joint(script, rec))
+    if error is None and rec.exit_code is not None and not rec.opt_steps and rec.unowned_steps:
+        raise AuditError(
+            f"{script} {rec.exit_how} after {rec.unowned_steps} optimizer step(s) on the "
+            "parameters of modules the audit never saw called: a module whose forward the "
+            "script calls itself (model.forward(x)) is seen where it is among the script's "
+            "globals (or their attributes) when its optimizer is made; call model(x), or "
+            "make the module a global before its optimizer"
+        )
     if error is None and rec.exit_code is not None and not rec.opt_steps:
         raise AuditError(
             f"{script} {rec.exit_how} before any optimizer step: nothing to audit (does it "
@@ -792,6 +862,7 @@ def _run_recorded(
         undone.append(True)
         pre.remove()
         post.remove()
+        rec.unwrap()
         rec.__exit__(None, None, None)
         unpatch()
         unpatch_mkdir()
@@ -844,6 +915,7 @@ def _patch_torch(rec: ScriptRecorder) -> Callable[[], None]:
     def noting_init(opt, *a, **k):
         original_init(opt, *a, **k)
         rec.optimizers.append(opt)
+        rec.follow_direct_calls(opt)
         if rec.capture is not None:
             rec.capture.optimizer_made(opt)
 
