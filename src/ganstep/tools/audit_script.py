@@ -778,31 +778,36 @@ def _port(rec: ScriptRecorder, report: Report) -> Port:
             f"the port failed ({type(e).__name__}: {e}); the report above stands"])  # fmt: skip
 
 
-def _report(rec: ScriptRecorder, path: Path, script, G, D, error) -> Report:
-    """The report of what ``rec`` recorded; ``error``: what the script raised, if any."""
-    location = crash_location(error, str(path)) if error is not None else None
-    if error is None and rec.exit_code is not None and not rec.opt_steps and rec.forks:
-        raise AuditError(
+def _untrained(rec: ScriptRecorder, script) -> str:
+    """Why a script that ended on its own took no step of G or D the audit could read."""
+    if rec.forks:
+        return (
             f"{script} {rec.exit_how} after starting {rec.forks} child process(es) "
             "(os.fork, multiprocessing), and took no optimizer step itself: its training "
             "seems to run in a child, which the audit does not follow; audit the function "
             "the child runs (--function), or run the loop in the main process"
         )
-    if error is None and rec.exit_code is not None and not rec.opt_steps and rec.joint_steps:
-        raise AuditError(_joint(script, rec))
-    if error is None and rec.exit_code is not None and not rec.opt_steps and rec.unowned_steps:
-        raise AuditError(
+    if rec.joint_steps:
+        return _joint(script, rec)
+    if rec.unowned_steps:
+        return (
             f"{script} {rec.exit_how} after {rec.unowned_steps} optimizer step(s) on the "
             "parameters of modules the audit never saw called: a module whose forward the "
             "script calls itself (model.forward(x)) is seen where it is among the script's "
             "globals (or their attributes) when its optimizer is made; call model(x), or "
             "make the module a global before its optimizer"
         )
+    return (
+        f"{script} {rec.exit_how} before any optimizer step: nothing to audit (does it "
+        "train, with the arguments given after --?)"
+    )
+
+
+def _report(rec: ScriptRecorder, path: Path, script, G, D, error) -> Report:
+    """The report of what ``rec`` recorded; ``error``: what the script raised, if any."""
+    location = crash_location(error, str(path)) if error is not None else None
     if error is None and rec.exit_code is not None and not rec.opt_steps:
-        raise AuditError(
-            f"{script} {rec.exit_how} before any optimizer step: nothing to audit (does it "
-            "train, with the arguments given after --?)"
-        )
+        raise AuditError(_untrained(rec, script))
     try:
         roles = _find_g_and_d(rec, G, D)
     except AuditError as e:
