@@ -3,6 +3,8 @@ to objectives that take it, and the rounding variants keep their options."""
 
 from __future__ import annotations
 
+import argparse
+
 import pytest
 import torch
 
@@ -10,6 +12,7 @@ from ganstep.engine.objectives import NS, Minimax, Objective
 from ganstep.tools.port import (
     Capture,
     _lazy_form,
+    _mixing_probability,
     _rows_cut,
     candidates,
     rounding_variants,
@@ -82,3 +85,13 @@ def test_rows_cut_from_a_bigger_z_are_told_from_a_z_drawn_whole():
     assert _rows_cut(z[:4]) and _rows_cut(z.split(4)[1])
     assert not _rows_cut(torch.randn(4, 3)) and not _rows_cut(torch.randn(2, 4, 3).unbind(0)[0])
     assert not _rows_cut(z[:, :2])  # columns, all the rows
+
+
+def test_the_style_mixing_probability_is_read_from_the_scripts_names():
+    """rosinality's ``args.mixing``, or a global named for it; not a number outside [0, 1]
+    nor one of another name (then the port prints the share of G's calls seen mixing)."""
+    assert _mixing_probability({"args": argparse.Namespace(mixing=0.9, lr=0.002)}) == (
+        "args.mixing", 0.9)  # fmt: skip
+    assert _mixing_probability({"style_mixing_prob": 0.5}) == ("style_mixing_prob", 0.5)
+    assert _mixing_probability({"mixing": 2.0, "p": 0.9}) is None
+    assert _mixing_probability({"args": argparse.Namespace(mixing=1)}) is None  # not a float
