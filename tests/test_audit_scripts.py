@@ -1983,11 +1983,14 @@ def test_pix2pixhds_own_forward_calls_are_audited(tmp_path):
     D, both steps from the iteration's parameters (simultaneous), and the backward of
     loss_G through D's weights, zeroed before D's step, named as waste. The port names
     why it stops (D's list of lists), the report standing."""
-    proc, r = audited(tmp_path, "nvidia_pix2pixhd", "--niter", 1)
+    proc, port = ported(tmp_path, "nvidia_pix2pixhd", "--niter", 1, flag=("--port",))
+    r = json.loads((tmp_path / "nvidia_pix2pixhd.json").read_text())
     assert r["schedule"] == "simultaneous()" and r["forwards"] == {"G": 1.0, "D": 3.0}
     assert r["backwards"] == {"G": 1.0, "D": 3.0}
     assert r["hazards"][0].startswith("D's weight gradients were computed in G's step and "
-                                      "never stepped (2 time(s), ")  # fmt: skip
+                                      "never stepped (3 time(s), ")  # fmt: skip
+    assert port["code"] is None and port["notes"][0].startswith(
+        "D returns a list of lists (each scale's outputs, its prediction last")  # fmt: skip
 
 
 DIRECT_FORWARDS = """

@@ -1,5 +1,6 @@
 """The port's candidate objectives are ones a Step can be built with: R1 is added only
-to objectives that take it, and the rounding variants keep their options."""
+to objectives that take it, and the rounding variants keep their options; and how the
+port reads G's path length calls and style mixing from what the script did."""
 
 from __future__ import annotations
 

@@ -1986,6 +1986,12 @@ def _tried(script: _Script, capture: Capture, data: Replay,
     # a D returning more than its scores: ACGAN's class logits where they can be mapped,
     # else its first output read as the scores, the others unread (SAGAN's attention
     # maps; a verified Step shows that the script's losses read them not)
+    if isinstance(whole, list) and whole and all(isinstance(w, list) for w in whole):
+        return ("D returns a list of lists (each scale's outputs, its prediction last: "
+                "pix2pixHD's multi-scale D with its features): a Step's D returns (each "
+                "scale's prediction, its features), as docs/loops.md's pix2pixHD section "
+                "wraps it, with d_map=True and the feature matching as a reads_real term: "
+                "not mapped"), None  # fmt: skip
     if isinstance(whole, dict):  # ({"logits": ...}): no Step reads D's scores by a key
         return (f"D returns a dict (keys {', '.join(map(str, list(whole)[:4]))}): a Step reads "
                 "D's scores from a tensor, a tuple (scores, *extras) or a list (one per "
