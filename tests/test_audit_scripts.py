@@ -2036,28 +2036,54 @@ def test_forward_called_directly_is_seen_beside_hooked_calls(tmp_path):
     assert r["schedule"] == "d_first()" and r["forwards"] == {"G": 2.0, "D": 3.0}
 
 
-def test_steps_of_modules_never_seen_are_named(tmp_path):
-    """Modules made inside a function and called through ``.forward``: not among the
-    script's globals when their optimizers are made, so not seen. The audit says so,
-    with what to do, instead of "before any optimizer step"."""
+HIDDEN_LOOP = """
+import torch
+from torch import nn
+{build}
+
+def main():
+    G, D, opt_g, opt_d = build()
+    for i in range(3):
+        loss_d = D.forward(G.forward(torch.randn(4, 2)).detach()).mean()
+        opt_d.zero_grad()
+        loss_d.backward()
+        opt_d.step()
+        loss_g = -D.forward(G.forward(torch.randn(4, 2))).mean()
+        opt_g.zero_grad()
+        loss_g.backward()
+        opt_g.step()
+
+
+main()
+"""
+
+BUILD = """
+def build():
+    G, D = nn.Linear(2, 2), nn.Linear(2, 1)
+    return G, D, torch.optim.SGD(G.parameters(), lr=0.1), torch.optim.SGD(D.parameters(), lr=0.1)
+"""
+
+
+def test_modules_called_through_forward_in_functions_are_seen_or_named(tmp_path):
+    """G and D made with their optimizers in a function of the script and called through
+    ``.forward``: found among that function's names, audited (d_first, G 2 forwards).
+    Made in a module the script imports, where the script's own code does not hold them
+    yet: not seen, and the audit says so with what to do, instead of "before any
+    optimizer step"."""
+    script, out = tmp_path / "in_main.py", tmp_path / "in_main.json"
+    script.write_text(HIDDEN_LOOP.format(build=BUILD))
+    ganstep("audit", script, "--json", out, cache=tmp_path, cwd=tmp_path)
+    r = json.loads(out.read_text())
+    assert r["schedule"] == "d_first()" and r["forwards"] == {"G": 2.0, "D": 2.0}
+    (tmp_path / "helper.py").write_text("import torch\nfrom torch import nn\n" + BUILD)
     script = tmp_path / "hidden.py"
-    script.write_text(
-        "import torch\nfrom torch import nn\n\n\ndef main():\n"
-        "    G, D = nn.Linear(2, 2), nn.Linear(2, 1)\n"
-        "    opt_g = torch.optim.SGD(G.parameters(), lr=0.1)\n"
-        "    opt_d = torch.optim.SGD(D.parameters(), lr=0.1)\n"
-        "    for i in range(3):\n"
-        "        loss_d = D.forward(G.forward(torch.randn(4, 2)).detach()).mean()\n"
-        "        opt_d.zero_grad()\n        loss_d.backward()\n        opt_d.step()\n"
-        "        loss_g = -D.forward(G.forward(torch.randn(4, 2))).mean()\n"
-        "        opt_g.zero_grad()\n        loss_g.backward()\n        opt_g.step()\n\n\n"
-        "main()\n"
-    )  # fmt: skip
+    script.write_text(HIDDEN_LOOP.format(build="from helper import build\n"))
     proc = ganstep("audit", script, cache=tmp_path, cwd=tmp_path, check=False)
     assert proc.returncode != 0
     assert "after 6 optimizer step(s) on the parameters of modules the audit never saw" in (
         proc.stderr)  # fmt: skip
-    assert "call model(x), or make the module a global before its optimizer" in proc.stderr
+    assert "call model(x), or make the optimizer where the script holds the module" in (
+        proc.stderr)  # fmt: skip
 
 
 JOINED_CONDITIONS = """

@@ -276,12 +276,15 @@ class ScriptRecorder(Recorder):
         self.wrapped.clear()
 
     def _module_of(self, opt: torch.optim.Optimizer) -> nn.Module | None:
-        """The module among the script's globals (and theirs) whose parameters are those
-        ``opt`` holds, if one is there yet."""
+        """The module whose parameters are those ``opt`` holds, among the names of the
+        script's functions running now (a main() that builds G, D and their optimizers),
+        its globals, and their attributes, if one is there yet."""
         held = {id(p) for g in opt.param_groups for p in g["params"]}
         main = sys.modules.get("__main__")
-        namespace = self.namespace or (vars(main) if main is not None else {})
-        tops = [v for k, v in list(namespace.items()) if isinstance(v, nn.Module) and k[:1] != "_"]
+        spaces = [frame.f_locals for frame in self._script_frames()]
+        spaces.append(self.namespace or (vars(main) if main is not None else {}))
+        tops = [v for space in spaces for k, v in list(space.items())
+                if isinstance(v, nn.Module) and k[:1] != "_"]  # fmt: skip
         for top in tops:
             for module in top.modules():
                 if {id(p) for p in module.parameters()} == held:
@@ -793,9 +796,10 @@ def _untrained(rec: ScriptRecorder, script) -> str:
         return (
             f"{script} {rec.exit_how} after {rec.unowned_steps} optimizer step(s) on the "
             "parameters of modules the audit never saw called: a module whose forward the "
-            "script calls itself (model.forward(x)) is seen where it is among the script's "
-            "globals (or their attributes) when its optimizer is made; call model(x), or "
-            "make the module a global before its optimizer"
+            "script calls itself (model.forward(x)) is seen where the script's own code "
+            "holds it (a global, a local of its running functions, or their attributes) "
+            "when its optimizer is made; call model(x), or make the optimizer where the "
+            "script holds the module"
         )
     return (
         f"{script} {rec.exit_how} before any optimizer step: nothing to audit (does it "
