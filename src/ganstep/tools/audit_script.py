@@ -86,6 +86,23 @@ class _Exit(BaseException):
         self.code = code
 
 
+def _held(opt: torch.optim.Optimizer) -> set[int]:
+    """The ids of the parameters ``opt`` holds."""
+    return {id(p) for g in opt.param_groups for p in g["params"]}
+
+
+def _module_holding(held: set[int], spaces: list[dict]) -> nn.Module | None:
+    """The first module named in ``spaces`` (a public name), or one of its submodules,
+    whose parameters are exactly those of ids ``held``; None where none is."""
+    tops = [v for space in spaces for k, v in list(space.items())
+            if isinstance(v, nn.Module) and k[:1] != "_"]  # fmt: skip
+    for top in tops:
+        for module in top.modules():
+            if {id(p) for p in module.parameters()} == held:
+                return module
+    return None
+
+
 class ScriptRecorder(Recorder):
     """A recorder fed by global module hooks, labelling modules as it meets them."""
 
@@ -224,17 +241,11 @@ class ScriptRecorder(Recorder):
         ``G.synthesis``, never G): found among the script's global modules and theirs, by
         the optimizer's parameters; else ``part``."""
         first = id(next(part.parameters()))
-        held = [{id(p) for g in opt.param_groups for p in g["params"]} for opt in self.optimizers]
-        held = [ids for ids in held if first in ids]
+        held = [ids for ids in map(_held, self.optimizers) if first in ids]
         if len(held) != 1 or {id(p) for p in part.parameters()} == held[0]:
             return part
-        namespace = self.namespace or {}
-        tops = [v for k, v in namespace.items() if isinstance(v, nn.Module) and k[:1] != "_"]
-        for top in tops:
-            for module in top.modules():
-                if {id(p) for p in module.parameters()} == held[0]:
-                    return module
-        return part
+        whole = _module_holding(held[0], [self.namespace or {}])
+        return part if whole is None else whole
 
     def follow_direct_calls(self, opt: torch.optim.Optimizer) -> None:
         """See the calls of ``forward`` the script makes itself on the module ``opt``
@@ -279,23 +290,15 @@ class ScriptRecorder(Recorder):
         """The module whose parameters are those ``opt`` holds, among the names of the
         script's functions running now (a main() that builds G, D and their optimizers),
         its globals, and their attributes, if one is there yet."""
-        held = {id(p) for g in opt.param_groups for p in g["params"]}
         main = sys.modules.get("__main__")
         spaces = [frame.f_locals for frame in self._script_frames()]
         spaces.append(self.namespace or (vars(main) if main is not None else {}))
-        tops = [v for space in spaces for k, v in list(space.items())
-                if isinstance(v, nn.Module) and k[:1] != "_"]  # fmt: skip
-        for top in tops:
-            for module in top.modules():
-                if {id(p) for p in module.parameters()} == held:
-                    return module
-        return None
+        return _module_holding(_held(opt), spaces)
 
     def _container(self, module: nn.Module) -> bool:
         """Whether ``module`` holds the parameters of more than one optimizer (BigGAN's
         G_D around G and D): its calls are not one module's; its children's are."""
-        holders = {id(p): i for i, opt in enumerate(self.optimizers)
-                   for g in opt.param_groups for p in g["params"]}  # fmt: skip
+        holders = {p: i for i, opt in enumerate(self.optimizers) for p in _held(opt)}
         return len({holders[id(p)] for p in module.parameters() if id(p) in holders}) > 1
 
     def _units(self, container: nn.Module) -> set[int]:
@@ -447,7 +450,7 @@ def _find_g_and_d(rec: ScriptRecorder, g_name: str | None, d_name: str | None) -
         named[label] = role
     if len(named) == 2:
         return named
-    trained = {id(p) for opt in rec.optimizers for g in opt.param_groups for p in g["params"]}
+    trained = set().union(*map(_held, rec.optimizers))
     candidates = [label for label, m in rec.modules.items()
                   if any(id(p) in trained for p in m.parameters())]  # fmt: skip
     shown = _names(rec)
