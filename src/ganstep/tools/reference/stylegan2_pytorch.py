@@ -85,7 +85,8 @@ def rosinality_stylegan2(generator, discriminator, g_optim, d_optim, batches: Ba
                          d_reg_every: int = 16, g_reg_every: int = 4,
                          g_ema: nn.Module | None = None) -> list[dict[str, float]]:  # fmt: skip
     """``train()`` of rosinality/stylegan2-pytorch ``train.py`` (commit 0ecf8ff), one
-    iteration per batch, without ``--augment`` (its default) and its logging. The
+    iteration per batch (its ``args.batch`` read as the batch's rows: its loader drops
+    the last short batch), without ``--augment`` (its default) and its logging. The
     generator is called as the source's ``Generator``: ``generator(styles,
     return_latents=False) -> (image, latent or None)``, ``styles`` a list of one or two z
     (``mixing_noise``, with probability ``mixing`` for two), its inject index and its
