@@ -6,6 +6,8 @@ Their Gs have Dropout (and DualGAN's BatchNorm), so the order of G's forwards co
 
 from __future__ import annotations
 
+import random
+
 import numpy as np
 import pytest
 import torch
@@ -203,6 +205,84 @@ def test_dualgan_with_its_penalty_after_the_loss_forwards_is_another_update():
     step = dual_step(ours, rng, n_critic=2)
     step.game.options.objective.penalty_at = "after"
     torch.manual_seed(3)
+    for a, b in batches:
+        step(a, b)
+    with pytest.raises(AssertionError):
+        assert_same_runs(theirs, ours)
+
+
+class ResNetG(nn.Module):
+    """cyclegan.py's GeneratorResNet in small: reflection padding, a conv, InstanceNorm,
+    ReLU, a strided conv down, one residual block, an upsampling conv, Tanh. No random
+    draws and no running statistics: the order of G's six forwards does not count. The
+    convs before an InstanceNorm have no bias (its gradient is zero in arithmetic, and
+    Adam would step its rounding)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.head = nn.Sequential(nn.ReflectionPad2d(1), nn.Conv2d(1, 4, 3, bias=False),
+                                  nn.InstanceNorm2d(4), nn.ReLU(),
+                                  nn.Conv2d(4, 4, 3, 2, 1, bias=False), nn.InstanceNorm2d(4),
+                                  nn.ReLU())  # fmt: skip
+        self.block = nn.Sequential(nn.ReflectionPad2d(1), nn.Conv2d(4, 4, 3, bias=False),
+                                   nn.InstanceNorm2d(4))  # fmt: skip
+        self.tail = nn.Sequential(nn.Upsample(scale_factor=2), nn.Conv2d(4, 1, 3, 1, 1), nn.Tanh())
+
+    def forward(self, x):
+        x = self.head(x)
+        return self.tail(x + self.block(x))
+
+
+def patch_d() -> nn.Module:
+    """cyclegan.py's PatchGAN Discriminator in small: strided convs, InstanceNorm,
+    LeakyReLU, ``ZeroPad2d((1, 0, 1, 0))`` and a last conv to a map of scores (no bias
+    before the InstanceNorm)."""
+    return nn.Sequential(nn.Conv2d(1, 4, 4, 2, 1), nn.LeakyReLU(0.2),
+                         nn.Conv2d(4, 8, 4, 2, 1, bias=False), nn.InstanceNorm2d(8),
+                         nn.LeakyReLU(0.2),
+                         nn.ZeroPad2d((1, 0, 1, 0)), nn.Conv2d(8, 1, 4, padding=1))  # fmt: skip
+
+
+def cyclegan_step(ours, **order) -> CycleStep:
+    """cyclegan.py's update: its GAN losses averaged (``g_scale=1``), its cycle L1s
+    averaged and weighted 10 (``cycle=5``), its identity L1s averaged and weighted 5
+    (``identity=0.5`` of the cycle weight), a pool of 3 past fakes per domain (its 50
+    in small), domain A's D first."""
+    return CycleStep(*ours, objective="lsgan", g_scale=1.0, cycle=5.0, identity=0.5,
+                     fake_pool=3, **order)  # fmt: skip
+
+
+def test_pytorch_gan_cyclegan_as_written_equals_cycle_step():
+    """cyclegan.py: G's step (the identity forwards first; D's gradients of G's loss
+    taken and zeroed before D's steps), then D_A's step on its buffer's fakes, then
+    D_B's: Python's draws of the two buffers in that order."""
+    theirs, ours = models(ResNetG, patch_d)
+    batches = domains(4)  # 4 rows a batch: the buffers of 3 fill, then draw
+    random.seed(7)
+    expected = reference.pytorch_gan_cyclegan(*theirs, batches, buffer_size=3)
+    step = cyclegan_step(ours, discriminator_order=("D_B", "D_A"))
+    random.seed(7)
+    got = []
+    for a, b in batches:
+        logs = {k: v.item() for k, v in step(a, b).items()}
+        got.append({**logs, "cycle": logs["cycle_a"] + logs["cycle_b"],
+                    "identity": logs["idt_a"] + logs["idt_b"]})  # fmt: skip
+    renamed = [{"loss_g": e["loss_G"], "loss_d_a": e["loss_D_B"], "loss_d_b": e["loss_D_A"],
+                "cycle": 10 * e["loss_cycle"], "identity": 5 * e["loss_identity"]}
+               for e in expected]  # fmt: skip
+    assert_losses(got, renamed, tuple(renamed[0]))
+    assert_same_runs(theirs, ours)
+
+
+def test_cyclegan_with_its_buffers_drawn_in_the_other_order_is_another_update():
+    """The check can fail: domain B's D first (CycleStep's default, junyanz's order)
+    draws the two pools' numbers in the other order, so D is shown other past fakes."""
+    theirs, ours = models(ResNetG, patch_d)
+    batches = domains(4)
+    random.seed(7)
+    reference.pytorch_gan_cyclegan(*theirs, batches, buffer_size=3)
+    step = cyclegan_step(ours)
+    random.seed(7)
     for a, b in batches:
         step(a, b)
     with pytest.raises(AssertionError):

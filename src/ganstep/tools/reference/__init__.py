@@ -65,9 +65,9 @@ with these, never with a re-writing of them: ``pytorch_examples_dcgan``,
 ``pytorch_gan_wgan``, ``pytorch_gan_acgan``, ``pytorch_gan_infogan``,
 ``pytorch_gan_esrgan`` (and BasicSR's ``basicsr_esrgan``), ``pytorch_gan_srgan``,
 ``pytorch_gan_dragan``, ``pytorch_gan_wgan_div``, ``pytorch_gan_relativistic``,
-``pytorch_gan_stargan``, ``pytorch_gan_discogan``, ``pytorch_gan_dualgan``,
-``pytorch_gan_bicyclegan``, ``diffaugment`` with ``diff_augment``, ``taming_vqgan``,
-``hifigan``, ``pytorch_gan_bgan``, ``pytorch_gan_ebgan``
+``pytorch_gan_stargan``, ``pytorch_gan_cyclegan``, ``pytorch_gan_discogan``,
+``pytorch_gan_dualgan``, ``pytorch_gan_bicyclegan``, ``diffaugment`` with ``diff_augment``,
+``taming_vqgan``, ``hifigan``, ``pytorch_gan_bgan``, ``pytorch_gan_ebgan``
 (tests/test_pytorch_gan_loops.py), and the conditional, image-to-image and
 StyleGAN2-ADA loops, which docs/loops.md shows each beside its Step;
 ``udacity_gan_mnist`` (one-sided label smoothing, tests/test_label_smoothing.py);
@@ -163,6 +163,7 @@ from .pytorch_gan import (  # noqa: F401
     pytorch_gan_bgan,
     pytorch_gan_bicyclegan,
     pytorch_gan_cgan,
+    pytorch_gan_cyclegan,
     pytorch_gan_discogan,
     pytorch_gan_dragan,
     pytorch_gan_dualgan,

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import random
+
 import numpy as np
 import torch
 import torch.nn.functional as F
@@ -447,6 +449,98 @@ def pytorch_gan_discogan(G_AB, G_BA, D_A, D_B, opt_g, opt_d_a, opt_d_b, batches:
         loss_D_B.backward()
         opt_d_b.step()
         history.append({"loss_G": loss_G.item(), "pixel": loss_pixelwise.item(),
+                        "loss_D_A": loss_D_A.item(), "loss_D_B": loss_D_B.item()})  # fmt: skip
+    return history
+
+
+class ReplayBuffer:
+    """PyTorch-GAN ``implementations/cyclegan/utils.py``'s buffer of past fakes (50 by
+    default): each image of ``push_and_pop``'s batch is returned as it is while the
+    buffer fills; then, where ``random.uniform(0, 1) > 0.5``, a stored image drawn by
+    ``random.randint`` is returned and the new one takes its place, else the new one
+    is returned. ganstep: ``CycleStep(fake_pool=50)``, which draws so too."""
+
+    def __init__(self, max_size: int = 50) -> None:
+        assert max_size > 0, "Empty buffer or trying to create a black hole. Be careful."
+        self.max_size = max_size
+        self.data: list[torch.Tensor] = []
+
+    def push_and_pop(self, data: torch.Tensor) -> torch.Tensor:
+        to_return = []
+        for element in data.data:
+            element = torch.unsqueeze(element, 0)
+            if len(self.data) < self.max_size:
+                self.data.append(element)
+                to_return.append(element)
+            elif random.uniform(0, 1) > 0.5:
+                i = random.randint(0, self.max_size - 1)
+                to_return.append(self.data[i].clone())
+                self.data[i] = element
+            else:
+                to_return.append(element)
+        return torch.cat(to_return)
+
+
+def pytorch_gan_cyclegan(G_AB, G_BA, D_A, D_B, opt_g, opt_d_a, opt_d_b, batches: Pairs,
+                         lambda_cyc: float = 10.0, lambda_id: float = 5.0,
+                         buffer_size: int = 50):  # fmt: skip
+    """eriklindernoren/PyTorch-GAN ``implementations/cyclegan/cyclegan.py`` (commit
+    ce0e5b5), one epoch of it on ``(real_A, real_B)`` batches. G's step first (one Adam
+    over G_AB and G_BA, both Ds trained on along: their gradients of G's loss are
+    zeroed before their own steps): the identity L1s of ``G_BA(real_A)`` and
+    ``G_AB(real_B)`` (averaged), ``fake_B = G_AB(real_A)`` judged by D_B, ``fake_A =
+    G_BA(real_B)`` by D_A (``MSELoss`` against ones, averaged), the cycle L1s of
+    ``G_BA(fake_B)`` and ``G_AB(fake_A)`` (averaged); ``loss_GAN + lambda_cyc *
+    loss_cycle + lambda_id * loss_identity``. Then D_A's step (its own Adam) on
+    ``real_A`` and ``fake_A_buffer.push_and_pop(fake_A)``, then D_B's on ``real_B`` and
+    the pooled ``fake_B``, each ``(MSE(real, 1) + MSE(fake, 0)) / 2``. ganstep:
+    ``CycleStep`` (its D_A judges domain B: this script's D_B) with ``lsgan``,
+    ``g_scale=1``, ``cycle=lambda_cyc / 2``, ``identity=lambda_id / lambda_cyc``,
+    ``fake_pool=50`` and ``discriminator_order=("D_B", "D_A")``."""
+    criterion_GAN, criterion_cycle, criterion_identity = nn.MSELoss(), nn.L1Loss(), nn.L1Loss()
+    fake_A_buffer, fake_B_buffer = ReplayBuffer(buffer_size), ReplayBuffer(buffer_size)
+    history = []
+    for real_A, real_B in batches:
+        # Train Generators
+        G_AB.train()
+        G_BA.train()
+        opt_g.zero_grad()
+        loss_id_A = criterion_identity(G_BA(real_A), real_A)
+        loss_id_B = criterion_identity(G_AB(real_B), real_B)
+        loss_identity = (loss_id_A + loss_id_B) / 2
+        fake_B = G_AB(real_A)
+        pred = D_B(fake_B)  # (the script's targets: ones and zeros of D's output shape)
+        valid, fake = torch.ones_like(pred), torch.zeros_like(pred)
+        loss_GAN_AB = criterion_GAN(pred, valid)
+        fake_A = G_BA(real_B)
+        loss_GAN_BA = criterion_GAN(D_A(fake_A), valid)
+        loss_GAN = (loss_GAN_AB + loss_GAN_BA) / 2
+        recov_A = G_BA(fake_B)
+        loss_cycle_A = criterion_cycle(recov_A, real_A)
+        recov_B = G_AB(fake_A)
+        loss_cycle_B = criterion_cycle(recov_B, real_B)
+        loss_cycle = (loss_cycle_A + loss_cycle_B) / 2
+        loss_G = loss_GAN + lambda_cyc * loss_cycle + lambda_id * loss_identity
+        loss_G.backward()
+        opt_g.step()
+        # Train Discriminator A
+        opt_d_a.zero_grad()
+        loss_real = criterion_GAN(D_A(real_A), valid)
+        fake_A_ = fake_A_buffer.push_and_pop(fake_A)
+        loss_fake = criterion_GAN(D_A(fake_A_.detach()), fake)
+        loss_D_A = (loss_real + loss_fake) / 2
+        loss_D_A.backward()
+        opt_d_a.step()
+        # Train Discriminator B
+        opt_d_b.zero_grad()
+        loss_real = criterion_GAN(D_B(real_B), valid)
+        fake_B_ = fake_B_buffer.push_and_pop(fake_B)
+        loss_fake = criterion_GAN(D_B(fake_B_.detach()), fake)
+        loss_D_B = (loss_real + loss_fake) / 2
+        loss_D_B.backward()
+        opt_d_b.step()
+        history.append({"loss_G": loss_G.item(), "loss_GAN": loss_GAN.item(),
+                        "loss_cycle": loss_cycle.item(), "loss_identity": loss_identity.item(),
                         "loss_D_A": loss_D_A.item(), "loss_D_B": loss_D_B.item()})  # fmt: skip
     return history
 
