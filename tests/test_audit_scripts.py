@@ -1345,51 +1345,6 @@ def test_a_trainers_copy_of_g_that_follows_it_is_named_in_a_note(tmp_path):
     )
 
 
-CHAINED_PAIRS = """
-import itertools
-
-import torch
-from torch import nn
-
-torch.manual_seed(0)
-G_AB, G_BA = nn.Linear(2, 2), nn.Linear(2, 2)
-D_A, D_B = nn.Linear(2, 1), nn.Linear(2, 1)
-optimizer_G = torch.optim.Adam(itertools.chain(G_AB.parameters(), G_BA.parameters()), 1e-3)
-optimizer_D = torch.optim.Adam(itertools.chain(D_A.parameters(), D_B.parameters()), 1e-3)
-mse = nn.MSELoss()
-for i in range(20):
-    real_A, real_B = torch.randn(8, 2), torch.randn(8, 2)
-    fake_B, fake_A = G_AB(real_A), G_BA(real_B)
-    optimizer_G.zero_grad()
-    cycle = (G_BA(fake_B) - real_A).abs().mean() + (G_AB(fake_A) - real_B).abs().mean()
-    loss_G = mse(D_B(fake_B), torch.ones(8, 1)) + mse(D_A(fake_A), torch.ones(8, 1)) + 10 * cycle
-    loss_G.backward()
-    optimizer_G.step()
-    optimizer_D.zero_grad()
-    loss_D = (mse(D_A(real_A), torch.ones(8, 1)) + mse(D_A(fake_A.detach()), torch.zeros(8, 1))
-              + mse(D_B(real_B), torch.ones(8, 1)) + mse(D_B(fake_B.detach()), torch.zeros(8, 1)))
-    loss_D.backward()
-    optimizer_D.step()
-"""
-
-
-def test_cyclegans_chained_optimizers_are_named_with_the_step_that_trains_them(tmp_path):
-    """CycleGAN's two generators in one optimizer and two discriminators in another: the
-    audit said "G and D in one optimizer ... give each its own optimizer", which is
-    not this loop. It names the modules each optimizer spans, as the script names
-    them, and ganstep's CycleStep."""
-    script = tmp_path / "cyclegan.py"
-    script.write_text(CHAINED_PAIRS)
-    proc = ganstep("audit", script, cache=tmp_path, cwd=tmp_path, check=False)
-    assert proc.returncode != 0
-    assert (
-        "ran to its end after 40 optimizer step(s), each of one optimizer over several "
-        "modules at once (D_A and D_B; G_AB and G_BA): two optimizers over two modules "
-        "each, as CycleGAN chains its two generators and its two discriminators; the audit "
-        "reads one G and one D. ganstep.engine.cycle.CycleStep computes CycleGAN's update"
-    ) in proc.stderr, proc.stderr
-
-
 def test_torchs_averaged_model_of_g_is_named_in_a_note(tmp_path):
     """torch.optim.swa_utils.AveragedModel(G) with an EMA, updated after G's step: its
     state is its copy's and a count, named by the copy it holds."""

@@ -96,3 +96,19 @@ def test_a_tag_is_dropped_with_its_tensors():
     stand_in = torch.randn(3)  # a tensor the test points at the old address's entry
     mode.tags[(stand_in.device, stand_in.untyped_storage().data_ptr())] = mode.tags.pop(address)
     assert mode.source(stand_in) is None  # the tagged tensor is gone: not G's
+
+
+def test_a_tensor_made_on_a_tagged_storage_outside_torch_calls_keeps_its_tag():
+    """PyTorch-GAN's ReplayBuffer returns ``Variable(torch.cat(rows))``: ``Variable``
+    makes a tensor on the cat's storage without a torch call the mode sees, and the cat
+    itself is gone at once; the pooled fakes are still G's (D's step on them read as a
+    regularizer's step on data, so CycleGAN's D seemed never to see a fake)."""
+    from torch.autograd import Variable
+
+    def pooled(fake, real):
+        rows = [torch.unsqueeze(row, 0) for row in fake.data]
+        return [Variable(torch.cat(rows)), Variable(torch.cat([row.clone() for row in rows]))]
+
+    sources, made = follow(pooled)
+    gc.collect()
+    assert sources == [G_CALL, G_CALL]

@@ -94,10 +94,16 @@ class _Forward:
     # value (ProGAN's critic(x, alpha, step)); None where one is not
     plain: tuple[tuple[int, object], ...] | None = ()
 
+    # a call of one of several modules read as one side ("G" for CycleGAN's two
+    # generators): ``part`` names that module's place in the side; a pass of its own
+    member: bool = False
+
     @property
     def continues(self) -> bool:
         """A part fed by another part of the same module: the same call of the module
         (``G.synthesis`` on what ``G.mapping`` made), not a pass of its own."""
+        if self.member:
+            return False
         return bool(self.part) and self.producer is not None and self.producer.label == self.label
 
     @property
@@ -180,6 +186,13 @@ class _Step:
     # that would compute one: the step had nothing to step
     gradless: bool = False
     where: str | None = None  # the audited script's line that called it
+    # the modules it stepped (labels): one, or several for one optimizer over several
+    # modules (CycleGAN's two generators), whose step is labelled by their joined labels
+    modules: frozenset[str] = frozenset()
+
+    @property
+    def joint(self) -> bool:
+        return len(self.modules) > 1
 
 
 NO_STEPS = "no optimizer step of G or D ran"  # a report's pattern when nothing trained
@@ -220,6 +233,10 @@ class Report:
     regularization_at: dict[str, list[int]] = field(
         default_factory=lambda: {m: [] for m in MODULES}
     )
+    # G's and D's modules by the script's names where a side is several (CycleGAN's)
+    sides: dict[str, list[str]] | None = None
+    # such a script read as CycleStep takes it (ganstep.tools.sides.Cycle), if it is
+    cycle: object = None
 
     def as_dict(self) -> dict:
         """A JSON-ready dict (the error as its message)."""
@@ -244,6 +261,7 @@ class Report:
             "d_g_between": self.d_g_between,
             "regularization": self.regularization,
             "regularization_at": self.regularization_at,
+            "sides": self.sides,
             **({} if self.port is None else {"port": self.port.as_dict()}),
         }
 
@@ -262,6 +280,11 @@ class Report:
             f"ganstep audit: {self.iterations} iteration(s), update order: {self.order}",
             "  passes per iteration: " + ", ".join(passes(m) for m in MODULES),
         ]
+        if self.cycle is not None:
+            lines.append(f"  sides: {self.cycle.describe()}")
+        elif self.sides:
+            read = "; ".join(f"{m} is {' and '.join(names)}" for m, names in self.sides.items())
+            lines.append(f"  sides: {read}")
         if self.pattern:
             lines.append(f"  pattern: {self.pattern}")
         if any(self.regularization.values()):
@@ -286,8 +309,16 @@ class Report:
                 lines.append(f"  (the crash: {cause})")
         lines.append("  hazards:" if self.hazards else "  hazards: none found")
         lines += [f"   - {h}" for h in self.hazards]
-        lines += self._d_lines()
-        if self.schedule:
+        lines += self._d_lines()[: 1 if self.sides else None]  # (Step's options: not a side's)
+        if self.schedule and self.cycle is not None:
+            lines.append(
+                f"  ganstep: {self.schedule} (ganstep.engine.cycle) computes this update "
+                "order, both Ds frozen in G's step; its options for the script's losses: "
+                "docs/loops.md, CycleGAN."
+            )
+        elif self.sides:
+            lines.append("  ganstep: no CycleStep matches this update order.")
+        elif self.schedule:
             lines.append(
                 f"  ganstep: schedule {self.schedule} computes this update with the fewest "
                 f"passes; it would save about {wasted} per iteration."
@@ -466,9 +497,11 @@ class Recorder:
         self.backwards: list[_Backward] = []
         self.opt_steps: list[_Step] = []
         self.clips: list[_Clip] = []  # the script's calls of torch's gradient clipping
-        self.joint_steps = 0  # steps of one optimizer over several modules (G and D at once)
         self.unowned_steps = 0  # steps of an optimizer over no module seen called
-        self.joint_modules: set[frozenset[str]] = set()  # the labels each such step spanned
+        # steps of one optimizer over several modules (G and D at once, or CycleGAN's two
+        # generators), labelled by their modules' labels joined with "+": read as one
+        # side's steps where the script's modules form two sides
+        self.joint_opt_steps: list[_Step] = []
         self.events: list[tuple[str, object]] = []  # ("backward", b) / ("step", s), in order
         self.current: _Backward | None = None
         self.contrib: dict[int, set[int]] = {}  # param id -> backward indices in its .grad
@@ -665,13 +698,11 @@ class Recorder:
 
     def _step_hook(self, opt, args, kwargs) -> None:
         labels = self._labels_of(opt)
-        if len(labels) > 1:
-            self.joint_steps += 1
-            self.joint_modules.add(frozenset(labels))
         self.unowned_steps += not labels
-        if len(labels) != 1:
-            return  # an optimizer of something else, or of both: not one module's step
-        (label,) = labels
+        if not labels:
+            return  # an optimizer of something else
+        # one module's step, or one over several: a side's, once the sides are known
+        label = "+".join(sorted(labels))
         used: set[int] = set()
         # (torch gives the global pre-hook the optimizer again as args[0])
         fed = any(callable(a) and a is not opt for a in args) or callable(kwargs.get("closure"))
@@ -680,11 +711,14 @@ class Recorder:
                 if p.grad is not None:
                     used |= self.contrib.get(id(p), set())
                     fed = fed or bool(p.grad.detach().ne(0).any())
-        step = _Step(label, self._next(), used, self.flops(), self.iteration,
-                     gradless=not fed, where=self.call_site())  # fmt: skip
-        self.before_step(step)
-        self.opt_steps.append(step)
-        self.events.append(("step", step))
+        step = _Step(label, self._next(), used, self.flops(), self.iteration, gradless=not fed,
+                     where=self.call_site(), modules=frozenset(labels))  # fmt: skip
+        self.before_step(step)  # (where a script is stopped, the step does not run)
+        if step.joint:
+            self.joint_opt_steps.append(step)
+        else:
+            self.opt_steps.append(step)
+            self.events.append(("step", step))
         for b in self.backwards:
             if b.index in used:
                 b.used_by.add(label)
@@ -869,7 +903,7 @@ class _Analysis:
         for f in self.forwards:
             # the same input at the same own parameters, within one iteration, with no
             # random numbers drawn: the same result
-            key = (f.label, f.iteration, f.versions.get(f.label, 0), f.key)
+            key = (f.label, f.part, f.iteration, f.versions.get(f.label, 0), f.key)
             f.recomputed = f.key is not None and key in seen and not f.random
             if f.continues:  # a later part of a call: recomputed where its start was
                 f.recomputed = f.producer.recomputed and not f.random
@@ -1345,6 +1379,8 @@ def observe_d(rec: Recorder) -> DProfile | None:
     D = rec.modules.get("D")
     if first is None or D is None or not isinstance(first.args[0], Tensor):
         return None
+    if first.member:  # one module of a side (CycleGAN's D_A)
+        D = D[int(first.part.split(".")[0])]
     x, rest = first.args[0], first.args[1:]
     try:
         return profile_d(D, Batch(x), lambda module, batch: module(batch.x, *rest))

@@ -61,6 +61,7 @@ from .port import (
     script_moved,
 )
 from .port import port as port_of
+from .sides import find_sides, merge_phases, read_as_sides, read_cycle, side_members
 
 
 class AuditError(ValueError):
@@ -394,7 +395,7 @@ class ScriptRecorder(Recorder):
 
     def before_step(self, step) -> None:
         self._name_loop(step.label)
-        if self.capture is not None:  # the script's numbers as the last step left them
+        if self.capture is not None and not step.joint:  # the numbers as the last step left them
             self.capture.before_step(len(self.opt_steps), self.namespace)
             if step.label in self.modules:  # the module about to step, as it is now
                 self.capture.stepping(self.modules[step.label])
@@ -450,6 +451,10 @@ def _find_g_and_d(rec: ScriptRecorder, g_name: str | None, d_name: str | None) -
         named[label] = role
     if len(named) == 2:
         return named
+    if not named and rec.joint_opt_steps:  # CycleGAN's generators in one optimizer
+        sides = find_sides(rec)
+        if sides is not None:
+            return sides
     trained = set().union(*map(_held, rec.optimizers))
     candidates = [label for label, m in rec.modules.items()
                   if any(id(p) in trained for p in m.parameters())]  # fmt: skip
@@ -478,12 +483,16 @@ def _find_g_and_d(rec: ScriptRecorder, g_name: str | None, d_name: str | None) -
 
 def _rename(rec: Recorder, roles: dict[str, str]) -> None:
     """Relabel the recording: provisional labels in ``roles`` become "G"/"D", every
-    other module gets a label the analysis ignores."""
+    other module gets a label the analysis ignores. Several labels of one role are a
+    side (CycleGAN's two generators): one module of their calls (:mod:`.sides`)."""
 
     def new(label: str) -> str:
         return roles.get(label, f"other:{label}")
 
-    rec.modules = {new(k): v for k, v in rec.modules.items()}
+    members = side_members(rec, roles)
+    if members:
+        read_as_sides(rec, roles, members)
+    rec.modules = {k if k in members else new(k): v for k, v in rec.modules.items()}
     rec.owner = {k: new(v) for k, v in rec.owner.items()}
     for f in rec.forwards:
         f.label = new(f.label)
@@ -493,6 +502,8 @@ def _rename(rec: Recorder, roles: dict[str, str]) -> None:
         b.used_by = {new(x) for x in b.used_by}
     for s in rec.opt_steps:
         s.label = new(s.label)
+    if members:
+        merge_phases(rec)
 
 
 def _assign_iterations(rec: Recorder, crashed: bool) -> int:
@@ -777,6 +788,12 @@ NOISE_MOVED = 1e-3
 def _port(rec: ScriptRecorder, report: Report) -> Port:
     """The port of the audited script; a failure of its own is said, not raised (the
     report stands without it)."""
+    if report.sides:
+        return Port(None, report.iterations, notes=[
+            "the port maps one G and one D; this script's are two modules each (its sides "
+            "above): " + (f"{report.schedule} is its update order, with its losses' "
+                          "options as docs/loops.md shows them for CycleGAN" if report.schedule
+                          else "no CycleStep matches its update order")])  # fmt: skip
     try:
         return port_of(rec, report, rec.capture, _names(rec))
     except Exception as e:
@@ -793,7 +810,7 @@ def _untrained(rec: ScriptRecorder, script) -> str:
             "seems to run in a child, which the audit does not follow; audit the function "
             "the child runs (--function), or run the loop in the main process"
         )
-    if rec.joint_steps:
+    if rec.joint_opt_steps:
         return _joint(script, rec)
     if rec.unowned_steps:
         return (
@@ -813,7 +830,8 @@ def _untrained(rec: ScriptRecorder, script) -> str:
 def _report(rec: ScriptRecorder, path: Path, script, G, D, error) -> Report:
     """The report of what ``rec`` recorded; ``error``: what the script raised, if any."""
     location = crash_location(error, str(path)) if error is not None else None
-    if error is None and rec.exit_code is not None and not rec.opt_steps:
+    unread = not rec.opt_steps and (not rec.joint_opt_steps or find_sides(rec) is None)
+    if error is None and unread and (rec.exit_code is not None or rec.joint_opt_steps):
         raise AuditError(_untrained(rec, script))
     try:
         roles = _find_g_and_d(rec, G, D)
@@ -822,6 +840,7 @@ def _report(rec: ScriptRecorder, path: Path, script, G, D, error) -> Report:
             raise AuditError(f"{location or script}: {_describe(error)}, before G and D "
                              "were found") from error  # fmt: skip
         raise AuditError(f"{script}: {e}{_ended(rec)}") from None
+    names, members = _names(rec), side_members(rec, roles)
     _rename(rec, roles)
     done = _assign_iterations(rec, error is not None)
     if done == 0:
@@ -829,7 +848,28 @@ def _report(rec: ScriptRecorder, path: Path, script, G, D, error) -> Report:
             f"{script} ran no complete iteration of G and D steps{_ended(rec)}: nothing to "
             "audit (does it train, with the arguments given after --?)"
         )
-    return analyse(rec, done, error, location)
+    report = analyse(rec, done, error, location)
+    if members:
+        _read_sides(report, rec, names, roles, members)
+    return report
+
+
+def _read_sides(report: Report, rec: ScriptRecorder, names: dict, roles: dict,
+                members: dict) -> None:  # fmt: skip
+    """Say which modules each side is (``names``: the script's name of each provisional
+    label, in the order the script first called them; ``members``: the sides of several),
+    and the CycleStep of a CycleGAN's update in place of the schedule read for one G and
+    one D."""
+    report.sides = {m: [name for label, name in names.items() if roles.get(label) == m]
+                    for m in MODULES}  # fmt: skip
+    report.cycle = read_cycle(rec, names, members)
+    schedule = report.schedule
+    if report.cycle is None or schedule is None or "g_steps" in schedule:
+        report.schedule = None
+        return
+    d_steps = re.search(r"d_steps=(\d+)", schedule)
+    call = report.cycle.call(report.order, int(d_steps.group(1)) if d_steps else 1)
+    report.schedule = call or None
 
 
 def _ended(rec: ScriptRecorder) -> str:
@@ -1062,16 +1102,17 @@ def _joint(script: str | Path, rec: ScriptRecorder) -> str:
         module = rec.modules[label]
         return names.get(id(module)) or path_to(rec.scope, module) or label
 
-    spans = sorted(sorted(map(name, labels)) for labels in rec.joint_modules)
+    spans = sorted(sorted(map(name, labels)) for labels in {s.modules for s in rec.joint_opt_steps})
     named = "; ".join(" and ".join(labels) for labels in spans)
-    said = (f"{script} {rec.exit_how} after {rec.joint_steps} optimizer step(s), each of "
-            f"one optimizer over several modules at once ({named})")  # fmt: skip
+    how = rec.exit_how or "was stopped by the audit"
+    said = (f"{script} {how} after {len(rec.joint_opt_steps)} optimizer step(s), each of one "
+            f"optimizer over several modules at once ({named})")  # fmt: skip
     if len(spans) == 2 and all(len(labels) == 2 for labels in spans):
         return (
-            f"{said}: two optimizers over two modules each, as CycleGAN chains its two "
-            "generators and its two discriminators; the audit reads one G and one D. "
-            "ganstep.engine.cycle.CycleStep computes CycleGAN's update (docs/loops.md, "
-            "CycleGAN)"
+            f"{said}: two optimizers over two modules each, but not CycleGAN's two sides "
+            "(its generators in one optimizer, each called on the other's outputs, its "
+            "discriminators on theirs and never the other way round), so the audit cannot "
+            "tell G from D"
         )
     return f"{said}: the audit reads G's and D's steps apart; give each its own optimizer"
 

@@ -71,9 +71,11 @@ class Provenance(TorchFunctionMode):
         super().__init__()
         self.output_of = output_of
         self.purge_at = _PURGE_AT
-        # storage (device, address) -> (its tag, weak references to the tensors tagged
-        # there: a view or detach() of one shares its storage and may outlive it)
-        self.tags: dict[tuple, tuple[object, list[weakref.ref]]] = {}
+        # storage (device, address) -> (its tag, a weak reference to that storage: torch
+        # keeps a storage's Python object while any tensor holds it, so the tag lives as
+        # long as the memory does, whichever tensor holds it: a view, a detach(), a
+        # tensor made in C++ on it such as ``Variable(t)``'s)
+        self.tags: dict[tuple, tuple[object, weakref.ref]] = {}
         # called before each call of DRAWING (the port's: the generator's state there)
         self.before_draw: Callable[[], None] | None = None
 
@@ -89,7 +91,7 @@ class Provenance(TorchFunctionMode):
         entry = self.tags.get(ptr)
         if entry is None:
             return None
-        if not _alive(entry[1], ptr):  # all gone: that memory may be another tensor's now
+        if not _alive(entry[1], ptr):  # freed: that memory may be another tensor's now
             del self.tags[ptr]
             return None
         return entry[0]
@@ -164,11 +166,8 @@ class Provenance(TorchFunctionMode):
         if ptr[1] == 0:  # no memory: every empty tensor's address
             return
         entry = self.tags.get(ptr)
-        if entry is not None and entry[0] is tag and _alive(entry[1], ptr):
-            if not any(r() is t for r in entry[1]):  # another view of the same tensor
-                entry[1].append(weakref.ref(t))
-        else:
-            self.tags[ptr] = (tag, [weakref.ref(t)])
+        if entry is None or entry[0] is not tag or not _alive(entry[1], ptr):
+            self.tags[ptr] = (tag, weakref.ref(t.untyped_storage()))
 
 
 def _address(t: Tensor) -> tuple:
@@ -176,10 +175,10 @@ def _address(t: Tensor) -> tuple:
     return t.device, t.untyped_storage().data_ptr()
 
 
-def _alive(refs: list[weakref.ref], ptr: tuple) -> bool:
-    """Whether a tensor of ``refs`` still holds the storage at ``ptr``."""
-    refs[:] = [r for r in refs if r() is not None]
-    return any(_address(r()) == ptr for r in refs)
+def _alive(storage: weakref.ref, ptr: tuple) -> bool:
+    """Whether the storage tagged at ``ptr`` is still allocated there."""
+    held = storage()
+    return held is not None and held.data_ptr() == ptr[1]
 
 
 def _tensors(args: tuple, kwargs: dict) -> Iterator[Tensor]:

@@ -1,0 +1,172 @@
+"""Sides: several modules of a script read as one G or one D.
+
+CycleGAN trains two generators with one optimizer (``itertools.chain(G_AB.parameters(),
+G_BA.parameters())``) and two discriminators with one optimizer or one each. The audit
+reads such a script as one G (the generators, called on each other's outputs) and one
+D (the modules called on theirs): each side's calls are its modules' calls, each a pass
+of its own, and one side's steps in a row over different modules (PyTorch-GAN's
+``optimizer_D_A.step()`` then ``optimizer_D_B.step()``) are one step of that side.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from torch import nn
+
+from .audit import MODULES, Recorder, _Forward, _Step
+
+
+def find_sides(rec: Recorder) -> dict[str, str] | None:
+    """``{label: "G" or "D"}`` where one optimizer stepped several modules and the
+    modules stepped split in two once: that optimizer's modules and any others read as
+    G where every other stepped module was called on an output of theirs and none of
+    theirs on an output of another's; the rest are D. Each joined label of a step over
+    several modules maps to its side too. None where no such split is found, or more
+    than one."""
+    groups = {s.modules for s in [*rec.opt_steps, *rec.joint_opt_steps]}
+    stepped = frozenset().union(*groups) if groups else frozenset()
+    made_from = {(f.label, f.producer.label) for f in rec.forwards
+                 if f.producer is not None and f.producer.label != f.label}  # fmt: skip
+    found = []
+    for side in {g for g in groups if len(g) > 1}:
+        rest = stepped - side
+        if not rest or any(g & side and not g <= side for g in groups):
+            continue
+        fed = all(any((d, g) in made_from for g in side) for d in rest)
+        back = any((g, d) in made_from for g in side for d in rest)
+        if fed and not back:
+            found.append(side)
+    if len(found) != 1:
+        return None
+    roles = {label: "G" if label in found[0] else "D" for label in stepped}
+    for group in groups:
+        if len(group) > 1:
+            roles["+".join(sorted(group))] = roles[next(iter(group))]
+    return roles
+
+
+def side_members(rec: Recorder, roles: dict[str, str]) -> dict[str, list[str]]:
+    """The labels of each side of several modules, in the order the script first
+    called them."""
+    members: dict[str, list[str]] = {}
+    for label in rec.modules:
+        if label in roles:
+            members.setdefault(roles[label], []).append(label)
+    return {role: labels for role, labels in members.items() if len(labels) > 1}
+
+
+def read_as_sides(rec: Recorder, roles: dict[str, str], members: dict[str, list[str]]) -> None:
+    """Relabel ``rec`` (its labels still the provisional ones) so that each side of
+    ``members`` is one module, an ``nn.ModuleList`` of its modules whose calls are
+    parts of it (``part`` its place, ``member`` set); then :func:`_phases`."""
+    place = {label: str(i) for labels in members.values() for i, label in enumerate(labels)}
+    for f in rec.forwards:
+        if f.label in place:
+            f.part = place[f.label] + (f".{f.part}" if f.part else "")
+            f.member = True
+    for role, labels in members.items():
+        side = nn.ModuleList(rec.modules.pop(label) for label in labels)
+        rec.modules[role] = side
+    joint = [s for s in rec.joint_opt_steps if s.label in roles]
+    rec.opt_steps = sorted([*rec.opt_steps, *joint], key=lambda s: s.seq)
+
+
+def merge_phases(rec: Recorder) -> None:
+    """After relabelling: one side's steps in a row, each over other modules than the
+    ones before it in the row, are one step of that side (its last's place; its
+    gradients all of theirs); each forward's versions are then the steps of each side
+    before it."""
+    merged: list[_Step] = []
+    for s in rec.opt_steps:
+        last = merged[-1] if merged else None
+        if last is not None and s.label == last.label and s.label in MODULES:
+            if not s.modules & last.modules:
+                last.modules = last.modules | s.modules
+                last.backwards = last.backwards | s.backwards
+                last.seq, last.flops = s.seq, s.flops
+                last.gradless = last.gradless or s.gradless
+                continue
+        merged.append(s)
+    rec.opt_steps = merged
+    for f in rec.forwards:
+        f.versions = {m: sum(s.label == m and s.seq < f.seq for s in merged) for m in MODULES}
+
+
+@dataclass(frozen=True)
+class Cycle:
+    """A script read as two sides of two modules each, as CycleStep takes them:
+    ``generators`` (G_A, G_B) and ``discriminators`` (D_A judging G_A's outputs, D_B
+    G_B's) by the script's names, ``discriminator_order`` CycleStep's names of its Ds
+    in the order the script steps them, and whether the Ds had an optimizer each."""
+
+    generators: tuple[str, str]
+    discriminators: tuple[str, str]
+    discriminator_order: tuple[str, str]
+    d_optimizers: int
+
+    def call(self, order: str, d_steps: int) -> str:
+        """The CycleStep computing the update read as ``order`` with ``d_steps`` D steps
+        per G step; ``""`` where none does (CycleStep steps D after G on the same
+        fakes, or D first with G every ``g_every``-th iteration)."""
+        options = []
+        if order == "d_first":
+            options += ['order="d_first"'] + [f"g_every={d_steps}"] * (d_steps != 1)
+        elif order != "simultaneous" or d_steps != 1:
+            return ""
+        if self.discriminator_order != ("D_A", "D_B"):
+            options.append(f"discriminator_order={self.discriminator_order!r}".replace("'", '"'))
+        names = ", ".join([*self.generators, *self.discriminators, "opt_g", "opt_d", *options])
+        return f"CycleStep({names})"
+
+    def describe(self) -> str:
+        """The sides, in a line of the report."""
+        g, d = self.generators, self.discriminators
+        each = "one optimizer"
+        if self.d_optimizers == 2:
+            each = ("an optimizer each: one over both is CycleStep's opt_d, the same steps "
+                    "where Adam's are per parameter")  # fmt: skip
+        return (
+            f"G is {g[0]} and {g[1]} (one optimizer), D is {d[0]} (judging {g[0]}'s "
+            f"outputs) and {d[1]} ({each}): CycleGAN's two sides"
+        )
+
+
+def read_cycle(rec: Recorder, names: dict[str, str], members: dict[str, list[str]]) -> Cycle | None:
+    """The :class:`Cycle` of a recording relabelled by :func:`read_as_sides` (``names``:
+    the script's name of each provisional label), where each side has two modules and
+    each D was called on one G's outputs; else None."""
+    if sorted(len(members.get(m, ())) for m in MODULES) != [2, 2]:
+        return None
+    g_labels, d_labels = members["G"], members["D"]
+    judged: dict[int, int] = {}  # D's place -> the G's place whose output it was called on
+    for f in rec.forwards:
+        made = f.producer
+        if f.label == "D" and made is not None and made.label == "G" and f.member and made.member:
+            judged.setdefault(_place(f), _place(made))
+    if sorted(judged.values()) != [0, 1] or sorted(judged) != [0, 1]:
+        return None
+    first = min(range(2), key=lambda i: names[g_labels[i]])  # G_A: the first by name
+    g_places = (first, 1 - first)
+    d_places = tuple(next(d for d, g in judged.items() if g == place) for place in g_places)
+    cycle_name = {d_places[0]: "D_A", d_places[1]: "D_B"}
+    # the order the first D step forwarded its two modules in
+    d_step = next((s for s in rec.opt_steps if s.label == "D"), None)
+    through = [] if d_step is None else [f for b in rec.backwards if b.index in d_step.backwards
+                                         for f in b.through if f.label == "D"]  # fmt: skip
+    seen = (cycle_name[_place(f)] for f in sorted(through, key=lambda f: f.seq))
+    order = list(dict.fromkeys(seen))
+    if len(order) != 2:
+        order = ["D_A", "D_B"]
+    one = frozenset(d_labels) in {s.modules for s in rec.joint_opt_steps}
+    return Cycle(
+        (names[g_labels[g_places[0]]], names[g_labels[g_places[1]]]),
+        (names[d_labels[d_places[0]]], names[d_labels[d_places[1]]]),
+        (order[0], order[1]),
+        1 if one else 2,
+    )
+
+
+def _place(f: _Forward) -> int:
+    """The place in its side of the module a member's call ran."""
+    return int(f.part.split(".")[0])

@@ -1,0 +1,185 @@
+"""`ganstep audit` on CycleGAN's loops: two generators in one optimizer and two
+discriminators (in one optimizer, or an optimizer each) read as G's side and D's, each
+module's calls a pass of its own, one side's steps in a row one step of that side, and
+the CycleStep that computes the update order named, by the script's names, in the
+CycleStep's argument order (its D_A judges its G_A's outputs)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from helpers import ganstep
+
+SCRIPTS = Path(__file__).parent / "audit_scripts"
+
+
+def audited(tmp_path: Path, script: Path, *args) -> tuple:
+    """The audit's output and its JSON report (each run its own file)."""
+    out = tmp_path / f"report{len(list(tmp_path.glob('report*.json')))}.json"
+    proc = ganstep("audit", script, "--json", out, *args, cache=tmp_path, cwd=tmp_path,
+                   check=False)  # fmt: skip
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return proc, json.loads(out.read_text())
+
+
+def written(tmp_path: Path, source: str) -> Path:
+    script = tmp_path / "cycle.py"
+    script.write_text(source)
+    return script
+
+
+def test_pytorch_gan_cyclegan_is_read_as_two_sides(tmp_path):
+    """PyTorch-GAN's cyclegan.py as written: one Adam over G_AB and G_BA, an Adam per D,
+    D_A's step then D_B's, each D on its buffer of past fakes. Six G calls (two identity,
+    two fakes, two reconstructions), six D calls (two in G's loss, two per D step); D's
+    weight gradients of G's loss taken and never stepped, as the script leaves both Ds
+    trainable in G's step."""
+    proc, r = audited(tmp_path, SCRIPTS / "pytorch_gan_cyclegan.py")
+    assert r["order"] == "simultaneous" and r["iterations"] == 2
+    assert r["forwards"] == {"G": 6, "D": 6} and r["backwards"] == {"G": 6, "D": 6}
+    # in the order the script first calls them: G_BA's identity forward comes first
+    assert r["sides"] == {"G": ["G_BA", "G_AB"], "D": ["D_B", "D_A"]}
+    assert r["schedule"] == (
+        'CycleStep(G_AB, G_BA, D_B, D_A, opt_g, opt_d, discriminator_order=("D_B", "D_A"))'
+    )
+    (hazard,) = r["hazards"]
+    assert hazard.startswith("D's weight gradients were computed in G's step and never stepped")
+    assert 0 < r["wasted_flops"] < r["total_flops"]
+    assert r["regularization"] == {"G": 0, "D": 0}  # (D's steps on pooled fakes: its own)
+    assert (
+        "sides: G is G_AB and G_BA (one optimizer), D is D_B (judging G_AB's outputs) and "
+        "D_A (an optimizer each: one over both is CycleStep's opt_d"
+    ) in proc.stdout
+
+
+def test_junyanz_cyclegan_with_its_ds_frozen_wastes_nothing(tmp_path):
+    """pytorch-CycleGAN-and-pix2pix's CycleGANModel: both Ds switched off in G's step,
+    one Adam over both Ds, D_A's loss first; without the identity terms G runs four
+    times. The port says it maps one G and one D, and names the CycleStep."""
+    proc, r = audited(tmp_path, SCRIPTS / "junyanz_cyclegan.py", "--port")
+    assert r["order"] == "simultaneous" and r["hazards"] == [] and r["wasted_flops"] == 0
+    assert r["forwards"] == {"G": 6, "D": 6}
+    assert r["sides"] == {"G": ["self.netG_A", "self.netG_B"], "D": ["self.netD_A", "self.netD_B"]}
+    call = "CycleStep(self.netG_A, self.netG_B, self.netD_A, self.netD_B, opt_g, opt_d)"
+    assert r["schedule"] == call
+    assert "(one optimizer): CycleGAN's two sides" in proc.stdout
+    assert r["port"]["code"] is None
+    assert r["port"]["notes"] == [
+        "the port maps one G and one D; this script's are two modules each (its sides "
+        f"above): {call} is its update order, with its losses' options as docs/loops.md "
+        "shows them for CycleGAN"
+    ]
+    _, r = audited(tmp_path, SCRIPTS / "junyanz_cyclegan.py", "--", "--lambda_identity", 0)
+    assert r["forwards"] == {"G": 4, "D": 6} and r["schedule"] == call
+
+
+LOOP_HEAD = """
+import itertools
+
+import torch
+from torch import nn
+
+torch.manual_seed(0)
+G_AB, G_BA = nn.Linear(2, 2), nn.Linear(2, 2)
+D_A, D_B = nn.Linear(2, 1), nn.Linear(2, 1)
+optimizer_G = torch.optim.Adam(itertools.chain(G_AB.parameters(), G_BA.parameters()), 1e-3)
+mse = nn.MSELoss()
+"""
+
+CHAINED_PAIRS = (
+    LOOP_HEAD
+    + """
+optimizer_D = torch.optim.Adam(itertools.chain(D_A.parameters(), D_B.parameters()), 1e-3)
+for i in range(20):
+    real_A, real_B = torch.randn(8, 2), torch.randn(8, 2)
+    fake_B, fake_A = G_AB(real_A), G_BA(real_B)
+    optimizer_G.zero_grad()
+    cycle = (G_BA(fake_B) - real_A).abs().mean() + (G_AB(fake_A) - real_B).abs().mean()
+    loss_G = mse(D_B(fake_B), torch.ones(8, 1)) + mse(D_A(fake_A), torch.ones(8, 1)) + 10 * cycle
+    loss_G.backward()
+    optimizer_G.step()
+    optimizer_D.zero_grad()
+    loss_D = (mse(D_A(real_A), torch.ones(8, 1)) + mse(D_A(fake_A.detach()), torch.zeros(8, 1))
+              + mse(D_B(real_B), torch.ones(8, 1)) + mse(D_B(fake_B.detach()), torch.zeros(8, 1)))
+    loss_D.backward()
+    optimizer_D.step()
+"""
+)
+
+
+def test_chained_pairs_without_a_pool_recompute_ds_forwards_on_the_fakes(tmp_path):
+    """A CycleGAN loop written in a few lines (once refused: "the audit reads one G and
+    one D"): no pool, so each D's forward on the detached fakes in D's step repeats its
+    forward in G's step at the same parameters; D_A (judging G_BA's fakes) steps first."""
+    proc, r = audited(tmp_path, written(tmp_path, CHAINED_PAIRS))
+    assert r["order"] == "simultaneous"
+    assert r["forwards"] == {"G": 4, "D": 6}
+    assert r["schedule"] == (
+        'CycleStep(G_AB, G_BA, D_B, D_A, opt_g, opt_d, discriminator_order=("D_B", "D_A"))'
+    )
+    assert len(r["hazards"]) == 2
+    assert r["hazards"][1].startswith("D was forwarded again on the same input at the same")
+
+
+def test_a_d_first_cycle_with_g_every_other_iteration(tmp_path):
+    """DualGAN's order: each D on fakes of the iteration's G, then G on every second
+    iteration with its forwards anew: CycleStep(order="d_first", g_every=2)."""
+    source = (
+        LOOP_HEAD
+        + """
+optimizer_D_A = torch.optim.Adam(D_A.parameters(), 1e-3)
+optimizer_D_B = torch.optim.Adam(D_B.parameters(), 1e-3)
+for i in range(20):
+    real_A, real_B = torch.randn(8, 2), torch.randn(8, 2)
+    fake_A, fake_B = G_BA(real_B), G_AB(real_A)
+    optimizer_D_A.zero_grad()
+    (D_A(fake_A.detach()).mean() - D_A(real_A).mean()).backward()
+    optimizer_D_A.step()
+    optimizer_D_B.zero_grad()
+    (D_B(fake_B.detach()).mean() - D_B(real_B).mean()).backward()
+    optimizer_D_B.step()
+    if i % 2 == 0:
+        optimizer_G.zero_grad()
+        fake_A, fake_B = G_BA(real_B), G_AB(real_A)
+        cycle = (G_BA(fake_B) - real_A).abs().mean() + (G_AB(fake_A) - real_B).abs().mean()
+        (-D_A(fake_A).mean() - D_B(fake_B).mean() + 10 * cycle).backward()
+        optimizer_G.step()
+"""
+    )
+    _, r = audited(tmp_path, written(tmp_path, source), "--iterations", 3)
+    assert r["order"] == "d_first"
+    assert r["schedule"] == ('CycleStep(G_AB, G_BA, D_B, D_A, opt_g, opt_d, order="d_first", '
+                             'g_every=2, discriminator_order=("D_B", "D_A"))')  # fmt: skip
+
+
+def test_a_cycle_whose_d_steps_on_fakes_of_the_stepped_g_is_named_unmatched(tmp_path):
+    """G's step, then D's on fakes made anew by the stepped generators: g_first, which
+    CycleStep does not run; the sides are still read, no schedule named."""
+    source = CHAINED_PAIRS.replace(
+        "    optimizer_D.zero_grad()\n",
+        "    optimizer_D.zero_grad()\n    fake_B, fake_A = G_AB(real_A), G_BA(real_B)\n",
+    )
+    proc, r = audited(tmp_path, written(tmp_path, source))
+    assert r["order"] == "g_first" and r["schedule"] is None
+    assert r["sides"] == {"G": ["G_AB", "G_BA"], "D": ["D_B", "D_A"]}
+    assert "ganstep: no CycleStep matches this update order." in proc.stdout
+
+
+def test_two_optimizers_each_over_a_g_and_a_d_are_not_read_as_sides(tmp_path):
+    """Each optimizer over a generator and a discriminator: no split into a side called
+    on the other's outputs; the audit says it cannot tell G from D."""
+    source = CHAINED_PAIRS.replace(
+        "itertools.chain(G_AB.parameters(), G_BA.parameters())",
+        "itertools.chain(G_AB.parameters(), D_B.parameters())",
+    ).replace(
+        "itertools.chain(D_A.parameters(), D_B.parameters())",
+        "itertools.chain(D_A.parameters(), G_BA.parameters())",
+    )
+    proc = ganstep("audit", written(tmp_path, source), cache=tmp_path, cwd=tmp_path, check=False)
+    assert proc.returncode != 0
+    assert (
+        "cycle.py was stopped by the audit after 4 optimizer step(s), each of one optimizer "
+        "over several modules at once (D_A and G_BA; D_B and G_AB): two optimizers over two "
+        "modules each, but not CycleGAN's two sides"
+    ) in proc.stderr, proc.stderr
