@@ -183,3 +183,35 @@ def test_two_optimizers_each_over_a_g_and_a_d_are_not_read_as_sides(tmp_path):
         "over several modules at once (D_A and G_BA; D_B and G_AB): two optimizers over two "
         "modules each, but not CycleGAN's two sides"
     ) in proc.stderr, proc.stderr
+
+
+def test_an_encoder_trained_with_g_in_one_optimizer_is_read_as_gs_side(tmp_path):
+    """A VAE-GAN's one optimizer over its encoder and decoder: the two are G's side (D is
+    called on the decoder's outputs, neither on D's), read in D's order; no Step trains
+    such a side, and the report says so rather than naming one."""
+    source = """
+import itertools
+
+import torch
+from torch import nn
+
+torch.manual_seed(0)
+E, G, D = nn.Linear(4, 2), nn.Linear(2, 4), nn.Linear(4, 1)
+opt_eg = torch.optim.Adam(itertools.chain(E.parameters(), G.parameters()), 1e-3)
+opt_d = torch.optim.Adam(D.parameters(), 1e-3)
+bce = nn.BCEWithLogitsLoss()
+for i in range(20):
+    x = torch.randn(8, 4)
+    recon = G(E(x))
+    opt_d.zero_grad()
+    (bce(D(x), torch.ones(8, 1)) + bce(D(recon.detach()), torch.zeros(8, 1))).backward()
+    opt_d.step()
+    opt_eg.zero_grad()
+    (bce(D(recon), torch.ones(8, 1)) + (recon - x).pow(2).mean()).backward()
+    opt_eg.step()
+"""
+    proc, r = audited(tmp_path, written(tmp_path, source))
+    assert r["order"] == "d_first" and r["schedule"] is None
+    assert r["sides"] == {"G": ["E", "G"], "D": ["D"]}
+    assert r["forwards"] == {"G": 2, "D": 3}
+    assert "ganstep: no ganstep Step trains these sides" in proc.stdout

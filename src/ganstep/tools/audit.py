@@ -316,8 +316,11 @@ class Report:
                 "order, both Ds frozen in G's step; its options for the script's losses: "
                 "docs/loops.md, CycleGAN."
             )
-        elif self.sides:
+        elif self.sides and self.cycle is not None:
             lines.append("  ganstep: no CycleStep matches this update order.")
+        elif self.sides:
+            lines.append("  ganstep: no ganstep Step trains these sides (a Step takes one G "
+                         "and one D, CycleStep two of each).")  # fmt: skip
         elif self.schedule:
             lines.append(
                 f"  ganstep: schedule {self.schedule} computes this update with the fewest "
