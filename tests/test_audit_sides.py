@@ -41,8 +41,9 @@ def test_pytorch_gan_cyclegan_is_read_as_two_sides(tmp_path):
     # in the order the script first calls them: G_BA's identity forward comes first
     assert r["sides"] == {"G": ["G_BA", "G_AB"], "D": ["D_B", "D_A"]}
     assert r["schedule"] == (
-        'CycleStep(G_AB, G_BA, D_B, D_A, opt_g, opt_d, discriminator_order=("D_B", "D_A"))'
-    )
+        'CycleStep(G_AB, G_BA, D_B, D_A, opt_g, opt_d, discriminator_order=("D_B", "D_A"), '
+        'g_order=("idt_B", "idt_A", "fake_B", "fake_A", "rec_A", "rec_B"))'
+    )  # its identity maps first (the order counts for a G with state or draws)
     (hazard,) = r["hazards"]
     assert hazard.startswith("D's weight gradients were computed in G's step and never stepped")
     assert 0 < r["wasted_flops"] < r["total_flops"]
@@ -116,8 +117,9 @@ def test_chained_pairs_without_a_pool_recompute_ds_forwards_on_the_fakes(tmp_pat
     assert r["order"] == "simultaneous"
     assert r["forwards"] == {"G": 4, "D": 6}
     assert r["schedule"] == (
-        'CycleStep(G_AB, G_BA, D_B, D_A, opt_g, opt_d, discriminator_order=("D_B", "D_A"))'
-    )
+        'CycleStep(G_AB, G_BA, D_B, D_A, opt_g, opt_d, discriminator_order=("D_B", "D_A"), '
+        'g_order=("fake_B", "fake_A", "rec_A", "rec_B"))'
+    )  # both fakes, then both reconstructions: DiscoGAN's order
     assert len(r["hazards"]) == 2
     assert r["hazards"][1].startswith("D was forwarded again on the same input at the same")
 
@@ -150,7 +152,8 @@ for i in range(20):
     _, r = audited(tmp_path, written(tmp_path, source), "--iterations", 3)
     assert r["order"] == "d_first"
     assert r["schedule"] == ('CycleStep(G_AB, G_BA, D_B, D_A, opt_g, opt_d, order="d_first", '
-                             'g_every=2, discriminator_order=("D_B", "D_A"))')  # fmt: skip
+                             'g_every=2, discriminator_order=("D_B", "D_A"), '
+                             'g_order=("fake_A", "fake_B", "rec_A", "rec_B"))')  # fmt: skip
 
 
 def test_a_cycle_whose_d_steps_on_fakes_of_the_stepped_g_is_named_unmatched(tmp_path):

@@ -243,6 +243,9 @@ def patch_d() -> nn.Module:
                          nn.ZeroPad2d((1, 0, 1, 0)), nn.Conv2d(8, 1, 4, padding=1))  # fmt: skip
 
 
+PYTORCH_GAN_G_ORDER = ("idt_B", "idt_A", "fake_B", "fake_A", "rec_A", "rec_B")
+
+
 def cyclegan_step(ours, **order) -> CycleStep:
     """cyclegan.py's update: its GAN losses averaged (``g_scale=1``), its cycle L1s
     averaged and weighted 10 (``cycle=5``), its identity L1s averaged and weighted 5
@@ -260,7 +263,7 @@ def test_pytorch_gan_cyclegan_as_written_equals_cycle_step():
     batches = domains(4)  # 4 rows a batch: the buffers of 3 fill, then draw
     random.seed(7)
     expected = reference.pytorch_gan_cyclegan(*theirs, batches, buffer_size=3)
-    step = cyclegan_step(ours, discriminator_order=("D_B", "D_A"))
+    step = cyclegan_step(ours, discriminator_order=("D_B", "D_A"), g_order=PYTORCH_GAN_G_ORDER)
     random.seed(7)
     got = []
     for a, b in batches:
@@ -289,6 +292,36 @@ def test_cyclegan_with_its_buffers_drawn_in_the_other_order_is_another_update():
         assert_same_runs(theirs, ours)
 
 
+def noisy_g() -> nn.Module:
+    """A G that tells its forwards' order apart: BatchNorm's running statistics and
+    Dropout's masks (cyclegan.py's ResNet has neither; a user's G may)."""
+    return nn.Sequential(nn.Conv2d(1, 4, 3, 1, 1, bias=False), nn.BatchNorm2d(4), nn.ReLU(),
+                         nn.Dropout(0.5), nn.Conv2d(4, 1, 3, 1, 1), nn.Tanh())  # fmt: skip
+
+
+@pytest.mark.parametrize("g_order, equal", [(PYTORCH_GAN_G_ORDER, True), (None, False)])
+def test_cyclegans_identity_forwards_first_with_a_g_of_state_and_draws(g_order, equal):
+    """cyclegan.py runs G's identity forwards before the others; with a G whose forwards
+    draw numbers and move statistics, CycleStep equals it where its g_order places them
+    so, and parts from it with CycleGAN's order (identity last)."""
+    theirs, ours = models(noisy_g, patch_d)
+    batches = domains(3)
+    random.seed(7)
+    torch.manual_seed(3)
+    reference.pytorch_gan_cyclegan(*theirs, batches, buffer_size=3)
+    order = {} if g_order is None else {"g_order": g_order}
+    step = cyclegan_step(ours, discriminator_order=("D_B", "D_A"), **order)
+    random.seed(7)
+    torch.manual_seed(3)
+    for a, b in batches:
+        step(a, b)
+    if equal:
+        assert_same_runs(theirs, ours)
+    else:
+        with pytest.raises(AssertionError):
+            assert_same_runs(theirs, ours)
+
+
 def test_cycle_step_orders_are_checked():
     _, ours = models(DiscoG, disco_d)
     for options, error in (({"g_every": 2}, "order='d_first'"),
@@ -296,7 +329,11 @@ def test_cycle_step_orders_are_checked():
                            ({"g_order": ("rec_A", "fake_B", "fake_A", "rec_B")}, "after it"),
                            ({"g_order": ("fake_B", "fake_A")}, "permutation"),
                            ({"discriminator_order": ("D_A", "D_A")}, "discriminator_order"),
-                           ({"g_every": 0, "order": "d_first"}, "g_every")):  # fmt: skip
+                           ({"g_every": 0, "order": "d_first"}, "g_every"),
+                           ({"g_order": PYTORCH_GAN_G_ORDER, "identity": 0.0}, "identity=0"),
+                           ({"g_order": PYTORCH_GAN_G_ORDER[1:]}, "permutation"),
+                           ({"g_order": ("idt_B", "idt_A", "rec_A", "fake_B", "fake_A",
+                                         "rec_B")}, "after it")):  # fmt: skip
         with pytest.raises(ValueError, match=error):
             CycleStep(*ours, **options)
 

@@ -55,6 +55,9 @@ from .views import View, add_terms, normalize_terms
 
 # G's four forwards: fake_B = G_A(a), rec_A = G_B(fake_B), fake_A = G_B(b), rec_B = G_A(fake_A).
 CYCLEGAN_G_ORDER = ("fake_B", "rec_A", "fake_A", "rec_B")
+# its identity forwards, idt_A = G_A(b) and idt_B = G_B(a): by default in G's loss, after
+# the four; a g_order may place them among the four (PyTorch-GAN's cyclegan.py first)
+IDENTITY_FORWARDS = ("idt_A", "idt_B")
 ORDERS = ("simultaneous", "d_first")
 
 
@@ -106,7 +109,10 @@ class CycleStep:
             "fake_A", "rec_B")`` (CycleGAN's, the default) with each reconstruction after
             its fake: DiscoGAN's ``("fake_B", "fake_A", "rec_A", "rec_B")``, DualGAN's
             ``("fake_A", "fake_B", "rec_A", "rec_B")``. ``d_first``'s D phase makes its two
-            fakes in this order too.
+            fakes in this order too. It may also place the identity forwards, ``"idt_A"``
+            (``G_A(b)``) and ``"idt_B"`` (``G_B(a)``), among the four (PyTorch-GAN's
+            cyclegan.py: ``("idt_B", "idt_A", "fake_B", "fake_A", "rec_A", "rec_B")``);
+            without them they run in G's loss, after the four (CycleGAN's).
         discriminator_order: the order of the two Ds' forwards in G's loss and of their
             losses and backward passes in D's phase, ``("D_A", "D_B")`` (CycleGAN's) or
             ``("D_B", "D_A")`` (DiscoGAN's and DualGAN's domain A first).
@@ -168,6 +174,11 @@ class CycleStep:
         self.discriminator_order = _check_discriminator_order(discriminator_order)
         self.cycle = scale_factor(cycle, "cycle", zero=True)
         self.identity = scale_factor(identity, "identity", zero=True)
+        if IDENTITY_FORWARDS[0] in self.g_order and not (self.cycle and self.identity):
+            raise ValueError(
+                "g_order places the identity forwards, which cycle=0 or identity=0 skips: "
+                "leave idt_A and idt_B out of it"
+            )
         generators, discriminators = nn.ModuleList([G_A, G_B]), nn.ModuleList([D_A, D_B])
         _check_holds(opt_g, generators, "opt_g", "G_A and G_B")
         _check_holds(opt_d, discriminators, "opt_d", "D_A and D_B")
@@ -222,11 +233,12 @@ class CycleStep:
 
     def _forwards(self, a: Tensor, b: Tensor, reconstruct: bool = True) -> dict[str, Tensor]:
         """G's forwards in ``g_order``: the two fakes and, with ``reconstruct``, the two
-        reconstructions."""
+        reconstructions and the identity maps the order places."""
         G_A, G_B = self.game.g.module
         calls = {"fake_B": (G_A, lambda: a), "fake_A": (G_B, lambda: b),
                  "rec_A": (G_B, lambda: made["fake_B"]),
-                 "rec_B": (G_A, lambda: made["fake_A"])}  # fmt: skip
+                 "rec_B": (G_A, lambda: made["fake_A"]),
+                 "idt_A": (G_A, lambda: b), "idt_B": (G_B, lambda: a)}  # fmt: skip
         made: dict[str, Tensor] = {}
         with self.precision.autocast():
             for name in self.g_order:
@@ -237,7 +249,8 @@ class CycleStep:
 
     def _g_phase(self, reals: list, made: dict[str, Tensor]) -> Logs:
         game = self.game
-        forwards = [(made["fake_B"], made["rec_A"], made["fake_A"], made["rec_B"])]
+        forwards = [(made["fake_B"], made["rec_A"], made["fake_A"], made["rec_B"],
+                     made.get("idt_A"), made.get("idt_B"))]  # fmt: skip
         with frozen(game.d.module):
             return run_phase(game, [game.g], reals, forwards, self._g_micro)
 
@@ -246,7 +259,7 @@ class CycleStep:
         return summed([self.game.options.objective.g_loss(s) for s in found])[0]
 
     def _g_micro(self, real: tuple, fakes: tuple, k: int) -> Logs:
-        (a, b), (fake_B, rec_A, fake_A, rec_B) = real, fakes
+        (a, b), (fake_B, rec_A, fake_A, rec_B, idt_A, idt_B) = real, fakes
         game = self.game
         G_A, G_B = game.g.module
         D_A, D_B = game.d.module
@@ -254,8 +267,10 @@ class CycleStep:
         with self.precision.autocast():
             if self.identity > 0:
                 weight = self.cycle * self.identity
-                logs["idt_a"] = F.l1_loss(G_A(b), b) * weight
-                logs["idt_b"] = F.l1_loss(G_B(a), a) * weight
+                idt_A = G_A(b) if idt_A is None else idt_A  # (where g_order did not place it)
+                idt_B = G_B(a) if idt_B is None else idt_B
+                logs["idt_a"] = F.l1_loss(idt_A, b) * weight
+                logs["idt_b"] = F.l1_loss(idt_B, a) * weight
             judged = {"D_A": ("loss_g_a", D_A, fake_B), "D_B": ("loss_g_b", D_B, fake_A)}
             for name in self.discriminator_order:  # each D's forward, in the loop's order
                 key, D, fake = judged[name]
@@ -395,9 +410,12 @@ def _check_discriminator_order(order: object) -> tuple[str, str]:
 
 
 def _check_g_order(g_order: object) -> tuple[str, ...]:
-    """A permutation of G's four forwards with each reconstruction after its fake."""
-    if isinstance(g_order, str) or sorted(g_order) != sorted(CYCLEGAN_G_ORDER):
-        raise ValueError(f"g_order must be a permutation of {CYCLEGAN_G_ORDER}, got {g_order!r}")
+    """A permutation of G's four forwards, or of them and the two identity forwards,
+    with each reconstruction after its fake."""
+    four, six = sorted(CYCLEGAN_G_ORDER), sorted(CYCLEGAN_G_ORDER + IDENTITY_FORWARDS)
+    if isinstance(g_order, str) or sorted(g_order) not in (four, six):
+        raise ValueError(f"g_order must be a permutation of {CYCLEGAN_G_ORDER}, or of them and "
+                         f"{IDENTITY_FORWARDS}, got {g_order!r}")  # fmt: skip
     g_order = tuple(g_order)
     for rec, fake in (("rec_A", "fake_B"), ("rec_B", "fake_A")):
         if g_order.index(rec) < g_order.index(fake):

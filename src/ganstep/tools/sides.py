@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from torch import nn
 
+from ..engine.cycle import CYCLEGAN_G_ORDER
 from .audit import MODULES, Recorder, _Forward, _Step
 
 
@@ -104,6 +105,7 @@ class Cycle:
     discriminators: tuple[str, str]
     discriminator_order: tuple[str, str]
     d_optimizers: int
+    g_order: tuple[str, ...] | None = None  # where the script's differs from CycleGAN's
 
     def call(self, order: str, d_steps: int) -> str:
         """The CycleStep computing the update read as ``order`` with ``d_steps`` D steps
@@ -116,6 +118,8 @@ class Cycle:
             return ""
         if self.discriminator_order != ("D_A", "D_B"):
             options.append(f"discriminator_order={self.discriminator_order!r}".replace("'", '"'))
+        if self.g_order is not None:
+            options.append(f"g_order={self.g_order!r}".replace("'", '"'))
         names = ", ".join([*self.generators, *self.discriminators, "opt_g", "opt_d", *options])
         return f"CycleStep({names})"
 
@@ -164,7 +168,38 @@ def read_cycle(rec: Recorder, names: dict[str, str], members: dict[str, list[str
         (names[d_labels[d_places[0]]], names[d_labels[d_places[1]]]),
         (order[0], order[1]),
         1 if one else 2,
+        _g_order(rec, g_places),
     )
+
+
+def _g_order(rec: Recorder, g_places: tuple[int, int]) -> tuple[str, ...] | None:
+    """The order of G's forwards in its first step, by CycleStep's names, where it differs
+    from CycleStep's own (the four of ``CYCLEGAN_G_ORDER``, then the identity maps): a
+    call on another G call's output is a reconstruction, one whose output something was
+    called on a fake, the others identity maps. None where it is CycleStep's, or does
+    not read as its forwards."""
+    step = next((s for s in rec.opt_steps if s.label == "G"), None)
+    if step is None:
+        return None
+    through = {id(f) for b in rec.backwards if b.index in step.backwards for f in b.through}
+    fed = {id(f.producer) for f in rec.forwards if f.producer is not None}
+    names = {g_places[0]: ("fake_B", "rec_B", "idt_A"), g_places[1]: ("fake_A", "rec_A", "idt_B")}
+    read = []
+    for f in sorted((f for f in rec.forwards if id(f) in through and f.label == "G"),
+                    key=lambda f: f.seq):  # fmt: skip
+        fake, rec_, idt = names[_place(f)]
+        made_by_g = f.producer is not None and f.producer.label == "G"
+        read.append(rec_ if made_by_g else fake if id(f) in fed else idt)
+    four = [n for n in read if not n.startswith("idt")]
+    if (
+        sorted(four) != sorted(CYCLEGAN_G_ORDER)
+        or len(read) not in (4, 6)
+        or len(set(read)) != len(read)
+    ):
+        return None
+    if read[4:] in ([], ["idt_A", "idt_B"]):  # the identity maps where CycleStep runs them
+        return None if tuple(four) == CYCLEGAN_G_ORDER else tuple(four)
+    return tuple(read)
 
 
 def _place(f: _Forward) -> int:

@@ -496,7 +496,8 @@ def pytorch_gan_cyclegan(G_AB, G_BA, D_A, D_B, opt_g, opt_d_a, opt_d_b, batches:
     the pooled ``fake_B``, each ``(MSE(real, 1) + MSE(fake, 0)) / 2``. ganstep:
     ``CycleStep`` (its D_A judges domain B: this script's D_B) with ``lsgan``,
     ``g_scale=1``, ``cycle=lambda_cyc / 2``, ``identity=lambda_id / lambda_cyc``,
-    ``fake_pool=50`` and ``discriminator_order=("D_B", "D_A")``."""
+    ``fake_pool=50``, ``discriminator_order=("D_B", "D_A")`` and the identity forwards
+    first: ``g_order=("idt_B", "idt_A", "fake_B", "fake_A", "rec_A", "rec_B")``."""
     criterion_GAN, criterion_cycle, criterion_identity = nn.MSELoss(), nn.L1Loss(), nn.L1Loss()
     fake_A_buffer, fake_B_buffer = ReplayBuffer(buffer_size), ReplayBuffer(buffer_size)
     history = []
