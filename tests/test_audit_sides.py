@@ -7,8 +7,11 @@ CycleStep's argument order (its D_A judges its G_A's outputs)."""
 from __future__ import annotations
 
 import json
+import runpy
+import sys
 from pathlib import Path
 
+import torch
 from helpers import ganstep
 
 SCRIPTS = Path(__file__).parent / "audit_scripts"
@@ -57,20 +60,14 @@ def test_pytorch_gan_cyclegan_is_read_as_two_sides(tmp_path):
 def test_junyanz_cyclegan_with_its_ds_frozen_wastes_nothing(tmp_path):
     """pytorch-CycleGAN-and-pix2pix's CycleGANModel: both Ds switched off in G's step,
     one Adam over both Ds, D_A's loss first; without the identity terms G runs four
-    times. The port says it maps one G and one D, and names the CycleStep."""
-    proc, r = audited(tmp_path, SCRIPTS / "junyanz_cyclegan.py", "--port")
+    times."""
+    proc, r = audited(tmp_path, SCRIPTS / "junyanz_cyclegan.py")
     assert r["order"] == "simultaneous" and r["hazards"] == [] and r["wasted_flops"] == 0
     assert r["forwards"] == {"G": 6, "D": 6}
     assert r["sides"] == {"G": ["self.netG_A", "self.netG_B"], "D": ["self.netD_A", "self.netD_B"]}
     call = "CycleStep(self.netG_A, self.netG_B, self.netD_A, self.netD_B, opt_g, opt_d)"
     assert r["schedule"] == call
     assert "(one optimizer): CycleGAN's two sides" in proc.stdout
-    assert r["port"]["code"] is None
-    assert r["port"]["notes"] == [
-        "the port maps one G and one D; this script's are two modules each (its sides "
-        f"above): {call} is its update order, with its losses' options as docs/loops.md "
-        "shows them for CycleGAN"
-    ]
     _, r = audited(tmp_path, SCRIPTS / "junyanz_cyclegan.py", "--", "--lambda_identity", 0)
     assert r["forwards"] == {"G": 4, "D": 6} and r["schedule"] == call
 
@@ -218,3 +215,86 @@ for i in range(20):
     assert r["sides"] == {"G": ["E", "G"], "D": ["D"]}
     assert r["forwards"] == {"G": 2, "D": 3}
     assert "ganstep: no ganstep Step trains these sides" in proc.stdout
+
+
+def ported(tmp_path: Path, script: str, *args) -> tuple:
+    proc, r = audited(tmp_path, SCRIPTS / script, "--verify", 3, "--", *args)
+    return proc, r["port"]
+
+
+def run_printed(code: str, script: str, *args: str) -> dict:
+    """The printed code run among the script's own names (its models built, no training:
+    ``args`` say so), then called once on a batch of each domain; its logs."""
+    saved = sys.argv
+    sys.argv = [script, *args]
+    try:
+        names = runpy.run_path(str(SCRIPTS / script), run_name="__main__")
+    finally:
+        sys.argv = saved
+    if "model" in names:  # junyanz's: the update is CycleGANModel's, its names self.*
+        names["self"] = names["model"]
+    names["torch"] = torch
+    exec(code, names)  # noqa: S102 - the port's printed code, as a user pastes it
+    return names["step"](torch.rand(2, 1, 8, 8) * 2 - 1, torch.rand(2, 1, 8, 8) * 2 - 1)
+
+
+def test_junyanz_cyclegan_ports_to_its_cycle_step(tmp_path):
+    """--verify 3: lsgan with G's loss as MSE (g_scale=2), cycle weight 10 read from G's
+    first loss, identity half of it, the pool CycleGAN's (it did not draw in 3
+    iterations, which a note says); equal to the script's run in float32, the printed
+    code runnable among the script's names."""
+    _, port = ported(tmp_path, "junyanz_cyclegan.py")
+    assert port["max_difference"] <= 1e-5 and port["equal_in"] == "float32"
+    assert port["code"].splitlines()[2] == (
+        "step = CycleStep(self.netG_A, self.netG_B, self.netD_A, self.netD_B, "
+        'self.optimizer_G, self.optimizer_D, objective="lsgan", g_scale=2.0, d_scale=1.0, '
+        "cycle=10.0, identity=0.5, fake_pool=50)"
+    )
+    assert port["notes"] == [
+        "the script's pool of past fakes did not draw in 3 iteration(s), so its size is not "
+        "seen: CycleGAN's 50 printed"
+    ]
+    logs = run_printed(port["code"], "junyanz_cyclegan.py", "--n_epochs", "0")
+    assert {"loss_g", "loss_d", "cycle_a", "idt_b"} <= set(logs)
+
+
+def test_pytorch_gan_cyclegan_ports_with_its_pool_read_where_it_drew(tmp_path):
+    """Its buffer of 2 draws in the first iteration: a pool of 50 parts in D's states
+    alone, and the size that draws as the script's is found; its D optimizers become one
+    over both, printed; its identity maps first (g_order)."""
+    _, port = ported(tmp_path, "pytorch_gan_cyclegan.py", "--buffer_size", 2)
+    assert port["max_difference"] <= 1e-5 and port["notes"] == []
+    code = port["code"].splitlines()
+    assert code[2] == (
+        "opt_d = torch.optim.Adam([*D_B.parameters(), *D_A.parameters()], lr=0.0002, "
+        "betas=(0.5, 0.999))  # one over both Ds"
+    )
+    assert code[3] == (
+        'step = CycleStep(G_AB, G_BA, D_B, D_A, optimizer_G, opt_d, objective="lsgan", '
+        "g_scale=1.0, d_scale=1.0, cycle=5.0, identity=0.5, fake_pool=2, "
+        'discriminator_order=("D_B", "D_A"), g_order=("idt_B", "idt_A", "fake_B", "fake_A", '
+        '"rec_A", "rec_B"))'
+    )
+    no_training = ("--epoch", "200", "--n_epochs", "200")  # (its epochs from 200 to 200)
+    assert "loss_d_b" in run_printed(port["code"], "pytorch_gan_cyclegan.py", *no_training)
+
+
+def test_cyclegan_with_bce_and_no_pool_ports_on_its_float64_run(tmp_path):
+    """gan_mode vanilla (BCE: ns with D's loss halved), lambda 7, no pool: every candidate
+    parts in the float32 run, the right one by Adam's steps on the rounding of biases
+    before InstanceNorm (their gradient 0 in exact arithmetic); in the float64 run it is
+    equal with those entries left out, which a note names with the script's own moves."""
+    _, port = ported(tmp_path, "junyanz_cyclegan.py", "--gan_mode", "vanilla", "--lambda_A", 7,
+                     "--lambda_B", 7, "--pool_size", 0)  # fmt: skip
+    assert port["equal_in"] == "float64" and port["float64_difference"] <= 1e-12
+    assert 1e-5 < port["max_difference"] < 1e-2
+    assert (
+        port["code"]
+        .splitlines()[2]
+        .endswith(
+            'objective="ns", g_scale=1.0, d_scale=0.5, cycle=7.0, identity=0.5, fake_pool=None)'
+        )
+    )
+    left_out = next(n for n in port["notes"] if n.startswith("not compared:"))
+    assert "G_A.1.bias by" in left_out and "D_A.2.bias by" in left_out
+    assert "G_A.0.weight" not in left_out

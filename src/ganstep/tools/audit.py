@@ -313,8 +313,8 @@ class Report:
         if self.schedule and self.cycle is not None:
             lines.append(
                 f"  ganstep: {self.schedule} (ganstep.engine.cycle) computes this update "
-                "order, both Ds frozen in G's step; its options for the script's losses: "
-                "docs/loops.md, CycleGAN."
+                "order, both Ds frozen in G's step; --port finds its options for the "
+                "script's losses."
             )
         elif self.sides and self.cycle is not None:
             lines.append("  ganstep: no CycleStep matches this update order.")
@@ -505,6 +505,7 @@ class Recorder:
         # generators), labelled by their modules' labels joined with "+": read as one
         # side's steps where the script's modules form two sides
         self.joint_opt_steps: list[_Step] = []
+        self.stepping: _Step | None = None  # the step whose optimizer is stepping now
         self.events: list[tuple[str, object]] = []  # ("backward", b) / ("step", s), in order
         self.current: _Backward | None = None
         self.contrib: dict[int, set[int]] = {}  # param id -> backward indices in its .grad
@@ -524,7 +525,7 @@ class Recorder:
         self.autocast_block = 0  # torch.autocast's cache clears so far (blocks ended)
         self.parametrize_block = 0  # parametrize.cached() blocks seen so far
         # what G's output became on its way to D (noise added, augmented, cast)
-        self.provenance = Provenance(self._output_of)
+        self.provenance = Provenance(self._output_of, self._latest_call)
 
     def _next(self) -> int:
         self.seq += 1
@@ -677,6 +678,10 @@ class Recorder:
         script's modules have provisional labels until its run ends: any module's)."""
         return self.made_by.get(t.untyped_storage().data_ptr())
 
+    def _latest_call(self, f: _Forward) -> _Forward:
+        """The latest call of the module ``f`` is a call of."""
+        return next((g for g in reversed(self.forwards) if g.label == f.label), f)
+
     def _inside(self, x: Tensor) -> tuple[_Forward | None, str | None]:
         """The recent forward whose output is the first or last rows of ``x``: an input
         concatenated from another module's output and more (G's fakes beside the real
@@ -702,6 +707,7 @@ class Recorder:
     def _step_hook(self, opt, args, kwargs) -> None:
         labels = self._labels_of(opt)
         self.unowned_steps += not labels
+        self.stepping = None
         if not labels:
             return  # an optimizer of something else
         # one module's step, or one over several: a side's, once the sides are known
@@ -716,6 +722,7 @@ class Recorder:
                     fed = fed or bool(p.grad.detach().ne(0).any())
         step = _Step(label, self._next(), used, self.flops(), self.iteration, gradless=not fed,
                      where=self.call_site(), modules=frozenset(labels))  # fmt: skip
+        self.stepping = step  # (the step its optimizer's post-hook follows)
         self.before_step(step)  # (where a script is stopped, the step does not run)
         if step.joint:
             self.joint_opt_steps.append(step)

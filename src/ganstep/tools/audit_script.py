@@ -49,11 +49,14 @@ from .audit import (
     with_tensor_kwargs,
 )
 from .call_argument import Draw, augmentation_at, written_over
+from .cycle_port import cycle_modules, cycle_port, rounding_entries
+from .cycle_port import said as said_cycle
 from .port import (
     FLOAT64_TOLERANCE,
     TOLERANCE,
     Capture,
     Port,
+    _verifiable,
     float64_variants,
     global_names,
     parted_line,
@@ -207,6 +210,8 @@ class ScriptRecorder(Recorder):
         if self.capture is not None:
             self.capture.stepped(list(self.modules.values()), self.optimizers, len(self.opt_steps),
                                  opt)  # fmt: skip
+            if self.stepping is not None:  # (by the step's place: steps over several too)
+                self.capture.at_step[self.stepping.seq] = self.capture.after_step
 
     def _after_stop(self) -> None:
         """The script ran on after being stopped: stop it again, or leave. Another thread
@@ -591,7 +596,10 @@ def _audited(script, args, iterations, G, D, on_swallowed, timeout, port, float6
     if port:
         report.port = _port(rec, report)
         run = lambda r: _run_recorded(r, path, script, args, timeout)  # noqa: E731
-        if float64 and report.port.chosen is not None:
+        if report.sides:  # (CycleGAN's: its own search in the float64 run)
+            if float64 and _parted(report.port):
+                report.port.notes.append(_cycle_in_float64(report, run, path, script, G, D, rec))
+        elif float64 and report.port.chosen is not None:
             said = _in_float64(report, run, path, script, G, D, rec)  # (may replace port)
             report.port.notes.append(said)
         elif float64 and _parted(report.port):  # (puts its note in a port it finds)
@@ -789,16 +797,74 @@ def _port(rec: ScriptRecorder, report: Report) -> Port:
     """The port of the audited script; a failure of its own is said, not raised (the
     report stands without it)."""
     if report.sides:
-        return Port(None, report.iterations, notes=[
-            "the port maps one G and one D; this script's are two modules each (its sides "
-            "above): " + (f"{report.schedule} is its update order, with its losses' "
-                          "options as docs/loops.md shows them for CycleGAN" if report.schedule
-                          else "no CycleStep matches its update order")])  # fmt: skip
+        return _cycle_port(rec, report)
     try:
         return port_of(rec, report, rec.capture, _names(rec))
     except Exception as e:
         return Port(None, report.iterations, notes=[
             f"the port failed ({type(e).__name__}: {e}); the report above stands"])  # fmt: skip
+
+
+def _cycle_port(rec: ScriptRecorder, report: Report, tolerance: float = TOLERANCE,
+                ignore: frozenset[str] = frozenset()) -> Port:  # fmt: skip
+    """The port of a script read as two sides: CycleGAN's, its CycleStep verified
+    (:mod:`.cycle_port`); any other, what stands in the way."""
+    n = _verifiable(rec, report)
+    if report.cycle is None or report.schedule is None or n == 0:
+        why = ("no CycleStep matches its update order" if report.cycle is not None else
+               "a Step takes one G and one D, CycleStep two of each")  # fmt: skip
+        return Port(None, n, notes=[f"its G and D are sides of several modules: {why}"])
+    try:
+        return cycle_port(rec, report, rec.capture, n, tolerance, ignore)
+    except Exception as e:
+        return Port(None, n, notes=[
+            f"the port failed ({type(e).__name__}: {e}); the report above stands"])  # fmt: skip
+
+
+def _cycle_in_float64(report: Report, run, path: Path, script, G, D,
+                      first: ScriptRecorder) -> str:  # fmt: skip
+    """Where every CycleStep tried parted from the script's own (float32) run: the search
+    repeated on its float64 run, to FLOAT64_TOLERANCE; a CycleStep equal there is put in
+    ``report.port`` as equal in float64, with where it parted in the float32 run (a
+    bias before InstanceNorm, whose gradient is float32's rounding alone, which Adam
+    makes steps of); what came of it."""
+    repeated = _float64_run(report, run, path, script, G, D, first)
+    if isinstance(repeated, str):
+        return repeated
+    rec, again = repeated
+    if again.cycle is None or again.schedule != report.schedule:
+        return f"{FLOAT64_HEAD}: not searched, the run reads otherwise ({again.schedule})"
+    n = min(_verifiable(first, report), _verifiable(rec, again))
+    runs = [(cycle_modules(r, r_report.cycle), r.capture,
+             max(s.seq for s in r.opt_steps if s.iteration == n - 1))
+            for r, r_report in ((first, report), (rec, again))]  # fmt: skip
+    rounding = rounding_entries(*runs, NOISE_MOVED)
+    try:
+        there = _cycle_port(rec, again, FLOAT64_TOLERANCE, frozenset(rounding))
+    except Exception as e:  # the float32 port stands without it
+        return f"{FLOAT64_HEAD}: the search failed there ({_describe(e)})"
+    if there.code is None:
+        return f"{FLOAT64_HEAD}: no CycleStep tried equals that run either"
+    if rounding:
+        moves = "; ".join(f"{k} by {a:.3g} in float32, {b:.3g} in float64"
+                          for k, (a, b) in sorted(rounding.items()))  # fmt: skip
+        there.notes.append(
+            "not compared: the entries whose gradient is float32's rounding alone (0 in "
+            "exact arithmetic: a bias before InstanceNorm), which Adam makes steps of, as "
+            f"the script's own two runs moved them: {moves}"
+        )
+    head = said_cycle(there.step_options) + ": "
+    where = next((n.removeprefix(head) for n in report.port.notes if n.startswith(head)), "")
+    gap = re.search(r"\(([0-9.e+-]+)\)$", where)
+    note = (f"{FLOAT64_HEAD}: this CycleStep equals it, largest difference "
+            f"{there.max_difference:.3g} (<= {FLOAT64_TOLERANCE:g}); in the script's own "
+            f"float32 run every CycleStep tried parted (past {TOLERANCE:g}), this one so: "
+            f"{where or 'not tried there'}")  # fmt: skip
+    there.notes.append(note)
+    there.float64_difference, there.equal_in = there.max_difference, "float64"
+    there.max_difference = float(gap[1]) if gap else math.inf
+    report.port = there
+    return note
 
 
 def _untrained(rec: ScriptRecorder, script) -> str:

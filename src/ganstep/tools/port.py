@@ -137,6 +137,8 @@ class Capture:
     cut: set[int] = field(default_factory=set)
     # by seq: Python's random state at the call (random.getstate())
     py_states: dict[int, object] = field(default_factory=dict)
+    # by the recorded step's seq (steps over several modules too): everyone's state after it
+    at_step: dict[int, dict] = field(default_factory=dict)
 
     def module_seen(self, module: nn.Module) -> None:
         if id(module) not in self.first_state:
@@ -247,6 +249,8 @@ class Port:
     # parts from that by float32's rounding alone and equals the script's float64 repeat
     # (``max_difference`` stays the script's own run's, past TOLERANCE then)
     equal_in: str = "float32"
+    # a CycleStep's options where one was found (tools.cycle_port): its label in notes
+    step_options: dict | None = field(default=None, repr=False)
 
     def as_dict(self) -> dict:
         return {"code": self.code, "iterations": self.iterations,

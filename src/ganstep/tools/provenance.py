@@ -67,9 +67,13 @@ class Provenance(TorchFunctionMode):
     that call, :data:`MADE`, :data:`DATA` or None (nothing known).
     """
 
-    def __init__(self, output_of: Callable[[Tensor], object | None]) -> None:
+    def __init__(self, output_of: Callable[[Tensor], object | None],
+                 latest: Callable[[object], object] | None = None) -> None:  # fmt: skip
         super().__init__()
         self.output_of = output_of
+        # the latest call of the module whose call a tag is (rows of several of its calls
+        # joined: a pool of its past fakes, answered for its latest); None: that tag itself
+        self.latest = latest
         self.purge_at = _PURGE_AT
         # storage (device, address) -> (its tag, a weak reference to that storage: torch
         # keeps a storage's Python object while any tensor holds it, so the tag lives as
@@ -117,6 +121,8 @@ class Provenance(TorchFunctionMode):
                 tag = MADE
             elif name in _JOINS and _joined_dim(args, kwargs) not in (0, None):
                 tag = self._beside(list(_tensors(args, kwargs)))
+            elif name in _JOINS and _joined_dim(args, kwargs) == 0:
+                tag = self._rows(list(_tensors(args, kwargs)))
             else:
                 tag = self._combined([] if name in _LIKE else list(_tensors(args, kwargs)))
             if tag is not None:
@@ -152,6 +158,19 @@ class Provenance(TorchFunctionMode):
         rows = {t.shape[0] if t.dim() else None for t in inputs}
         if len(fakes) == 1 and len(rows) == 1:
             return next(iter(fakes.values()))
+        return self._combined(inputs)
+
+    def _rows(self, inputs: list[Tensor]) -> object | None:
+        """The tag of tensors joined along the batch's dimension: rows of calls of one
+        module alone (a pool of past fakes, CycleGAN's ``torch.cat`` of stored and new
+        ones) are that module's latest call's; otherwise as :meth:`_combined` says."""
+        sources = [self.source(t) for t in inputs]
+        calls = {id(s): s for s in sources if s not in (None, MADE, DATA)}
+        only_calls = all(s not in (None, MADE, DATA) for s in sources)
+        if len(calls) > 1 and only_calls and self.latest is not None:
+            latest = {id(self.latest(s)) for s in calls.values()}
+            if len(latest) == 1:
+                return self.latest(next(iter(calls.values())))
         return self._combined(inputs)
 
     def _tag_all(self, out: object, tag: object) -> None:

@@ -105,6 +105,8 @@ class Cycle:
     discriminators: tuple[str, str]
     discriminator_order: tuple[str, str]
     d_optimizers: int
+    # each module's place in its side (G_A, G_B, D_A, D_B): ``rec.modules["G"][place]``
+    places: tuple[int, int, int, int]
     g_order: tuple[str, ...] | None = None  # where the script's differs from CycleGAN's
 
     def call(self, order: str, d_steps: int) -> str:
@@ -168,6 +170,7 @@ def read_cycle(rec: Recorder, names: dict[str, str], members: dict[str, list[str
         (names[d_labels[d_places[0]]], names[d_labels[d_places[1]]]),
         (order[0], order[1]),
         1 if one else 2,
+        (*g_places, *d_places),
         _g_order(rec, g_places),
     )
 

@@ -1,0 +1,390 @@
+"""``ganstep audit --port`` for CycleGAN's loops: the CycleStep that equals the script.
+
+The audit reads such a script as two sides (:mod:`.sides`) and names the CycleStep of
+its update order, its Ds' order and its G forwards' order. What the order does not say
+is in the losses: the objective and its scales, the cycle weight, the identity weight
+and the pool. Each objective a CycleGAN codebase writes (least squares with G's loss
+as MSE or halved, BCE with D's loss halved or not, hinge) is tried; the cycle weight is
+read from the value of the script's first G loss, less that objective's adversarial
+part, over the sum of the cycle and identity L1s (CycleGAN's and PyTorch-GAN's
+identity weight, half the cycle weight, where G ran its identity maps), the terms a
+CycleStep logs on the script's first batches; the pool is the one the script's D was
+given past fakes through (CycleGAN's 50), or none. Each candidate then runs the audited
+iterations on copies of the script's four modules from their first states, one
+optimizer over both Gs and one over both Ds (the script's own, or one over its two D
+optimizers' parameters with their settings), on the batches the script gave its Gs,
+with torch's and Python's generators as the script's were (Dropout's masks, the pool's
+draws), and is compared with the script's states after each iteration's steps. The one
+within tolerance is printed; nothing printed is unverified.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+from functools import partial
+
+from torch import Tensor, nn
+
+from ..engine.cycle import CycleStep
+from .port import TOLERANCE, Capture, Port, _copy, _set_rng, difference
+from .sides import Cycle
+
+# (objective, g_scale, d_scale) as CycleGAN codebases write their losses: junyanz's
+# lsgan (MSE: twice ganstep's G loss), PyTorch-GAN's (its two MSEs averaged), junyanz's
+# vanilla (BCE, D's loss halved), BCE summed, hinge
+OBJECTIVES = (("lsgan", 2.0, 1.0), ("lsgan", 1.0, 1.0), ("ns", 1.0, 0.5), ("ns", 1.0, 1.0),
+              ("hinge", 1.0, 1.0))  # fmt: skip
+IDENTITY = 0.5  # the identity maps' weight, of the cycle weight (both codebases' default)
+POOL = 50  # CycleGAN's pool of past fakes per domain
+
+
+@dataclass
+class _Iteration:
+    """What one audited iteration gave the script's update: the two real batches, torch's
+    generator state at its first module call, Python's before D's pool draws, and its
+    last step's place."""
+
+    real_A: Tensor
+    real_B: Tensor
+    rng: list[Tensor]
+    py_state: object
+    end: int
+
+
+def cycle_port(rec, report, capture: Capture, n: int,
+               tolerance: float = TOLERANCE,
+               ignore: frozenset[str] = frozenset()) -> Port:  # fmt: skip
+    """The verified CycleStep of a script read as CycleGAN's (``report.cycle``), over its
+    first ``n`` iterations; or why none is printed. ``ignore``: entries not compared
+    (``"G_A.1.bias"``, by CycleStep's names: with their optimizer states)."""
+    cycle: Cycle = report.cycle
+    modules = cycle_modules(rec, cycle)
+    found = _optimizers(rec, modules)
+    if isinstance(found, str):
+        return Port(None, n, notes=[found])
+    opt_g, opts_d = found
+    iterations = _iterations(rec, capture, cycle, n)
+    if isinstance(iterations, str):
+        return Port(None, n, notes=[iterations])
+    value = _first_g_loss(rec)
+    if value is None:
+        return Port(None, n, notes=["the script's first G loss is not one number the audit "
+                                    "read, so its cycle weight cannot be read"])  # fmt: skip
+    identity = _identity_maps(rec)
+    options = {"order": "d_first" if report.order == "d_first" else "simultaneous",
+               "discriminator_order": cycle.discriminator_order,
+               **({"g_order": cycle.g_order} if cycle.g_order else {})}  # fmt: skip
+    if "g_every=" in (report.schedule or ""):
+        options["g_every"] = int(report.schedule.split("g_every=")[1].split(",")[0].rstrip(")"))
+    pool = POOL if _pooled(rec) else None
+    drew = pool is not None and _pool_drew(rec, capture, n)
+    twins = lambda: _twins(modules, opt_g, opts_d, capture)  # noqa: E731
+    notes, equal = [], []
+    for objective, g_scale, d_scale in OBJECTIVES:
+        kind = {"objective": objective, "g_scale": g_scale, "d_scale": d_scale}
+        weight = _cycle_weight(twins(), kind, {**options, "fake_pool": pool}, identity,
+                               iterations[0], value)  # fmt: skip
+        if weight is None:
+            notes.append(f"{said(kind)}: no positive cycle weight gives the script's G loss")
+            continue
+        candidate = {**kind, "cycle": weight, "identity": IDENTITY if identity else 0.0,
+                     "fake_pool": pool, **options}  # fmt: skip
+        verify = partial(_verify, iterations=iterations, capture=capture, modules=modules,
+                         opt_g=opt_g, opts_d=opts_d, tolerance=tolerance,
+                         ignore=ignore)  # fmt: skip
+        gap, where, g_equal = verify(twins(), candidate)
+        if where and g_equal and pool is not None and drew:
+            # D alone parted, and the script's pool drew: its size, the one that draws so
+            # (a pool as large as the rows seen never draws: CycleGAN's 50 was tried)
+            for size in range(1, sum(len(it.real_A) for it in iterations)):
+                sized = {**candidate, "fake_pool": size}
+                gap, sized_where, _ = verify(twins(), sized)
+                if not sized_where:
+                    candidate, where = sized, ""
+                    break
+        if where:
+            notes.append(f"{said(candidate)}: {where}")
+        else:
+            equal.append((gap, candidate))
+    if len(equal) != 1:
+        head = ("no CycleStep tried equals the script" if not equal else
+                f"{len(equal)} CycleSteps equal the script over {n} iteration(s): more "
+                "iterations (--verify N) tell them apart")  # fmt: skip
+        return Port(None, n, notes=[head, *notes])
+    gap, candidate = equal[0]
+    kept = []
+    if candidate["fake_pool"] == POOL and not drew:
+        kept.append(f"the script's pool of past fakes did not draw in {n} iteration(s), so its "
+                    f"size is not seen: CycleGAN's {POOL} printed")  # fmt: skip
+    return Port(
+        _code(cycle, candidate, opt_g, opts_d, rec), n, gap, notes=kept, step_options=candidate
+    )
+
+
+def said(candidate: dict) -> str:
+    """A candidate's label in the port's notes."""
+    return "CycleStep(" + ", ".join(f"{k}={v!r}" for k, v in candidate.items()) + ")"
+
+
+def cycle_modules(rec, cycle: Cycle) -> tuple[nn.Module, ...]:
+    """The script's G_A, G_B, D_A, D_B, as CycleStep takes them."""
+    g, d = rec.modules["G"], rec.modules["D"]
+    a, b, c, e = cycle.places
+    return g[a], g[b], d[c], d[e]
+
+
+def _held(opt) -> set[int]:
+    return {id(p) for group in opt.param_groups for p in group["params"]}
+
+
+def _optimizers(rec, modules: tuple[nn.Module, ...]) -> tuple | str:
+    """The script's optimizer over both Gs and its one or two over the Ds (D_A's first)."""
+    params = [{id(p) for p in m.parameters()} for m in modules]
+    g_opts = [o for o in rec.optimizers if _held(o) == params[0] | params[1]]
+    if len(g_opts) != 1:
+        return "the script's Gs are not trained by one optimizer over both"
+    both = [o for o in rec.optimizers if _held(o) == params[2] | params[3]]
+    each = [next((o for o in rec.optimizers if _held(o) == p), None) for p in params[2:]]
+    if both:
+        return g_opts[0], (both[0],)
+    if None in each:
+        return "the script's Ds are not trained by one optimizer over both or one each"
+    a, b = each
+    if type(a) is not type(b) or _settings(a) != _settings(b):
+        return ("the script's two D optimizers differ in kind or settings: CycleStep's one "
+                "optimizer over both cannot take them")  # fmt: skip
+    return g_opts[0], (a, b)
+
+
+def _settings(opt) -> list[dict]:
+    return [{k: v for k, v in g.items() if k != "params"} for g in opt.param_groups]
+
+
+def _twins(modules, opt_g, opts_d, capture: Capture) -> tuple:
+    """Copies of the four modules from their first states, and one optimizer over the
+    Gs' copies and one over the Ds' in the states the script made its own in."""
+    twins = [_copy(m, capture.first_state[id(m)]) for m in modules]
+    twin_of = {id(p): q for m, t in zip(modules, twins, strict=True)
+               for p, q in zip(m.parameters(), t.parameters(), strict=True)}  # fmt: skip
+    made = []
+    for opts in ((opt_g,), opts_d):
+        groups, state = [], {"state": {}, "param_groups": []}
+        for opt in opts:
+            saved = capture.made_state[id(opt)]
+            index = sum(len(g["params"]) for g in groups)  # this optimizer's first
+            for group, kept in zip(opt.param_groups, saved["param_groups"], strict=True):
+                groups.append({**{k: v for k, v in group.items() if k != "params"},
+                               "params": [twin_of[id(p)] for p in group["params"]]})  # fmt: skip
+                moved = [index + i for i in kept["params"]]
+                state["param_groups"].append({**kept, "params": moved})
+            state["state"].update({index + k: v for k, v in saved["state"].items()})
+        twin = type(opts[0])(groups)
+        twin.load_state_dict(state)
+        made.append(twin)
+    for t in twins:  # trainable, whatever the script left them switched to
+        t.requires_grad_(True)
+    return (*twins, *made)
+
+
+def _iterations(rec, capture: Capture, cycle: Cycle, n: int) -> list[_Iteration] | str:
+    """Each audited iteration's batches, generator states and end (see _Iteration)."""
+    fed = {id(f.producer) for f in rec.forwards if f.producer is not None}
+    g_a, g_b = cycle.places[:2]
+    out = []
+    for i in range(n):
+        mine = sorted((f for f in rec.forwards if f.iteration == i), key=lambda f: f.seq)
+        steps = [s for s in rec.opt_steps if s.iteration == i]
+        reals = {}
+        for f in mine:  # the first call of each G on data whose output went on
+            if f.label == "G" and f.producer is None and id(f) in fed:
+                reals.setdefault(int(f.part.split(".")[0]), capture.calls[f.seq][0][0])
+        if set(reals) != {g_a, g_b} or not steps or not mine:
+            return f"iteration {i}: the batches each G was given are not both seen"
+        d_first = steps[0].label == "D"
+        before_d = [f for f in mine if d_first or f.seq < steps[0].seq]
+        py_seq = before_d[0].seq if d_first else before_d[-1].seq
+        rng, py_state = capture.calls[mine[0].seq][1], capture.py_states.get(py_seq)
+        out.append(_Iteration(reals[g_a], reals[g_b], rng, py_state, max(s.seq for s in steps)))
+    return out
+
+
+def _first_g_loss(rec) -> float | None:
+    """The value of the loss the script's first G step stepped (its backward's)."""
+    step = next((s for s in rec.opt_steps if s.label == "G"), None)
+    if step is None:
+        return None
+    values = [rec.backwards[i].value for i in sorted(step.backwards)]
+    return None if not values or None in values else sum(values)
+
+
+def _identity_maps(rec) -> bool:
+    """Whether G's first step went through six G calls (identity maps beside the four)."""
+    step = next((s for s in rec.opt_steps if s.label == "G"), None)
+    through = {id(f) for b in rec.backwards if step and b.index in step.backwards
+               for f in b.through if f.label == "G"}  # fmt: skip
+    return len(through) == 6
+
+
+def _pooled(rec) -> bool:
+    """Whether D's step was given fakes other than G's outputs themselves (a pool's)."""
+    step = next((s for s in rec.opt_steps if s.label == "D"), None)
+    for b in rec.backwards:
+        if step is None or b.index not in step.backwards:
+            continue
+        for f in b.through:
+            made = f.producer
+            if f.label == "D" and made is not None and made.label == "G" and f.key is not None:
+                if f.key[0] != made.output.untyped_storage().data_ptr():
+                    return True
+    return False
+
+
+def _pool_drew(rec, capture: Capture, n: int) -> bool:
+    """Whether Python's generator moved during D's steps of the audited iterations (the
+    pool drew: it was full)."""
+    for i in range(n):
+        calls = sorted((f for f in rec.forwards if f.iteration == i and f.label == "D"
+                        and f.seq in capture.py_states), key=lambda f: f.seq)  # fmt: skip
+        states = [capture.py_states[f.seq] for f in calls]
+        if any(a != b for a, b in zip(states, states[1:], strict=False)):
+            return True
+    return False
+
+
+def _run(twins: tuple, candidate: dict, it: _Iteration) -> dict[str, float]:
+    step = CycleStep(*twins, **candidate)
+    return _call(step, it)
+
+
+def _call(step: CycleStep, it: _Iteration) -> dict[str, float]:
+    _set_rng(it.rng)
+    if it.py_state is not None:
+        random.setstate(it.py_state)
+    return {k: float(v) for k, v in step(it.real_A.clone(), it.real_B.clone()).items()}
+
+
+def _cycle_weight(twins, kind: dict, options: dict, identity: bool, first: _Iteration,
+                  value: float) -> float | None:  # fmt: skip
+    """The cycle weight that makes ``kind``'s G loss on the script's first batches the
+    script's ``value``, rounded to 6 digits (None where none positive does). ``options``
+    hold the pool (D's step before G's changes G's loss in a D-first order)."""
+    probe = {**kind, **options, "cycle": 1.0, "identity": 1.0 if identity else 0.0}
+    try:
+        logs = _run(twins, probe, first)
+    except (ValueError, RuntimeError):
+        return None
+    if "loss_g" not in logs:
+        return None
+    adversarial = logs["loss_g_a"] + logs["loss_g_b"]
+    cycle = logs["cycle_a"] + logs["cycle_b"]
+    maps = logs.get("idt_a", 0.0) + logs.get("idt_b", 0.0)
+    weight = (value - adversarial) / (cycle + IDENTITY * maps)
+    return float(f"{weight:.6g}") if weight > 0 else None
+
+
+def _verify(twins: tuple, candidate: dict, iterations: list[_Iteration], capture: Capture,
+            modules, opt_g, opts_d, tolerance: float,
+            ignore: frozenset[str] = frozenset()) -> tuple[float, str, bool]:  # fmt: skip
+    """The largest difference from the script's states after each iteration, where they
+    part ("" where they do not), and whether G's side was still equal there (D's alone
+    parted: its pool, say)."""
+    step = CycleStep(*twins, **candidate)
+    worst = 0.0
+    for i, it in enumerate(iterations):
+        _call(step, it)
+        gaps = _gaps(twins, capture.at_step[it.end], modules, opt_g, opts_d, ignore)
+        gap, key = max(gaps.values())
+        worst = max(worst, gap)
+        if gap > tolerance:
+            return (
+                gap,
+                f"they part at iteration {i}, most in {key} ({gap:.3g})",
+                gaps["G"][0] <= tolerance,
+            )
+    return worst, "", True
+
+
+NAMES = ("G_A", "G_B", "D_A", "D_B")  # CycleStep's names of the four modules
+
+
+def _gaps(twins: tuple, states: dict, modules, opt_g, opts_d,
+          ignore: frozenset[str] = frozenset()) -> dict[str, tuple[float, str]]:  # fmt: skip
+    """The largest difference between the copies and the script's ``states`` on each
+    side ("G", "D"), and where: each module's state entry, and each parameter's optimizer
+    state; the entries ``ignore`` names left out."""
+    worst = {"G": (0.0, ""), "D": (0.0, "")}
+    left_out: set[int] = set()  # the script's parameters ignored
+    for name, twin, module in zip(NAMES, twins, modules, strict=False):
+        theirs = states[id(module)]
+        for key, value in twin.state_dict().items():
+            if f"{name}.{key}" not in ignore:
+                here = difference({key: value}, {key: theirs[key]}, name)
+                worst[name[0]] = max(worst[name[0]], here)
+        left_out |= {id(p) for key, p in module.named_parameters() if f"{name}.{key}" in ignore}
+    twin_of = {id(p): q for m, t in zip(modules, twins, strict=False)
+               for p, q in zip(m.parameters(), t.parameters(), strict=True)}  # fmt: skip
+    named = [("G", "opt_g", twins[4], opt_g)]
+    named += [("D", f"opt_d{k}", twins[5], o) for k, o in enumerate(opts_d)]
+    for side, label, twin, opt in named:
+        saved = states[id(opt)]["state"]
+        order = [p for g in opt.param_groups for p in g["params"]]
+        for i, p in enumerate(order):
+            if id(p) not in left_out:
+                mine = twin.state.get(twin_of[id(p)], {})
+                here = difference(dict(mine), saved.get(i, {}), f"{label}[{i}]")
+                worst[side] = max(worst[side], here)
+    return worst
+
+
+def rounding_entries(first: tuple, again: tuple, noise: float) -> dict[str, tuple[float, float]]:
+    """The module entries whose move over the audited iterations in the script's float64
+    run is at most ``noise`` times their move in its float32 run: a gradient of float32's
+    rounding alone (0 in exact arithmetic: a bias before InstanceNorm), which Adam makes
+    steps of. ``first``, ``again``: each run's (modules by CycleStep's names, capture,
+    last step's place). By name, with the two moves."""
+    found = {}
+    moved = []
+    for modules, capture, end in (first, again):
+        run = {}
+        for name, module in zip(NAMES, modules, strict=True):
+            start, last = capture.first_state[id(module)], capture.at_step[end][id(module)]
+            for key, value in start.items():
+                if value.is_floating_point() and value.numel():
+                    run[f"{name}.{key}"] = float((last[key].double() - value.double()).abs().max())
+        moved.append(run)
+    for key, move32 in moved[0].items():
+        move64 = moved[1].get(key)
+        if move64 is not None and move32 > 0 and move64 <= noise * move32:
+            found[key] = (move32, move64)
+    return found
+
+
+def _code(cycle: Cycle, candidate: dict, opt_g, opts_d, rec) -> str:
+    """The CycleStep as code among the script's names."""
+    from .port import global_names, path_to
+
+    scope = rec.scope
+    names = global_names(scope)
+
+    def name(obj: object, default: str) -> str:
+        return names.get(id(obj)) or path_to(scope, obj) or default
+
+    lines = ["from ganstep.engine.cycle import CycleStep", ""]
+    opt_d = name(opts_d[0], "opt_d") if len(opts_d) == 1 else "opt_d"
+    if len(opts_d) == 2:
+        first = opts_d[0].param_groups[0]
+        kept = {k: first[k] for k in ("lr", "betas", "weight_decay") if first.get(k)}
+        settings = "".join(f", {k}={v!r}" for k, v in kept.items())
+        d_a, d_b = cycle.discriminators
+        lines.append(f"opt_d = torch.optim.{type(opts_d[0]).__name__}([*{d_a}.parameters(), "
+                     f"*{d_b}.parameters()]{settings})  # one over both Ds")  # fmt: skip
+    shown = {k: v for k, v in candidate.items() if not (k == "order" and v == "simultaneous")}
+    if shown.get("discriminator_order") == ("D_A", "D_B"):
+        del shown["discriminator_order"]
+    options = ", ".join(f"{k}={v!r}".replace("'", '"') for k, v in shown.items())
+    lines.append(f"step = CycleStep({', '.join(cycle.generators)}, "
+                 f"{', '.join(cycle.discriminators)}, {name(opt_g, 'opt_g')}, {opt_d}, "
+                 f"{options})")  # fmt: skip
+    lines.append("# each iteration, in place of the script's update: step(real_A, real_B)")
+    return "\n".join(lines)
