@@ -298,3 +298,16 @@ def test_cyclegan_with_bce_and_no_pool_ports_on_its_float64_run(tmp_path):
     left_out = next(n for n in port["notes"] if n.startswith("not compared:"))
     assert "G_A.1.bias by" in left_out and "D_A.2.bias by" in left_out
     assert "G_A.0.weight" not in left_out
+
+
+def test_chained_pairs_port_with_their_summed_losses_read(tmp_path):
+    """The few-line CycleGAN: each D's MSE losses summed (twice ganstep's lsgan: d_scale
+    2, read from its first D loss), G's MSEs (g_scale 2), ``10 * cycle`` with no identity
+    maps and no pool, both fakes then both reconstructions."""
+    _, r = audited(tmp_path, written(tmp_path, CHAINED_PAIRS), "--verify", 3)
+    assert r["port"]["max_difference"] <= 1e-5
+    assert r["port"]["code"].splitlines()[2] == (
+        'step = CycleStep(G_AB, G_BA, D_B, D_A, optimizer_G, optimizer_D, objective="lsgan", '
+        "g_scale=2.0, d_scale=2.0, cycle=10.0, identity=0.0, fake_pool=None, "
+        'discriminator_order=("D_B", "D_A"), g_order=("fake_B", "fake_A", "rec_A", "rec_B"))'
+    )

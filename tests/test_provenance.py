@@ -112,3 +112,34 @@ def test_a_tensor_made_on_a_tagged_storage_outside_torch_calls_keeps_its_tag():
     sources, made = follow(pooled)
     gc.collect()
     assert sources == [G_CALL, G_CALL]
+
+
+class Call:
+    """A module call record as the recorder keeps them: its module's label, its place."""
+
+    def __init__(self, label: str, seq: int) -> None:
+        self.label, self.seq = label, seq
+
+
+def test_rows_of_several_calls_of_one_module_are_its_latest_calls():
+    """A pool of past fakes (CycleGAN's ImagePool, full) returns rows of this iteration's
+    fakes beside rows of earlier ones: the joined batch is G's latest call's (it read as
+    nobody's, so D's step on it seemed a step on data). Rows of two modules' calls, or
+    with data, are not one module's."""
+    old, new, other = Call("G", 1), Call("G", 5), Call("D", 6)
+    by_storage: dict[int, Call] = {}
+    latest = {"G": new, "D": other}
+    mode = Provenance(lambda t: by_storage.get(t.untyped_storage().data_ptr()),
+                      lambda call: latest[call.label])  # fmt: skip
+    past, fresh, scores, real = (torch.randn(4, 2) for _ in range(4))
+    for t, call in ((past, old), (fresh, new), (scores, other)):
+        by_storage[t.untyped_storage().data_ptr()] = call
+    with mode:
+        mode.mark_data(real)
+        pooled = torch.cat([past[:1].clone(), fresh[1:]])
+        mixed = torch.cat([past[:2], scores[:2]])
+        with_data = torch.cat([fresh[:2], real[:2]])
+        rows_of_one = torch.cat([fresh[:2], fresh[2:]])
+    assert mode.source(pooled) is new
+    assert mode.source(mixed) is None and mode.source(with_data) is None
+    assert mode.source(rows_of_one) is new

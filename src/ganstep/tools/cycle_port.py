@@ -30,11 +30,10 @@ from ..engine.cycle import CycleStep
 from .port import TOLERANCE, Capture, Port, _copy, _set_rng, difference
 from .sides import Cycle
 
-# (objective, g_scale, d_scale) as CycleGAN codebases write their losses: junyanz's
-# lsgan (MSE: twice ganstep's G loss), PyTorch-GAN's (its two MSEs averaged), junyanz's
-# vanilla (BCE, D's loss halved), BCE summed, hinge
-OBJECTIVES = (("lsgan", 2.0, 1.0), ("lsgan", 1.0, 1.0), ("ns", 1.0, 0.5), ("ns", 1.0, 1.0),
-              ("hinge", 1.0, 1.0))  # fmt: skip
+# (objective, g_scale) as CycleGAN codebases write their G losses: junyanz's lsgan (MSE:
+# twice ganstep's G loss), PyTorch-GAN's (its two MSEs averaged), BCE (junyanz's
+# vanilla), hinge; D's scale is read from the script's D losses
+OBJECTIVES = (("lsgan", 2.0), ("lsgan", 1.0), ("ns", 1.0), ("hinge", 1.0))
 IDENTITY = 0.5  # the identity maps' weight, of the cycle weight (both codebases' default)
 POOL = 50  # CycleGAN's pool of past fakes per domain
 
@@ -67,10 +66,10 @@ def cycle_port(rec, report, capture: Capture, n: int,
     iterations = _iterations(rec, capture, cycle, n)
     if isinstance(iterations, str):
         return Port(None, n, notes=[iterations])
-    value = _first_g_loss(rec)
-    if value is None:
-        return Port(None, n, notes=["the script's first G loss is not one number the audit "
-                                    "read, so its cycle weight cannot be read"])  # fmt: skip
+    values = _first_loss(rec, "G"), _first_loss(rec, "D")
+    if None in values:
+        return Port(None, n, notes=["the script's first G or D loss is not one number the "
+                                    "audit read, so its weights cannot be read"])  # fmt: skip
     identity = _identity_maps(rec)
     options = {"order": "d_first" if report.order == "d_first" else "simultaneous",
                "discriminator_order": cycle.discriminator_order,
@@ -81,30 +80,29 @@ def cycle_port(rec, report, capture: Capture, n: int,
     drew = pool is not None and _pool_drew(rec, capture, n)
     twins = lambda: _twins(modules, opt_g, opts_d, capture)  # noqa: E731
     notes, equal = [], []
-    for objective, g_scale, d_scale in OBJECTIVES:
-        kind = {"objective": objective, "g_scale": g_scale, "d_scale": d_scale}
-        weight = _cycle_weight(twins(), kind, {**options, "fake_pool": pool}, identity,
-                               iterations[0], value)  # fmt: skip
-        if weight is None:
-            notes.append(f"{said(kind)}: no positive cycle weight gives the script's G loss")
-            continue
-        candidate = {**kind, "cycle": weight, "identity": IDENTITY if identity else 0.0,
-                     "fake_pool": pool, **options}  # fmt: skip
-        verify = partial(_verify, iterations=iterations, capture=capture, modules=modules,
-                         opt_g=opt_g, opts_d=opts_d, tolerance=tolerance,
-                         ignore=ignore)  # fmt: skip
-        gap, where, g_equal = verify(twins(), candidate)
-        if where and g_equal and pool is not None and drew:
-            # D alone parted, and the script's pool drew: its size, the one that draws so
-            # (a pool as large as the rows seen never draws: CycleGAN's 50 was tried)
-            for size in range(1, sum(len(it.real_A) for it in iterations)):
-                sized = {**candidate, "fake_pool": size}
-                gap, sized_where, _ = verify(twins(), sized)
-                if not sized_where:
-                    candidate, where = sized, ""
-                    break
+    # where the script's pool drew, a pool that draws as its own does: CycleGAN's 50
+    # first (a pool as large as the rows seen never draws), then each smaller size
+    rows = sum(len(it.real_A) for it in iterations)
+    pools = [pool, *range(1, rows)] if drew else [pool]
+    verify = partial(_verify, iterations=iterations, capture=capture, modules=modules,
+                     opt_g=opt_g, opts_d=opts_d, tolerance=tolerance, ignore=ignore)  # fmt: skip
+    for objective, g_scale in OBJECTIVES:
+        kind = {"objective": objective, "g_scale": g_scale}
+        for size in pools:  # (the pool moves D's first loss, which D's scale is read from)
+            weights = _weights(twins(), kind, {**options, "fake_pool": size}, identity,
+                               iterations[0], values)  # fmt: skip
+            if weights is None:
+                where = f"{said(kind)}: no positive weights give the script's first losses"
+                break
+            candidate = {**kind, "d_scale": weights[1], "cycle": weights[0],
+                         "identity": IDENTITY if identity else 0.0, "fake_pool": size,
+                         **options}  # fmt: skip
+            gap, parted, g_equal = verify(twins(), candidate)
+            where = f"{said(candidate)}: {parted}" if parted else ""
+            if not parted or not g_equal:  # equal, or G parted too: not the pool
+                break
         if where:
-            notes.append(f"{said(candidate)}: {where}")
+            notes.append(where)
         else:
             equal.append((gap, candidate))
     if len(equal) != 1:
@@ -209,9 +207,10 @@ def _iterations(rec, capture: Capture, cycle: Cycle, n: int) -> list[_Iteration]
     return out
 
 
-def _first_g_loss(rec) -> float | None:
-    """The value of the loss the script's first G step stepped (its backward's)."""
-    step = next((s for s in rec.opt_steps if s.label == "G"), None)
+def _first_loss(rec, side: str) -> float | None:
+    """The value of the loss the script's first step of ``side`` stepped (its backward
+    passes' sum: each D's, where it takes one backward a D)."""
+    step = next((s for s in rec.opt_steps if s.label == side), None)
     if step is None:
         return None
     values = [rec.backwards[i].value for i in sorted(step.backwards)]
@@ -264,23 +263,29 @@ def _call(step: CycleStep, it: _Iteration) -> dict[str, float]:
     return {k: float(v) for k, v in step(it.real_A.clone(), it.real_B.clone()).items()}
 
 
-def _cycle_weight(twins, kind: dict, options: dict, identity: bool, first: _Iteration,
-                  value: float) -> float | None:  # fmt: skip
-    """The cycle weight that makes ``kind``'s G loss on the script's first batches the
-    script's ``value``, rounded to 6 digits (None where none positive does). ``options``
-    hold the pool (D's step before G's changes G's loss in a D-first order)."""
-    probe = {**kind, **options, "cycle": 1.0, "identity": 1.0 if identity else 0.0}
+def _weights(twins, kind: dict, options: dict, identity: bool, first: _Iteration,
+             values: tuple[float, float]) -> tuple[float, float] | None:  # fmt: skip
+    """The cycle weight and D's loss scale that make ``kind``'s G and D losses on the
+    script's first batches the script's ``values``, each rounded to 6 digits (None where
+    they are not both positive): from a CycleStep's logs of its terms there, each
+    weighted 1. ``options`` hold the pool (D's step before G's changes G's loss in a
+    D-first order)."""
+    probe = {**kind, **options, "d_scale": 1.0, "cycle": 1.0,
+             "identity": 1.0 if identity else 0.0}  # fmt: skip
     try:
         logs = _run(twins, probe, first)
     except (ValueError, RuntimeError):
         return None
-    if "loss_g" not in logs:
+    if "loss_g" not in logs or not logs["loss_d"]:
         return None
     adversarial = logs["loss_g_a"] + logs["loss_g_b"]
     cycle = logs["cycle_a"] + logs["cycle_b"]
     maps = logs.get("idt_a", 0.0) + logs.get("idt_b", 0.0)
-    weight = (value - adversarial) / (cycle + IDENTITY * maps)
-    return float(f"{weight:.6g}") if weight > 0 else None
+    weight = (values[0] - adversarial) / (cycle + IDENTITY * maps)
+    d_scale = values[1] / logs["loss_d"]
+    if not (weight > 0 and d_scale > 0):
+        return None
+    return float(f"{weight:.6g}"), float(f"{d_scale:.6g}")
 
 
 def _verify(twins: tuple, candidate: dict, iterations: list[_Iteration], capture: Capture,
