@@ -834,9 +834,9 @@ def _cycle_in_float64(report: Report, run, path: Path, script, G, D,
     rec, again = repeated
     if again.cycle is None or again.schedule != report.schedule:
         return f"{FLOAT64_HEAD}: not searched, the run reads otherwise ({again.schedule})"
-    n = min(_verifiable(first, report), _verifiable(rec, again))
+    last = min(_verifiable(first, report), _verifiable(rec, again)) - 1
     runs = [(cycle_modules(r, r_report.cycle), r.capture,
-             max(s.seq for s in r.opt_steps if s.iteration == n - 1))
+             max(s.seq for s in r.opt_steps if s.iteration == last))
             for r, r_report in ((first, report), (rec, again))]  # fmt: skip
     rounding = rounding_entries(*runs, NOISE_MOVED)
     try:
@@ -854,7 +854,7 @@ def _cycle_in_float64(report: Report, run, path: Path, script, G, D,
             f"the script's own two runs moved them: {moves}"
         )
     head = said_cycle(there.step_options) + ": "
-    where = next((n.removeprefix(head) for n in report.port.notes if n.startswith(head)), "")
+    where = next((t.removeprefix(head) for t in report.port.notes if t.startswith(head)), "")
     gap = re.search(r"\(([0-9.e+-]+)\)$", where)
     note = (f"{FLOAT64_HEAD}: this CycleStep equals it, largest difference "
             f"{there.max_difference:.3g} (<= {FLOAT64_TOLERANCE:g}); in the script's own "
