@@ -107,6 +107,11 @@ class _Forward:
         return bool(self.part) and self.producer is not None and self.producer.label == self.label
 
     @property
+    def place(self) -> int:
+        """A member's place in its side (``rec.modules[label][place]``)."""
+        return int(self.part.split(".")[0])
+
+    @property
     def head(self) -> _Forward:
         """The forward that started this one's call of its module (itself, unless it is a
         later part of that call: ``G.synthesis`` after ``G.mapping``)."""
@@ -1320,8 +1325,17 @@ class _Analysis:
         return False
 
     def _through(self, step: _Step) -> list[_Forward]:
-        """The forwards the gradients ``step`` used went back through."""
-        return [f for b in self.rec.backwards if b.index in step.backwards for f in b.through]
+        return stepped_through(self.rec, step)
+
+
+def stepped_through(rec: Recorder, step: _Step) -> list[_Forward]:
+    """The forwards the gradients ``step`` used went back through."""
+    return [f for b in rec.backwards if b.index in step.backwards for f in b.through]
+
+
+def held_ids(opt: torch.optim.Optimizer) -> set[int]:
+    """The ids of the parameters ``opt`` holds."""
+    return {id(p) for g in opt.param_groups for p in g["params"]}
 
 
 def _most_common(counts: list[int]) -> int:
@@ -1390,7 +1404,7 @@ def observe_d(rec: Recorder) -> DProfile | None:
     if first is None or D is None or not isinstance(first.args[0], Tensor):
         return None
     if first.member:  # one module of a side (CycleGAN's D_A)
-        D = D[int(first.part.split(".")[0])]
+        D = D[first.place]
     x, rest = first.args[0], first.args[1:]
     try:
         return profile_d(D, Batch(x), lambda module, batch: module(batch.x, *rest))
@@ -1499,8 +1513,7 @@ def audit(
     for arg, opt, module in (("opt_g", opt_g, G), ("opt_d", opt_d, D)):
         if opt is None:
             continue
-        held = {id(p) for g in opt.param_groups for p in g["params"]}
-        if not held & {id(p) for p in module.parameters()}:
+        if not held_ids(opt) & {id(p) for p in module.parameters()}:
             raise ValueError(f"{arg} holds none of {arg[-1].upper()}'s parameters")
     rec = Recorder()
     error = None

@@ -44,6 +44,7 @@ from .audit import (
     Report,
     analyse,
     crash_location,
+    held_ids,
     known_cause,
     rng_states,
     with_tensor_kwargs,
@@ -88,11 +89,6 @@ class _Exit(BaseException):
     def __init__(self, code: int) -> None:
         super().__init__(code)
         self.code = code
-
-
-def _held(opt: torch.optim.Optimizer) -> set[int]:
-    """The ids of the parameters ``opt`` holds."""
-    return {id(p) for g in opt.param_groups for p in g["params"]}
 
 
 def _module_holding(held: set[int], spaces: list[dict]) -> nn.Module | None:
@@ -247,7 +243,7 @@ class ScriptRecorder(Recorder):
         ``G.synthesis``, never G): found among the script's global modules and theirs, by
         the optimizer's parameters; else ``part``."""
         first = id(next(part.parameters()))
-        held = [ids for ids in map(_held, self.optimizers) if first in ids]
+        held = [ids for ids in map(held_ids, self.optimizers) if first in ids]
         if len(held) != 1 or {id(p) for p in part.parameters()} == held[0]:
             return part
         whole = _module_holding(held[0], [self.namespace or {}])
@@ -299,12 +295,12 @@ class ScriptRecorder(Recorder):
         main = sys.modules.get("__main__")
         spaces = [frame.f_locals for frame in self._script_frames()]
         spaces.append(self.namespace or (vars(main) if main is not None else {}))
-        return _module_holding(_held(opt), spaces)
+        return _module_holding(held_ids(opt), spaces)
 
     def _container(self, module: nn.Module) -> bool:
         """Whether ``module`` holds the parameters of more than one optimizer (BigGAN's
         G_D around G and D): its calls are not one module's; its children's are."""
-        holders = {p: i for i, opt in enumerate(self.optimizers) for p in _held(opt)}
+        holders = {p: i for i, opt in enumerate(self.optimizers) for p in held_ids(opt)}
         return len({holders[id(p)] for p in module.parameters() if id(p) in holders}) > 1
 
     def _units(self, container: nn.Module) -> set[int]:
@@ -460,7 +456,7 @@ def _find_g_and_d(rec: ScriptRecorder, g_name: str | None, d_name: str | None) -
         sides = find_sides(rec)
         if sides is not None:
             return sides
-    trained = set().union(*map(_held, rec.optimizers))
+    trained = set().union(*map(held_ids, rec.optimizers))
     candidates = [label for label, m in rec.modules.items()
                   if any(id(p) in trained for p in m.parameters())]  # fmt: skip
     shown = _names(rec)
@@ -928,14 +924,11 @@ def _read_sides(report: Report, rec: ScriptRecorder, names: dict, roles: dict,
     one D."""
     report.sides = {m: [name for label, name in names.items() if roles.get(label) == m]
                     for m in MODULES}  # fmt: skip
-    report.cycle = read_cycle(rec, names, members)
-    schedule = report.schedule
-    if report.cycle is None or schedule is None or "g_steps" in schedule:
-        report.schedule = None
-        return
+    schedule = report.schedule or ""
     d_steps = re.search(r"d_steps=(\d+)", schedule)
-    call = report.cycle.call(report.order, int(d_steps.group(1)) if d_steps else 1)
-    report.schedule = call or None
+    order = report.order if schedule and "g_steps" not in schedule else "other"
+    report.cycle = read_cycle(rec, names, members, order, int(d_steps[1]) if d_steps else 1)
+    report.schedule = (report.cycle.call() or None) if report.cycle is not None else None
 
 
 def _ended(rec: ScriptRecorder) -> str:

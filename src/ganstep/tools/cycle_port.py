@@ -27,8 +27,9 @@ from functools import partial
 from torch import Tensor, nn
 
 from ..engine.cycle import CycleStep
-from .port import TOLERANCE, Capture, Port, _copy, _set_rng, difference
-from .sides import Cycle
+from .audit import held_ids, stepped_through
+from .port import TOLERANCE, Capture, Port, _copy, _set_rng, difference, global_names, path_to
+from .sides import Cycle, first_step, step_call
 
 # (objective, g_scale) as CycleGAN codebases write their G losses: junyanz's lsgan (MSE:
 # twice ganstep's G loss), PyTorch-GAN's (its two MSEs averaged), BCE (junyanz's
@@ -70,12 +71,7 @@ def cycle_port(rec, report, capture: Capture, n: int,
     if None in values:
         return Port(None, n, notes=["the script's first G or D loss is not one number the "
                                     "audit read, so its weights cannot be read"])  # fmt: skip
-    identity = _identity_maps(rec)
-    options = {"order": "d_first" if report.order == "d_first" else "simultaneous",
-               "discriminator_order": cycle.discriminator_order,
-               **({"g_order": cycle.g_order} if cycle.g_order else {})}  # fmt: skip
-    if "g_every=" in (report.schedule or ""):
-        options["g_every"] = int(report.schedule.split("g_every=")[1].split(",")[0].rstrip(")"))
+    identity, options = cycle.identity_maps, cycle.options
     pool = POOL if _pooled(rec) else None
     drew = pool is not None and _pool_drew(rec, capture, n)
     twins = lambda: _twins(modules, opt_g, opts_d, capture)  # noqa: E731
@@ -132,18 +128,14 @@ def cycle_modules(rec, cycle: Cycle) -> tuple[nn.Module, ...]:
     return g[a], g[b], d[c], d[e]
 
 
-def _held(opt) -> set[int]:
-    return {id(p) for group in opt.param_groups for p in group["params"]}
-
-
 def _optimizers(rec, modules: tuple[nn.Module, ...]) -> tuple | str:
     """The script's optimizer over both Gs and its one or two over the Ds (D_A's first)."""
     params = [{id(p) for p in m.parameters()} for m in modules]
-    g_opts = [o for o in rec.optimizers if _held(o) == params[0] | params[1]]
+    g_opts = [o for o in rec.optimizers if held_ids(o) == params[0] | params[1]]
     if len(g_opts) != 1:
         return "the script's Gs are not trained by one optimizer over both"
-    both = [o for o in rec.optimizers if _held(o) == params[2] | params[3]]
-    each = [next((o for o in rec.optimizers if _held(o) == p), None) for p in params[2:]]
+    both = [o for o in rec.optimizers if held_ids(o) == params[2] | params[3]]
+    each = [next((o for o in rec.optimizers if held_ids(o) == p), None) for p in params[2:]]
     if both:
         return g_opts[0], (both[0],)
     if None in each:
@@ -163,8 +155,7 @@ def _twins(modules, opt_g, opts_d, capture: Capture) -> tuple:
     """Copies of the four modules from their first states, and one optimizer over the
     Gs' copies and one over the Ds' in the states the script made its own in."""
     twins = [_copy(m, capture.first_state[id(m)]) for m in modules]
-    twin_of = {id(p): q for m, t in zip(modules, twins, strict=True)
-               for p, q in zip(m.parameters(), t.parameters(), strict=True)}  # fmt: skip
+    twin_of = _twin_of(modules, twins)
     made = []
     for opts in ((opt_g,), opts_d):
         groups, state = [], {"state": {}, "param_groups": []}
@@ -185,6 +176,12 @@ def _twins(modules, opt_g, opts_d, capture: Capture) -> tuple:
     return (*twins, *made)
 
 
+def _twin_of(modules, twins) -> dict[int, nn.Parameter]:
+    """Each copy's parameter by the id of the script's it copies."""
+    return {id(p): q for m, t in zip(modules, twins, strict=False)
+            for p, q in zip(m.parameters(), t.parameters(), strict=True)}  # fmt: skip
+
+
 def _iterations(rec, capture: Capture, cycle: Cycle, n: int) -> list[_Iteration] | str:
     """Each audited iteration's batches, generator states and end (see _Iteration)."""
     fed = {id(f.producer) for f in rec.forwards if f.producer is not None}
@@ -196,7 +193,7 @@ def _iterations(rec, capture: Capture, cycle: Cycle, n: int) -> list[_Iteration]
         reals = {}
         for f in mine:  # the first call of each G on data whose output went on
             if f.label == "G" and f.producer is None and id(f) in fed:
-                reals.setdefault(int(f.part.split(".")[0]), capture.calls[f.seq][0][0])
+                reals.setdefault(f.place, capture.calls[f.seq][0][0])
         if set(reals) != {g_a, g_b} or not steps or not mine:
             return f"iteration {i}: the batches each G was given are not both seen"
         d_first = steps[0].label == "D"
@@ -210,32 +207,21 @@ def _iterations(rec, capture: Capture, cycle: Cycle, n: int) -> list[_Iteration]
 def _first_loss(rec, side: str) -> float | None:
     """The value of the loss the script's first step of ``side`` stepped (its backward
     passes' sum: each D's, where it takes one backward a D)."""
-    step = next((s for s in rec.opt_steps if s.label == side), None)
+    step = first_step(rec, side)
     if step is None:
         return None
     values = [rec.backwards[i].value for i in sorted(step.backwards)]
     return None if not values or None in values else sum(values)
 
 
-def _identity_maps(rec) -> bool:
-    """Whether G's first step went through six G calls (identity maps beside the four)."""
-    step = next((s for s in rec.opt_steps if s.label == "G"), None)
-    through = {id(f) for b in rec.backwards if step and b.index in step.backwards
-               for f in b.through if f.label == "G"}  # fmt: skip
-    return len(through) == 6
-
-
 def _pooled(rec) -> bool:
     """Whether D's step was given fakes other than G's outputs themselves (a pool's)."""
-    step = next((s for s in rec.opt_steps if s.label == "D"), None)
-    for b in rec.backwards:
-        if step is None or b.index not in step.backwards:
-            continue
-        for f in b.through:
-            made = f.producer
-            if f.label == "D" and made is not None and made.label == "G" and f.key is not None:
-                if f.key[0] != made.output.untyped_storage().data_ptr():
-                    return True
+    step = first_step(rec, "D")
+    for f in [] if step is None else stepped_through(rec, step):
+        made = f.producer
+        if f.label == "D" and made is not None and made.label == "G" and f.key is not None:
+            if f.key[0] != made.output.untyped_storage().data_ptr():
+                return True
     return False
 
 
@@ -295,10 +281,11 @@ def _verify(twins: tuple, candidate: dict, iterations: list[_Iteration], capture
     part ("" where they do not), and whether G's side was still equal there (D's alone
     parted: its pool, say)."""
     step = CycleStep(*twins, **candidate)
+    twin_of = _twin_of(modules, twins)
     worst = 0.0
     for i, it in enumerate(iterations):
         _call(step, it)
-        gaps = _gaps(twins, capture.at_step[it.end], modules, opt_g, opts_d, ignore)
+        gaps = _gaps(twins, twin_of, capture.at_step[it.end], modules, opt_g, opts_d, ignore)
         gap, key = max(gaps.values())
         worst = max(worst, gap)
         if gap > tolerance:
@@ -313,11 +300,12 @@ def _verify(twins: tuple, candidate: dict, iterations: list[_Iteration], capture
 NAMES = ("G_A", "G_B", "D_A", "D_B")  # CycleStep's names of the four modules
 
 
-def _gaps(twins: tuple, states: dict, modules, opt_g, opts_d,
+def _gaps(twins: tuple, twin_of: dict, states: dict, modules, opt_g, opts_d,
           ignore: frozenset[str] = frozenset()) -> dict[str, tuple[float, str]]:  # fmt: skip
-    """The largest difference between the copies and the script's ``states`` on each
-    side ("G", "D"), and where: each module's state entry, and each parameter's optimizer
-    state; the entries ``ignore`` names left out."""
+    """The largest difference between the copies (``twin_of``: by the script's
+    parameters) and the script's ``states`` on each side ("G", "D"), and where: each
+    module's state entry, and each parameter's optimizer state; the entries ``ignore``
+    names left out."""
     worst = {"G": (0.0, ""), "D": (0.0, "")}
     left_out: set[int] = set()  # the script's parameters ignored
     for name, twin, module in zip(NAMES, twins, modules, strict=False):
@@ -327,8 +315,6 @@ def _gaps(twins: tuple, states: dict, modules, opt_g, opts_d,
                 here = difference({key: value}, {key: theirs[key]}, name)
                 worst[name[0]] = max(worst[name[0]], here)
         left_out |= {id(p) for key, p in module.named_parameters() if f"{name}.{key}" in ignore}
-    twin_of = {id(p): q for m, t in zip(modules, twins, strict=False)
-               for p, q in zip(m.parameters(), t.parameters(), strict=True)}  # fmt: skip
     named = [("G", "opt_g", twins[4], opt_g)]
     named += [("D", f"opt_d{k}", twins[5], o) for k, o in enumerate(opts_d)]
     for side, label, twin, opt in named:
@@ -367,8 +353,6 @@ def rounding_entries(first: tuple, again: tuple, noise: float) -> dict[str, tupl
 
 def _code(cycle: Cycle, candidate: dict, opt_g, opts_d, rec) -> str:
     """The CycleStep as code among the script's names."""
-    from .port import global_names, path_to
-
     scope = rec.scope
     names = global_names(scope)
 
@@ -384,12 +368,7 @@ def _code(cycle: Cycle, candidate: dict, opt_g, opts_d, rec) -> str:
         d_a, d_b = cycle.discriminators
         lines.append(f"opt_d = torch.optim.{type(opts_d[0]).__name__}([*{d_a}.parameters(), "
                      f"*{d_b}.parameters()]{settings})  # one over both Ds")  # fmt: skip
-    shown = {k: v for k, v in candidate.items() if not (k == "order" and v == "simultaneous")}
-    if shown.get("discriminator_order") == ("D_A", "D_B"):
-        del shown["discriminator_order"]
-    options = ", ".join(f"{k}={v!r}".replace("'", '"') for k, v in shown.items())
-    lines.append(f"step = CycleStep({', '.join(cycle.generators)}, "
-                 f"{', '.join(cycle.discriminators)}, {name(opt_g, 'opt_g')}, {opt_d}, "
-                 f"{options})")  # fmt: skip
+    args = [*cycle.generators, *cycle.discriminators, name(opt_g, "opt_g"), opt_d]
+    lines.append(f"step = {step_call(args, candidate)}")
     lines.append("# each iteration, in place of the script's update: step(real_A, real_B)")
     return "\n".join(lines)

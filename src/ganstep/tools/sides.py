@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from torch import nn
 
 from ..engine.cycle import CYCLEGAN_G_ORDER
-from .audit import MODULES, Recorder, _Forward, _Step
+from .audit import MODULES, Recorder, _Forward, _Step, stepped_through
 
 
 def find_sides(rec: Recorder) -> dict[str, str] | None:
@@ -60,7 +60,8 @@ def side_members(rec: Recorder, roles: dict[str, str]) -> dict[str, list[str]]:
 def read_as_sides(rec: Recorder, roles: dict[str, str], members: dict[str, list[str]]) -> None:
     """Relabel ``rec`` (its labels still the provisional ones) so that each side of
     ``members`` is one module, an ``nn.ModuleList`` of its modules whose calls are
-    parts of it (``part`` its place, ``member`` set); then :func:`_phases`."""
+    parts of it (``part`` its place, ``member`` set); the steps over several modules of
+    a side join the others (:func:`merge_phases` then joins each side's steps in a row)."""
     place = {label: str(i) for labels in members.values() for i, label in enumerate(labels)}
     for f in rec.forwards:
         if f.label in place:
@@ -99,7 +100,8 @@ class Cycle:
     """A script read as two sides of two modules each, as CycleStep takes them:
     ``generators`` (G_A, G_B) and ``discriminators`` (D_A judging G_A's outputs, D_B
     G_B's) by the script's names, ``discriminator_order`` CycleStep's names of its Ds
-    in the order the script steps them, and whether the Ds had an optimizer each."""
+    in the order the script steps them, and whether the Ds had an optimizer each; the
+    update ``order`` read, with ``d_steps`` D steps a G step."""
 
     generators: tuple[str, str]
     discriminators: tuple[str, str]
@@ -107,23 +109,36 @@ class Cycle:
     d_optimizers: int
     # each module's place in its side (G_A, G_B, D_A, D_B): ``rec.modules["G"][place]``
     places: tuple[int, int, int, int]
+    order: str
+    d_steps: int
     g_order: tuple[str, ...] | None = None  # where the script's differs from CycleGAN's
+    identity_maps: bool = False  # G's first step ran its two identity maps too
 
-    def call(self, order: str, d_steps: int) -> str:
-        """The CycleStep computing the update read as ``order`` with ``d_steps`` D steps
-        per G step; ``""`` where none does (CycleStep steps D after G on the same
-        fakes, or D first with G every ``g_every``-th iteration)."""
-        options = []
-        if order == "d_first":
-            options += ['order="d_first"'] + [f"g_every={d_steps}"] * (d_steps != 1)
-        elif order != "simultaneous" or d_steps != 1:
-            return ""
+    @property
+    def options(self) -> dict | None:
+        """The CycleStep options of this order, those that are not its defaults; None
+        where no CycleStep computes it (it steps D after G on the same fakes, or D first
+        with G every ``g_every``-th iteration)."""
+        if self.order == "d_first":
+            options = {
+                "order": "d_first",
+                **({"g_every": self.d_steps} if self.d_steps > 1 else {}),
+            }
+        elif self.order != "simultaneous" or self.d_steps != 1:
+            return None
+        else:
+            options = {}
         if self.discriminator_order != ("D_A", "D_B"):
-            options.append(f"discriminator_order={self.discriminator_order!r}".replace("'", '"'))
+            options["discriminator_order"] = self.discriminator_order
         if self.g_order is not None:
-            options.append(f"g_order={self.g_order!r}".replace("'", '"'))
-        names = ", ".join([*self.generators, *self.discriminators, "opt_g", "opt_d", *options])
-        return f"CycleStep({names})"
+            options["g_order"] = self.g_order
+        return options
+
+    def call(self) -> str:
+        """The CycleStep of the order read (``""`` where none computes it)."""
+        if self.options is None:
+            return ""
+        return step_call([*self.generators, *self.discriminators, "opt_g", "opt_d"], self.options)
 
     def describe(self) -> str:
         """The sides, in a line of the report."""
@@ -138,10 +153,22 @@ class Cycle:
         )
 
 
-def read_cycle(rec: Recorder, names: dict[str, str], members: dict[str, list[str]]) -> Cycle | None:
+def step_call(args: list[str], options: dict) -> str:
+    """``CycleStep(args..., key=value...)`` as code (strings in double quotes)."""
+    keywords = [f"{k}={v!r}".replace("'", '"') for k, v in options.items()]
+    return f"CycleStep({', '.join([*args, *keywords])})"
+
+
+def first_step(rec: Recorder, side: str) -> _Step | None:
+    """The recording's first step of ``side`` ("G" or "D"), if any."""
+    return next((s for s in rec.opt_steps if s.label == side), None)
+
+
+def read_cycle(rec: Recorder, names: dict[str, str], members: dict[str, list[str]],
+               order: str, d_steps: int) -> Cycle | None:  # fmt: skip
     """The :class:`Cycle` of a recording relabelled by :func:`read_as_sides` (``names``:
     the script's name of each provisional label), where each side has two modules and
-    each D was called on one G's outputs; else None."""
+    each D was called on one G's outputs, read as ``order`` with ``d_steps``; else None."""
     if sorted(len(members.get(m, ())) for m in MODULES) != [2, 2]:
         return None
     g_labels, d_labels = members["G"], members["D"]
@@ -149,7 +176,7 @@ def read_cycle(rec: Recorder, names: dict[str, str], members: dict[str, list[str
     for f in rec.forwards:
         made = f.producer
         if f.label == "D" and made is not None and made.label == "G" and f.member and made.member:
-            judged.setdefault(_place(f), _place(made))
+            judged.setdefault(f.place, made.place)
     if sorted(judged.values()) != [0, 1] or sorted(judged) != [0, 1]:
         return None
     first = min(range(2), key=lambda i: names[g_labels[i]])  # G_A: the first by name
@@ -157,40 +184,46 @@ def read_cycle(rec: Recorder, names: dict[str, str], members: dict[str, list[str
     d_places = tuple(next(d for d, g in judged.items() if g == place) for place in g_places)
     cycle_name = {d_places[0]: "D_A", d_places[1]: "D_B"}
     # the order the first D step forwarded its two modules in
-    d_step = next((s for s in rec.opt_steps if s.label == "D"), None)
-    through = [] if d_step is None else [f for b in rec.backwards if b.index in d_step.backwards
-                                         for f in b.through if f.label == "D"]  # fmt: skip
-    seen = (cycle_name[_place(f)] for f in sorted(through, key=lambda f: f.seq))
-    order = list(dict.fromkeys(seen))
-    if len(order) != 2:
-        order = ["D_A", "D_B"]
+    d_step = first_step(rec, "D")
+    through = [] if d_step is None else stepped_through(rec, d_step)
+    seen = (cycle_name[f.place] for f in sorted(through, key=lambda f: f.seq) if f.label == "D")
+    d_order = list(dict.fromkeys(seen))
+    if len(d_order) != 2:
+        d_order = ["D_A", "D_B"]
     one = frozenset(d_labels) in {s.modules for s in rec.joint_opt_steps}
+    g_calls = _first_g_calls(rec)
     return Cycle(
         (names[g_labels[g_places[0]]], names[g_labels[g_places[1]]]),
         (names[d_labels[d_places[0]]], names[d_labels[d_places[1]]]),
-        (order[0], order[1]),
+        (d_order[0], d_order[1]),
         1 if one else 2,
         (*g_places, *d_places),
-        _g_order(rec, g_places),
+        order,
+        d_steps,
+        _g_order(rec, g_calls, g_places),
+        len(g_calls) == 6,
     )
 
 
-def _g_order(rec: Recorder, g_places: tuple[int, int]) -> tuple[str, ...] | None:
-    """The order of G's forwards in its first step, by CycleStep's names, where it differs
-    from CycleStep's own (the four of ``CYCLEGAN_G_ORDER``, then the identity maps): a
-    call on another G call's output is a reconstruction, one whose output something was
-    called on a fake, the others identity maps. None where it is CycleStep's, or does
-    not read as its forwards."""
-    step = next((s for s in rec.opt_steps if s.label == "G"), None)
-    if step is None:
-        return None
-    through = {id(f) for b in rec.backwards if b.index in step.backwards for f in b.through}
+def _first_g_calls(rec: Recorder) -> list[_Forward]:
+    """G's calls that its first step's gradients went back through, in their order."""
+    step = first_step(rec, "G")
+    calls = {} if step is None else {id(f): f for f in stepped_through(rec, step)}
+    return sorted((f for f in calls.values() if f.label == "G"), key=lambda f: f.seq)
+
+
+def _g_order(rec: Recorder, calls: list[_Forward], g_places: tuple[int, int]
+             ) -> tuple[str, ...] | None:  # fmt: skip
+    """The order of G's ``calls`` in its first step, by CycleStep's names, where it
+    differs from CycleStep's own (the four of ``CYCLEGAN_G_ORDER``, then the identity
+    maps): a call on another G call's output is a reconstruction, one whose output
+    something was called on a fake, the others identity maps. None where it is
+    CycleStep's, or does not read as its forwards."""
     fed = {id(f.producer) for f in rec.forwards if f.producer is not None}
     names = {g_places[0]: ("fake_B", "rec_B", "idt_A"), g_places[1]: ("fake_A", "rec_A", "idt_B")}
     read = []
-    for f in sorted((f for f in rec.forwards if id(f) in through and f.label == "G"),
-                    key=lambda f: f.seq):  # fmt: skip
-        fake, rec_, idt = names[_place(f)]
+    for f in calls:
+        fake, rec_, idt = names[f.place]
         made_by_g = f.producer is not None and f.producer.label == "G"
         read.append(rec_ if made_by_g else fake if id(f) in fed else idt)
     four = [n for n in read if not n.startswith("idt")]
@@ -203,8 +236,3 @@ def _g_order(rec: Recorder, g_places: tuple[int, int]) -> tuple[str, ...] | None
     if read[4:] in ([], ["idt_A", "idt_B"]):  # the identity maps where CycleStep runs them
         return None if tuple(four) == CYCLEGAN_G_ORDER else tuple(four)
     return tuple(read)
-
-
-def _place(f: _Forward) -> int:
-    """The place in its side of the module a member's call ran."""
-    return int(f.part.split(".")[0])
