@@ -167,10 +167,10 @@ class Provenance(TorchFunctionMode):
         sources = [self.source(t) for t in inputs]
         calls = {id(s): s for s in sources if s not in (None, MADE, DATA)}
         only_calls = all(s not in (None, MADE, DATA) for s in sources)
-        if len(calls) > 1 and only_calls and self.latest is not None:
-            latest = {id(self.latest(s)) for s in calls.values()}
+        if self.latest is not None and len(calls) > 1 and only_calls:
+            latest = {id(last): last for last in map(self.latest, calls.values())}
             if len(latest) == 1:
-                return self.latest(next(iter(calls.values())))
+                return next(iter(latest.values()))
         return self._combined(inputs)
 
     def _tag_all(self, out: object, tag: object) -> None:
