@@ -81,6 +81,52 @@ def test_a_process_ignoring_ctrl_c_goes_on_ignoring_it():
         signal.signal(signal.SIGINT, previous)
 
 
+# The command as its console script starts it, with a Ctrl-C sent after every import and
+# before main() runs: the window a 1.2 s Ctrl-C hit on a slow CI run (exit -2, a traceback
+# at `from .cli import run`) when the imports held Ctrl-C and main() handled it, but
+# nothing the milliseconds between.
+AFTER_THE_IMPORTS = """
+import os, signal, sys, time
+sys.argv = ["/usr/local/bin/ganstep", "train", "--help"]
+from ganstep.cli import run
+os.kill(os.getpid(), signal.SIGINT)
+time.sleep(0.05)  # the handler runs here, before main()
+print("reached main()", flush=True)
+run()
+"""
+
+
+def test_a_ctrl_c_between_the_imports_and_main_leaves_with_130_and_one_line(tmp_path):
+    proc = subprocess.run([sys.executable, "-c", AFTER_THE_IMPORTS], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert proc.stdout == "reached main()\n"  # no help: the Ctrl-C came first
+    assert proc.stderr == "ganstep: interrupted while starting\n"
+    assert proc.returncode == interrupt.INTERRUPTED
+
+
+# A process that multiprocessing spawned from the command gets the command's argv, and
+# no main() of its own: its import of ganstep does not hold Ctrl-C.
+DEFAULT_AFTER_IMPORT = """
+import multiprocessing, signal, sys
+def handler_after_import():
+    import ganstep
+    return signal.getsignal(signal.SIGINT) is signal.default_int_handler
+if __name__ == "__main__":
+    sys.argv = ["/usr/local/bin/ganstep"]
+    with multiprocessing.get_context("spawn").Pool(1) as pool:
+        print(pool.apply(handler_after_import))
+"""
+
+
+def test_a_spawned_worker_of_the_command_does_not_hold_ctrl_c(tmp_path):
+    script = tmp_path / "spawner.py"
+    script.write_text(DEFAULT_AFTER_IMPORT)
+    proc = subprocess.run([sys.executable, str(script)], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=300)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-500:]
+    assert proc.stdout == "True\n"
+
+
 def test_ganstep_started_with_ctrl_c_ignored_trains_through_ctrl_c(tmp_path):
     """`ganstep train &` in a script starts it with SIGINT ignored: a Ctrl-C at the
     terminal is not for it. Ctrl-C every 0.1 s from start to end (imports, set-up,

@@ -6,14 +6,17 @@ are imported by their own paths (``ganstep.trainer``, ``ganstep.lightning``,
 ``ganstep.accelerate``).
 """
 
-import importlib
+from .engine import interrupt as _interrupt
 
-from . import _former_paths
-from .engine.interrupt import deferred as _deferred
+_interrupt.hold_start()  # the ganstep command: Ctrl-C held from here until main() takes it
+
+import importlib  # noqa: E402
+
+from . import _former_paths  # noqa: E402
 
 _former_paths.install()  # import ganstep.objectives, ganstep.config, ... as before the wings
 
-with _deferred():  # these imports load torch (a second or more): Ctrl-C there is held
+with _interrupt.deferred():  # these imports load torch (a second or more): Ctrl-C there is held
     from .engine import augment, objectives, schedules
     from .engine.augment import Adaptive, DiffAugment
     from .engine.cuda_graph import GraphedStep

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from .engine.interrupt import INTERRUPTED, deferred
+from .engine.interrupt import INTERRUPTED, Stopped, deferred, release_start
 
-with deferred():  # the command's start-up, until main() handles Ctrl-C itself
+with deferred():  # a program importing the cli (the command holds Ctrl-C from its start)
     import argparse
     import io
     import math
@@ -553,25 +553,29 @@ def main(argv: list[str] | None = None, *, relaunch: bool = False) -> int:
     """Entry point of the ``ganstep`` console script. With ``relaunch`` (the command
     itself, not a caller in the same process), a ``--graph auto`` training run whose CUDA
     graph capture fails goes on without graphs in a new process that replaces this one."""
-    argv = sys.argv[1:] if argv is None else list(argv)
-    for stream in (sys.stdout, sys.stderr):  # a path the console's encoding cannot show
-        if isinstance(stream, io.TextIOWrapper):  # (PYTHONIOENCODING=ascii) is escaped
-            stream.reconfigure(errors="backslashreplace")
-    if WITHOUT_EXTRA is not None:
-        print(_extra_missing(WITHOUT_EXTRA), file=sys.stderr)
-        return 1
-    script_args: list[str] = []
-    if argv[:1] == ["audit"] and "--" in argv:  # what follows -- is the script's own
-        at = argv.index("--")
-        argv, script_args = argv[:at], argv[at + 1 :]
-    previous, warnings.showwarning = warnings.showwarning, _show_warning
+    previous = warnings.showwarning
     try:
+        release_start()  # the command's Ctrl-C, held since ganstep's import: handled here on
+        argv = sys.argv[1:] if argv is None else list(argv)
+        for stream in (sys.stdout, sys.stderr):  # a path the console's encoding cannot show
+            if isinstance(stream, io.TextIOWrapper):  # (PYTHONIOENCODING=ascii) is escaped
+                stream.reconfigure(errors="backslashreplace")
+        if WITHOUT_EXTRA is not None:
+            print(_extra_missing(WITHOUT_EXTRA), file=sys.stderr)
+            return 1
+        script_args: list[str] = []
+        if argv[:1] == ["audit"] and "--" in argv:  # what follows -- is the script's own
+            at = argv.index("--")
+            argv, script_args = argv[:at], argv[at + 1 :]
+        warnings.showwarning = _show_warning
         with deferred():
             args = _parser().parse_args(argv)
         args.script_args = script_args
         commands = {"train": _train, "sample": _sample, "bench": _bench, "audit": _audit}
         return commands[args.command](args)
     except KeyboardInterrupt as e:
+        if not isinstance(e, Stopped):  # a stopped run has said where it stopped
+            print("ganstep: interrupted", file=sys.stderr)
         return getattr(e, "status", INTERRUPTED)  # a SIGTERM's stop: 143
     except ModuleNotFoundError as e:
         if (e.name or "").split(".")[0] not in TRAIN_EXTRA:

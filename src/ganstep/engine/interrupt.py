@@ -1,12 +1,15 @@
 """Ctrl-C while ganstep is imported: torch takes a second or more to import, and a
 KeyboardInterrupt raised inside that import can be swallowed by a library's own
 ``except`` or end in a traceback. During the import SIGINT only sets a flag; once the
-imports are done, the ``ganstep`` command leaves with status 130 and one line, and a
-program that imports ganstep gets its KeyboardInterrupt there."""
+imports are done, a program that imports ganstep gets its KeyboardInterrupt there. The
+``ganstep`` command holds SIGINT from the package's first line until its main() handles
+it (:func:`hold_start`, :func:`release_start`), so no Ctrl-C lands between the two, and
+one that came leaves with status 130 and one line."""
 
 from __future__ import annotations
 
 import contextlib
+import multiprocessing
 import signal
 import sys
 import threading
@@ -43,11 +46,46 @@ def takes_ctrl_c() -> bool:
             and signal.getsignal(signal.SIGINT) is not signal.SIG_IGN)  # fmt: skip
 
 
+# the command's start-up hold: the signals that came, and the handler it replaced
+_start_came: list[int] | None = None
+_start_previous: object = None
+
+
+def hold_start() -> None:
+    """At the start of ``import ganstep`` in the command (no-op elsewhere): hold SIGINT
+    until :func:`release_start`. Blocks that hold it themselves (:func:`deferred`) cover
+    the imports only, and a Ctrl-C landing after them and before main()'s ``try`` (the
+    rest of cli's module body, main()'s first lines) ended in a traceback."""
+    global _start_came, _start_previous
+    if _start_came is not None or not (_command() and takes_ctrl_c()):
+        return
+    if multiprocessing.parent_process() is not None:  # a spawned worker gets the command's
+        return  # argv, and no main() of its own would ever release the hold
+    came: list[int] = []
+    _start_previous = signal.signal(signal.SIGINT, lambda signum, frame: came.append(signum))
+    _start_came = came
+
+
+def release_start(what: str = "starting") -> None:
+    """Where the command begins to handle Ctrl-C itself: put SIGINT's handler back and,
+    if Ctrl-C came since :func:`hold_start`, leave with status 130 and one line."""
+    global _start_came, _start_previous
+    if _start_came is None:
+        return
+    came, _start_came = _start_came, None
+    signal.signal(signal.SIGINT, _start_previous)
+    _start_previous = None
+    if came:
+        print(f"ganstep: interrupted while {what}", file=sys.stderr)
+        raise SystemExit(INTERRUPTED)
+
+
 @contextlib.contextmanager
 def deferred(what: str = "starting"):
     """Hold SIGINT until the block ends; then, if it came, leave with status 130 (the
-    command) or raise KeyboardInterrupt (a program importing ganstep)."""
-    if not takes_ctrl_c():
+    command) or raise KeyboardInterrupt (a program importing ganstep). Inside the
+    command's start-up hold it leaves the signal to :func:`release_start`."""
+    if not takes_ctrl_c() or _start_came is not None:
         yield
         return
     came = []
