@@ -300,6 +300,22 @@ def test_cyclegan_with_bce_and_no_pool_ports_on_its_float64_run(tmp_path):
     assert "G_A.0.weight" not in left_out
 
 
+def test_cyclegan_with_gan_mode_wgangp_ports_to_the_wasserstein_losses(tmp_path):
+    """gan_mode wgangp: GANLoss's -mean / mean of D's map and no penalty (CycleGAN never
+    calls cal_gradient_penalty), D's loss halved. Hinge's G loss is the same, its D loss
+    not: the one CycleStep equal is Wasserstein(), imported in the printed code, which
+    runs among the script's names."""
+    _, port = ported(tmp_path, "junyanz_cyclegan.py", "--gan_mode", "wgangp")
+    assert port["max_difference"] <= 1e-5 and port["equal_in"] == "float32"
+    code = port["code"].splitlines()
+    assert code[1] == "from ganstep.engine.objectives import Wasserstein"
+    options = "objective=Wasserstein(), g_scale=1.0, d_scale=0.5, cycle=10.0, identity=0.5"
+    assert code[3].endswith(f"{options}, fake_pool=50)")
+    logs = run_printed(port["code"], "junyanz_cyclegan.py", "--gan_mode", "wgangp",
+                       "--n_epochs", "0")  # fmt: skip
+    assert {"loss_g", "loss_d", "cycle_a"} <= set(logs)
+
+
 def test_chained_pairs_port_with_their_summed_losses_read(tmp_path):
     """The few-line CycleGAN: each D's MSE losses summed (twice ganstep's lsgan: d_scale
     2, read from its first D loss), G's MSEs (g_scale 2), ``10 * cycle`` with no identity

@@ -2,7 +2,7 @@
 """junyanz/pytorch-CycleGAN-and-pix2pix's CycleGAN (models/cycle_gan_model.py, commit
 032e884), made small: ``CycleGANModel``'s ``set_input``, ``forward``,
 ``backward_D_basic``, ``backward_D_A``, ``backward_D_B``, ``backward_G`` and
-``optimize_parameters``, ``GANLoss`` with ``gan_mode='lsgan'`` (models/networks.py),
+``optimize_parameters``, ``GANLoss`` (models/networks.py; ``--gan_mode`` lsgan, vanilla or wgangp),
 ``ImagePool`` (util/image_pool.py), ``BaseModel.set_requires_grad``, and train.py's
 loop. One Adam over netG_A and netG_B, one over netD_A and netD_B; both Ds frozen in
 G's step. Small convolutional Gs (InstanceNorm) and PatchGAN Ds on random unpaired 8x8
@@ -56,6 +56,10 @@ class GANLoss(nn.Module):
             self.loss = nn.MSELoss()
         elif gan_mode == "vanilla":
             self.loss = nn.BCEWithLogitsLoss()
+        elif gan_mode in ["wgangp"]:
+            self.loss = None
+        else:
+            raise NotImplementedError("gan mode %s not implemented" % gan_mode)
 
     def get_target_tensor(self, prediction, target_is_real):
         if target_is_real:
@@ -65,8 +69,14 @@ class GANLoss(nn.Module):
         return target_tensor.expand_as(prediction)
 
     def __call__(self, prediction, target_is_real):
-        target_tensor = self.get_target_tensor(prediction, target_is_real)
-        loss = self.loss(prediction, target_tensor)
+        if self.gan_mode in ["lsgan", "vanilla"]:
+            target_tensor = self.get_target_tensor(prediction, target_is_real)
+            loss = self.loss(prediction, target_tensor)
+        elif self.gan_mode == "wgangp":
+            if target_is_real:
+                loss = -prediction.mean()
+            else:
+                loss = prediction.mean()
         return loss
 
 

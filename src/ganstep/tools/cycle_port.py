@@ -4,7 +4,8 @@ The audit reads such a script as two sides (:mod:`.sides`) and names the CycleSt
 its update order, its Ds' order and its G forwards' order. What the order does not say
 is in the losses: the objective and its scales, the cycle weight, the identity weight
 and the pool. Each objective a CycleGAN codebase writes (least squares with G's loss
-as MSE or halved, BCE with D's loss halved or not, hinge) is tried; the cycle weight is
+as MSE or halved, BCE with D's loss halved or not, hinge, the Wasserstein losses alone:
+junyanz's ``--gan_mode wgangp``, whose CycleGAN adds no penalty) is tried; the cycle weight is
 read from the value of the script's first G loss, less that objective's adversarial
 part, over the sum of the cycle and identity L1s (CycleGAN's and PyTorch-GAN's
 identity weight, half the cycle weight, where G ran its identity maps), the terms a
@@ -27,14 +28,18 @@ from functools import partial
 from torch import Tensor, nn
 
 from ..engine.cycle import CycleStep
+from ..engine.objectives import Objective, Wasserstein
 from .audit import held_ids, stepped_through
 from .port import TOLERANCE, Capture, Port, _copy, _set_rng, difference, global_names, path_to
 from .sides import Cycle, first_step, step_call
 
 # (objective, g_scale) as CycleGAN codebases write their G losses: junyanz's lsgan (MSE:
 # twice ganstep's G loss), PyTorch-GAN's (its two MSEs averaged), BCE (junyanz's
-# vanilla), hinge; D's scale is read from the script's D losses
-OBJECTIVES = (("lsgan", 2.0), ("lsgan", 1.0), ("ns", 1.0), ("hinge", 1.0))
+# vanilla), hinge, junyanz's wgangp (-mean(D(fake)); its CycleGAN never calls the
+# penalty it names, so D is unbounded: Wasserstein, not WGAN-GP); D's scale is read from
+# the script's D losses
+OBJECTIVES = (("lsgan", 2.0), ("lsgan", 1.0), ("ns", 1.0), ("hinge", 1.0),
+              (Wasserstein(), 1.0))  # fmt: skip
 IDENTITY = 0.5  # the identity maps' weight, of the cycle weight (both codebases' default)
 POOL = 50  # CycleGAN's pool of past fakes per domain
 
@@ -359,7 +364,10 @@ def _code(cycle: Cycle, candidate: dict, opt_g, opts_d, rec) -> str:
     def name(obj: object, default: str) -> str:
         return names.get(id(obj)) or path_to(scope, obj) or default
 
-    lines = ["from ganstep.engine.cycle import CycleStep", ""]
+    lines, objective = ["from ganstep.engine.cycle import CycleStep"], candidate["objective"]
+    if isinstance(objective, Objective):  # not one of ganstep's names
+        lines.append(f"from ganstep.engine.objectives import {type(objective).__name__}")
+    lines.append("")
     opt_d = name(opts_d[0], "opt_d") if len(opts_d) == 1 else "opt_d"
     if len(opts_d) == 2:
         first = opts_d[0].param_groups[0]
