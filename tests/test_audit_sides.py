@@ -222,9 +222,10 @@ def ported(tmp_path: Path, script: str, *args) -> tuple:
     return proc, r["port"]
 
 
-def run_printed(code: str, script: str, *args: str) -> dict:
+def run_printed(code: str, script: str, *args: str, size: int = 8) -> dict:
     """The printed code run among the script's own names (its models built, no training:
-    ``args`` say so), then called once on a batch of each domain; its logs."""
+    ``args`` say so), then called once on a batch of each domain (``size`` square); its
+    logs."""
     saved = sys.argv
     sys.argv = [script, *args]
     try:
@@ -235,7 +236,8 @@ def run_printed(code: str, script: str, *args: str) -> dict:
         names["self"] = names["model"]
     names["torch"] = torch
     exec(code, names)  # noqa: S102 - the port's printed code, as a user pastes it
-    return names["step"](torch.rand(2, 1, 8, 8) * 2 - 1, torch.rand(2, 1, 8, 8) * 2 - 1)
+    shape = (2, 1, size, size)
+    return names["step"](torch.rand(shape) * 2 - 1, torch.rand(shape) * 2 - 1)
 
 
 def test_junyanz_cyclegan_ports_to_its_cycle_step(tmp_path):
@@ -314,6 +316,27 @@ def test_cyclegan_with_gan_mode_wgangp_ports_to_the_wasserstein_losses(tmp_path)
     logs = run_printed(port["code"], "junyanz_cyclegan.py", "--gan_mode", "wgangp",
                        "--n_epochs", "0")  # fmt: skip
     assert {"loss_g", "loss_d", "cycle_a"} <= set(logs)
+
+
+def test_pytorch_gan_discogan_ports_with_its_pixelwise_term(tmp_path):
+    """discogan.py: lsgan averaged (g_scale 1), its averaged cycle L1s (cycle 0.5) and
+    pixelwise translation L1 (added with weight 1) read from G's first loss with the
+    term tried, no identity maps, no pool, its Ds' order and G's forwards' (Dropout's
+    masks). Its convs before InstanceNorm part the float32 run by float32's rounding:
+    equal in the float64 run. The printed code defines the term and runs."""
+    _, port = ported(tmp_path, "pytorch_gan_discogan.py")
+    assert port["equal_in"] == "float64" and port["float64_difference"] <= 1e-12
+    code = port["code"].splitlines()
+    assert code[0] == "import torch.nn.functional as F"
+    assert code[4].startswith("def pixelwise(v):")
+    assert code[-2] == (
+        'step = CycleStep(G_AB, G_BA, D_B, D_A, optimizer_G, opt_d, objective="lsgan", '
+        "g_scale=1.0, d_scale=1.0, cycle=0.5, identity=0.0, fake_pool=None, "
+        'discriminator_order=("D_B", "D_A"), g_order=("fake_B", "fake_A", "rec_A", "rec_B"), '
+        'g_terms={"pixelwise": pixelwise})'
+    )
+    logs = run_printed(port["code"], "pytorch_gan_discogan.py", "--n_epochs", "0", size=16)
+    assert {"loss_g", "pixelwise", "cycle_a", "loss_d_b"} <= set(logs)
 
 
 def test_chained_pairs_port_with_their_summed_losses_read(tmp_path):

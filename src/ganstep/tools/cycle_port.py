@@ -5,7 +5,8 @@ its update order, its Ds' order and its G forwards' order. What the order does n
 is in the losses: the objective and its scales, the cycle weight, the identity weight
 and the pool. Each objective a CycleGAN codebase writes (least squares with G's loss
 as MSE or halved, BCE with D's loss halved or not, hinge, the Wasserstein losses alone:
-junyanz's ``--gan_mode wgangp``, whose CycleGAN adds no penalty) is tried; the cycle weight is
+junyanz's ``--gan_mode wgangp``, whose CycleGAN adds no penalty), with and without
+DiscoGAN's pixelwise translation L1 where G ran no identity maps, is tried; the cycle weight is
 read from the value of the script's first G loss, less that objective's adversarial
 part, over the sum of the cycle and identity L1s (CycleGAN's and PyTorch-GAN's
 identity weight, half the cycle weight, where G ran its identity maps), the terms a
@@ -21,10 +22,12 @@ within tolerance is printed; nothing printed is unverified.
 
 from __future__ import annotations
 
+import itertools
 import random
 from dataclasses import dataclass
 from functools import partial
 
+import torch.nn.functional as F
 from torch import Tensor, nn
 
 from ..engine.cycle import CycleStep
@@ -41,7 +44,30 @@ from .sides import Cycle, first_step, step_call
 OBJECTIVES = (("lsgan", 2.0), ("lsgan", 1.0), ("ns", 1.0), ("hinge", 1.0),
               (Wasserstein(), 1.0))  # fmt: skip
 IDENTITY = 0.5  # the identity maps' weight, of the cycle weight (both codebases' default)
+# DiscoGAN's pixelwise translation term (PyTorch-GAN's discogan.py: each fake against the
+# other domain's real batch, averaged, added with weight 1), as the printed code defines
+# it; tried where G ran no identity maps (no CycleGAN codebase writes both)
+PIXELWISE = """def pixelwise(v):  # discogan.py's loss_pixelwise: each fake vs the other real batch
+    return (F.l1_loss(v.fake_A, v.real_A) + F.l1_loss(v.fake_B, v.real_B)) / 2
+"""
 POOL = 50  # CycleGAN's pool of past fakes per domain
+
+
+class _Term:
+    """A G term of the port's candidates: the function its printed definition makes,
+    shown by its name (as the printed ``g_terms`` refers to it)."""
+
+    def __init__(self, text: str) -> None:
+        scope = {"F": F}
+        exec(text, scope)  # noqa: S102 - the very definition the port prints
+        self.text, self.name = text, text.split("(")[0].removeprefix("def ")
+        self.fn = scope[self.name]
+
+    def __call__(self, view):
+        return self.fn(view)
+
+    def __repr__(self) -> str:
+        return self.name
 
 
 @dataclass
@@ -87,17 +113,19 @@ def cycle_port(rec, report, capture: Capture, n: int,
     pools = [pool, *range(1, rows)] if drew else [pool]
     verify = partial(_verify, iterations=iterations, capture=capture, modules=modules,
                      opt_g=opt_g, opts_d=opts_d, tolerance=tolerance, ignore=ignore)  # fmt: skip
-    for objective, g_scale in OBJECTIVES:
+    terms = [{}] if identity else [{}, {"g_terms": {"pixelwise": _Term(PIXELWISE)}}]
+    for (objective, g_scale), term in itertools.product(OBJECTIVES, terms):
         kind = {"objective": objective, "g_scale": g_scale}
         for size in pools:  # (the pool moves D's first loss, which D's scale is read from)
-            weights = _weights(twins(), kind, {**options, "fake_pool": size}, identity,
-                               iterations[0], values)  # fmt: skip
+            weights = _weights(twins(), {**kind, **term}, {**options, "fake_pool": size},
+                               identity, iterations[0], values)  # fmt: skip
             if weights is None:
-                where = f"{said(kind)}: no positive weights give the script's first losses"
+                where = (f"{said({**kind, **term})}: no positive weights give the script's "
+                         "first losses")  # fmt: skip
                 break
             candidate = {**kind, "d_scale": weights[1], "cycle": weights[0],
                          "identity": IDENTITY if identity else 0.0, "fake_pool": size,
-                         **options}  # fmt: skip
+                         **options, **term}  # fmt: skip
             gap, parted, g_equal = verify(twins(), candidate)
             where = f"{said(candidate)}: {parted}" if parted else ""
             if not parted or not g_equal:  # equal, or G parted too: not the pool
@@ -270,9 +298,10 @@ def _weights(twins, kind: dict, options: dict, identity: bool, first: _Iteration
     if "loss_g" not in logs or not logs["loss_d"]:
         return None
     adversarial = logs["loss_g_a"] + logs["loss_g_b"]
+    terms = sum(logs[name] for name in kind.get("g_terms", {}))  # each weighted 1
     cycle = logs["cycle_a"] + logs["cycle_b"]
     maps = logs.get("idt_a", 0.0) + logs.get("idt_b", 0.0)
-    weight = (values[0] - adversarial) / (cycle + IDENTITY * maps)
+    weight = (values[0] - adversarial - terms) / (cycle + IDENTITY * maps)
     d_scale = values[1] / logs["loss_d"]
     if not (weight > 0 and d_scale > 0):
         return None
@@ -367,7 +396,13 @@ def _code(cycle: Cycle, candidate: dict, opt_g, opts_d, rec) -> str:
     lines, objective = ["from ganstep.engine.cycle import CycleStep"], candidate["objective"]
     if isinstance(objective, Objective):  # not one of ganstep's names
         lines.append(f"from ganstep.engine.objectives import {type(objective).__name__}")
+    terms = list(candidate.get("g_terms", {}).values())
+    if terms:
+        lines[:0] = ["import torch.nn.functional as F"]
+        lines.append("")
     lines.append("")
+    for term in terms:
+        lines += [*term.text.splitlines(), "", ""]
     opt_d = name(opts_d[0], "opt_d") if len(opts_d) == 1 else "opt_d"
     if len(opts_d) == 2:
         first = opts_d[0].param_groups[0]
