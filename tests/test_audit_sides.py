@@ -339,6 +339,27 @@ def test_pytorch_gan_discogan_ports_with_its_pixelwise_term(tmp_path):
     assert {"loss_g", "pixelwise", "cycle_a", "loss_d_b"} <= set(logs)
 
 
+def test_pytorch_gan_dualgan_ports_with_its_penalty_first_and_numpys_alpha(tmp_path):
+    """dualgan.py with --n_critic 2: both Ds' step first, each WGAN-GP penalty before its
+    D's loss forwards (its D's BatchNorm sees the interpolates first) with alpha from
+    np.random.random in float32, G's step every 2nd iteration. The audit's iterations
+    are G's periods (D, G, then D, D, G): each of the script's iterations is one
+    CycleStep call, 3 verified, numpy's generator set as the script's was."""
+    _, port = ported(tmp_path, "pytorch_gan_dualgan.py", "--n_critic", 2)
+    assert port["max_difference"] == 0 and port["iterations"] == 3
+    code = port["code"].splitlines()
+    assert code[:3] == ["import numpy as np", "from ganstep.engine.cycle import CycleStep",
+                        "from ganstep.engine.objectives import WGANGP"]  # fmt: skip
+    assert code[5].endswith(
+        "objective=WGANGP(weight=10.0, alpha=lambda shape: torch.from_numpy(np.random.random("
+        'shape)).float(), penalty_at="before"), g_scale=1.0, d_scale=1.0, cycle=10.0, '
+        'identity=0.0, fake_pool=None, order="d_first", g_every=2, discriminator_order=("D_B", '
+        '"D_A"), g_order=("fake_A", "fake_B", "rec_A", "rec_B"))'
+    )
+    logs = run_printed(port["code"], "pytorch_gan_dualgan.py", "--n_epochs", "0", size=32)
+    assert {"loss_d", "gp_a", "gp_b", "loss_g"} <= set(logs)
+
+
 def test_chained_pairs_port_with_their_summed_losses_read(tmp_path):
     """The few-line CycleGAN: each D's MSE losses summed (twice ganstep's lsgan: d_scale
     2, read from its first D loss), G's MSEs (g_scale 2), ``10 * cycle`` with no identity

@@ -103,10 +103,11 @@ def test_sagans_hinge_loop_equals_d_first_with_fresh_z():
         assert mine["loss_g"] == pytest.approx(source["loss_g"], rel=1e-12)
 
 
-@given(st.one_of(st.text(max_size=12).filter(lambda v: v not in ("after", "own_step")),
+@given(st.one_of(st.text(max_size=12).filter(lambda v: v not in ("after", "before", "own_step")),
                  st.integers(), st.booleans()))  # fmt: skip
-def test_wgan_gp_penalty_at_is_after_or_own_step(penalty_at):
-    with pytest.raises(ValueError, match="wgan_gp penalty_at must be 'after' .* or 'own_step'"):
+def test_wgan_gp_penalty_at_is_after_before_or_own_step(penalty_at):
+    with pytest.raises(ValueError, match="wgan_gp penalty_at must be 'after' or 'before' .* or "
+                       "'own_step'"):  # fmt: skip
         WGANGP(penalty_at=penalty_at)
 
 

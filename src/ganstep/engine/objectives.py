@@ -412,7 +412,9 @@ class WGANGP(Wasserstein):
     batches compute it (Zeleni9/pytorch-wgan: a norm over channels at each pixel); the
     same where D's input is flat, ``(n, features)``.
 
-    ``penalty_at``: ``"after"`` (default: the class's) D's loss forwards, in D's step; or
+    ``penalty_at``: ``"after"`` (default: the class's) D's loss forwards, in D's step;
+    ``"before"`` them, in D's step (PyTorch-GAN's ``dualgan.py``: a D with BatchNorm sees
+    the interpolates first); or
     ``"own_step"``: in a D step of its own right after D's step on its losses, on the
     same real and fake batches at D's updated weights, D's optimizer stepping on the
     penalty alone (heykeetae/Self-Attention-GAN's ``trainer.py``: ``d_loss.backward()``,
@@ -431,10 +433,11 @@ class WGANGP(Wasserstein):
     ) -> None:  # fmt: skip
         self.weight = non_negative(weight, f"{self.name} weight")
         if penalty_at is not None:  # (None: the class's, which a subclass may set)
-            if penalty_at not in ("after", "own_step"):
+            if penalty_at not in ("after", "before", "own_step"):
                 raise ValueError(
-                    f"{self.name} penalty_at must be 'after' (in D's step) or 'own_step' (in a "
-                    f"D step of its own after it, SAGAN's), got {penalty_at!r}"
+                    f"{self.name} penalty_at must be 'after' or 'before' (D's loss forwards, "
+                    "in D's step) or 'own_step' (in a D step of its own after it, SAGAN's), "
+                    f"got {penalty_at!r}"
                 )
             self.penalty_at = penalty_at
         if alpha is not None and not callable(alpha):
@@ -485,7 +488,7 @@ class WGANGP(Wasserstein):
         eps = f", eps={self.eps!r}" if self.eps else ""
         form = f", interpolate={self.interpolate!r}" if self.interpolate != "mix" else ""
         form += "" if self.flatten else ", flatten=False"
-        form += ", penalty_at='own_step'" if self.penalty_at == "own_step" else ""
+        form += f", penalty_at={self.penalty_at!r}" if self.penalty_at != "after" else ""
         return f"WGANGP(weight={self.weight}{alpha}{eps}{form})"
 
 

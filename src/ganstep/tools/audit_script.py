@@ -196,10 +196,11 @@ class ScriptRecorder(Recorder):
 
     def forward_end(self, label: str, args: tuple, out: object, start: tuple,
                     module: nn.Module | None = None, keywords: dict | None = None,
-                    py_state: object = None) -> None:  # fmt: skip
+                    py_state: object = None, np_state: object = None) -> None:  # fmt: skip
         super().forward_end(label, args, out, start, module)
         if self.capture is not None:
-            self.capture.called(self.forwards[-1].seq, args, start[1], keywords, py_state)
+            self.capture.called(self.forwards[-1].seq, args, start[1], keywords, py_state,
+                                np_state)  # fmt: skip
 
     def _after_step(self, opt, args, kwargs) -> None:
         super()._after_step(opt, args, kwargs)
@@ -343,9 +344,14 @@ class ScriptRecorder(Recorder):
             text = linecache.getline(self.script_file, line).strip()
             changed = f"{Path(self.script_file).name}:{line}: {text}"
         # --port: Python's generator at the call too (rosinality's G draws its style
-        # mixing's layer by random.randint in its forward)
-        py_state = random.getstate() if self.capture is not None else None
-        self.calls.append((label, self.forward_start(), changed, py_state))
+        # mixing's layer by random.randint in its forward), and numpy's where the script
+        # imported it (PyTorch-GAN's penalties draw their alpha by np.random.random)
+        py_state = np_state = None
+        if self.capture is not None:
+            numpy = sys.modules.get("numpy")
+            py_state = random.getstate()
+            np_state = None if numpy is None else numpy.random.get_state()
+        self.calls.append((label, self.forward_start(), changed, py_state, np_state))
 
     def post(self, module: nn.Module, args: tuple, out: object, raised: bool = False,
              keywords: dict | None = None) -> None:  # fmt: skip
@@ -358,7 +364,7 @@ class ScriptRecorder(Recorder):
         self.open_modules.pop()
         call = self.calls.pop()
         if call is not None and not raised:
-            self.forward_end(call[0], args, out, call[1], module, keywords, call[3])
+            self.forward_end(call[0], args, out, call[1], module, keywords, *call[3:])
             if isinstance(call[2], str):
                 self.capture.written_over[self.forwards[-1].seq] = call[2]
             elif call[2] is not None:

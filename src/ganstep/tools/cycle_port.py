@@ -6,7 +6,8 @@ is in the losses: the objective and its scales, the cycle weight, the identity w
 and the pool. Each objective a CycleGAN codebase writes (least squares with G's loss
 as MSE or halved, BCE with D's loss halved or not, hinge, the Wasserstein losses alone:
 junyanz's ``--gan_mode wgangp``, whose CycleGAN adds no penalty), with and without
-DiscoGAN's pixelwise translation L1 where G ran no identity maps, is tried; the cycle weight is
+DiscoGAN's pixelwise translation L1 where G ran no identity maps, is tried (where D's
+steps took a double backward, WGAN-GP's forms: DualGAN's); the cycle weight is
 read from the value of the script's first G loss, less that objective's adversarial
 part, over the sum of the cycle and identity L1s (CycleGAN's and PyTorch-GAN's
 identity weight, half the cycle weight, where G ran its identity maps), the terms a
@@ -15,8 +16,9 @@ given past fakes through (CycleGAN's 50), or none. Each candidate then runs the 
 iterations on copies of the script's four modules from their first states, one
 optimizer over both Gs and one over both Ds (the script's own, or one over its two D
 optimizers' parameters with their settings), on the batches the script gave its Gs,
-with torch's and Python's generators as the script's were (Dropout's masks, the pool's
-draws), and is compared with the script's states after each iteration's steps. The one
+with torch's, Python's and numpy's generators as the script's were (Dropout's masks,
+the pool's draws, a penalty's alpha), and is compared with the script's states after
+each of its iterations' steps. The one
 within tolerance is printed; nothing printed is unverified.
 """
 
@@ -24,16 +26,28 @@ from __future__ import annotations
 
 import itertools
 import random
+import sys
 from dataclasses import dataclass
 from functools import partial
 
+import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
 from ..engine.cycle import CycleStep
-from ..engine.objectives import Objective, Wasserstein
+from ..engine.objectives import WGANGP, Objective, Wasserstein
 from .audit import held_ids, stepped_through
-from .port import TOLERANCE, Capture, Port, _copy, _set_rng, difference, global_names, path_to
+from .port import (
+    GP_WEIGHTS,
+    TOLERANCE,
+    Capture,
+    Port,
+    _copy,
+    _set_rng,
+    difference,
+    global_names,  # fmt: skip
+    path_to,
+)
 from .sides import Cycle, first_step, step_call
 
 # (objective, g_scale) as CycleGAN codebases write their G losses: junyanz's lsgan (MSE:
@@ -51,36 +65,56 @@ PIXELWISE = """def pixelwise(v):  # discogan.py's loss_pixelwise: each fake vs t
     return (F.l1_loss(v.fake_A, v.real_A) + F.l1_loss(v.fake_B, v.real_B)) / 2
 """
 POOL = 50  # CycleGAN's pool of past fakes per domain
+# where D's steps took a double backward (a gradient penalty): WGAN-GP, with the weights
+# the Step's port tries, its penalty before D's loss forwards (DualGAN's) or after them,
+# its interpolation weights drawn by torch or by numpy's global generator in float32
+# (PyTorch-GAN's FloatTensor(np.random.random(...)))
+NUMPY_ALPHA = "lambda shape: torch.from_numpy(np.random.random(shape)).float()"
+PENALTY_AT = ("before", "after")
 
 
-class _Term:
-    """A G term of the port's candidates: the function its printed definition makes,
-    shown by its name (as the printed ``g_terms`` refers to it)."""
+class _Printed:
+    """A function of the port's candidates made from the very code the port prints: a
+    definition (shown by its name, as the printed call refers to it) or an expression
+    (shown as itself)."""
 
     def __init__(self, text: str) -> None:
-        scope = {"F": F}
-        exec(text, scope)  # noqa: S102 - the very definition the port prints
-        self.text, self.name = text, text.split("(")[0].removeprefix("def ")
-        self.fn = scope[self.name]
+        scope = {"F": F, "torch": torch, "np": sys.modules.get("numpy")}
+        if text.startswith("def "):
+            self.name = text.split("(")[0].removeprefix("def ")
+            exec(text, scope)  # noqa: S102 - the definition the port prints
+            self.fn = scope[self.name]
+        else:
+            self.name, self.fn = text, eval(text, scope)  # noqa: S307 - as printed
+        self.text = text
 
-    def __call__(self, view):
-        return self.fn(view)
+    def __call__(self, *args):
+        return self.fn(*args)
 
     def __repr__(self) -> str:
         return self.name
 
 
+def _penalized() -> list[tuple[Objective, float]]:
+    """The WGAN-GP candidates (objective, g_scale) of a script whose D steps took a
+    double backward."""
+    alphas = [None] + ([_Printed(NUMPY_ALPHA)] if "numpy" in sys.modules else [])
+    return [(WGANGP(w, alpha=alpha, penalty_at=at), 1.0)
+            for w in GP_WEIGHTS for at in PENALTY_AT for alpha in alphas]  # fmt: skip
+
+
 @dataclass
 class _Iteration:
     """What one audited iteration gave the script's update: the two real batches, torch's
-    generator state at its first module call, Python's before D's pool draws, and its
-    last step's place."""
+    generator state at its first module call (numpy's too), Python's before D's pool
+    draws, and its last step's place."""
 
     real_A: Tensor
     real_B: Tensor
     rng: list[Tensor]
     py_state: object
     end: int
+    np_state: object = None  # numpy's global generator at its first module call
 
 
 def cycle_port(rec, report, capture: Capture, n: int,
@@ -98,6 +132,7 @@ def cycle_port(rec, report, capture: Capture, n: int,
     iterations = _iterations(rec, capture, cycle, n)
     if isinstance(iterations, str):
         return Port(None, n, notes=[iterations])
+    calls = len(iterations)  # the script's iterations: a D-first cycle's G period holds several
     values = _first_loss(rec, "G"), _first_loss(rec, "D")
     if None in values:
         return Port(None, n, notes=["the script's first G or D loss is not one number the "
@@ -113,8 +148,9 @@ def cycle_port(rec, report, capture: Capture, n: int,
     pools = [pool, *range(1, rows)] if drew else [pool]
     verify = partial(_verify, iterations=iterations, capture=capture, modules=modules,
                      opt_g=opt_g, opts_d=opts_d, tolerance=tolerance, ignore=ignore)  # fmt: skip
-    terms = [{}] if identity else [{}, {"g_terms": {"pixelwise": _Term(PIXELWISE)}}]
-    for (objective, g_scale), term in itertools.product(OBJECTIVES, terms):
+    terms = [{}] if identity else [{}, {"g_terms": {"pixelwise": _Printed(PIXELWISE)}}]
+    objectives = _penalized() if report.double_backwards.get("D", 0) > 0 else OBJECTIVES
+    for (objective, g_scale), term in itertools.product(objectives, terms):
         kind = {"objective": objective, "g_scale": g_scale}
         for size in pools:  # (the pool moves D's first loss, which D's scale is read from)
             weights = _weights(twins(), {**kind, **term}, {**options, "fake_pool": size},
@@ -136,17 +172,16 @@ def cycle_port(rec, report, capture: Capture, n: int,
             equal.append((gap, candidate))
     if len(equal) != 1:
         head = ("no CycleStep tried equals the script" if not equal else
-                f"{len(equal)} CycleSteps equal the script over {n} iteration(s): more "
+                f"{len(equal)} CycleSteps equal the script over {calls} iteration(s): more "
                 "iterations (--verify N) tell them apart")  # fmt: skip
-        return Port(None, n, notes=[head, *notes])
+        return Port(None, calls, notes=[head, *notes])
     gap, candidate = equal[0]
     kept = []
     if candidate["fake_pool"] == POOL and not drew:
-        kept.append(f"the script's pool of past fakes did not draw in {n} iteration(s), so its "
-                    f"size is not seen: CycleGAN's {POOL} printed")  # fmt: skip
-    return Port(
-        _code(cycle, candidate, opt_g, opts_d, rec), n, gap, notes=kept, step_options=candidate
-    )
+        kept.append(f"the script's pool of past fakes did not draw in {calls} iteration(s), so "
+                    f"its size is not seen: CycleGAN's {POOL} printed")  # fmt: skip
+    code = _code(cycle, candidate, opt_g, opts_d, rec)
+    return Port(code, calls, gap, notes=kept, step_options=candidate)
 
 
 def said(candidate: dict) -> str:
@@ -216,24 +251,34 @@ def _twin_of(modules, twins) -> dict[int, nn.Parameter]:
 
 
 def _iterations(rec, capture: Capture, cycle: Cycle, n: int) -> list[_Iteration] | str:
-    """Each audited iteration's batches, generator states and end (see _Iteration)."""
+    """What each CycleStep call of the first ``n`` audited iterations is given (see
+    _Iteration). An audited iteration of a D-first cycle whose G steps every
+    ``g_every``-th iteration (DualGAN's) holds that many of the script's iterations, each
+    a call: each D step not followed by G's ends one, as each G step does."""
     fed = {id(f.producer) for f in rec.forwards if f.producer is not None}
     g_a, g_b = cycle.places[:2]
-    out = []
-    for i in range(n):
-        mine = sorted((f for f in rec.forwards if f.iteration == i), key=lambda f: f.seq)
-        steps = [s for s in rec.opt_steps if s.iteration == i]
-        reals = {}
+    d_first = cycle.order == "d_first"
+    steps = sorted((s for s in rec.opt_steps if s.iteration < n), key=lambda s: s.seq)
+    ends = [s.seq for k, s in enumerate(steps)
+            if s.label == ("G" if d_first else "D")
+            or (d_first and steps[k + 1 :][:1] != [] and steps[k + 1].label != "G")
+            or (d_first and k == len(steps) - 1)]  # fmt: skip
+    out, after = [], -1
+    for i, end in enumerate(ends):
+        mine = sorted((f for f in rec.forwards if after < f.seq <= end), key=lambda f: f.seq)
+        mine = [f for f in mine if f.label == "D" or id(f) in fed]  # the update's forwards
+        first_step = next(s for s in steps if after < s.seq <= end)
+        after, reals = end, {}
         for f in mine:  # the first call of each G on data whose output went on
-            if f.label == "G" and f.producer is None and id(f) in fed:
+            if f.label == "G" and f.producer is None:
                 reals.setdefault(f.place, capture.calls[f.seq][0][0])
-        if set(reals) != {g_a, g_b} or not steps or not mine:
+        if set(reals) != {g_a, g_b}:
             return f"iteration {i}: the batches each G was given are not both seen"
-        d_first = steps[0].label == "D"
-        before_d = [f for f in mine if d_first or f.seq < steps[0].seq]
-        py_seq = before_d[0].seq if d_first else before_d[-1].seq
+        before = [f for f in mine if d_first or f.seq < first_step.seq]
+        py_seq = before[0].seq if d_first else before[-1].seq
         rng, py_state = capture.calls[mine[0].seq][1], capture.py_states.get(py_seq)
-        out.append(_Iteration(reals[g_a], reals[g_b], rng, py_state, max(s.seq for s in steps)))
+        out.append(_Iteration(reals[g_a], reals[g_b], rng, py_state, end,
+                              capture.np_states.get(mine[0].seq)))  # fmt: skip
     return out
 
 
@@ -279,6 +324,8 @@ def _call(step: CycleStep, it: _Iteration) -> dict[str, float]:
     _set_rng(it.rng)
     if it.py_state is not None:
         random.setstate(it.py_state)
+    if it.np_state is not None:
+        sys.modules["numpy"].random.set_state(it.np_state)
     return {k: float(v) for k, v in step(it.real_A.clone(), it.real_B.clone()).items()}
 
 
@@ -302,7 +349,8 @@ def _weights(twins, kind: dict, options: dict, identity: bool, first: _Iteration
     cycle = logs["cycle_a"] + logs["cycle_b"]
     maps = logs.get("idt_a", 0.0) + logs.get("idt_b", 0.0)
     weight = (values[0] - adversarial - terms) / (cycle + IDENTITY * maps)
-    d_scale = values[1] / logs["loss_d"]
+    penalty = logs.get("gp", 0.0)  # in D's loss, unscaled
+    d_scale = (values[1] - penalty) / (logs["loss_d"] - penalty)
     if not (weight > 0 and d_scale > 0):
         return None
     return float(f"{weight:.6g}"), float(f"{d_scale:.6g}")
@@ -397,6 +445,8 @@ def _code(cycle: Cycle, candidate: dict, opt_g, opts_d, rec) -> str:
     if isinstance(objective, Objective):  # not one of ganstep's names
         lines.append(f"from ganstep.engine.objectives import {type(objective).__name__}")
     terms = list(candidate.get("g_terms", {}).values())
+    if isinstance(getattr(objective, "alpha", None), _Printed):  # numpy's draws
+        lines[:0] = ["import numpy as np"]
     if terms:
         lines[:0] = ["import torch.nn.functional as F"]
         lines.append("")

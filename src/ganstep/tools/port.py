@@ -135,8 +135,10 @@ class Capture:
     # one (StyleGAN2-ADA's Greg on gen_z[:batch_size]) rather than drawn whole
     keywords: dict[int, dict[str, object]] = field(default_factory=dict)
     cut: set[int] = field(default_factory=set)
-    # by seq: Python's random state at the call (random.getstate())
+    # by seq: Python's random state at the call (random.getstate()), and numpy's global
+    # one where the script imported numpy (np.random.get_state())
     py_states: dict[int, object] = field(default_factory=dict)
+    np_states: dict[int, object] = field(default_factory=dict)
     # by the recorded step's seq (steps over several modules too): everyone's state after it
     at_step: dict[int, dict] = field(default_factory=dict)
 
@@ -148,11 +150,13 @@ class Capture:
         self.made_state[id(opt)] = copy.deepcopy(opt.state_dict())
 
     def called(self, seq: int, args: tuple, rng: list[Tensor], keywords: dict | None = None,
-               py_state: object = None) -> None:  # fmt: skip
+               py_state: object = None, np_state: object = None) -> None:  # fmt: skip
         kept = tuple(_kept(a) for a in args)
         self.calls[seq] = (kept, rng)
         if py_state is not None:
             self.py_states[seq] = py_state
+        if np_state is not None:
+            self.np_states[seq] = np_state
         plain = {k: v for k, v in (keywords or {}).items() if type(v) in PLAIN_VALUES}
         if plain:
             self.keywords[seq] = plain
