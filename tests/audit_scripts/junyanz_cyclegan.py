@@ -1,4 +1,4 @@
-# ruff: noqa: B007, UP008, E501  (written as pytorch-CycleGAN-and-pix2pix writes it)
+# ruff: noqa: B007, UP008, UP031, E501  (written as pytorch-CycleGAN-and-pix2pix writes it)
 """junyanz/pytorch-CycleGAN-and-pix2pix's CycleGAN (models/cycle_gan_model.py, commit
 032e884), made small: ``CycleGANModel``'s ``set_input``, ``forward``,
 ``backward_D_basic``, ``backward_D_A``, ``backward_D_B``, ``backward_G`` and
