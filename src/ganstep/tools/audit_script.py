@@ -116,6 +116,8 @@ class ScriptRecorder(Recorder):
         self.optimizers: list[torch.optim.Optimizer] = []
         self.forks = 0  # child processes the script forked (their steps are not seen)
         self.leader: str | None = None
+        self.leader_joint = False  # the leader's optimizer steps several modules
+        self.joint_seen = False  # an optimizer over several modules has stepped
         self.followed = False
         self.completed = 0
         self.namespace: dict | None = None  # the script's globals, seen while it runs
@@ -409,10 +411,15 @@ class ScriptRecorder(Recorder):
         if self.stop_seq is not None:
             self._after_stop()
         if self.leader is None:
-            self.leader = step.label
-        if step.label != self.leader:
+            self.leader, self.leader_joint = step.label, step.joint
+        self.joint_seen = self.joint_seen or step.joint
+        # where an optimizer steps a side of several modules, another one-module step
+        # beside a one-module leader is the leader's side (DualGAN's other D, with an
+        # Adam each), not the other side: an iteration is G's period, as with one G and D
+        kin = self.joint_seen and not step.joint and not self.leader_joint
+        if step.label != self.leader and not kin:
             self.followed = True
-        elif self.followed:
+        elif step.label == self.leader and self.followed:
             self.followed = False
             self.completed += 1
             if self.completed >= self.limit:
