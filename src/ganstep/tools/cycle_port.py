@@ -18,8 +18,8 @@ optimizer over both Gs and one over both Ds (the script's own, or one over its t
 optimizers' parameters with their settings), on the batches the script gave its Gs,
 with torch's, Python's and numpy's generators as the script's were (Dropout's masks,
 the pool's draws, a penalty's alpha), and is compared with the script's states after
-each of its iterations' steps. The one
-within tolerance is printed; nothing printed is unverified.
+each of its iterations' steps. The one within tolerance is printed; nothing printed is
+unverified.
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ from .port import (
     _copy,
     _set_rng,
     difference,
-    global_names,  # fmt: skip
+    global_names,
     path_to,
 )
 from .sides import Cycle, first_step, step_call
@@ -259,10 +259,14 @@ def _iterations(rec, capture: Capture, cycle: Cycle, n: int) -> list[_Iteration]
     g_a, g_b = cycle.places[:2]
     d_first = cycle.order == "d_first"
     steps = sorted((s for s in rec.opt_steps if s.iteration < n), key=lambda s: s.seq)
-    ends = [s.seq for k, s in enumerate(steps)
-            if s.label == ("G" if d_first else "D")
-            or (d_first and steps[k + 1 :][:1] != [] and steps[k + 1].label != "G")
-            or (d_first and k == len(steps) - 1)]  # fmt: skip
+
+    def ends_a_call(k: int) -> bool:
+        if not d_first:  # G's step, then D's
+            return steps[k].label == "D"
+        following = steps[k + 1].label if k + 1 < len(steps) else None
+        return steps[k].label == "G" or following != "G"  # D's step, then G's or not
+
+    ends = [s.seq for k, s in enumerate(steps) if ends_a_call(k)]
     out, after = [], -1
     for i, end in enumerate(ends):
         mine = sorted((f for f in rec.forwards if after < f.seq <= end), key=lambda f: f.seq)
