@@ -1180,6 +1180,31 @@ def test_lynnhos_wgan_gp_ports_to_its_interpolation(tmp_path):
     assert "G, D, G_optimizer, D_optimizer," in code
 
 
+def test_pytorch_gans_wgan_gp_as_written_ports_with_numpys_alpha(tmp_path):
+    """wgan_gp.py as its file is written draws z and the penalty's alpha from numpy's
+    global generator (Tensor(np.random.random((n, 1, 1, 1)))): torch's alpha parted in
+    every candidate ("no objective ... equals the losses"). numpy's generator drew
+    between D's calls in D's step, so the candidates draw alpha from it too, with its
+    state replayed at each of G's calls: 0 apart, the printed code importing numpy and
+    running beside the script's names; wgan_gp.py with torch's draws is offered no such
+    candidate."""
+    proc, port = ported(tmp_path, "pytorch_gan_wgan_gp", flag=("--verify", 3))
+    assert port["max_difference"] == 0 and port["iterations"] == 3, port["notes"]
+    code = port["code"]
+    assert code.startswith("import numpy as np\n")
+    assert ("objective=WGANGP(10.0, alpha=lambda shape: torch.from_numpy(np.random.random("
+            "shape)).float()),") in code  # fmt: skip
+    assert "schedule=d_first(g_every=5, reuse_fake=False, reuse_z=True)," in code
+    G, D = torch.nn.Linear(8, 64), torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(64, 1))
+    names = {"torch": torch, "generator": G, "discriminator": D,
+             "optimizer_G": torch.optim.Adam(G.parameters()),
+             "optimizer_D": torch.optim.Adam(D.parameters())}  # fmt: skip
+    exec(code, names)  # noqa: S102 - the code the port printed
+    assert "gp" in names["step"](torch.rand(4, 64))
+    _, torchs = ported(tmp_path, "wgan_gp", flag=("--verify", 3))
+    assert "np.random" not in torchs["code"] and "WGANGP(10.0)," in torchs["code"]
+
+
 def test_zeleni9s_wgan_gp_ports_to_its_per_pixel_norm_and_float32_weights(tmp_path):
     """Zeleni9's penalty takes the norm over channels of the image gradient (no
     flatten) and draws its weights as torch.FloatTensor(...).uniform_: no candidate

@@ -54,6 +54,7 @@ import copy
 import json
 import random
 import re
+import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from functools import partial
@@ -372,6 +373,15 @@ def _float32_alpha(shape: tuple[int, ...]) -> Tensor:
     return torch.rand(shape, dtype=torch.float32)
 
 
+# WGANGP's alpha drawn by numpy's global generator in float32, as PyTorch-GAN's scripts
+# draw it (Tensor(np.random.random((n, 1, 1, 1))), Tensor the FloatTensor)
+NUMPY_ALPHA = "lambda shape: torch.from_numpy(np.random.random(shape)).float()"
+
+
+def _numpy_alpha(shape: tuple[int, ...]) -> Tensor:
+    return torch.from_numpy(sys.modules["numpy"].random.random(shape)).float()
+
+
 def own_step_candidates(found: list[Candidate]) -> list[Candidate]:
     """WGAN-GP's candidates with the penalty in a D step of its own after each of D's
     steps on its losses, at points other than the real batch (Self-Attention-GAN's
@@ -433,7 +443,8 @@ def wgan_candidates(clip: float, clamp_at: str) -> list[Candidate]:
 
 def candidates(d_output: Tensor, penalty: str | None, clip: float | None,
                autoencoder: bool = False, images: bool = False,
-               embedding: bool = False, clamp_at: str = "after") -> list[Candidate]:  # fmt: skip
+               embedding: bool = False, clamp_at: str = "after",
+               numpy_alpha: bool = False) -> list[Candidate]:  # fmt: skip
     """The objectives the script's D loss could be: on probabilities where D's output
     comes out of a Sigmoid, with a gradient penalty where D's step took a double
     backward (``penalty``: ``"r1"`` where it was taken at the real batch, ``"gp"``,
@@ -444,7 +455,9 @@ def candidates(d_output: Tensor, penalty: str | None, clip: float | None,
     shaped like its input (an autoencoder), and EBGAN's, with its pulling-away term
     where D returns an ``embedding`` beside its reconstruction. With ``images`` (D's
     input has dimensions past its features), WGAN-GP's norm over channels at each
-    position too (``gradients.norm(2, dim=1)`` of the unflattened gradient)."""
+    position too (``gradients.norm(2, dim=1)`` of the unflattened gradient); with
+    ``numpy_alpha`` (numpy's global generator drew within D's steps), its interpolation
+    weights drawn by numpy too."""
     if autoencoder:
         why = "D's output is shaped like its input: BEGAN's autoencoder losses"
         began = [Candidate(f"BEGAN(gamma={g})", lambda g=g: BEGAN(gamma=g), 1.0, 1.0, why)
@@ -465,7 +478,12 @@ def candidates(d_output: Tensor, penalty: str | None, clip: float | None,
             Candidate(f"WGANGP({w}, flatten=False)", partial(WGANGP, w, flatten=False), 1.0,
                       1.0, why + "; its norm over channels at each pixel (norm(2, dim=1) of "
                       "the image gradient)")
-            for w in GP_WEIGHTS if images]  # fmt: skip
+            for w in GP_WEIGHTS if images] + [
+            Candidate(f"WGANGP({w}, alpha={NUMPY_ALPHA})",
+                      partial(WGANGP, w, alpha=_numpy_alpha), 1.0, 1.0, why + "; its "
+                      "interpolation weights drawn by numpy's generator, which drew in D's "
+                      "steps (np.random.random)")
+            for w in GP_WEIGHTS if numpy_alpha]  # fmt: skip
     smoothed = "; D's target for real samples 0.9 (one-sided label smoothing)"
     if ends_in_sigmoid(d_output):
         why = "D's output comes out of a Sigmoid: BCE on its probabilities"
@@ -638,6 +656,11 @@ class Replay:
     # the script's change of each batch in D's calls, as code, and the first such call's
     # line (_augment_of): the Step's augment=
     augment: tuple[str, str] | None = None
+    # numpy's global generator state at each of ``zs``' calls (None where the script did
+    # not import numpy), and whether it drew between D's calls within one of D's steps
+    # (a penalty's alpha by np.random: PyTorch-GAN's WGAN-GP)
+    np_states: list[object] = field(default_factory=list)
+    numpy_in_d: bool = False
     # D given G's source and the image joined along the channels, and how (_paired_d):
     # the Step's D is a PairedD, called D(x, c)
     d_pair: tuple[str, int] | None = None
@@ -677,6 +700,7 @@ def replay(rec, capture: Capture, iterations: int, d_order: str = "real_first",
     real_rng: list[list[list[Tensor]]] = [[] for _ in range(iterations)]  # at D(real)
     graded: list[list[object]] = [[] for _ in range(iterations)]  # data requiring grad
     zs: list[tuple[tuple[Tensor, ...], list[Tensor]]] = []
+    np_states: list[object] = []  # numpy's, at each of zs' calls
     z_seqs, fake_labels, d_takes, concat, z_reused = [], {}, set(), set(), False
     listed: set[bool] = set()  # whether each G call was given its z in a list
     style_sets: list[tuple[Tensor, ...] | None] = []  # G's z given in a list, each call
@@ -711,6 +735,7 @@ def replay(rec, capture: Capture, iterations: int, d_order: str = "real_first",
             z_reused = True
         elif f.label == "G":
             zs.append((tensors, rng))
+            np_states.append(capture.np_states.get(f.seq))
             z_seqs.append(f.seq)
             z_iterations.append(f.iteration)
             style_sets.append(styles)
@@ -788,8 +813,26 @@ def replay(rec, capture: Capture, iterations: int, d_order: str = "real_first",
                   clips=clips, g_reals=_g_phase_reals(rec, capture, iterations),
                   real_rng=real_rng, z_reused=z_reused, d_fill=d_fill,
                   condition_real=condition_real, augment=augment, d_pair=pair,
-                  g_join=g_join, g_listed=listed == {True},
+                  g_join=g_join, g_listed=listed == {True}, np_states=np_states,
+                  numpy_in_d=_numpy_drew_in_d_steps(rec, capture),
                   **_mixed_styles(capture, style_sets, z_seqs))  # fmt: skip
+
+
+def _numpy_drew_in_d_steps(rec, capture: Capture) -> bool:
+    """Whether numpy's global generator moved between two of D's calls since the step
+    before one of D's steps (a penalty's alpha drawn by np.random between them)."""
+    after = -1
+    for step in sorted(rec.opt_steps, key=lambda s: s.seq):
+        since, after = after, step.seq
+        if step.label != "D":
+            continue
+        seqs = sorted(f.seq for f in rec.forwards if f.label == "D" and since < f.seq < step.seq
+                      and f.seq in capture.np_states)  # fmt: skip
+        states = [capture.np_states[seq] for seq in seqs]
+        for a, b in zip(states, states[1:], strict=False):
+            if a[2] != b[2] or bool((a[1] != b[1]).any()):  # (its position, its words)
+                return True
+    return False
 
 
 def _g_phase_reals(rec, capture: Capture, iterations: int) -> list[object]:
@@ -1267,13 +1310,24 @@ def _run(script: _Script, capture: Capture, data: Replay, schedule: tuple[str, b
     for twin, theirs in ((opt_g, script.opt_g), (opt_d, script.opt_d)):
         _follow_settings(twin, capture.settings.get(id(theirs), []))
     queue, drawn = _queue(data, candidate), []
+    np_queue = list(data.np_states) or [None] * len(queue)
     styled = list(zip(data.styles, data.py_states, strict=True))
+
+    def take() -> tuple:  # the script's next G call; numpy's generator as it was there
+        state = np_queue.pop(0)
+        if state is not None:
+            sys.modules["numpy"].random.set_state(state)
+        return queue.pop(0)
 
     def latent(n: int) -> Tensor | tuple[Tensor, ...]:  # the script's G calls until n rows
         calls = [queue.pop(0)]  # (its rounds, joined)
+        state = np_queue.pop(0)
         while sum(len(c[0][0]) for c in calls) < n:
             calls.append(queue.pop(0))
+            np_queue.pop(0)
         _set_rng(calls[0][1])
+        if state is not None:  # (where numpy draws later in the call: a penalty's alpha)
+            sys.modules["numpy"].random.set_state(state)
         drawn[:] = [torch.cat(parts) for parts in zip(*(c[0] for c in calls), strict=True)]
         if styled:  # one or two z, and Python's generator where G draws its mixing layer
             styles, py_state = styled.pop(0)
@@ -1304,7 +1358,7 @@ def _run(script: _Script, capture: Capture, data: Replay, schedule: tuple[str, b
             if isinstance(call, str):
                 return float("inf"), call
             if data.image_to_image:  # G draws (Dropout) from where the script's G did
-                _set_rng(queue.pop(0)[1])
+                _set_rng(take()[1])
             elif _g_between(data, candidate):  # D's real forward draws first, as the script's
                 _set_rng(data.real_rng[i][j if schedule[1] else 0])
             logs = step(call)
@@ -2019,7 +2073,7 @@ def _tried(script: _Script, capture: Capture, data: Replay,
                        autoencoder=d_out.shape == real.shape if isinstance(real, Tensor)
                        else False, images=x.dim() > 2,
                        embedding=isinstance(whole, tuple) and len(whole) == 2,
-                       clamp_at=clamp_at)  # fmt: skip
+                       clamp_at=clamp_at, numpy_alpha=data.numpy_in_d)  # fmt: skip
     if data.image_to_image:  # and G's L1 to the target, at the weights scripts use
         found = [replace(c, l1=w) for c in found for w in (100.0, 10.0, 1.0)]
     if not isinstance(whole, Tensor) and unmapped is None:
@@ -2414,6 +2468,7 @@ def _code(script: _Script, schedule: tuple[str, bool], candidate: Candidate,
         )
     return (
         ("import random\n\n" if data.styles else "")
+        + ("import numpy as np\n" if "np.random" in candidate.objective else "")
         + f"from ganstep import Step, {code.split('(')[0]}\n{views_import}"
         f"from ganstep.engine.objectives import {make}\n{regularizer}\n{wrapper}"
         f"step = Step(\n"
