@@ -4,6 +4,7 @@ KeyboardInterrupt, and a process started with Ctrl-C ignored keeps ignoring it."
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -102,6 +103,32 @@ def test_a_ctrl_c_between_the_imports_and_main_leaves_with_130_and_one_line(tmp_
     assert proc.stdout == "reached main()\n"  # no help: the Ctrl-C came first
     assert proc.stderr == "ganstep: interrupted while starting\n"
     assert proc.returncode == interrupt.INTERRUPTED
+
+
+@main_thread_only
+@pytest.mark.parametrize(
+    ("module", "held"),
+    [("ganstep", True), ("ganstep.cli", True), ("ganstep.tools.bench", False)],
+)
+def test_python_m_holds_ctrl_c_for_the_command_only(monkeypatch, capsys, module, held):
+    """``python -m ganstep`` (or ``ganstep.cli``) holds Ctrl-C until main() releases it;
+    ``python -m`` of another ganstep module has no main() to release it, so it holds
+    nothing (its Ctrl-C would be ignored to the end)."""
+    monkeypatch.setattr(sys, "argv", ["-m"])  # as while runpy imports the package
+    monkeypatch.setattr(sys, "orig_argv", [sys.executable, "-m", module, "train"])
+    handler = signal.getsignal(signal.SIGINT)
+    try:
+        interrupt.hold_start()
+        assert (signal.getsignal(signal.SIGINT) is not handler) is held
+        if held:
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(0.05)  # the flag is set here, nothing raised
+        with pytest.raises(SystemExit) if held else contextlib.nullcontext():
+            interrupt.release_start()
+    finally:
+        signal.signal(signal.SIGINT, handler)
+    assert signal.getsignal(signal.SIGINT) is handler
+    assert capsys.readouterr().err == ("ganstep: interrupted while starting\n" if held else "")
 
 
 # A process that multiprocessing spawned from the command gets the command's argv, and

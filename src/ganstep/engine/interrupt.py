@@ -38,6 +38,13 @@ def _command() -> bool:
     return Path(first).name == "__main__.py" and Path(first).resolve() == package_main
 
 
+def _run_module() -> str | None:
+    """The module ``python -m`` runs in this process, from the interpreter's own command
+    line (None where it runs none, or where Python does not keep that line)."""
+    line = list(getattr(sys, "orig_argv", []))
+    return line[line.index("-m") + 1] if "-m" in line[:-1] else None
+
+
 def takes_ctrl_c() -> bool:
     """Whether this thread may handle SIGINT: only the main thread can set handlers,
     and a process started with Ctrl-C ignored (`cmd &` in a script) goes on ignoring
@@ -61,6 +68,8 @@ def hold_start() -> None:
         return
     if multiprocessing.parent_process() is not None:  # a spawned worker gets the command's
         return  # argv, and no main() of its own would ever release the hold
+    if _run_module() not in (None, "ganstep", "ganstep.__main__", "ganstep.cli"):
+        return  # python -m ganstep.something: no main() would release it either
     came: list[int] = []
     _start_previous = signal.signal(signal.SIGINT, lambda signum, frame: came.append(signum))
     _start_came = came
