@@ -11,6 +11,7 @@ import runpy
 import sys
 from pathlib import Path
 
+import pytest
 import torch
 from helpers import ganstep
 
@@ -258,6 +259,24 @@ def test_junyanz_cyclegan_ports_to_its_cycle_step(tmp_path):
     ]
     logs = run_printed(port["code"], "junyanz_cyclegan.py", "--n_epochs", "0")
     assert {"loss_g", "loss_d", "cycle_a", "idt_b"} <= set(logs)
+
+
+@pytest.mark.parametrize(
+    ("script", "args", "expected"),
+    [
+        ("junyanz_cyclegan.py", ("--lambda_identity", 0.3), "cycle=10.0, identity=0.3"),
+        # its lambda_id is the identity L1s' weight (averaged): 2 / 2 over the cycle's 5
+        ("pytorch_gan_cyclegan.py", ("--buffer_size", 2, "--lambda_id", 2),
+         "cycle=5.0, identity=0.2"),
+    ],
+)  # fmt: skip
+def test_the_identity_weight_is_read_from_gs_first_gradient(tmp_path, script, args, expected):
+    """Not the codebases' default half of the cycle weight: G's first gradient is linear
+    in the cycle and identity weights, and the script's Adam moment after its first step
+    gives both (a half would part)."""
+    _, port = ported(tmp_path, script, *args)
+    assert port["max_difference"] <= 1e-5 and port["equal_in"] == "float32", port["notes"]
+    assert expected in port["code"]
 
 
 def test_pytorch_gan_cyclegan_ports_with_its_pool_read_where_it_drew(tmp_path):

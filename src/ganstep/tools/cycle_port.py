@@ -9,10 +9,12 @@ junyanz's ``--gan_mode wgangp``, whose CycleGAN adds no penalty), with and witho
 DiscoGAN's pixelwise translation L1 where G ran no identity maps, is tried (where D's
 steps took a double backward, WGAN-GP's forms: DualGAN's); the cycle weight is
 read from the value of the script's first G loss, less that objective's adversarial
-part, over the sum of the cycle and identity L1s (CycleGAN's and PyTorch-GAN's
-identity weight, half the cycle weight, where G ran its identity maps), the terms a
-CycleStep logs on the script's first batches; the pool is the one the script's D was
-given past fakes through (CycleGAN's 50), or none. Each candidate then runs the audited
+part, over the sum of the cycle L1s and the identity L1s at their weight, the terms a
+CycleStep logs on the script's first batches. Where G ran its identity maps, that
+weight over the cycle weight is read from G's first gradient, which is linear in both
+(the script's Adam moment after its first step against three CycleSteps'); where that
+moment is not there, both codebases' default, half. The pool is the one the script's
+D was given past fakes through (CycleGAN's 50), or none. Each candidate then runs the audited
 iterations on copies of the script's four modules from their first states, one
 optimizer over both Gs and one over both Ds (the script's own, or one over its two D
 optimizers' parameters with their settings), on the batches the script gave its Gs,
@@ -57,7 +59,8 @@ from .sides import Cycle, first_step, step_call
 # the script's D losses
 OBJECTIVES = (("lsgan", 2.0), ("lsgan", 1.0), ("ns", 1.0), ("hinge", 1.0),
               (Wasserstein(), 1.0))  # fmt: skip
-IDENTITY = 0.5  # the identity maps' weight, of the cycle weight (both codebases' default)
+IDENTITY = 0.5  # the identity maps' weight, of the cycle weight (both codebases' default),
+# where the script's first G gradient cannot be read (see _identity_ratio)
 # DiscoGAN's pixelwise translation term (PyTorch-GAN's discogan.py: each fake against the
 # other domain's real batch, averaged, added with weight 1), as the printed code defines
 # it; tried where G ran no identity maps (no CycleGAN codebase writes both)
@@ -150,18 +153,23 @@ def cycle_port(rec, report, capture: Capture, n: int,
                      opt_g=opt_g, opts_d=opts_d, tolerance=tolerance, ignore=ignore)  # fmt: skip
     terms = [{}] if identity else [{}, {"g_terms": {"pixelwise": _Printed(PIXELWISE)}}]
     objectives = _penalized() if report.double_backwards.get("D", 0) > 0 else OBJECTIVES
+    first_m = _first_g_moments(rec, capture, opt_g) if identity else None
     for (objective, g_scale), term in itertools.product(objectives, terms):
         kind = {"objective": objective, "g_scale": g_scale}
         for size in pools:  # (the pool moves D's first loss, which D's scale is read from)
-            weights = _weights(twins(), {**kind, **term}, {**options, "fake_pool": size},
-                               identity, iterations[0], values)  # fmt: skip
+            settings = {**options, "fake_pool": size}
+            ratio = 0.0 if not identity else IDENTITY
+            if first_m is not None:  # the identity maps' weight G's first gradient says
+                ratio = _identity_ratio(twins, {**kind, **term}, settings, iterations[0],
+                                        first_m, modules) or IDENTITY  # fmt: skip
+            weights = _weights(twins(), {**kind, **term}, settings, ratio, iterations[0],
+                               values)  # fmt: skip
             if weights is None:
                 where = (f"{said({**kind, **term})}: no positive weights give the script's "
                          "first losses")  # fmt: skip
                 break
             candidate = {**kind, "d_scale": weights[1], "cycle": weights[0],
-                         "identity": IDENTITY if identity else 0.0, "fake_pool": size,
-                         **options, **term}  # fmt: skip
+                         "identity": ratio, "fake_pool": size, **options, **term}  # fmt: skip
             gap, parted, g_equal = verify(twins(), candidate)
             where = f"{said(candidate)}: {parted}" if parted else ""
             if not parted or not g_equal:  # equal, or G parted too: not the pool
@@ -333,15 +341,16 @@ def _call(step: CycleStep, it: _Iteration) -> dict[str, float]:
     return {k: float(v) for k, v in step(it.real_A.clone(), it.real_B.clone()).items()}
 
 
-def _weights(twins, kind: dict, options: dict, identity: bool, first: _Iteration,
+def _weights(twins, kind: dict, options: dict, ratio: float, first: _Iteration,
              values: tuple[float, float]) -> tuple[float, float] | None:  # fmt: skip
     """The cycle weight and D's loss scale that make ``kind``'s G and D losses on the
     script's first batches the script's ``values``, each rounded to 6 digits (None where
-    they are not both positive): from a CycleStep's logs of its terms there, each
-    weighted 1. ``options`` hold the pool (D's step before G's changes G's loss in a
-    D-first order)."""
+    they are not both positive), the identity maps weighted ``ratio`` of the cycle weight
+    (0: none ran): from a CycleStep's logs of its terms there, each weighted 1.
+    ``options`` hold the pool (D's step before G's changes G's loss in a D-first
+    order)."""
     probe = {**kind, **options, "d_scale": 1.0, "cycle": 1.0,
-             "identity": 1.0 if identity else 0.0}  # fmt: skip
+             "identity": 1.0 if ratio else 0.0}  # fmt: skip
     try:
         logs = _run(twins, probe, first)
     except (ValueError, RuntimeError):
@@ -352,12 +361,59 @@ def _weights(twins, kind: dict, options: dict, identity: bool, first: _Iteration
     terms = sum(logs[name] for name in kind.get("g_terms", {}))  # each weighted 1
     cycle = logs["cycle_a"] + logs["cycle_b"]
     maps = logs.get("idt_a", 0.0) + logs.get("idt_b", 0.0)
-    weight = (values[0] - adversarial - terms) / (cycle + IDENTITY * maps)
+    weight = (values[0] - adversarial - terms) / (cycle + ratio * maps)
     penalty = logs.get("gp", 0.0)  # in D's loss, unscaled
     d_scale = (values[1] - penalty) / (logs["loss_d"] - penalty)
     if not (weight > 0 and d_scale > 0):
         return None
     return float(f"{weight:.6g}"), float(f"{d_scale:.6g}")
+
+
+def _first_g_moments(rec, capture: Capture, opt_g) -> dict[int, Tensor] | None:
+    """Adam's first moment of each of G's parameters (by id) after the script's first G
+    step, from a fresh optimizer: (1 - beta1) times G's first gradient; None where G's
+    optimizer keeps none or had stepped before the script's first recorded step."""
+    step = first_step(rec, "G")
+    if step is None or step.seq not in capture.at_step or capture.made_state[id(opt_g)]["state"]:
+        return None
+    saved = capture.at_step[step.seq][id(opt_g)]["state"]
+    order = [p for g in opt_g.param_groups for p in g["params"]]
+    found = {id(p): saved[i].get("exp_avg") for i, p in enumerate(order) if i in saved}
+    return None if not found or None in found.values() else found
+
+
+def _identity_ratio(twins, kind: dict, options: dict, first: _Iteration,
+                    theirs: dict[int, Tensor], modules) -> float | None:  # fmt: skip
+    """The identity maps' weight over the cycle weight (CycleStep's ``identity``) that the
+    script's first G gradient says for ``kind``, to 4 digits: G's gradient is linear in
+    the cycle weight c and the identity weight k, so three CycleSteps' first moments
+    (c, k = 1, 1; 2, 2; 1, 2) give the adversarial part and each term's, and c and k
+    are the least squares fit of the script's (``theirs``: :func:`_first_g_moments`).
+    None where a probe fails or the fit gives no positive weights."""
+    moments = []
+    for cycle, identity in ((1.0, 1.0), (2.0, 1.0), (1.0, 2.0)):  # k = cycle * identity
+        made = twins()
+        try:
+            _run(made, {**kind, **options, "d_scale": 1.0, "cycle": cycle,
+                        "identity": identity}, first)  # fmt: skip
+        except (ValueError, RuntimeError):
+            return None
+        twin_of = _twin_of(modules, made)
+        state = made[4].state
+        parts = [state.get(twin_of[key], {}).get("exp_avg") for key in theirs]
+        if any(m is None for m in parts):
+            return None
+        moments.append(torch.cat([m.double().flatten() for m in parts]))
+    one, two_both, two_maps = moments
+    maps = two_maps - one  # k's part
+    cycles = two_both - one - maps  # c's part
+    target = torch.cat([m.double().flatten() for m in theirs.values()]) - (one - cycles - maps)
+    system = torch.stack([cycles, maps], dim=1)
+    fit = torch.linalg.lstsq(system, target.unsqueeze(1)).solution.flatten()
+    c, k = float(fit[0]), float(fit[1])
+    if not (c > 0 and k > 0):
+        return None
+    return float(f"{k / c:.4g}")
 
 
 def _verify(twins: tuple, candidate: dict, iterations: list[_Iteration], capture: Capture,
