@@ -14,6 +14,7 @@ import signal
 import sys
 import threading
 from pathlib import Path
+from typing import NoReturn
 
 INTERRUPTED = 130  # the shell's status for a process ended by SIGINT
 
@@ -54,8 +55,18 @@ def takes_ctrl_c() -> bool:
 
 
 # the command's start-up hold: the signals that came, and the handler it replaced
-_start_came: list[int] | None = None
-_start_previous: object = None
+_start_hold: tuple[list[int], object] | None = None
+
+
+def _noting(came: list[int]) -> object:
+    """Make SIGINT only note itself in ``came``; the handler it replaced."""
+    return signal.signal(signal.SIGINT, lambda signum, frame: came.append(signum))
+
+
+def _leave(what: str) -> NoReturn:
+    """The command's end on a Ctrl-C held while it did ``what``: one line, status 130."""
+    print(f"ganstep: interrupted while {what}", file=sys.stderr)
+    raise SystemExit(INTERRUPTED)
 
 
 def hold_start() -> None:
@@ -63,30 +74,27 @@ def hold_start() -> None:
     until :func:`release_start`. Blocks that hold it themselves (:func:`deferred`) cover
     the imports only, and a Ctrl-C landing after them and before main()'s ``try`` (the
     rest of cli's module body, main()'s first lines) ended in a traceback."""
-    global _start_came, _start_previous
-    if _start_came is not None or not (_command() and takes_ctrl_c()):
+    global _start_hold
+    if _start_hold is not None or not (_command() and takes_ctrl_c()):
         return
     if multiprocessing.parent_process() is not None:  # a spawned worker gets the command's
         return  # argv, and no main() of its own would ever release the hold
     if _run_module() not in (None, "ganstep", "ganstep.__main__", "ganstep.cli"):
         return  # python -m ganstep.something: no main() would release it either
     came: list[int] = []
-    _start_previous = signal.signal(signal.SIGINT, lambda signum, frame: came.append(signum))
-    _start_came = came
+    _start_hold = came, _noting(came)
 
 
 def release_start(what: str = "starting") -> None:
     """Where the command begins to handle Ctrl-C itself: put SIGINT's handler back and,
     if Ctrl-C came since :func:`hold_start`, leave with status 130 and one line."""
-    global _start_came, _start_previous
-    if _start_came is None:
+    global _start_hold
+    if _start_hold is None:
         return
-    came, _start_came = _start_came, None
-    signal.signal(signal.SIGINT, _start_previous)
-    _start_previous = None
+    (came, previous), _start_hold = _start_hold, None
+    signal.signal(signal.SIGINT, previous)
     if came:
-        print(f"ganstep: interrupted while {what}", file=sys.stderr)
-        raise SystemExit(INTERRUPTED)
+        _leave(what)
 
 
 @contextlib.contextmanager
@@ -94,17 +102,16 @@ def deferred(what: str = "starting"):
     """Hold SIGINT until the block ends; then, if it came, leave with status 130 (the
     command) or raise KeyboardInterrupt (a program importing ganstep). Inside the
     command's start-up hold it leaves the signal to :func:`release_start`."""
-    if not takes_ctrl_c() or _start_came is not None:
+    if not takes_ctrl_c() or _start_hold is not None:
         yield
         return
-    came = []
-    previous = signal.signal(signal.SIGINT, lambda signum, frame: came.append(signum))
+    came: list[int] = []
+    previous = _noting(came)
     try:
         yield
     finally:
         signal.signal(signal.SIGINT, previous)
     if came and _command():
-        print(f"ganstep: interrupted while {what}", file=sys.stderr)
-        raise SystemExit(INTERRUPTED)
+        _leave(what)
     if came:
         raise KeyboardInterrupt
