@@ -41,10 +41,12 @@ from ..engine.objectives import WGANGP, Objective, Wasserstein
 from .audit import held_ids, stepped_through
 from .port import (
     GP_WEIGHTS,
+    NUMPY_ALPHA,
     TOLERANCE,
     Capture,
     Port,
     _copy,
+    _set_numpy_state,
     _set_rng,
     difference,
     global_names,
@@ -71,8 +73,7 @@ POOL = 50  # CycleGAN's pool of past fakes per domain
 # where D's steps took a double backward (a gradient penalty): WGAN-GP, with the weights
 # the Step's port tries, its penalty before D's loss forwards (DualGAN's) or after them,
 # its interpolation weights drawn by torch or by numpy's global generator in float32
-# (PyTorch-GAN's FloatTensor(np.random.random(...)))
-NUMPY_ALPHA = "lambda shape: torch.from_numpy(np.random.random(shape)).float()"
+# (PyTorch-GAN's FloatTensor(np.random.random(...)): the Step port's NUMPY_ALPHA)
 PENALTY_AT = ("before", "after")
 
 
@@ -157,13 +158,14 @@ def cycle_port(rec, report, capture: Capture, n: int,
     for (objective, g_scale), term in itertools.product(objectives, terms):
         kind = {"objective": objective, "g_scale": g_scale}
         for size in pools:  # (the pool moves D's first loss, which D's scale is read from)
-            settings = {**options, "fake_pool": size}
-            ratio = 0.0 if not identity else IDENTITY
-            if first_m is not None:  # the identity maps' weight G's first gradient says
-                ratio = _identity_ratio(twins, {**kind, **term}, settings, iterations[0],
-                                        first_m, modules) or IDENTITY  # fmt: skip
-            weights = _weights(twins(), {**kind, **term}, settings, ratio, iterations[0],
-                               values)  # fmt: skip
+            settings, tried = {**options, "fake_pool": size}, {**kind, **term}
+            # the terms each weighted 1 on the script's first batches, and that run's copies
+            unit = _probe(twins(), tried, settings, iterations[0], 1.0, float(identity))
+            ratio = IDENTITY if identity else 0.0
+            if unit is not None and first_m is not None:  # what G's first gradient says
+                ratio = _identity_ratio(unit, twins, tried, settings, iterations[0], first_m,
+                                        modules) or IDENTITY  # fmt: skip
+            weights = None if unit is None else _weights(unit[0], tried, ratio, values)
             if weights is None:
                 where = (f"{said({**kind, **term})}: no positive weights give the script's "
                          "first losses")  # fmt: skip
@@ -336,27 +338,30 @@ def _call(step: CycleStep, it: _Iteration) -> dict[str, float]:
     _set_rng(it.rng)
     if it.py_state is not None:
         random.setstate(it.py_state)
-    if it.np_state is not None:
-        sys.modules["numpy"].random.set_state(it.np_state)
+    _set_numpy_state(it.np_state)
     return {k: float(v) for k, v in step(it.real_A.clone(), it.real_B.clone()).items()}
 
 
-def _weights(twins, kind: dict, options: dict, ratio: float, first: _Iteration,
+def _probe(twins: tuple, kind: dict, options: dict, first: _Iteration, cycle: float,
+           identity: float) -> tuple[dict[str, float], tuple] | None:  # fmt: skip
+    """A CycleStep of ``kind`` with D's scale 1 and these weights, run on ``twins`` on the
+    script's first batches: its logs and the copies it stepped; None where it fails or
+    logs no losses of both sides. ``options`` hold the pool (D's step before G's changes
+    G's loss in a D-first order)."""
+    try:
+        logs = _run(twins, {**kind, **options, "d_scale": 1.0, "cycle": cycle,
+                            "identity": identity}, first)  # fmt: skip
+    except (ValueError, RuntimeError):
+        return None
+    return (logs, twins) if "loss_g" in logs and logs["loss_d"] else None
+
+
+def _weights(logs: dict[str, float], kind: dict, ratio: float,
              values: tuple[float, float]) -> tuple[float, float] | None:  # fmt: skip
     """The cycle weight and D's loss scale that make ``kind``'s G and D losses on the
     script's first batches the script's ``values``, each rounded to 6 digits (None where
     they are not both positive), the identity maps weighted ``ratio`` of the cycle weight
-    (0: none ran): from a CycleStep's logs of its terms there, each weighted 1.
-    ``options`` hold the pool (D's step before G's changes G's loss in a D-first
-    order)."""
-    probe = {**kind, **options, "d_scale": 1.0, "cycle": 1.0,
-             "identity": 1.0 if ratio else 0.0}  # fmt: skip
-    try:
-        logs = _run(twins, probe, first)
-    except (ValueError, RuntimeError):
-        return None
-    if "loss_g" not in logs or not logs["loss_d"]:
-        return None
+    (0: none ran): from the ``logs`` of :func:`_probe` at weights 1."""
     adversarial = logs["loss_g_a"] + logs["loss_g_b"]
     terms = sum(logs[name] for name in kind.get("g_terms", {}))  # each weighted 1
     cycle = logs["cycle_a"] + logs["cycle_b"]
@@ -382,22 +387,24 @@ def _first_g_moments(rec, capture: Capture, opt_g) -> dict[int, Tensor] | None:
     return None if not found or None in found.values() else found
 
 
-def _identity_ratio(twins, kind: dict, options: dict, first: _Iteration,
+def _identity_ratio(unit: tuple, twins, kind: dict, options: dict, first: _Iteration,
                     theirs: dict[int, Tensor], modules) -> float | None:  # fmt: skip
     """The identity maps' weight over the cycle weight (CycleStep's ``identity``) that the
     script's first G gradient says for ``kind``, to 4 digits: G's gradient is linear in
     the cycle weight c and the identity weight k, so three CycleSteps' first moments
-    (c, k = 1, 1; 2, 2; 1, 2) give the adversarial part and each term's, and c and k
-    are the least squares fit of the script's (``theirs``: :func:`_first_g_moments`).
-    None where a probe fails or the fit gives no positive weights."""
+    (c, k = 1, 1, the copies ``unit`` :func:`_probe` stepped; 2, 2; 1, 2) give the
+    adversarial part and each term's, and c and k are the least squares fit of the
+    script's (``theirs``: :func:`_first_g_moments`). None where a probe fails or the fit
+    gives no positive weights."""
     moments = []
-    for cycle, identity in ((1.0, 1.0), (2.0, 1.0), (1.0, 2.0)):  # k = cycle * identity
-        made = twins()
-        try:
-            _run(made, {**kind, **options, "d_scale": 1.0, "cycle": cycle,
-                        "identity": identity}, first)  # fmt: skip
-        except (ValueError, RuntimeError):
+    probes = [unit] + [
+        _probe(twins(), kind, options, first, cycle, identity)
+        for cycle, identity in ((2.0, 1.0), (1.0, 2.0))
+    ]  # k = cycle * identity
+    for probed in probes:
+        if probed is None:
             return None
+        made = probed[1]
         twin_of = _twin_of(modules, made)
         state = made[4].state
         parts = [state.get(twin_of[key], {}).get("exp_avg") for key in theirs]

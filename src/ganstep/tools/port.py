@@ -1091,6 +1091,12 @@ def _set_rng(states: list[Tensor]) -> None:
         torch.cuda.set_rng_state_all(states[1:])
 
 
+def _set_numpy_state(state: object) -> None:
+    """numpy's global generator as the capture kept it (None: the script had no numpy)."""
+    if state is not None:
+        sys.modules["numpy"].random.set_state(state)
+
+
 def _copy(module: nn.Module, state: dict) -> nn.Module:
     twin = module_copy(module)
     twin.load_state_dict(state)
@@ -1313,21 +1319,17 @@ def _run(script: _Script, capture: Capture, data: Replay, schedule: tuple[str, b
     np_queue = list(data.np_states) or [None] * len(queue)
     styled = list(zip(data.styles, data.py_states, strict=True))
 
-    def take() -> tuple:  # the script's next G call; numpy's generator as it was there
-        state = np_queue.pop(0)
-        if state is not None:
-            sys.modules["numpy"].random.set_state(state)
+    def take(numpy_there: bool = True) -> tuple:  # the script's next G call, and numpy's
+        state = np_queue.pop(0)  # generator as it was there (a penalty's alpha draws later)
+        if numpy_there:
+            _set_numpy_state(state)
         return queue.pop(0)
 
     def latent(n: int) -> Tensor | tuple[Tensor, ...]:  # the script's G calls until n rows
-        calls = [queue.pop(0)]  # (its rounds, joined)
-        state = np_queue.pop(0)
+        calls = [take()]  # (its rounds, joined: numpy's as at the first)
         while sum(len(c[0][0]) for c in calls) < n:
-            calls.append(queue.pop(0))
-            np_queue.pop(0)
+            calls.append(take(numpy_there=False))
         _set_rng(calls[0][1])
-        if state is not None:  # (where numpy draws later in the call: a penalty's alpha)
-            sys.modules["numpy"].random.set_state(state)
         drawn[:] = [torch.cat(parts) for parts in zip(*(c[0] for c in calls), strict=True)]
         if styled:  # one or two z, and Python's generator where G draws its mixing layer
             styles, py_state = styled.pop(0)
