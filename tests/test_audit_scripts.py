@@ -13,6 +13,8 @@ import ast
 import inspect
 import json
 import re
+import runpy
+import sys
 from pathlib import Path
 
 import pytest
@@ -1961,16 +1963,79 @@ def test_pix2pixhds_own_forward_calls_are_audited(tmp_path):
     list of lists (each scale's features, then its prediction). Before: "ran to its end
     before any optimizer step". Now: G and D's losses from one forward of G and three of
     D, both steps from the iteration's parameters (simultaneous), and the backward of
-    loss_G through D's weights, zeroed before D's step, named as waste. The port names
-    why it stops (D's list of lists), the report standing."""
-    proc, port = ported(tmp_path, "nvidia_pix2pixhd", "--niter", 1, flag=("--port",))
-    r = json.loads((tmp_path / "nvidia_pix2pixhd.json").read_text())
+    loss_G through D's weights, zeroed before D's step, named as waste. Its port: the
+    tests below."""
+    out = tmp_path / "report.json"
+    ganstep("audit", SCRIPTS / "nvidia_pix2pixhd.py", "--iterations", 3, "--json", out, "--",
+            "--niter", 1, cache=tmp_path, cwd=tmp_path)  # fmt: skip
+    r = json.loads(out.read_text())
     assert r["schedule"] == "simultaneous()" and r["forwards"] == {"G": 1.0, "D": 3.0}
     assert r["backwards"] == {"G": 1.0, "D": 3.0}
     assert r["hazards"][0].startswith("D's weight gradients were computed in G's step and "
                                       "never stepped (3 time(s), ")  # fmt: skip
-    assert port["code"] is None and port["notes"][0].startswith(
-        "D returns a list of lists (each scale's outputs, its prediction last")  # fmt: skip
+
+
+def test_pix2pixhd_ports_with_its_scales_features_and_perceptual_term(tmp_path):
+    """--verify 2 on pix2pixHD as written: its D returns a list per scale (features, then
+    the prediction), given to the Step in a printed ScalesD beside the PairedD of its
+    label map; its G terms weighted as G's first gradient says (the script's Adam
+    moment after its first step): the feature matching at 1 / num_D * 4 / (n_layers_D +
+    1) * lambda_feat = 5 and its VGGLoss, a module of frozen parameters called on G's
+    output and the target, at lambda_feat = 10. Equal in float32 and float64. Before:
+    "D returns a list of lists ...: not mapped"."""
+    proc, port = ported(tmp_path, "nvidia_pix2pixhd", flag=("--verify", 2))
+    assert port["max_difference"] == 0 and port["float64_difference"] <= 1e-12, port["notes"]
+    code = port["code"]
+    assert ("step = Step(\n    model.netG, ScalesD(PairedD(model.netD)), model.optimizer_G, "
+            "model.optimizer_D,\n    objective=LSGAN(),") in code  # fmt: skip
+    assert '"features": (5.0, feature_matching),' in code and "@reads_real\n" in code
+    assert '"criterionVGG": (10.0, lambda v: model.criterionVGG(v.fake.x, v.real.x)),' in code
+    assert "g_scale=2.0," in code and "schedule=simultaneous()," in code
+    assert not any("failed beside the script's names" in note for note in port["notes"])
+    # as a user pastes it: the Step trained on the script's batches equals the script's
+    # own loop run over them (one epoch, 8 iterations: past the 2 verified)
+    trained = run_fixture("nvidia_pix2pixhd", "--niter", "1")["model"]
+    names = run_fixture("nvidia_pix2pixhd", "--niter", "0")
+    exec(code, names)  # noqa: S102 - the port's printed code
+    for data in names["dataset"]:
+        names["step"]((data["image"], data["label"]))
+    for ours, theirs in ((names["model"].netG, trained.netG), (names["model"].netD, trained.netD)):
+        for (name, mine), other in zip(ours.state_dict().items(), theirs.state_dict().values(),
+                                       strict=True):  # fmt: skip
+            assert torch.allclose(mine, other, rtol=0, atol=1e-5), name
+
+
+@pytest.mark.parametrize(
+    ("args", "terms"),
+    [
+        # feat_weights 4 / 3: 1 / 2 * 4 / 3 * 3
+        (("--n_layers_D", "2", "--lambda_feat", "3"),
+         ['"features": (2.0, feature_matching)', '"criterionVGG": (3.0, ']),
+        (("--no_ganFeat_loss",), ['"criterionVGG": (10.0, ']),  # D's scales, no features
+        (("--no_vgg_loss",), ['"features": (5.0, feature_matching)']),
+    ],
+)  # fmt: skip
+def test_pix2pixhds_g_terms_are_read_from_gs_first_gradient(tmp_path, args, terms):
+    """Each of the script's options that weighs or drops a G term: the terms printed are
+    those its loss took, at its weights, verified over 3 iterations."""
+    proc, port = ported(tmp_path, "nvidia_pix2pixhd", *args)
+    assert port["max_difference"] is not None and port["max_difference"] <= 1e-5, port["notes"]
+    block = port["code"].split("g_terms={")[1].split("\n    },")[0]
+    printed = [line.strip() for line in block.splitlines()[1:]]
+    assert len(printed) == len(terms), printed
+    assert all(any(line.startswith(t) for line in printed) for t in terms), printed
+    assert "ScalesD(PairedD(model.netD))" in port["code"]
+    assert ("@reads_real" in port["code"]) == any("features" in t for t in terms)
+
+
+def run_fixture(script: str, *args: str) -> dict:
+    """The names the fixture ``script`` leaves run as ``__main__`` with ``args``."""
+    saved = sys.argv
+    sys.argv = [script, *args]
+    try:
+        return runpy.run_path(str(SCRIPTS / f"{script}.py"), run_name="__main__")
+    finally:
+        sys.argv = saved
 
 
 DIRECT_FORWARDS = """

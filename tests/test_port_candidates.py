@@ -1,10 +1,12 @@
 """The port's candidate objectives are ones a Step can be built with: R1 is added only
 to objectives that take it, and the rounding variants keep their options; and how the
-port reads G's path length calls and style mixing from what the script did."""
+port reads G's path length calls and style mixing from what the script did, and G's
+terms' weights from its first gradient."""
 
 from __future__ import annotations
 
 import argparse
+import copy
 
 import pytest
 import torch
@@ -14,11 +16,14 @@ from ganstep.tools.port import (
     Capture,
     _lazy_form,
     _mixing_probability,
+    _moments,
+    _read_weight,
     _rows_cut,
     candidates,
     rounding_variants,
     with_r1,
 )
+from ganstep.tools.port import _weight_text as weight_text
 
 
 @pytest.mark.parametrize("every", [1, 4])
@@ -96,3 +101,38 @@ def test_the_style_mixing_probability_is_read_from_the_scripts_names():
     assert _mixing_probability({"style_mixing_prob": 0.5}) == ("style_mixing_prob", 0.5)
     assert _mixing_probability({"mixing": 2.0, "p": 0.9}) is None
     assert _mixing_probability({"args": argparse.Namespace(mixing=1)}) is None  # not a float
+
+
+@pytest.mark.parametrize(
+    ("fitted", "read", "shown"),
+    [
+        (5.0000003, 5.0, "5.0"),  # pix2pixHD's 1 / 2 * 4 / 4 * 10
+        (10 / 3 * (1 + 3e-6), 10 / 3, "10 / 3"),  # its 1 / num_D with 3 scales
+        (20 / 3 * (1 - 2e-6), 20 / 3, "20 / 3"),
+        (0.1234567, 0.1235, "0.1235"),  # no fraction of a small denominator: 4 digits
+        (100.00001, 100.0, "100.0"),
+    ],
+)  # fmt: skip
+def test_a_fitted_weight_is_read_as_the_scripts(fitted, read, shown):
+    """A least squares fit gives the script's weight to about 6 digits: it is read as
+    the fraction of a small denominator it is (printed so where its repr is long), else
+    to 4 digits, and verification decides."""
+    assert _read_weight(fitted) == read and weight_text(read) == shown
+
+
+def test_the_first_moment_is_adams_or_sgds_after_one_step_only():
+    """G's first gradient is read from its optimizer's state after one step: Adam's
+    exp_avg, SGD's momentum buffer; not after two steps, nor from plain SGD's (none)."""
+    p = torch.nn.Parameter(torch.ones(3))
+    p.grad = torch.full((3,), 2.0)
+    states = {}
+    for name, opt in (("adam", torch.optim.Adam([p], betas=(0.5, 0.9))),
+                      ("momentum", torch.optim.SGD([p], lr=0.1, momentum=0.9)),
+                      ("sgd", torch.optim.SGD([p], lr=0.1))):  # fmt: skip
+        opt.step()
+        states[name] = copy.deepcopy(opt.state_dict()["state"])
+        opt.step()
+        states[f"{name} twice"] = copy.deepcopy(opt.state_dict()["state"])
+    assert torch.equal(_moments(states["adam"])[0], torch.full((3,), 1.0))  # (1 - 0.5) * 2
+    assert torch.equal(_moments(states["momentum"])[0], torch.full((3,), 2.0))
+    assert _moments(states["adam twice"]) is None and _moments(states["sgd"]) is None

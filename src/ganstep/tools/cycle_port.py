@@ -33,7 +33,6 @@ from dataclasses import dataclass
 from functools import partial
 
 import torch
-import torch.nn.functional as F
 from torch import Tensor, nn
 
 from ..engine.cycle import CycleStep
@@ -45,10 +44,12 @@ from .port import (
     TOLERANCE,
     Capture,
     Port,
+    Printed,
     _copy,
     _set_numpy_state,
     _set_rng,
     difference,
+    first_g_moments,
     global_names,
     path_to,
 )
@@ -77,32 +78,10 @@ POOL = 50  # CycleGAN's pool of past fakes per domain
 PENALTY_AT = ("before", "after")
 
 
-class _Printed:
-    """A function of the port's candidates made from the very code the port prints: a
-    definition (shown by its name, as the printed call refers to it) or an expression
-    (shown as itself)."""
-
-    def __init__(self, text: str) -> None:
-        scope = {"F": F, "torch": torch, "np": sys.modules.get("numpy")}
-        if text.startswith("def "):
-            self.name = text.split("(")[0].removeprefix("def ")
-            exec(text, scope)  # noqa: S102 - the definition the port prints
-            self.fn = scope[self.name]
-        else:
-            self.name, self.fn = text, eval(text, scope)  # noqa: S307 - as printed
-        self.text = text
-
-    def __call__(self, *args):
-        return self.fn(*args)
-
-    def __repr__(self) -> str:
-        return self.name
-
-
 def _penalized() -> list[tuple[Objective, float]]:
     """The WGAN-GP candidates (objective, g_scale) of a script whose D steps took a
     double backward."""
-    alphas = [None] + ([_Printed(NUMPY_ALPHA)] if "numpy" in sys.modules else [])
+    alphas = [None] + ([Printed(NUMPY_ALPHA)] if "numpy" in sys.modules else [])
     return [(WGANGP(w, alpha=alpha, penalty_at=at), 1.0)
             for w in GP_WEIGHTS for at in PENALTY_AT for alpha in alphas]  # fmt: skip
 
@@ -152,7 +131,7 @@ def cycle_port(rec, report, capture: Capture, n: int,
     pools = [pool, *range(1, rows)] if drew else [pool]
     verify = partial(_verify, iterations=iterations, capture=capture, modules=modules,
                      opt_g=opt_g, opts_d=opts_d, tolerance=tolerance, ignore=ignore)  # fmt: skip
-    terms = [{}] if identity else [{}, {"g_terms": {"pixelwise": _Printed(PIXELWISE)}}]
+    terms = [{}] if identity else [{}, {"g_terms": {"pixelwise": Printed(PIXELWISE)}}]
     objectives = _penalized() if report.double_backwards.get("D", 0) > 0 else OBJECTIVES
     first_m = _first_g_moments(rec, capture, opt_g) if identity else None
     for (objective, g_scale), term in itertools.product(objectives, terms):
@@ -375,16 +354,10 @@ def _weights(logs: dict[str, float], kind: dict, ratio: float,
 
 
 def _first_g_moments(rec, capture: Capture, opt_g) -> dict[int, Tensor] | None:
-    """Adam's first moment of each of G's parameters (by id) after the script's first G
-    step, from a fresh optimizer: (1 - beta1) times G's first gradient; None where G's
-    optimizer keeps none or had stepped before the script's first recorded step."""
-    step = first_step(rec, "G")
-    if step is None or step.seq not in capture.at_step or capture.made_state[id(opt_g)]["state"]:
-        return None
-    saved = capture.at_step[step.seq][id(opt_g)]["state"]
+    """:func:`first_g_moments` by ``id`` of each of G's parameters."""
+    found = first_g_moments(rec, capture, opt_g)
     order = [p for g in opt_g.param_groups for p in g["params"]]
-    found = {id(p): saved[i].get("exp_avg") for i, p in enumerate(order) if i in saved}
-    return None if not found or None in found.values() else found
+    return None if found is None else {id(order[i]): m for i, m in found.items()}
 
 
 def _identity_ratio(unit: tuple, twins, kind: dict, options: dict, first: _Iteration,
@@ -512,7 +485,7 @@ def _code(cycle: Cycle, candidate: dict, opt_g, opts_d, rec) -> str:
     if isinstance(objective, Objective):  # not one of ganstep's names
         lines.append(f"from ganstep.engine.objectives import {type(objective).__name__}")
     terms = list(candidate.get("g_terms", {}).values())
-    if isinstance(getattr(objective, "alpha", None), _Printed):  # numpy's draws
+    if isinstance(getattr(objective, "alpha", None), Printed):  # numpy's draws
         lines[:0] = ["import numpy as np"]
     if terms:
         lines[:0] = ["import torch.nn.functional as F"]

@@ -57,6 +57,7 @@ import re
 import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
+from fractions import Fraction
 from functools import partial
 from types import ModuleType
 
@@ -83,9 +84,10 @@ from ..engine.objectives import (
 from ..engine.regularizers import PathLength, WithR1
 from ..engine.schedules import d_first, g_first, simultaneous
 from ..engine.step import Step
-from ..engine.views import adversarial, ends_in_sigmoid, pull_away
+from ..engine.views import adversarial, ends_in_sigmoid, pull_away, reads_real
 from .audit import STALE_CAST
 from .copies import module_copy
+from .sides import first_step
 
 # float32's rounding after a few Adam steps, the order of sums being another one's
 TOLERANCE = 1e-5
@@ -303,6 +305,9 @@ class Candidate:
     path_length: tuple[float, int] | None = None
     # EBGAN-PT: the weight of the pulling-away term on D's embedding of the fakes
     pull_away: float | None = None
+    # G's terms read from its first gradient (:func:`_fit_terms`), each (key, weight):
+    # "l1", FEATURES (a multi-scale D's feature matching) or a loss module's printed name
+    g_fit: tuple[tuple[str, float], ...] = ()
 
 
 # style mixing probabilities tried (StyleGAN2-ADA's StyleGAN2Loss default, and a half)
@@ -672,6 +677,13 @@ class Replay:
     # the script forwarded D in each phase of a simultaneous update on its own and D's
     # forward moves statistics (BatchNorm's): d_forwards="loop" keeps them the script's
     d_forwards_loop: bool = False
+    # D returns a list per scale, each scale's features then its prediction last
+    # (pix2pixHD's MultiscaleDiscriminator): the Step's D is a ScalesD
+    d_scales: bool = False
+    # the script's loss modules of frozen parameters that G's loss called on (G's output,
+    # the real target) in each iteration (pix2pixHD's VGGLoss): each one's printed name,
+    # the module and its state when first called (_loss_modules)
+    loss_modules: tuple[tuple[str, nn.Module, dict], ...] = ()
 
     @property
     def conditional(self) -> bool:
@@ -1242,8 +1254,9 @@ def path_to(namespace: dict, target: object) -> str | None:
             return [(f"[{k!r}]", v) for k, v in value.items() if isinstance(k, str)]
         if isinstance(value, (list, tuple)):  # (the first entries: not a whole dataset)
             return [(f"[{i}]", v) for i, v in enumerate(value[:100])]
-        if isinstance(value, nn.Module):
-            return [(f".{k}", v) for k, v in value.named_children()]
+        if isinstance(value, nn.Module):  # its modules, then what else it holds (pix2pixHD's
+            held = [(f".{k}", v) for k, v in vars(value).items() if not k.startswith("_")]
+            return [(f".{k}", v) for k, v in value.named_children()] + held  # optimizers)
         if isinstance(value, (Tensor, type, ModuleType)) or not hasattr(value, "__dict__"):
             return []
         return [(f".{k}", v) for k, v in vars(value).items() if not k.startswith("_")]
@@ -1301,18 +1314,21 @@ def schedules(audited: str, g_batch: int = 1, fresh_real: bool = False,
 
 def _run(script: _Script, capture: Capture, data: Replay, schedule: tuple[str, bool],
          candidate: Candidate, iterations: int, tolerance: float = TOLERANCE,
-         objective_states: list | None = None,
-         logged: list | None = None) -> tuple[float, str]:  # fmt: skip
+         objective_states: list | None = None, logged: list | None = None,
+         twins: list | None = None) -> tuple[float, str]:  # fmt: skip
     """The largest difference from the script's states at the end of each of
     ``iterations`` (the candidate Step called once per audited iteration, or with
     ``schedule[1]`` once per real batch, on copies of the script's models and its
     replayed inputs), and where they first part (empty if they do not). The objective's
     state at each iteration's end is appended to ``objective_states``, and the losses
-    each call logged (L_D and L_G) to ``logged``, a list an iteration, if given."""
+    each call logged (L_D and L_G) to ``logged``, a list an iteration, if given; the
+    copies (G, D and their optimizers) are put in ``twins``, if given."""
     G = _copy(script.G, capture.first_state[id(script.G)])
     D = _copy(script.D, capture.first_state[id(script.D)])
     opt_g = _optimizer_like(script.opt_g, capture.made_state[id(script.opt_g)], script.G, G)
     opt_d = _optimizer_like(script.opt_d, capture.made_state[id(script.opt_d)], script.D, D)
+    if twins is not None:
+        twins[:] = [G, D, opt_g, opt_d]
     for twin, theirs in ((opt_g, script.opt_g), (opt_d, script.opt_d)):
         _follow_settings(twin, capture.settings.get(id(theirs), []))
     queue, drawn = _queue(data, candidate), []
@@ -1498,7 +1514,7 @@ def _schedule(code: str):
 def _step(G, D, opt_g, opt_d, data: Replay, code: str, candidate: Candidate,
           sources: dict) -> Step:  # fmt: skip
     """The candidate's Step on the copies, fed by ``sources`` (latent, condition)."""
-    options = _terms(candidate)
+    options = _terms(candidate, data)
     if data.concat is not None:  # one D call on the real and fake rows, in the script's order
         options.update(concat="joint" if data.concat_joint else True, d_order=data.concat)
     elif data.d_order == "fake_first" or _g_between(data, candidate):
@@ -1575,8 +1591,11 @@ def _joined(batches: list) -> object:
     return tuple(torch.cat(parts) for parts in zip(*batches, strict=True))
 
 
-def _terms(candidate: Candidate) -> dict:
+def _terms(candidate: Candidate, data: Replay) -> dict:
     """The Step's ``g_terms``/``d_terms`` for ``candidate``'s extra losses."""
+    if candidate.g_fit:
+        return {"g_terms": {_term_name(key): (weight, _fitted_term(key, data))
+                            for key, weight in candidate.g_fit}}  # fmt: skip
     if candidate.l1 is not None:
         return {"g_terms": {"l1": (candidate.l1, _l1)}}
     if candidate.pull_away is not None:
@@ -1587,6 +1606,64 @@ def _terms(candidate: Candidate) -> dict:
                 "d_terms": {"aux_real": (d, _class_loss("real")),
                             "aux_fake": (d, _class_loss("fake"))}}  # fmt: skip
     return {}
+
+
+# the key of a multi-scale D's feature matching among a candidate's fitted G terms
+FEATURES = "features"
+
+# pix2pixHD's GAN feature matching (its loss_G_GAN_Feat), as the port prints it and makes
+# its Steps' term from: each scale's features on the fakes against those on the real
+# pairs, constants for G
+FEATURE_MATCHING = """@reads_real
+def feature_matching(v):  # L1 of D's features on the fakes to those on the real pairs
+    return sum(
+        torch.nn.functional.l1_loss(fake, real.detach())
+        for fakes, reals in zip(v.d_fake[1], v.d_real[1], strict=True)
+        for fake, real in zip(fakes, reals, strict=True)
+    )
+"""
+
+
+def _term_name(key: str) -> str:
+    """A fitted G term's name in the Step's ``g_terms`` (a loss module's: its attribute)."""
+    return key.rsplit(".", 1)[-1] if key not in ("l1", FEATURES) else key
+
+
+def _fitted_term(key: str, data: Replay) -> Callable:
+    """The term of a fitted G term's ``key``: pix2pix's L1, the feature matching made
+    from the very text printed, or a copy of the script's loss module as first called,
+    on G's output and the real target."""
+    if key == "l1":
+        return _l1
+    if key == FEATURES:
+        return Printed(FEATURE_MATCHING).fn
+    _, module, state = next(m for m in data.loss_modules if m[0] == key)
+    twin = _copy(module, state)
+    return lambda view: twin(view.fake.x, view.real.x)
+
+
+class Printed:
+    """A function of the port's candidates made from the very code the port prints: a
+    definition (shown by its name, as the printed call refers to it) or an expression
+    (shown as itself)."""
+
+    def __init__(self, text: str) -> None:
+        scope = {"F": torch.nn.functional, "torch": torch, "np": sys.modules.get("numpy"),
+                 "reads_real": reads_real}  # fmt: skip
+        definition = re.match(r"(?:@\w+\n)?def (\w+)\(", text)
+        if definition:
+            self.name = definition[1]
+            exec(text, scope)  # noqa: S102 - the definition the port prints
+            self.fn = scope[self.name]
+        else:
+            self.name, self.fn = text, eval(text, scope)  # noqa: S307 - as printed
+        self.text = text
+
+    def __call__(self, *args):
+        return self.fn(*args)
+
+    def __repr__(self) -> str:
+        return self.name
 
 
 def _class_loss(which: str):
@@ -1651,8 +1728,11 @@ def port(rec, report, capture: Capture, names: dict[str, str], *,
         data = replace(data, concat_joint=True)
     state = torch.random.get_rng_state()
     try:
+        if _scale_lists(_d_output(script, capture, data)):  # (D may draw: within the try)
+            data = replace(data, d_scales=True)
+        data = replace(data, loss_modules=_loss_modules(rec, capture, n, names, data))
         tried, unread = ([only], None) if only is not None else _tried(
-            script, capture, data, report)  # fmt: skip
+            script, capture, data, report, first_g_moments(rec, capture, script.opt_g))  # fmt: skip
         if isinstance(tried, str):
             return Port(None, n, notes=[tried])
         found = _search(script, capture, data, report, n, tried, tolerance,
@@ -1679,6 +1759,32 @@ def port(rec, report, capture: Capture, names: dict[str, str], *,
             "loss scaling (a scaler shared by G and D grows twice as often)"
         )
     return found
+
+
+def _loss_modules(rec, capture: Capture, iterations: int, names: dict[str, str],
+                  data: Replay) -> tuple[tuple[str, nn.Module, dict], ...]:  # fmt: skip
+    """The script's modules of frozen parameters (none requiring grad) that its update
+    called on G's output and the real target, in every iteration of an image-to-image
+    update, their output used by a step (pix2pixHD's ``criterionVGG(fake_image,
+    real_image)``): each one's name, the module and its state when first called."""
+    if not data.image_to_image:
+        return ()
+    seen: dict[str, set[int]] = {}
+    for f in rec.forwards:
+        module = rec.modules.get(f.label)
+        if (f.label in ("G", "D") or module is None or f.iteration >= iterations
+                or not f.used or f.changed or f.seq not in capture.calls):  # fmt: skip
+            continue
+        params = list(module.parameters())
+        given = _call_tensors(capture, f.seq)
+        targets = [r[0] for r in data.reals[f.iteration] if isinstance(r, tuple)]
+        if (params and not any(p.requires_grad for p in params) and len(given) == 2
+                and f.producer is not None and f.producer.label == "G"
+                and any(_same(given[1], t) for t in targets)):  # fmt: skip
+            seen.setdefault(f.label, set()).add(f.iteration)
+    return tuple((names[label], rec.modules[label], capture.first_state[id(rec.modules[label])])
+                 for label, its in seen.items()
+                 if len(its) == iterations and label in names)  # fmt: skip
 
 
 def _forwards_kept(report) -> bool:
@@ -2035,32 +2141,48 @@ def _loss_lines(rec) -> str:
     )
 
 
-def _tried(script: _Script, capture: Capture, data: Replay,
-           report) -> tuple[list[tuple] | str, str | None]:  # fmt: skip
-    """Each (schedule, candidate) that could be the script's update, or why none is; and
-    why D's outputs besides its scores were left unread (None where D returns its scores
-    alone, or ACGAN's class logits beside them)."""
-    # trainable, whatever the script left it switched to (a G step with D frozen stopped
-    # it): D's output with its graph tells whether a Sigmoid made it
+def _d_output(script: _Script, capture: Capture, data: Replay) -> object:
+    """What D, as the Step is given it, returns on the first real batch: trainable,
+    whatever the script left it switched to (a G step with D frozen stopped it), so
+    that its output's graph tells whether a Sigmoid made it."""
     probe = _d_taking(_copy(script.D, capture.first_state[id(script.D)]).requires_grad_(True),
                       data)  # fmt: skip
     with torch.enable_grad():
         real = data.reals[0][0]
-        whole = probe(*real) if isinstance(real, tuple) else probe(real)
+        return probe(*real) if isinstance(real, tuple) else probe(real)
+
+
+def _scale_lists(out: object) -> bool:
+    """Whether D's ``out`` is a list of lists of tensors: each scale's outputs, its
+    prediction last (pix2pixHD's MultiscaleDiscriminator)."""
+    return (isinstance(out, list) and bool(out)
+            and all(isinstance(o, list) and o and all(isinstance(t, Tensor) for t in o)
+                    for o in out))  # fmt: skip
+
+
+def _tried(script: _Script, capture: Capture, data: Replay, report,
+           g_moments: dict[int, Tensor] | None) -> tuple[list[tuple] | str,
+                                                         str | None]:  # fmt: skip
+    """Each (schedule, candidate) that could be the script's update, or why none is; and
+    why D's outputs besides its scores were left unread (None where D returns its scores
+    alone, or ACGAN's class logits beside them). ``g_moments``: G's optimizer's moments
+    after the script's first G step (:func:`first_g_moments`), where G's terms are read
+    from its gradient (:func:`_fit_terms`)."""
+    whole, real = _d_output(script, capture, data), data.reals[0][0]
     # a D returning more than its scores: ACGAN's class logits where they can be mapped,
     # else its first output read as the scores, the others unread (SAGAN's attention
-    # maps; a verified Step shows that the script's losses read them not)
+    # maps; a verified Step shows that the script's losses read them not); a multi-scale
+    # D's features, read by its feature matching where G's gradient says so
     if isinstance(whole, list) and whole and all(isinstance(w, list) for w in whole):
-        return ("D returns a list of lists (each scale's outputs, its prediction last: "
-                "pix2pixHD's multi-scale D with its features): a Step's D returns (each "
-                "scale's prediction, its features), as docs/loops.md's pix2pixHD section "
-                "wraps it, with d_map=True and the feature matching as a reads_real term: "
+        return ("D returns a list of lists, not each a scale's tensors (pix2pixHD's "
+                "multi-scale D returns each scale's features, then its prediction): "
                 "not mapped"), None  # fmt: skip
     if isinstance(whole, dict):  # ({"logits": ...}): no Step reads D's scores by a key
         return (f"D returns a dict (keys {', '.join(map(str, list(whole)[:4]))}): a Step reads "
                 "D's scores from a tensor, a tuple (scores, *extras) or a list (one per "
                 "scale): not mapped"), None  # fmt: skip
-    unmapped = None if isinstance(whole, Tensor) else _classifier_unmapped(whole, data)
+    unmapped = (None if isinstance(whole, Tensor) or data.d_scales
+                else _classifier_unmapped(whole, data))  # fmt: skip
     d_out = adversarial(whole)[0]
     # a double backward in D's steps is a gradient penalty; in steps of its own, lazy R1
     penalty = None
@@ -2074,11 +2196,14 @@ def _tried(script: _Script, capture: Capture, data: Replay,
     found = candidates(d_out, penalty, clip,
                        autoencoder=d_out.shape == real.shape if isinstance(real, Tensor)
                        else False, images=x.dim() > 2,
-                       embedding=isinstance(whole, tuple) and len(whole) == 2,
+                       embedding=isinstance(whole, tuple) and len(whole) == 2
+                       and not data.d_scales,
                        clamp_at=clamp_at, numpy_alpha=data.numpy_in_d)  # fmt: skip
-    if data.image_to_image:  # and G's L1 to the target, at the weights scripts use
-        found = [replace(c, l1=w) for c in found for w in (100.0, 10.0, 1.0)]
-    if not isinstance(whole, Tensor) and unmapped is None:
+    # G's terms read from its gradient where D has scales or G's loss took loss modules
+    fitted = _fit_keys(data, whole) if data.d_scales or data.loss_modules else None
+    if data.image_to_image and fitted is None:  # G's L1 to the target, at the weights
+        found = [replace(c, l1=w) for c in found for w in (100.0, 10.0, 1.0)]  # scripts use
+    if not isinstance(whole, Tensor) and unmapped is None and not data.d_scales:
         found = with_classifier(found)
     if data.style_mixing:
         found = [replace(c, style_mixing=p) for c in found for p in STYLE_MIXING]
@@ -2108,7 +2233,90 @@ def _tried(script: _Script, capture: Capture, data: Replay,
     tried = [(s, c) for s in schedules(report.schedule, _g_batch(data), fresh_real,
                                        data.z_reused, varying)
              for c in found if "fresh_real" not in s[0] or c.make().g_needs_real]  # fmt: skip
+    if fitted:
+        if g_moments is None:
+            return ("G's terms (" + ", ".join(map(_term_name, fitted)) + ") are weighted as "
+                    "G's first gradient says, which G's optimizer keeps no moment of "
+                    "(Adam's, SGD's momentum) from a first step: not mapped"), None  # fmt: skip
+        tried = [(s, _fit_terms(script, capture, data, s, c, fitted, g_moments))
+                 for s, c in tried]  # fmt: skip
     return tried, unmapped
+
+
+# the largest denominator a fitted weight is read as a fraction with (a script's 1 / num_D)
+WEIGHT_DENOMINATORS = 12
+
+
+def _fit_keys(data: Replay, whole: object) -> list[str]:
+    """The G terms whose weights are read from G's gradient: pix2pix's L1 (image to
+    image), a multi-scale D's feature matching (where its scales have features), each
+    loss module of the script's (``Replay.loss_modules``)."""
+    keys = ["l1"] if data.image_to_image else []
+    if data.d_scales and any(whole[1]):
+        keys.append(FEATURES)
+    return keys + [name for name, _, _ in data.loss_modules]
+
+
+def _fit_terms(script: _Script, capture: Capture, data: Replay, schedule: tuple[str, bool],
+               candidate: Candidate, keys: list[str],
+               theirs: dict[int, Tensor]) -> Candidate:  # fmt: skip
+    """``candidate`` with the weights of G's terms ``keys`` that the script's first G
+    gradient says (``theirs``: :func:`first_g_moments`). G's gradient, and so its
+    optimizer's first moment, is linear in them: the candidate's Step on the first
+    iteration without the terms, and with each alone at weight 1, give the adversarial
+    part and each term's, and the weights are the least squares fit of the script's
+    moment (:func:`_read_weight`); a term whose weight is not above 1e-4 of the largest
+    is left out. ``candidate`` as it is where a probe fails (verification then says
+    where it parts)."""
+    moments = []
+    for probe in [(), *(((key, 1.0),) for key in keys)]:
+        twins: list = []
+        try:
+            _run(script, capture, data, schedule, replace(candidate, g_fit=probe), 1,
+                 float("inf"), twins=twins)  # fmt: skip
+        except Exception:  # a candidate the script's models refuse: verification says so
+            return candidate
+        ours = _moments(twins[2].state_dict()["state"])
+        if ours is None or ours.keys() != theirs.keys():
+            return candidate
+        moments.append(torch.cat([ours[i].double().flatten() for i in sorted(theirs)]))
+    base = moments[0]
+    system = torch.stack([m - base for m in moments[1:]], dim=1)
+    target = torch.cat([theirs[i].double().flatten() for i in sorted(theirs)]) - base
+    fit = torch.linalg.lstsq(system, target.unsqueeze(1)).solution.flatten().tolist()
+    largest = max(fit)
+    weights = tuple((key, _read_weight(w)) for key, w in zip(keys, fit, strict=True)
+                    if w > 0 and w > 1e-4 * largest)  # fmt: skip
+    return replace(candidate, g_fit=weights)
+
+
+def _read_weight(weight: float) -> float:
+    """A fitted weight as the script's: the fraction of the smallest denominator up to
+    :data:`WEIGHT_DENOMINATORS` within 1e-4 of it (5.0, 10 / 3), else its 4 digits."""
+    for denominator in range(1, WEIGHT_DENOMINATORS + 1):
+        numerator = round(weight * denominator)
+        if numerator and abs(numerator / denominator - weight) <= 1e-4 * weight:
+            return numerator / denominator
+    return float(f"{weight:.4g}")
+
+
+def first_g_moments(rec, capture: Capture, opt_g) -> dict[int, Tensor] | None:
+    """By index in ``opt_g``'s state dict, its moment after the script's first G step
+    (:func:`_moments`), linear in G's first gradient; None where G's optimizer keeps
+    none or had stepped before the script's first recorded step."""
+    step = first_step(rec, "G")
+    if step is None or step.seq not in capture.at_step or capture.made_state[id(opt_g)]["state"]:
+        return None
+    return _moments(capture.at_step[step.seq][id(opt_g)]["state"])
+
+
+def _moments(state: dict) -> dict[int, Tensor] | None:
+    """Each parameter's moment in an optimizer's state after its first step: Adam's
+    exp_avg ((1 - beta1) times the gradient), SGD's momentum buffer (the gradient); None
+    where one has none, or has stepped more than once."""
+    found = {i: s.get("exp_avg", s.get("momentum_buffer")) for i, s in state.items()}
+    once = all(float(s.get("step", 1)) == 1 for s in state.values())
+    return found if found and once and all(m is not None for m in found.values()) else None
 
 
 def _g_batch(data: Replay) -> int:
@@ -2145,6 +2353,7 @@ def _label(schedule: tuple[str, bool], candidate: Candidate) -> str:
         extra += " path_length={}/{}".format(*candidate.path_length)
     if candidate.pull_away is not None:
         extra += f" pull_away={candidate.pull_away}"
+    extra += "".join(f" {_term_name(k)}={_weight_text(w)}" for k, w in candidate.g_fit)
     return (f"{schedule[0]}, {candidate.objective} d_scale={candidate.d_scale} "
             f"g_scale={candidate.g_scale}{extra}")  # fmt: skip
 
@@ -2455,12 +2664,18 @@ def _code(script: _Script, schedule: tuple[str, bool], candidate: Candidate,
     if data.d_fill is not None:
         d, wrapper = f"FilledD({d})", wrapper + _fill_wrapper(*data.d_fill)
         call += "  (its labels as G is given them; FilledD fills them for D)"
+    if data.d_scales:
+        d, wrapper = f"ScalesD({d})", wrapper + SCALES_WRAPPER
+    if any(key == FEATURES for key, _ in candidate.g_fit):
+        wrapper += f"\n{FEATURE_MATCHING}\n\n"
     if candidate.style_mixing is not None:
         g = f"StyleMixedG({g}, {candidate.style_mixing})"
         wrapper = _mixing_wrapper(*data.g_parts)
     regularizer = ("" if candidate.path_length is None
                    else "from ganstep.engine.regularizers import PathLength\n")  # fmt: skip
     views_import = "" if candidate.pull_away is None else "from ganstep.engine import views\n"
+    if any(key == FEATURES for key, _ in candidate.g_fit):
+        views_import += "from ganstep.engine.views import reads_real\n"
     frozen = [names[r] for r, m in (("G", script.G), ("D", script.D))
               if not all(p.requires_grad for p in m.parameters())]  # fmt: skip
     if frozen:  # StyleGAN2-ADA builds them so; BigGAN toggles them in its step
@@ -2487,11 +2702,15 @@ def _code(script: _Script, schedule: tuple[str, bool], candidate: Candidate,
 def _options(candidate: Candidate, data: Replay, g_name: str = "G") -> str:
     """The Step's lines after its sources: conditions, terms, D's calls, loss scales."""
     more = ""
-    if data.image_to_image:
+    if data.image_to_image and candidate.l1 is not None:
         more += (
             f'\n    g_terms={{"l1": ({candidate.l1}, lambda v: '
             "torch.nn.functional.l1_loss(v.fake.x, v.real.x))},  # G's L1 to the target"
         )
+    if candidate.g_fit:
+        more += "\n    g_terms={  # weights as the script's first G gradient says"
+        more += "".join(f"\n        {_fitted_line(key, weight)}" for key, weight in candidate.g_fit)
+        more += "\n    },"
     if data.conditional and data.condition_real:
         more += ('\n    condition="real",  # each fake made for its real batch\'s condition, as '
                  "the script makes them")  # fmt: skip
@@ -2574,6 +2793,27 @@ def _options(candidate: Candidate, data: Replay, g_name: str = "G") -> str:
     return more
 
 
+def _fitted_line(key: str, weight: float) -> str:
+    """A fitted G term's entry in the printed ``g_terms``, with a comment."""
+    name, shown = _term_name(key), _weight_text(weight)
+    if key == "l1":
+        return (f'"l1": ({shown}, lambda v: torch.nn.functional.l1_loss(v.fake.x, v.real.x)),'
+                "  # G's L1 to the target")  # fmt: skip
+    if key == FEATURES:
+        return f'"{name}": ({shown}, feature_matching),  # D\'s features, fakes vs real pairs'
+    return f'"{name}": ({shown}, lambda v: {key}(v.fake.x, v.real.x)),  # a frozen loss module'
+
+
+def _weight_text(weight: float) -> str:
+    """A weight as printed: its repr, or the fraction it is where that is shorter
+    (``10 / 3``: a weight of 1 / num_D the script computes)."""
+    shown = repr(weight)
+    fraction = Fraction(weight).limit_denominator(WEIGHT_DENOMINATORS)
+    if len(shown) > 8 and float(fraction) == weight:
+        return f"{fraction.numerator} / {fraction.denominator}"
+    return shown
+
+
 def _wrapping_class(name: str, held: str, doc: str, inputs: str, returned: str) -> str:
     """The text of a module class ``name`` holding the script's G or D (``held``), whose
     forward of ``inputs`` returns ``returned``: a wrapper the port prints and makes its
@@ -2601,12 +2841,12 @@ def _wrapper(name: str) -> str:
 def _d_taking(D: nn.Module, data: Replay) -> nn.Module:
     """D as the Step is given it: a ``FilledD`` made from the very text printed where the
     script fills G's condition for D, a ``PairedD`` where it joins G's source and the
-    image for D, else D itself."""
+    image for D, in a ``ScalesD`` where D returns a list per scale; else D itself."""
     if data.d_pair is not None:
         D = _made("PairedD", _pair_wrapper(data.d_pair[0]))(D)
-    if data.d_fill is None:
-        return D
-    return _made("FilledD", _fill_wrapper(*data.d_fill))(D)
+    if data.d_fill is not None:
+        D = _made("FilledD", _fill_wrapper(*data.d_fill))(D)
+    return _made("ScalesD", SCALES_WRAPPER)(D) if data.d_scales else D
 
 
 def _made(name: str, text: str) -> type:
@@ -2685,6 +2925,25 @@ def _pair_wrapper(order: str) -> str:
         "the image in its channels, as the script joins them for D.",
         "x, c", f"self.D(torch.cat({joined}, 1))",
     )  # fmt: skip
+
+
+# the module giving a Step a multi-scale D's outputs as it reads them (a list is a
+# multi-scale D's predictions; a tuple's second element, extras a term reads)
+SCALES_WRAPPER = """
+class ScalesD(torch.nn.Module):
+    \"\"\"D's outputs as (each scale's prediction, each scale's features): the script's D
+    returns a list per scale, its features first and its prediction last.\"\"\"
+
+    def __init__(self, D):
+        super().__init__()
+        self.D = D
+
+    def forward(self, *inputs):
+        scales = self.D(*inputs)
+        return [scale[-1] for scale in scales], [scale[:-1] for scale in scales]
+
+
+"""
 
 
 def _mixing_wrapper(first: str, then: str) -> str:
