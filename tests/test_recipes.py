@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 from torch import nn
 
 from ganstep import Step, d_first, g_first, reference, simultaneous
-from ganstep.engine.views import reads_real
+from ganstep.engine.views import reads_d_step_real, reads_real
 
 N = 4  # batch
 
@@ -350,3 +350,195 @@ def test_hifigan_equals_d_first_with_an_extra_target_and_feature_matching():
     got = run_step(step, [{"x": y, "c": x, "y_mel": y_mel} for x, y, y_mel in batches])
     assert_losses(got, expected, ("loss_d", "loss_g", "mel"))
     assert_same_sides(ours, theirs)
+
+
+def wn_conv(*args, **kwargs) -> nn.Module:
+    """MelGAN's WNConv1d: a Conv1d under weight_norm, as mel2wav/modules.py builds it."""
+    return nn.utils.weight_norm(nn.Conv1d(*args, **kwargs))
+
+
+class MelNLayerD(nn.Module):
+    """mel2wav's NLayerDiscriminator in small: a ModuleDict of layers, every layer's
+    output returned, the score last."""
+
+    def __init__(self):
+        super().__init__()
+        leaky = nn.LeakyReLU(0.2, True)
+        self.model = nn.ModuleDict({
+            "layer_0": nn.Sequential(nn.ReflectionPad1d(2), wn_conv(1, 2, 5), leaky),
+            "layer_1": nn.Sequential(wn_conv(2, 4, 5, 2, 2), leaky),
+            "layer_2": wn_conv(4, 1, 3, 1, 1),
+        })  # fmt: skip
+
+    def forward(self, x):
+        results = []
+        for _, layer in self.model.items():
+            x = layer(x)
+            results.append(x)
+        return results
+
+
+class MelD(nn.Module):
+    """mel2wav's Discriminator: each scale's NLayerDiscriminator on the audio pooled
+    between scales, a list per scale."""
+
+    def __init__(self, num_D: int = 2):
+        super().__init__()
+        self.model = nn.ModuleDict({f"disc_{i}": MelNLayerD() for i in range(num_D)})
+        self.downsample = nn.AvgPool1d(4, stride=2, padding=1, count_include_pad=False)
+
+    def forward(self, x):
+        results = []
+        for _, disc in self.model.items():
+            results.append(disc(x))
+            x = self.downsample(x)
+        return results
+
+
+class ScoresAndFeatures(nn.Module):
+    """What a ganstep user gives the Step for MelGAN's D: (each scale's score, each
+    scale's features)."""
+
+    def __init__(self, netD):
+        super().__init__()
+        self.netD = netD
+
+    def forward(self, x):
+        results = self.netD(x)
+        return [r[-1] for r in results], [r[:-1] for r in results]
+
+
+def melgan_feature_loss(wt: float):
+    """train.py's loss_feat on the view: each scale's features on the fakes against D's
+    on the real batch (from D's step: reads_d_step_real), weighted wt."""
+
+    def loss(v):
+        total = 0
+        for fakes, reals in zip(v.d_fake[1], v.d_real[1], strict=True):
+            for fake, real in zip(fakes, reals, strict=True):
+                total += wt * F.l1_loss(fake, real.detach())
+        return total
+
+    return loss
+
+
+def mel_to_audio() -> nn.Module:
+    """G(mel) -> audio (n, 1, 16), its convolutions under weight_norm."""
+    return nn.Sequential(wn_conv(6, 4, 3, 1, 1), nn.LeakyReLU(0.2), wn_conv(4, 4, 3, 1, 1),
+                         nn.Tanh(), nn.Flatten(1), nn.Unflatten(1, (1, 16)))  # fmt: skip
+
+
+def audio(count: int):
+    gen = torch.Generator().manual_seed(5)
+    return [torch.rand(N, 1, 16, generator=gen, dtype=torch.float64) * 2 - 1 for _ in range(count)]
+
+
+@pytest.mark.parametrize("marked", ["reads_d_step_real", "reads_real"])
+def test_melgan_equals_d_first_reading_d_steps_real_features(marked):
+    """descriptinc/melgan-neurips' train.py as written: G's feature matching compares D's
+    features on the fakes (at D's new weights) with ``D_real`` from D's step, before D's
+    update. A term marked reads_d_step_real reads those: parameters, weight_norm's g and
+    v, Adam's state and the losses equal, with one D forward fewer in G's step than
+    reads_real, whose forward at D's new weights parts from the script."""
+    theirs, ours = build(mel_to_audio, MelD)
+    batches = audio(3)
+    n_layers_D, num_D = 1, 2  # (wt = 1 / 2 * 4 / 2 = 1)
+    expected = reference.descript_melgan(*theirs, batches, mel_stand_in,
+                                         n_layers_D=n_layers_D, num_D=num_D)  # fmt: skip
+    mark = reads_d_step_real if marked == "reads_d_step_real" else reads_real
+    wt = (1.0 / num_D) * (4.0 / (n_layers_D + 1))
+    G, D, opt_g, opt_d = ours
+    forwards = []
+    D.register_forward_hook(lambda *_: forwards.append(1))
+    step = Step(G, ScoresAndFeatures(D), opt_g, opt_d, objective="hinge", schedule=d_first(),
+                latent=None, condition="real", d_conditional=False, d_order="fake_first",
+                g_terms={"loss_feat": (10, mark(melgan_feature_loss(wt)))})  # fmt: skip
+    calls = [{"x": x, "c": mel_stand_in(x)} for x in batches]
+    got = run_step(step, calls[:1])  # (the first call observes D too)
+    forwards.clear()
+    got += run_step(step, calls[1:])
+    if marked == "reads_real":  # D's real features at its new weights: not the script's
+        with pytest.raises(AssertionError):
+            assert_same_sides(ours, theirs)
+        assert len(forwards) == 4 * (len(batches) - 1)
+        return
+    # D on the fakes and the real batch, then on the fakes for G: the script's three
+    assert len(forwards) == 3 * (len(batches) - 1)
+    # the Step logs each term weighted, and L_G with its terms: the script's (loss_G +
+    # lambda_feat * loss_feat) that it backpropagates
+    weighed = [{"loss_d": e["loss_d"], "loss_feat": 10 * e["loss_feat"],
+                "loss_g": e["loss_g"] + 10 * e["loss_feat"]} for e in expected]  # fmt: skip
+    assert_losses(got, weighed, ("loss_d", "loss_feat", "loss_g"))
+    assert_same_sides(ours, theirs)
+
+
+def mel_stand_in(audio):
+    """A fixed stand-in for MelGAN's Audio2Mel: 6 bands of each 4-sample frame."""
+    frames = audio.squeeze(1).unfold(1, 4, 4).abs()  # (n, 4 frames, 4 samples)
+    bands = torch.cat([frames, frames.mean(2, keepdim=True), frames.amax(2, keepdim=True)], 2)
+    return bands.transpose(1, 2)  # (n, 6 bands, 4 frames)
+
+
+def melgan_step(side, schedule=None, **options) -> Step:
+    G, D, opt_g, opt_d = side
+    options = {"objective": "hinge", "latent": None, "condition": "real",
+               "d_conditional": False, "d_order": "fake_first",
+               "g_terms": {"feat": (10, reads_d_step_real(melgan_feature_loss(1.0)))},
+               **options}  # fmt: skip
+    return Step(G, ScoresAndFeatures(D), opt_g, opt_d, schedule=schedule or d_first(), **options)
+
+
+def test_d_steps_real_outputs_pair_with_gs_micro_batches():
+    """With accumulate=2 each of G's micro-batches reads D's step's output on its own
+    rows: the same update as one batch (means over equal halves), to float64's rounding."""
+    whole, halves = build(mel_to_audio, MelD)
+    calls = [{"x": x, "c": mel_stand_in(x)} for x in audio(3)]
+    run_step(melgan_step(whole), calls)
+    run_step(melgan_step(halves, accumulate=2), calls)
+    assert_same(whole[0], halves[0])
+    assert_same(whole[1], halves[1])
+
+
+@pytest.mark.parametrize(
+    ("schedule", "options", "message"),
+    [
+        (g_first(), {}, "G's step comes first"),
+        (simultaneous(), {"d_forwards": "loop"}, "G's step comes first"),
+        (d_first(reuse_fake=False, d_steps=1, fresh_real=True), {}, "a real batch of its own"),
+    ],
+)  # fmt: skip
+def test_reading_d_steps_real_output_without_a_d_step_before_g_raises(schedule, options, message):
+    """G's step before D's (g_first; a simultaneous step forwarding D in a loop runs G's
+    phase first) or on a real batch of its own (fresh_real) has no D step output on its
+    batch: a ValueError says so, at every call."""
+    side, _ = build(mel_to_audio, MelD)
+    step = melgan_step(side, schedule, **options)
+    calls = [{"x": x, "c": mel_stand_in(x)} for x in audio(2)]
+    for call in calls:
+        with pytest.raises(ValueError, match=message):
+            step([call, call] if schedule.real_batches == 2 else call)
+
+
+def test_reading_d_steps_real_output_in_a_joint_step_reads_the_shared_forward():
+    """simultaneous(): both losses from one D forward on each batch, so D's step's real
+    output is what G's term reads, whichever mark it has: the same update."""
+    marked, fresh = build(mel_to_audio, MelD)
+    calls = [{"x": x, "c": mel_stand_in(x)} for x in audio(3)]
+    run_step(melgan_step(marked, simultaneous()), calls)
+    run_step(melgan_step(fresh, simultaneous(), g_terms={
+        "feat": (10, reads_real(melgan_feature_loss(1.0)))}), calls)  # fmt: skip
+    assert_same_sides(marked, fresh)
+
+
+@pytest.mark.parametrize("objective", ["rasgan", "rsgan"])
+def test_reading_d_steps_real_output_beside_a_fresh_real_forward_is_refused(objective):
+    """An objective whose L_G reads D's real scores forwards D on the real batch in G's
+    phase; a term reading D's step's output beside it would read another: refused, as
+    is a term marked reads_real beside one marked reads_d_step_real."""
+    side, _ = build(mel_to_audio, MelD)
+    with pytest.raises(ValueError, match="G's loss reads it from one place"):
+        melgan_step(side, objective=objective)
+    both = {"feat": (10, reads_d_step_real(melgan_feature_loss(1.0))),
+            "fm": reads_real(melgan_feature_loss(1.0))}  # fmt: skip
+    with pytest.raises(ValueError, match="a term marked reads_real reads it too"):
+        melgan_step(side, g_terms=both)

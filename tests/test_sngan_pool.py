@@ -60,7 +60,7 @@ def test_g_batch_makes_g_batch_times_the_fakes():
      ({"objective": "softmax"}, "compares fakes with the real batch"),
      ({"condition": "real"}, "condition='real'"),
      ({"g_terms": {"fm": feature_matching(lambda out: out.unsqueeze(1))}},
-      "a G term reads the real batch")],
+      "a G term reads D's output on the real batch")],
 )  # fmt: skip
 def test_g_batch_refuses_what_pairs_fakes_with_real_rows(kwargs, message):
     _, (G, D, opt_g, opt_d) = sngan_sides()

@@ -10,6 +10,7 @@ from torch import nn
 from ganstep import Step, d_first, g_first, simultaneous
 from ganstep.engine.objectives import OBJECTIVES
 from ganstep.engine.regularizers import PathLength
+from ganstep.engine.views import reads_d_step_real
 
 from . import X_DIM, Z_DIM, Run
 
@@ -101,6 +102,12 @@ def graph_cases(device: str) -> dict[str, tuple]:
         "simult-d_every": (simultaneous(d_every=2), "ns", {}),
         "fused-wgan_gp": (simultaneous(fused=True), "wgan_gp", {}),
         "g_terms": (d_first(), "ns", {"g_terms": {"l1": lambda v: v.fake.x.abs().mean()}}),
+        # MelGAN's: G's term reads D's output on the real batch from D's step
+        "g_terms-d_step_real": (
+            d_first(),
+            "hinge",
+            {"g_terms": {"fm": reads_d_step_real(lambda v: (v.d_fake - v.d_real).abs().mean())}},
+        ),
         # a graph per pair of values: iterations 0-3, 4-7, then 8 on
         "weights-of-the-iteration": (
             d_first(),

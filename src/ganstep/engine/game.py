@@ -19,6 +19,7 @@ from .options import Options, Progress
 from .precision import Precision
 from .regularizers import Regularizer
 from .sides import Side
+from .views import any_reads_d_step_real
 
 # The orders of a D step's forwards; "real_g_fake": D on the real batch, then G makes
 # the fakes (z drawn then), then D on them, as the PyTorch DCGAN example's lines run.
@@ -82,9 +83,15 @@ class Game:
     # The most adversarial outputs D returned in one forward so far (a multi-scale D's
     # several): the steady iteration (steady.py) reads one.
     most_d_outputs: int = 0
+    # Whether a G term reads D's step's own output on the real batch (reads_d_step_real),
+    # and the last D step's, per real micro-batch: (the batch, D's output detached, the
+    # iteration)
+    keeps_d_step_real: bool = False
+    d_step_real: list[tuple[object, object, int]] = field(default_factory=list, repr=False)
 
     def __post_init__(self) -> None:
         self.mixing_layers = [m for m in self.d.module.modules() if isinstance(m, KNOWN_MIXING)]
+        self.keeps_d_step_real = any_reads_d_step_real(self.options.g_terms)
 
     @property
     def precision(self) -> Precision:

@@ -37,7 +37,7 @@ from .losses import d_call, d_loss, d_outputs, early_penalty, g_loss, own_step_p
 from .objectives import Logs, has_penalty
 from .regularizers import PathLength, Regularizer
 from .sides import Side
-from .views import View, add_terms, any_reads_real
+from .views import View, add_terms, any_reads_real, detached
 
 # One micro-batch's part of a phase: (real, fake, k) -> its logs, its gradients added.
 MicroBatchStep = Callable[[Batch, Batch | None, int], Logs]
@@ -144,6 +144,8 @@ def d_phase(game: Game, real: MicroBatches, fake: MicroBatches | list[FakesAfter
     pool, D sees what the pool gives in place of ``fake``). The objective acts on D first
     (:meth:`~ganstep.engine.objectives.Objective.before_d_step`)."""
     game.options.objective.before_d_step(game.d.module)  # WGAN(clamp_at="before")
+    if game.keeps_d_step_real:  # this step's outputs on its real batches, for G's terms
+        game.d_step_real.clear()
     if game.options.fake_pool is not None:  # every micro-batch's before D's forwards
         fake = [f if isinstance(f, FakesAfterReal) else pooled(game, f) for f in fake]
     logs = run_phase(game, [game.d], real, fake, partial(d_micro_batch, game))
@@ -196,6 +198,7 @@ def d_phase_making_fakes(
 
 def d_micro_batch(game: Game, real: Batch, fake: Batch | FakesAfterReal, k: int) -> Logs:
     """One micro-batch of D's step: D on real and fake, L_D, its share of D's gradients."""
+    given = real
     with game.precision.autocast():
         if isinstance(fake, FakesAfterReal):  # d_order="real_g_fake": G between D's forwards
             real = real_for_d(game, real)
@@ -211,6 +214,8 @@ def d_micro_batch(game: Game, real: Batch, fake: Batch | FakesAfterReal, k: int)
         loss, logs, _, _ = d_loss(game, view, early)
     guard(game, loss_d=loss)
     game.d.backward(micro_batch_share(loss, k))
+    if game.keeps_d_step_real:
+        game.d_step_real.append((given, detached(out_real), game.progress.iteration))
     return logs
 
 
@@ -230,7 +235,8 @@ def g_micro_batch(game: Game, real: Batch, fake: Batch, k: int) -> Logs:
     last_real = len(forwards) - 1 - forwards[::-1].index("real") if "real" in forwards else -1
     last_fake = len(forwards) - 1 - forwards[::-1].index("fake")
     with game.precision.autocast():
-        out_real = s_real = None
+        out_real = d_step_real(game, real) if game.keeps_d_step_real else None
+        s_real = None
         for i, forward in enumerate(forwards):
             if i == last_fake:
                 out_fake = d_call(game, fake)
@@ -246,6 +252,23 @@ def g_micro_batch(game: Game, real: Batch, fake: Batch, k: int) -> Logs:
     game.g.backward(micro_batch_share(loss, k))
     logs["loss_g"] = loss.detach()
     return logs
+
+
+def d_step_real(game: Game, real: Batch) -> object:
+    """D's output on ``real`` as this call's last D step computed it, detached, for a G
+    term marked :func:`~ganstep.engine.views.reads_d_step_real` (taken: one G step reads
+    it once); raises where no D step on that batch came before G's in this call."""
+    kept = game.d_step_real.pop(0) if game.d_step_real else None
+    if kept is None or kept[0] is not real or kept[2] != game.progress.iteration:
+        game.d_step_real.clear()
+        raise ValueError(
+            "a G term marked reads_d_step_real reads D's output on the real batch from the "
+            "D step before G's on that batch in the same call, and there was none: G's "
+            "step comes first (g_first, or a simultaneous step forwarding D in a loop) or "
+            "has a real batch of its own (fresh_real). Use reads_real there: G's phase "
+            "then forwards D on the real batch itself"
+        )
+    return kept[1]
 
 
 def joint_phase(game: Game, real: MicroBatches, fake: MicroBatches) -> Logs:

@@ -173,8 +173,8 @@ class DFirst(Schedule):
             pairs = "condition='real' makes each fake for one real row's condition"
         elif game.options.objective.g_needs_real:
             pairs = f"objective {game.options.objective.name!r} compares fakes with the real batch"
-        elif any_reads_real(game.options.g_terms):
-            pairs = "a G term reads the real batch"
+        elif any_reads_real(game.options.g_terms) or game.keeps_d_step_real:
+            pairs = "a G term reads D's output on the real batch"
         if pairs is not None:
             raise ValueError(
                 f"{self.name}(g_batch={self.g_batch}) makes more fakes than real rows, and "

@@ -17,7 +17,7 @@ from .objectives import Objective, has_penalty
 from .precision import Precision
 from .regularizers import Regularizer
 from .sides import Side, trainable
-from .views import any_reads_real, normalize_terms
+from .views import any_reads_d_step_real, any_reads_real, normalize_terms
 
 
 def check_optimizer(opt: object, module: nn.Module, own: str, other: nn.Module) -> None:
@@ -266,6 +266,13 @@ def check_objective_fits(
         )
     if (g_terms or g_scale != 1) and objective.name == "began":
         raise ValueError("began's k_t reads L_G itself: extra G terms or a g_scale would change it")
+    if any_reads_d_step_real(g_terms) and (objective.g_needs_real or any_reads_real(g_terms)):
+        why = ("objective " + repr(objective.name) + " reads D's real scores in L_G"
+               if objective.g_needs_real else "a term marked reads_real reads it too")  # fmt: skip
+        raise ValueError(
+            "a G term marked reads_d_step_real reads D's output on the real batch from D's "
+            f"step, and {why}, from a forward in G's phase: G's loss reads it from one place"
+        )
 
 
 def check_d_order_fits(d_order: str, concat: object, accumulate: int,

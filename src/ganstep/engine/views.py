@@ -139,7 +139,8 @@ class View:
                 f"a loss term of the {self.phase} phase reads D's output on the {which} batch, "
                 "which that phase does not compute unless a term asks for it: wrap the "
                 "term in ganstep.engine.views.reads_real(fn), and G's phase forwards D on the real "
-                "batch without a graph into D (as feature matching needs)"
+                "batch without a graph into D (as feature matching needs), or in "
+                "reads_d_step_real(fn), and it reads D's step's own output on that batch"
             )
         return out
 
@@ -176,9 +177,40 @@ def reads_real(fn: Term) -> Term:
     return fn
 
 
+def reads_d_step_real(fn: Term) -> Term:
+    """Mark a G term that reads D's output on the real batch as D's step computed it,
+    before D's update (``view.d_real``, detached): MelGAN's feature matching compares
+    D's features on the fakes with those its D step kept (``D_real``), not with a
+    forward at D's new weights. G's phase then forwards D on the fakes only: one D
+    forward fewer than :func:`reads_real`. In ``d_first`` it is the last D step's, on
+    the real batch G's step is judged with; in a simultaneous step's joint phase, the
+    forward both losses share. G's step without a D step on its batch before it in the
+    call (``g_first``; a simultaneous step forwarding D in a loop, G's phase first;
+    ``fresh_real``) raises."""
+    fn.reads_d_real = "d_step"
+    return fn
+
+
+def detached(out: object) -> object:
+    """D's output with every tensor in it detached, its tuples, lists and dicts kept."""
+    if isinstance(out, Tensor):
+        return out.detach()
+    if isinstance(out, (tuple, list)):
+        return type(out)(detached(o) for o in out)
+    if isinstance(out, dict):
+        return {k: detached(v) for k, v in out.items()}
+    return out
+
+
 def any_reads_real(terms: dict[str, tuple[Weight, Term]]) -> bool:
-    """Whether one of ``terms`` was marked with :func:`reads_real`."""
-    return any(getattr(fn, "reads_d_real", False) for _, fn in terms.values())
+    """Whether one of ``terms`` was marked with :func:`reads_real` (D forwarded on the
+    real batch in G's phase)."""
+    return any(getattr(fn, "reads_d_real", False) is True for _, fn in terms.values())
+
+
+def any_reads_d_step_real(terms: dict[str, tuple[Weight, Term]]) -> bool:
+    """Whether one of ``terms`` was marked with :func:`reads_d_step_real`."""
+    return any(getattr(fn, "reads_d_real", False) == "d_step" for _, fn in terms.values())
 
 
 def feature_matching(features: Callable[[object], Tensor] = lambda out: out[1]) -> Term:

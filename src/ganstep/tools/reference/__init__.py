@@ -67,7 +67,8 @@ with these, never with a re-writing of them: ``pytorch_examples_dcgan``,
 ``pytorch_gan_dragan``, ``pytorch_gan_wgan_div``, ``pytorch_gan_relativistic``,
 ``pytorch_gan_stargan``, ``pytorch_gan_cyclegan``, ``pytorch_gan_discogan``,
 ``pytorch_gan_dualgan``, ``pytorch_gan_bicyclegan``, ``diffaugment`` with ``diff_augment``,
-``taming_vqgan``, ``hifigan``, ``pytorch_gan_bgan``, ``pytorch_gan_ebgan``
+``taming_vqgan``, ``hifigan``, ``descript_melgan`` (its feature matching against D's
+real features from D's step, before D's update), ``pytorch_gan_bgan``, ``pytorch_gan_ebgan``
 (tests/test_pytorch_gan_loops.py), and the conditional, image-to-image and
 StyleGAN2-ADA loops, which docs/loops.md shows each beside its Step;
 ``udacity_gan_mnist`` (one-sided label smoothing, tests/test_label_smoothing.py);
@@ -133,6 +134,7 @@ from .other_codebases import (  # noqa: F401
     caogang_wgan_gp,
     cyclegan,
     dcgan_tensorflow,
+    descript_melgan,
     diff_augment,
     diffaugment,
     emilien_dupont_wgan_gp,

@@ -1237,6 +1237,59 @@ def _hifigan_feature_loss(fmap_r, fmap_g):
     return loss * 2
 
 
+def descript_melgan(netG, netD, optG, optD, batches, fft: Callable[[Tensor], Tensor],
+                    n_layers_D: int = 4, num_D: int = 3,
+                    lambda_feat: float = 10) -> list[dict[str, float]]:  # fmt: skip
+    """descriptinc/melgan-neurips ``scripts/train.py`` (commit 46cbf06), its loop as
+    written, per audio batch ``x_t``: ``s_t = fft(x_t).detach()``, ``x_pred_t =
+    netG(s_t)``; its mel error under ``no_grad`` (a log); D's step on ``D_fake_det =
+    netD(x_pred_t.detach())`` then ``D_real = netD(x_t)`` (``netD`` returns, per scale,
+    each layer's output, the score last), the hinge losses of each scale's score summed;
+    then G's step on ``D_fake = netD(x_pred_t)`` at D's new weights: ``-score.mean()`` a
+    scale, plus ``lambda_feat`` times the L1 of each scale's features on the fakes to
+    ``D_real``'s, **from D's step before its update**, detached, weighted ``(1 / num_D) *
+    (4 / (n_layers_D + 1))``. ``netD.zero_grad()`` and ``netG.zero_grad()`` before each
+    backward (G's reaches D's weights, zeroed before D's next step). ganstep:
+    ``d_first()``, ``hinge``, ``d_order="fake_first"``, ``latent=None``,
+    ``condition="real"`` with ``d_conditional=False`` (the batch ``(x_t, s_t)``), the
+    scales' scores and features as D's output, and the feature matching marked
+    ``reads_d_step_real``."""
+    history = []
+    for x_t in batches:
+        s_t = fft(x_t).detach()
+        x_pred_t = netG(s_t)
+        with torch.no_grad():
+            s_pred_t = fft(x_pred_t.detach())
+            s_error = F.l1_loss(s_t, s_pred_t).item()
+        D_fake_det = netD(x_pred_t.detach())
+        D_real = netD(x_t)
+        loss_D = 0
+        for scale in D_fake_det:
+            loss_D += F.relu(1 + scale[-1]).mean()
+        for scale in D_real:
+            loss_D += F.relu(1 - scale[-1]).mean()
+        netD.zero_grad()
+        loss_D.backward()
+        optD.step()
+        D_fake = netD(x_pred_t)
+        loss_G = 0
+        for scale in D_fake:
+            loss_G += -scale[-1].mean()
+        loss_feat = 0
+        feat_weights = 4.0 / (n_layers_D + 1)
+        D_weights = 1.0 / num_D
+        wt = D_weights * feat_weights
+        for i in range(num_D):
+            for j in range(len(D_fake[i]) - 1):
+                loss_feat += wt * F.l1_loss(D_fake[i][j], D_real[i][j].detach())
+        netG.zero_grad()
+        (loss_G + lambda_feat * loss_feat).backward()
+        optG.step()
+        history.append({"loss_d": loss_D.item(), "loss_g": loss_G.item(),
+                        "loss_feat": loss_feat.item(), "s_error": s_error})  # fmt: skip
+    return history
+
+
 def hifigan(G, mpd, msd, opt_g, opt_d, batches, mel_spectrogram: Callable[[Tensor], Tensor]):
     """jik876/hifi-gan ``train.py`` (commit 3484fe6) with ``models.py``'s losses: per
     batch ``(x, y, y_mel)`` (the input mel, the audio, the audio's mel), ``y_g_hat =
