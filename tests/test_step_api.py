@@ -514,9 +514,11 @@ def test_concat_joint_calls_a_batchnorm_d_once_on_both_batches_as_a_joining_loop
         for batch in real_batches(3):
             step(batch)
     assert sizes[:3] == [BATCH] * 3  # the last side's: the loop's two calls, then G's
-    # to 1e-10: the loop's one mean over both batches' rows and the Step's half sum of
-    # their means round apart (1e-16), which Adam's first steps make ~1e-12
-    assert_same_models(ours, theirs, 1e-10)
+    # to 1e-8: the loop's one mean over both batches' rows and the Step's half sum of
+    # their means round apart (1e-16), which Adam's first steps make ~1e-12, and up to
+    # 4e-10 (3e-8 relative) in G's bias on some CPUs (an AMD EPYC's float64 sums), its
+    # gradient near 0 there; apart from the loop is 1e-4 and more, below
+    assert_same_models(ours, theirs, 1e-8)
     with pytest.raises(AssertionError):
         assert_same_models(apart, theirs, 1e-4)
     with pytest.raises(ValueError, match='concat="joint" where that is your math'):
