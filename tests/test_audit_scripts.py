@@ -2028,6 +2028,27 @@ def test_pix2pixhds_g_terms_are_read_from_gs_first_gradient(tmp_path, args, term
     assert ("@reads_real" in port["code"]) == any("features" in t for t in terms)
 
 
+def test_melgan_ports_with_g_on_its_mel_and_features_from_ds_step(tmp_path):
+    """descriptinc/melgan-neurips' train.py as written: G's one input is ``fft(x_t)`` of
+    each real batch (a module of no trained parameters among main()'s names, which
+    called on the batch gives it to the bit), so the Step takes ``(x, fft(x))`` with
+    ``latent=None, condition="real", d_conditional=False``; its multi-scale D goes in a
+    ScalesD; hinge (told from Wasserstein by the losses it backpropagated); its feature
+    matching reads ``D_real`` from D's step, before D's update, where G's step forwarded
+    D on no data: a term marked reads_d_step_real, weighted 10 * 1/3 * 4/3 = 40 / 9 as
+    G's first gradient says. Equal in float32 and float64. Before: "D returns a list of
+    lists ...: not mapped"."""
+    proc, port = ported(tmp_path, "descript_melgan", "--epochs", "1", flag=("--verify", 2))
+    assert port["max_difference"] == 0 and port["float64_difference"] <= 1e-12, port["notes"]
+    code = port["code"]
+    assert "netG, ScalesD(netD), optG, optD," in code and "objective=Hinge()," in code
+    assert "latent=None,  # G's one input is fft(real_batch)" in code
+    assert "d_conditional=False," in code and "@reads_d_step_real\n" in code
+    assert '"features": (40 / 9, feature_matching),' in code
+    assert code.endswith("step((real_batch, fft(real_batch)))")
+    assert not any("failed beside the script's names" in note for note in port["notes"])
+
+
 def run_fixture(script: str, *args: str) -> dict:
     """The names the fixture ``script`` leaves run as ``__main__`` with ``args``."""
     saved = sys.argv

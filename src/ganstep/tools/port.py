@@ -84,7 +84,13 @@ from ..engine.objectives import (
 from ..engine.regularizers import PathLength, WithR1
 from ..engine.schedules import d_first, g_first, simultaneous
 from ..engine.step import Step
-from ..engine.views import adversarial, ends_in_sigmoid, pull_away, reads_real
+from ..engine.views import (
+    adversarial,
+    ends_in_sigmoid,
+    pull_away,
+    reads_d_step_real,
+    reads_real,
+)
 from .audit import STALE_CAST
 from .copies import module_copy
 from .sides import first_step
@@ -680,6 +686,13 @@ class Replay:
     # D returns a list per scale, each scale's features then its prediction last
     # (pix2pixHD's MultiscaleDiscriminator): the Step's D is a ScalesD
     d_scales: bool = False
+    # D was forwarded on data between D's last step and G's in each iteration (a read of
+    # D on the real batch in G's step)
+    real_in_g_step: bool = False
+    # G's one input was a module of the script's, of no trainable parameters, called on
+    # each iteration's real batch (MelGAN's ``fft(x_t)``): its name; the real batches are
+    # then (x, that input), read as image_to_image's pairs with D called D(x) alone
+    g_from_real: str | None = None
     # the script's loss modules of frozen parameters that G's loss called on (G's output,
     # the real target) in each iteration (pix2pixHD's VGGLoss): each one's printed name,
     # the module and its state when first called (_loss_modules)
@@ -1608,14 +1621,17 @@ def _terms(candidate: Candidate, data: Replay) -> dict:
     return {}
 
 
-# the key of a multi-scale D's feature matching among a candidate's fitted G terms
+# the keys of a multi-scale D's feature matching among a candidate's fitted G terms: D's
+# features on the real batch from a forward in G's phase (pix2pixHD's, in a simultaneous
+# update the D step's own), or from D's step before its update (MelGAN's D_real)
 FEATURES = "features"
+FEATURES_D_STEP = "features from D's step"
 
 # pix2pixHD's GAN feature matching (its loss_G_GAN_Feat), as the port prints it and makes
 # its Steps' term from: each scale's features on the fakes against those on the real
 # pairs, constants for G
 FEATURE_MATCHING = """@reads_real
-def feature_matching(v):  # L1 of D's features on the fakes to those on the real pairs
+def feature_matching(v):  # L1 of D's features on the fakes to those on the real batch
     return sum(
         torch.nn.functional.l1_loss(fake, real.detach())
         for fakes, reals in zip(v.d_fake[1], v.d_real[1], strict=True)
@@ -1626,7 +1642,15 @@ def feature_matching(v):  # L1 of D's features on the fakes to those on the real
 
 def _term_name(key: str) -> str:
     """A fitted G term's name in the Step's ``g_terms`` (a loss module's: its attribute)."""
-    return key.rsplit(".", 1)[-1] if key not in ("l1", FEATURES) else key
+    if key in (FEATURES, FEATURES_D_STEP):
+        return FEATURES
+    return key.rsplit(".", 1)[-1] if key != "l1" else key
+
+
+def _feature_matching(key: str) -> str:
+    """The feature matching's printed text, marked as ``key`` reads D's real features."""
+    mark = "@reads_d_step_real" if key == FEATURES_D_STEP else "@reads_real"
+    return FEATURE_MATCHING.replace("@reads_real", mark)
 
 
 def _fitted_term(key: str, data: Replay) -> Callable:
@@ -1635,8 +1659,8 @@ def _fitted_term(key: str, data: Replay) -> Callable:
     on G's output and the real target."""
     if key == "l1":
         return _l1
-    if key == FEATURES:
-        return Printed(FEATURE_MATCHING).fn
+    if key in (FEATURES, FEATURES_D_STEP):
+        return Printed(_feature_matching(key)).fn
     _, module, state = next(m for m in data.loss_modules if m[0] == key)
     twin = _copy(module, state)
     return lambda view: twin(view.fake.x, view.real.x)
@@ -1649,7 +1673,7 @@ class Printed:
 
     def __init__(self, text: str) -> None:
         scope = {"F": torch.nn.functional, "torch": torch, "np": sys.modules.get("numpy"),
-                 "reads_real": reads_real}  # fmt: skip
+                 "reads_real": reads_real, "reads_d_step_real": reads_d_step_real}  # fmt: skip
         definition = re.match(r"(?:@\w+\n)?def (\w+)\(", text)
         if definition:
             self.name = definition[1]
@@ -1728,8 +1752,13 @@ def port(rec, report, capture: Capture, names: dict[str, str], *,
         data = replace(data, concat_joint=True)
     state = torch.random.get_rng_state()
     try:
+        made = _g_input_made(script, capture, data, n)
+        if made is not None:  # the real batches as (x, G's input), D called D(x)
+            reals = [[(x, g_in)] for [x], ((g_in,), _) in zip(data.reals, data.zs, strict=True)]
+            data = replace(data, reals=reals, image_to_image=True, d_conditional=False,
+                           g_from_real=made)  # fmt: skip
         if _scale_lists(_d_output(script, capture, data)):  # (D may draw: within the try)
-            data = replace(data, d_scales=True)
+            data = replace(data, d_scales=True, real_in_g_step=_real_in_g_step(rec, n))
         data = replace(data, loss_modules=_loss_modules(rec, capture, n, names, data))
         tried, unread = ([only], None) if only is not None else _tried(
             script, capture, data, report, first_g_moments(rec, capture, script.opt_g))  # fmt: skip
@@ -1759,6 +1788,47 @@ def port(rec, report, capture: Capture, names: dict[str, str], *,
             "loss scaling (a scaler shared by G and D grows twice as often)"
         )
     return found
+
+
+def _g_input_made(script: _Script, capture: Capture, data: Replay,
+                  iterations: int) -> str | None:  # fmt: skip
+    """The name of the module of the script's (no parameter of it trained) that made G's
+    one input from each iteration's one real batch, where one did (MelGAN's ``s_t =
+    fft(x_t).detach()``): each such module the script's loop sees, a copy of it called
+    on the batches, equal to the bit; else None."""
+    one_batch = all(len(it) == 1 and isinstance(it[0], Tensor) for it in data.reals)
+    if data.image_to_image or data.conditional or len(data.zs) != iterations or not one_batch:
+        return None
+    trained = {id(p) for opt in (script.opt_g, script.opt_d)
+               for group in opt.param_groups for p in group["params"]}  # fmt: skip
+    for name, module in script.namespace.items():
+        if (name.startswith("_") or not isinstance(module, nn.Module) or module is script.G
+                or module is script.D or any(id(p) in trained or p.requires_grad
+                                             for p in module.parameters())):  # fmt: skip
+            continue
+        twin = module_copy(module)
+        try:
+            with torch.no_grad():
+                made = [twin(it[0]) for it in data.reals]
+        except Exception:  # a module that takes no such batch: not it
+            continue
+        if all(_same(m, z[0]) for m, (z, _) in zip(made, data.zs, strict=True)):
+            return name
+    return None
+
+
+def _real_in_g_step(rec, iterations: int) -> bool:
+    """Whether every iteration forwarded D on data (not G's output) between D's last
+    step before G's and G's step (HiFi-GAN's ``mpd(y, y_g_hat)``; MelGAN's G reads the
+    D step's ``D_real`` instead)."""
+    for i in range(iterations):
+        steps = [st for st in rec.opt_steps if st.iteration == i]
+        g = next((st.seq for st in steps if st.label == "G"), None)
+        d = max((st.seq for st in steps if st.label == "D" and st.seq < (g or 0)), default=None)
+        if d is None or not any(f.label == "D" and f.producer is None and d < f.seq < g
+                                for f in rec.forwards):  # fmt: skip
+            return False
+    return True
 
 
 def _loss_modules(rec, capture: Capture, iterations: int, names: dict[str, str],
@@ -2149,7 +2219,9 @@ def _d_output(script: _Script, capture: Capture, data: Replay) -> object:
                       data)  # fmt: skip
     with torch.enable_grad():
         real = data.reals[0][0]
-        return probe(*real) if isinstance(real, tuple) else probe(real)
+        if isinstance(real, tuple):  # (x, c): D(x, c), or D(x) where G alone takes c
+            return probe(*real) if data.d_conditional else probe(real[0])
+        return probe(real)
 
 
 def _scale_lists(out: object) -> bool:
@@ -2194,8 +2266,8 @@ def _tried(script: _Script, capture: Capture, data: Replay, report,
     if clip is None and before is not None:  # clamped at the top of D's loop, if at all
         clip, clamp_at = _clip(script.D, before), "before"
     found = candidates(d_out, penalty, clip,
-                       autoencoder=d_out.shape == real.shape if isinstance(real, Tensor)
-                       else False, images=x.dim() > 2,
+                       autoencoder=(isinstance(real, Tensor) and not data.d_scales
+                                    and d_out.shape == real.shape), images=x.dim() > 2,
                        embedding=isinstance(whole, tuple) and len(whole) == 2
                        and not data.d_scales,
                        clamp_at=clamp_at, numpy_alpha=data.numpy_in_d)  # fmt: skip
@@ -2238,9 +2310,17 @@ def _tried(script: _Script, capture: Capture, data: Replay, report,
             return ("G's terms (" + ", ".join(map(_term_name, fitted)) + ") are weighted as "
                     "G's first gradient says, which G's optimizer keeps no moment of "
                     "(Adam's, SGD's momentum) from a first step: not mapped"), None  # fmt: skip
-        tried = [(s, _fit_terms(script, capture, data, s, c, fitted, g_moments))
-                 for s, c in tried]  # fmt: skip
+        tried = [(s, _fit_terms(script, capture, data, s, c, _keys_for(fitted, s[0], data),
+                                g_moments)) for s, c in tried]  # fmt: skip
     return tried, unmapped
+
+
+def _keys_for(keys: list[str], schedule: str, data: Replay) -> list[str]:
+    """``keys`` for a candidate of ``schedule``: in a D-first update whose G step forwarded
+    D on no data, the feature matching reads D's step's real outputs (MelGAN's D_real)."""
+    if schedule.startswith("d_first") and not data.real_in_g_step:
+        return [FEATURES_D_STEP if key == FEATURES else key for key in keys]
+    return keys
 
 
 # the largest denominator a fitted weight is read as a fraction with (a script's 1 / num_D)
@@ -2468,9 +2548,12 @@ def _fewest_passes(equal: list[tuple], image_to_image: bool = False) -> list[tup
                 and ("reuse_z=True" in code or "g_steps_share_z=True" in code
                      or image_to_image))  # fmt: skip
 
-    kept = {(code, id(c)) for _, (code, per_batch), c, _ in equal if not per_batch}
+    def chosen(candidate: Candidate) -> str:  # its objective, scales and terms
+        return _label(("", False), candidate)
+
+    kept = {(code, chosen(c)) for _, (code, per_batch), c, _ in equal if not per_batch}
     return [e for e in equal if not (remakes(e[1][0]) and not e[1][1]
-                                     and (once(e[1][0]), id(e[2])) in kept)]  # fmt: skip
+                                     and (once(e[1][0]), chosen(e[2])) in kept)]  # fmt: skip
 
 
 def _told_apart(equal: list[tuple], states: dict[str, list[dict]], capture: Capture,
@@ -2613,7 +2696,14 @@ def _code(script: _Script, schedule: tuple[str, bool], candidate: Candidate,
           data: Replay) -> str:  # fmt: skip
     """The Step as code a person pastes into the script, a comment per choice (the
     draws described from what the script drew: its own draws were replayed)."""
-    if data.image_to_image:
+    if data.g_from_real is not None:
+        sources = (
+            f"    latent=None,  # G's one input is {data.g_from_real}(real_batch), as the "
+            "script makes it: no z\n"
+            '    condition="real",  # each fake made from its real batch\'s input\n'
+            "    d_conditional=False,  # D is called D(x): G alone takes it"
+        )
+    elif data.image_to_image:
         sources = (
             "    latent=None,  # G's one input is the source of the real pair: no z\n"
             '    condition="real",  # each fake made for its real pair\'s source'
@@ -2643,6 +2733,8 @@ def _code(script: _Script, schedule: tuple[str, bool], candidate: Candidate,
     batch = "(real_batch, its_labels)" if labelled else "real_batch"
     if data.image_to_image:
         batch = "(target_batch, source_batch)"
+    if data.g_from_real is not None:
+        batch = f"(real_batch, {data.g_from_real}(real_batch))"
     call, k = f"step({batch})", _schedule(code).real_batches
     if _one_batch_for_d_steps(data, per_batch, k):
         call = f"step([{batch}] * {k})  (the script's one real batch for each of its {k} D steps)"
@@ -2666,16 +2758,18 @@ def _code(script: _Script, schedule: tuple[str, bool], candidate: Candidate,
         call += "  (its labels as G is given them; FilledD fills them for D)"
     if data.d_scales:
         d, wrapper = f"ScalesD({d})", wrapper + SCALES_WRAPPER
-    if any(key == FEATURES for key, _ in candidate.g_fit):
-        wrapper += f"\n{FEATURE_MATCHING}\n\n"
+    features = next((key for key, _ in candidate.g_fit if _term_name(key) == FEATURES), None)
+    if features is not None:
+        wrapper += f"\n{_feature_matching(features)}\n\n"
     if candidate.style_mixing is not None:
         g = f"StyleMixedG({g}, {candidate.style_mixing})"
         wrapper = _mixing_wrapper(*data.g_parts)
     regularizer = ("" if candidate.path_length is None
                    else "from ganstep.engine.regularizers import PathLength\n")  # fmt: skip
     views_import = "" if candidate.pull_away is None else "from ganstep.engine import views\n"
-    if any(key == FEATURES for key, _ in candidate.g_fit):
-        views_import += "from ganstep.engine.views import reads_real\n"
+    if features is not None:
+        mark = "reads_d_step_real" if features == FEATURES_D_STEP else "reads_real"
+        views_import += f"from ganstep.engine.views import {mark}\n"
     frozen = [names[r] for r, m in (("G", script.G), ("D", script.D))
               if not all(p.requires_grad for p in m.parameters())]  # fmt: skip
     if frozen:  # StyleGAN2-ADA builds them so; BigGAN toggles them in its step
@@ -2799,8 +2893,8 @@ def _fitted_line(key: str, weight: float) -> str:
     if key == "l1":
         return (f'"l1": ({shown}, lambda v: torch.nn.functional.l1_loss(v.fake.x, v.real.x)),'
                 "  # G's L1 to the target")  # fmt: skip
-    if key == FEATURES:
-        return f'"{name}": ({shown}, feature_matching),  # D\'s features, fakes vs real pairs'
+    if name == FEATURES:
+        return f'"{name}": ({shown}, feature_matching),  # D\'s features, fakes vs real ones'
     return f'"{name}": ({shown}, lambda v: {key}(v.fake.x, v.real.x)),  # a frozen loss module'
 
 
