@@ -83,7 +83,9 @@ class Step:
             :class:`~ganstep.engine.views.View` (real and fake batches with their extras, D's
             outputs on them, the iteration) and never runs a forward of D of its own.
             Each is logged, weighted, by its name. A G term that reads D on the real
-            batch is marked :func:`~ganstep.engine.views.reads_real`.
+            batch is marked :func:`~ganstep.engine.views.reads_real` (D forwarded on it
+            in G's phase) or :func:`~ganstep.engine.views.reads_d_step_real` (D's step's
+            own output on it, before D's update: MelGAN's).
         d_terms: the same for L_D.
         d_scale: the factor of D's adversarial loss (pix2pix halves it: 0.5); the
             penalty and D's terms are added unscaled. 0 trains D on its terms alone.
