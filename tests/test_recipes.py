@@ -2,8 +2,9 @@
 waits for ``disc_start``: a weight that is a function of the iteration and 0 before;
 G's adaptive weight; G's extra output, the codebook loss) and HiFi-GAN (a batch's extra
 target, y_mel; feature matching that reads D on the real batch; sub-discriminators with
-spectral norm). Also the iteration in terms and hooks, and checks of weights and
-extras (float64)."""
+spectral norm) and MelGAN (feature matching against D's real features from D's step,
+before D's update: reads_d_step_real). Also the iteration in terms and hooks, and checks
+of weights and extras (float64)."""
 
 from __future__ import annotations
 
