@@ -866,11 +866,10 @@ def _g_phase_reals(rec, capture: Capture, iterations: int) -> list[object]:
     every iteration has one."""
     found = []
     for i in range(iterations):
-        steps = [st for st in rec.opt_steps if st.iteration == i]
-        g = next((st.seq for st in steps if st.label == "G"), None)
-        d = max((st.seq for st in steps if st.label == "D" and st.seq < (g or 0)), default=None)
-        if d is None:  # (no G step, or no D step before it)
+        between = _d_then_g(rec, i)
+        if between is None:
             return []
+        d, g = between
         seen = [f for f in rec.forwards if f.label == "D" and not f.used and f.producer is None
                 and not f.input_grad and d < f.seq < g and f.seq in capture.calls]  # fmt: skip
         if len(seen) != 1:
@@ -1822,13 +1821,21 @@ def _real_in_g_step(rec, iterations: int) -> bool:
     step before G's and G's step (HiFi-GAN's ``mpd(y, y_g_hat)``; MelGAN's G reads the
     D step's ``D_real`` instead)."""
     for i in range(iterations):
-        steps = [st for st in rec.opt_steps if st.iteration == i]
-        g = next((st.seq for st in steps if st.label == "G"), None)
-        d = max((st.seq for st in steps if st.label == "D" and st.seq < (g or 0)), default=None)
-        if d is None or not any(f.label == "D" and f.producer is None and d < f.seq < g
-                                for f in rec.forwards):  # fmt: skip
+        between = _d_then_g(rec, i)
+        if between is None or not any(f.label == "D" and f.producer is None
+                                      and between[0] < f.seq < between[1]
+                                      for f in rec.forwards):  # fmt: skip
             return False
     return True
+
+
+def _d_then_g(rec, iteration: int) -> tuple[int, int] | None:
+    """The places of D's last step before G's and of G's first step in ``iteration``;
+    None where there is no G step, or no D step before it."""
+    steps = [st for st in rec.opt_steps if st.iteration == iteration]
+    g = next((st.seq for st in steps if st.label == "G"), None)
+    d = max((st.seq for st in steps if st.label == "D" and st.seq < (g or 0)), default=None)
+    return None if d is None else (d, g)
 
 
 def _loss_modules(rec, capture: Capture, iterations: int, names: dict[str, str],
