@@ -9,6 +9,9 @@ names the argument, and no traceback), ``correct`` (the right result), or ``FAIL
 with what happened. ``tests/test_hostile.py`` runs every case under pytest.
 
 Every case builds its own files in a temporary folder; nothing outside it is touched.
+A command or library case is a process of its own, forked from one that has imported
+torch and ganstep (``helpers.launcher``), unless it needs what only a new interpreter
+has (a ``preexec`` function, a Ctrl-C while torch loads).
 """
 
 from __future__ import annotations
@@ -29,8 +32,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+from helpers.launcher import LAUNCHER
 
 HERE = Path(__file__).resolve().parent
+# the cases' processes run torch (and numpy's BLAS) on one thread, as the suite's other
+# commands do (helpers.environment); the launcher forks only from a one-thread server
+ONE_THREAD = {**os.environ, "OMP_NUM_THREADS": "1"}
 AUDIT_SCRIPT = HERE / "audit_scripts" / "pytorch_gan_dcgan.py"
 # A tiny grid run: seconds on a CPU, one evaluation, one checkpoint.
 TINY = ["--steps", "2", "--batch-size", "16", "--width", "8", "--eval-samples", "50",
@@ -57,9 +64,13 @@ class Case:
 def ganstep(tmp: Path, *args: object, timeout: float = 60, env=None,
             preexec=None) -> subprocess.CompletedProcess:  # fmt: skip
     """``ganstep ARGS`` in ``tmp`` with its own cache; a hang comes back as returncode None."""
-    full_env = {**os.environ, "GANSTEP_CACHE": str(tmp / "cache"), **(env or {})}
+    full_env = {**ONE_THREAD, "GANSTEP_CACHE": str(tmp / "cache"), **(env or {})}
     cmd = [sys.executable, "-m", "ganstep", *map(str, args)]
     try:
+        if preexec is None:  # forked from a server that has imported torch and ganstep
+            proc = LAUNCHER.ganstep(cmd[3:], env=full_env, cwd=tmp, timeout=timeout)
+            if proc is not None:
+                return proc
         return subprocess.run(cmd, cwd=tmp, env=full_env, capture_output=True, text=True,
                               timeout=timeout, stdin=subprocess.DEVNULL,
                               preexec_fn=preexec)  # fmt: skip
@@ -90,7 +101,11 @@ def python(tmp: Path, code: str, timeout: float = 60) -> subprocess.CompletedPro
     """``code`` in a fresh interpreter (library cases)."""
     cmd = [sys.executable, "-c", textwrap.dedent(code)]
     try:
-        return subprocess.run(cmd, cwd=tmp, capture_output=True, text=True, timeout=timeout)
+        proc = LAUNCHER.python(cmd[2], env=ONE_THREAD, cwd=tmp, timeout=timeout)
+        if proc is not None:
+            return proc
+        return subprocess.run(cmd, cwd=tmp, env=ONE_THREAD, capture_output=True, text=True,
+                              timeout=timeout)  # fmt: skip
     except subprocess.TimeoutExpired:
         return subprocess.CompletedProcess(cmd, None, "", f"timed out after {timeout} s")
 

@@ -38,17 +38,20 @@ D_BACKWARD_FROM_DATA = D_WEIGHT_GRADS + mm(NH, 1)  # no gradient for the data: 3
 D_BACKWARD_TO_G = D_BACKWARD_FROM_DATA + mm(NX, NH)  # on to the fake batch: 69,632
 
 
-def audited(tmp_path: Path, script: str, *script_args, iterations=2, status=0) -> tuple:
+def audited(tmp_path: Path, script: str, *script_args, iterations=2, status=0,
+            cold=False) -> tuple:  # fmt: skip
     out = tmp_path / f"{script}.json"
     proc = ganstep("audit", SCRIPTS / f"{script}.py", "--iterations", iterations, "--json", out,
-                   "--", *script_args, cache=tmp_path, cwd=tmp_path, check=False)  # fmt: skip
+                   "--", *script_args, cache=tmp_path, cwd=tmp_path, check=False,
+                   cold=cold)  # fmt: skip
     assert proc.returncode == status, proc.stdout + proc.stderr
     return proc, json.loads(out.read_text())
 
 
 def test_dcgan_example_unmodified(tmp_path):
+    # cold: the audit in a new interpreter, as a user starts it (the others fork warm)
     proc, r = audited(tmp_path, "dcgan_example", "--batchSize", N, "--niter", 3,
-                      "--outf", tmp_path)  # fmt: skip
+                      "--outf", tmp_path, cold=True)  # fmt: skip
     # the script ran as itself: its argparse saw its own arguments, its prints and files
     assert "niter=3" in proc.stdout and "[0/3][1/10] Loss_D:" in proc.stdout
     assert "[0/3][2/10]" not in proc.stdout  # stopped at iteration 3's first step

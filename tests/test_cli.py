@@ -27,9 +27,12 @@ from PIL import Image
 
 
 def test_train_grid_writes_every_file(tmp_path, cache):
+    """Run cold: a new interpreter, `python -m ganstep`, as the README's command starts
+    (the other commands here are forked warm: tests/helpers/launcher.py)."""
     run = tmp_path / "run"
     proc = ganstep("train", "--steps", 20, "--eval-every", 10, "--sample-every", 10,
-                   "--ckpt-every", 5, "--keep", 2, "--out", run, *TINY, cache=cache)  # fmt: skip
+                   "--ckpt-every", 5, "--keep", 2, "--out", run, *TINY, cache=cache,
+                   cold=True)  # fmt: skip
     assert "modes=" in proc.stdout
     config = tomllib.loads((run / "config.toml").read_text())
     assert config["data"] == "grid" and config["steps"] == 20 and config["schedule"] == "d_first"

@@ -5,7 +5,9 @@ FLOP counts, and running ganstep as a user does (a subprocess) and reading what 
 pix2pix, ACGAN) and how to compare them; ``helpers.impure`` the Ds that are not pure;
 ``helpers.cases`` the data parallel cases run under torchrun; ``helpers.graph_cases``
 the Steps a CUDA graph holds (the CUDA tests' and their CPU rehearsal's), and
-``helpers.replay`` that rehearsal: each op of an iteration with its host-side arguments.
+``helpers.replay`` that rehearsal: each op of an iteration with its host-side arguments;
+``helpers.launcher`` starts the commands :func:`ganstep` runs, each a process forked from
+one that has imported torch and ganstep (seconds sooner than a new interpreter).
 """
 
 from __future__ import annotations
@@ -22,6 +24,8 @@ from torch.utils.flop_counter import FlopCounterMode
 
 from ganstep.engine.objectives import AUTOENCODER_OBJECTIVES
 from ganstep.trainer.models import MLP
+
+from .launcher import LAUNCHER
 
 Z_DIM, X_DIM, BATCH = 3, 2, 6
 
@@ -127,15 +131,20 @@ def environment(cache: Path) -> dict:
 
 
 def ganstep(*args, cache: Path, check: bool = True, timeout: float = 120, cwd=None,
-            script: Path | None = None):  # fmt: skip
+            script: Path | None = None, cold: bool = False):  # fmt: skip
     """The ganstep command in a new process (or ``script``, a file that runs it with
-    something changed first, given the same arguments)."""
+    something changed first, given the same arguments). The process is forked from one
+    that has imported torch and ganstep already (``helpers.launcher``), unless ``cold``
+    (a new interpreter, ``python -m ganstep``: for what happens while it starts)."""
     env = environment(cache)
-    entry = ["-m", "ganstep"] if script is None else [str(script)]
-    proc = subprocess.run(
-        [sys.executable, *entry, *map(str, args)],
-        capture_output=True, text=True, env=env, timeout=timeout, cwd=cwd,
-    )  # fmt: skip
+    args = [str(a) for a in args]
+    proc = None
+    if script is None and not cold:
+        proc = LAUNCHER.ganstep(args, env=env, cwd=cwd, timeout=timeout)
+    if proc is None:
+        entry = ["-m", "ganstep"] if script is None else [str(script)]
+        proc = subprocess.run([sys.executable, *entry, *args], capture_output=True,
+                              text=True, env=env, timeout=timeout, cwd=cwd)  # fmt: skip
     if check and proc.returncode != 0:
         raise AssertionError(f"exit {proc.returncode}\n{proc.stdout}\n{proc.stderr}")
     return proc

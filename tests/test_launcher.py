@@ -1,0 +1,84 @@
+"""The tests' warm launcher (tests/helpers/launcher.py) starts a command as a new
+interpreter would: the same output, files, exit status and results, cold and warm."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+import torch
+from helpers import TINY, environment, ganstep
+from helpers.launcher import LAUNCHER
+
+
+def both(tmp_path, cache, *args) -> tuple:
+    """The command run cold, then warm, each in a folder of its own."""
+    runs = []
+    for how in ("cold", "warm"):
+        folder = tmp_path / how
+        folder.mkdir()
+        runs.append(ganstep(*args, cache=cache, cwd=folder, check=False, cold=how == "cold"))
+    return runs
+
+
+def test_a_training_run_is_the_same_warm_and_cold(tmp_path, cache):
+    cold, warm = both(tmp_path, cache, "train", "--steps", 4, "--ckpt-every", 4, "--out", "run",
+                      *TINY)  # fmt: skip
+    assert cold.returncode == warm.returncode == 0, cold.stderr + warm.stderr
+    assert cold.stdout == warm.stdout and cold.stderr == warm.stderr
+    saved = [torch.load(tmp_path / how / "run" / "checkpoints" / "step_00000004.pt",
+                        weights_only=True) for how in ("cold", "warm")]  # fmt: skip
+    for part in ("G", "D"):
+        for name, value in saved[0][part].items():
+            assert torch.equal(value, saved[1][part][name]), f"{part}.{name}"
+
+
+@pytest.mark.parametrize("args", [["--help"], ["train", "--steps", "0"], ["sample"]],
+                         ids=["help", "bad-value", "missing-argument"])  # fmt: skip
+def test_output_and_status_are_the_same_warm_and_cold(tmp_path, cache, args):
+    cold, warm = both(tmp_path, cache, *args)
+    assert (warm.returncode, warm.stdout, warm.stderr) == (cold.returncode, cold.stdout,
+                                                           cold.stderr)  # fmt: skip
+
+
+@pytest.mark.parametrize(("code", "status", "last_line"), [
+    ("print('out'); import sys; sys.exit(3)", 3, None),
+    ("raise ValueError('told')", 1, "ValueError: told"),
+    ("raise KeyboardInterrupt", -2, "KeyboardInterrupt"),
+    ("import sys; sys.exit('a message')", 1, "a message"),
+    ("import threading, time, atexit; atexit.register(print, 'at exit'); "
+     "threading.Thread(target=lambda: (time.sleep(0.2), print('thread'))).start()", 0, None),
+], ids=["exit-3", "exception", "keyboard-interrupt", "exit-message",
+        "thread-and-atexit"])  # fmt: skip
+def test_python_code_ends_as_a_new_interpreter_ends(tmp_path, cache, code, status, last_line):
+    env = environment(cache)
+    warm = LAUNCHER.python(code, env=env, cwd=tmp_path, timeout=60)
+    assert warm is not None, "the launcher's server did not start"
+    cold = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env=env, cwd=tmp_path, timeout=60)  # fmt: skip
+    assert warm.returncode == cold.returncode == status
+    assert warm.stdout == cold.stdout
+    if last_line is not None:
+        assert warm.stderr.splitlines()[-1] == cold.stderr.splitlines()[-1] == last_line
+    # the traceback starts at the code, as Python's own does: none of the launcher's lines
+    assert "launcher.py" not in warm.stderr
+
+
+def test_a_command_past_its_timeout_is_killed(tmp_path, cache):
+    with pytest.raises(subprocess.TimeoutExpired):
+        LAUNCHER.python("import time; time.sleep(30)", env=environment(cache), cwd=tmp_path,
+                        timeout=0.5)  # fmt: skip
+    after = LAUNCHER.python("print('next')", env=environment(cache), cwd=tmp_path, timeout=60)
+    assert after.returncode == 0 and after.stdout == "next\n"  # the server goes on
+
+
+@pytest.mark.parametrize("draw", ["torch.rand(1).item()", "random.random()",
+                                  "numpy.random.rand()"])  # fmt: skip
+def test_unseeded_draws_differ_between_commands_as_between_new_processes(tmp_path, cache, draw):
+    """An unseeded generator starts from the OS's entropy in each new interpreter (torch's
+    too): two commands forked from one server must not draw the same numbers."""
+    code = f"import random, numpy, torch; print({draw})"
+    env = environment(cache)
+    warm = [LAUNCHER.python(code, env=env, cwd=tmp_path, timeout=60).stdout for _ in range(2)]
+    assert warm[0] and warm[0] != warm[1]
