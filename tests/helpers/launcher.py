@@ -1,18 +1,21 @@
-"""The ganstep command started warm: a process per command, forked from one that has
-already imported what every command imports.
+"""The ganstep command (and ``python -c`` code) started warm: a process per command,
+forked from one that has already imported what every command imports.
 
 Each ``python -m ganstep`` the tests start spends seconds before its first line of
 ganstep: the interpreter, ``import torch``, and the ``torch._dynamo`` import torch makes
 at a process's first optimizer (1.3 s of the 3.7 s of a command on a 2-core machine),
-for each of the suite's hundreds of commands. Here one server per test process imports
-them once; each command is a child forked from it, with its own arguments, working
-folder, environment and files for stdout and stderr, and the status a process gets:
-the command runs in a process of its own, on real files, as a user's does, only sooner.
+for each of the suite's hundreds of commands. Here a server per test process and
+environment imports them once; each command is a child forked from it, with its own
+arguments, working folder, environment and files for stdout and stderr, and the status
+a process gets: the command runs in a process of its own, on real files, as a user's
+does, only sooner. ``tests/test_launcher.py`` holds it to what a new interpreter does.
 
-What a fork cannot start as a new interpreter would is left to ``subprocess``
-(``helpers.ganstep`` decides): an environment differing from the server's in more than
-``GANSTEP_CACHE`` (torch reads some of it at import), or a server that did not start or
-holds a thread (a fork copies only the calling thread)."""
+What a fork cannot start as a new interpreter would is left to ``subprocess`` (the
+caller starts it cold when :class:`Launcher` returns None): an environment differing
+from every server's in more than ``PER_COMMAND`` (torch reads some of it at import)
+once ``MAX_SERVERS`` run, a command while another thread's runs, or a server that did
+not start or holds a thread (a fork copies only the calling thread: numpy's BLAS starts
+one unless ``OMP_NUM_THREADS=1``)."""
 
 from __future__ import annotations
 
@@ -28,6 +31,9 @@ from pathlib import Path
 # set for each command (ganstep reads GANSTEP_CACHE when it runs; pytest names each test
 # in PYTEST_CURRENT_TEST): the rest of the environment must be the server's
 PER_COMMAND = frozenset({"GANSTEP_CACHE", "PYTEST_CURRENT_TEST"})
+# servers a test process keeps (one per environment: the suite has two, helpers' and the
+# hostile table's); a command in yet another environment starts cold
+MAX_SERVERS = 3
 
 
 def _serve() -> None:
@@ -180,6 +186,8 @@ class Launcher:
             return None
         base = {k: v for k, v in env.items() if k not in PER_COMMAND}
         key = frozenset(base.items())
+        if key not in self._servers and len(self._servers) >= MAX_SERVERS:
+            return None  # a test's environment of its own: a server would cost more
         if key not in self._servers:
             try:
                 self._servers[key] = _Server(base)
