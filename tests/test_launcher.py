@@ -82,3 +82,12 @@ def test_unseeded_draws_differ_between_commands_as_between_new_processes(tmp_pat
     env = environment(cache)
     warm = [LAUNCHER.python(code, env=env, cwd=tmp_path, timeout=60).stdout for _ in range(2)]
     assert warm[0] and warm[0] != warm[1]
+
+
+def test_where_cuda_is_every_command_starts_cold(tmp_path, cache, monkeypatch):
+    """A CUDA driver asked for its devices before a fork is unusable in the child: on a
+    GPU machine the tests' commands start as new interpreters."""
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    assert LAUNCHER.python("print(1)", env=environment(cache), cwd=tmp_path, timeout=60) is None
+    proc = ganstep("--help", cache=cache)  # cold, then
+    assert proc.returncode == 0 and "usage: ganstep" in proc.stdout

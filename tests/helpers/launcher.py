@@ -13,9 +13,10 @@ does, only sooner. ``tests/test_launcher.py`` holds it to what a new interpreter
 What a fork cannot start as a new interpreter would is left to ``subprocess`` (the
 caller starts it cold when :class:`Launcher` returns None): an environment differing
 from every server's in more than ``PER_COMMAND`` (torch reads some of it at import)
-once ``MAX_SERVERS`` run, a command while another thread's runs, or a server that did
-not start or holds a thread (a fork copies only the calling thread: numpy's BLAS starts
-one unless ``OMP_NUM_THREADS=1``)."""
+once ``MAX_SERVERS`` run, a command while another thread's runs, any command where
+CUDA is (a forked child cannot use it), or a server that did not start or holds a
+thread (a fork copies only the calling thread: numpy's BLAS starts one unless
+``OMP_NUM_THREADS=1``)."""
 
 from __future__ import annotations
 
@@ -182,7 +183,11 @@ class Launcher:
         self._lock = threading.Lock()
 
     def _server(self, env: dict) -> _Server | None:
-        if sys.platform != "linux":
+        import torch
+
+        # where CUDA is, a server's import may have asked the driver for its devices
+        # (torch._dynamo does), and a CUDA context does not survive a fork: start cold
+        if sys.platform != "linux" or torch.cuda.is_available():
             return None
         base = {k: v for k, v in env.items() if k not in PER_COMMAND}
         key = frozenset(base.items())
