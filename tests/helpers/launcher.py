@@ -20,6 +20,7 @@ thread (a fork copies only the calling thread: numpy's BLAS starts one unless
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import signal
@@ -67,7 +68,6 @@ def _child(request: dict) -> None:
     (``ganstep.cli.run()``) or the code (as ``python -c`` runs it); it ends as an
     interpreter ends (threads joined, exit handlers, an uncaught exception printed with
     status 1, an uncaught KeyboardInterrupt by SIGINT)."""
-    import atexit
     import builtins
     import random
     import traceback
@@ -146,8 +146,14 @@ class _Server:
             self.stop()
 
     def stop(self) -> None:
-        self.process.kill()
-        self.process.wait()
+        """End the server: it leaves at the end of its input, or is killed."""
+        try:
+            self.process.stdin.close()
+            self.process.wait(timeout=10)
+        except (OSError, subprocess.TimeoutExpired):
+            self.process.kill()
+            self.process.wait()
+        self.process.stdout.close()
 
     def run(self, request: dict, timeout: float) -> int:
         """The child's wait status; a timeout kills it as ``subprocess.run``'s does."""
@@ -181,6 +187,14 @@ class Launcher:
     def __init__(self) -> None:
         self._servers: dict[frozenset, _Server] = {}
         self._lock = threading.Lock()
+        atexit.register(self.stop)
+
+    def stop(self) -> None:
+        """End every server (at the test process's exit)."""
+        for server in self._servers.values():
+            if server.ready:
+                server.stop()
+        self._servers.clear()
 
     def _server(self, env: dict) -> _Server | None:
         import torch
