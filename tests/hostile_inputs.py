@@ -66,14 +66,9 @@ def ganstep(tmp: Path, *args: object, timeout: float = 60, env=None,
     """``ganstep ARGS`` in ``tmp`` with its own cache; a hang comes back as returncode None."""
     full_env = {**ONE_THREAD, "GANSTEP_CACHE": str(tmp / "cache"), **(env or {})}
     cmd = [sys.executable, "-m", "ganstep", *map(str, args)]
-    try:
-        if preexec is None:  # forked from a server that has imported torch and ganstep
-            proc = LAUNCHER.ganstep(cmd[3:], env=full_env, cwd=tmp, timeout=timeout)
-            if proc is not None:
-                return proc
-        return subprocess.run(cmd, cwd=tmp, env=full_env, capture_output=True, text=True,
-                              timeout=timeout, stdin=subprocess.DEVNULL,
-                              preexec_fn=preexec)  # fmt: skip
+    try:  # forked from a server that has imported torch and ganstep, unless preexec
+        return LAUNCHER.run(cmd, env=full_env, cwd=tmp, timeout=timeout,
+                            stdin=subprocess.DEVNULL, preexec=preexec)  # fmt: skip
     except subprocess.TimeoutExpired as e:
         out = e.stdout.decode() if isinstance(e.stdout, bytes) else e.stdout or ""
         return subprocess.CompletedProcess(cmd, None, out, f"timed out after {timeout} s")
@@ -101,11 +96,7 @@ def python(tmp: Path, code: str, timeout: float = 60) -> subprocess.CompletedPro
     """``code`` in a fresh interpreter (library cases)."""
     cmd = [sys.executable, "-c", textwrap.dedent(code)]
     try:
-        proc = LAUNCHER.python(cmd[2], env=ONE_THREAD, cwd=tmp, timeout=timeout)
-        if proc is not None:
-            return proc
-        return subprocess.run(cmd, cwd=tmp, env=ONE_THREAD, capture_output=True, text=True,
-                              timeout=timeout)  # fmt: skip
+        return LAUNCHER.run(cmd, env=ONE_THREAD, cwd=tmp, timeout=timeout)
     except subprocess.TimeoutExpired:
         return subprocess.CompletedProcess(cmd, None, "", f"timed out after {timeout} s")
 

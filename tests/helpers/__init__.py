@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -136,15 +135,9 @@ def ganstep(*args, cache: Path, check: bool = True, timeout: float = 120, cwd=No
     something changed first, given the same arguments). The process is forked from one
     that has imported torch and ganstep already (``helpers.launcher``), unless ``cold``
     (a new interpreter, ``python -m ganstep``: for what happens while it starts)."""
-    env = environment(cache)
-    args = [str(a) for a in args]
-    proc = None
-    if script is None and not cold:
-        proc = LAUNCHER.ganstep(args, env=env, cwd=cwd, timeout=timeout)
-    if proc is None:
-        entry = ["-m", "ganstep"] if script is None else [str(script)]
-        proc = subprocess.run([sys.executable, *entry, *args], capture_output=True,
-                              text=True, env=env, timeout=timeout, cwd=cwd)  # fmt: skip
+    entry = ["-m", "ganstep"] if script is None else [str(script)]
+    proc = LAUNCHER.run([sys.executable, *entry, *map(str, args)], env=environment(cache),
+                        cwd=cwd, timeout=timeout, cold=cold)  # fmt: skip
     if check and proc.returncode != 0:
         raise AssertionError(f"exit {proc.returncode}\n{proc.stdout}\n{proc.stderr}")
     return proc

@@ -10,8 +10,9 @@ arguments, working folder, environment and files for stdout and stderr, and the 
 a process gets: the command runs in a process of its own, on real files, as a user's
 does, only sooner. ``tests/test_launcher.py`` holds it to what a new interpreter does.
 
-What a fork cannot start as a new interpreter would is left to ``subprocess`` (the
-caller starts it cold when :class:`Launcher` returns None): an environment differing
+What a fork cannot start as a new interpreter would is left to ``subprocess``
+(:meth:`Launcher.run` starts it cold; :meth:`Launcher.ganstep` and
+:meth:`Launcher.python` return None): an environment differing
 from every server's in more than ``PER_COMMAND`` (torch reads some of it at import)
 once ``MAX_SERVERS`` run, a command while another thread's runs, any command where
 CUDA is (a forked child cannot use it), or a server that did not start or holds a
@@ -214,6 +215,23 @@ class Launcher:
                 return None
         server = self._servers[key]
         return server if server.ready else None
+
+    def run(self, command: list[str], *, env: dict, cwd, timeout: float, cold: bool = False,
+            stdin=None, preexec=None) -> subprocess.CompletedProcess:  # fmt: skip
+        """``command`` as ``subprocess.run(command, capture_output=True, text=True, ...)``
+        runs it: forked warm where it is ``python -m ganstep ...`` or ``python -c code``
+        and can be (see the module's docstring), else in a new interpreter (``cold``, or
+        a ``preexec`` function, which only a new process runs)."""
+        warm = None
+        if not cold and preexec is None and command[0] == sys.executable:
+            if command[1:3] == ["-m", "ganstep"]:
+                warm = self.ganstep(command[3:], env=env, cwd=cwd, timeout=timeout)
+            elif command[1] == "-c":
+                warm = self.python(command[2], env=env, cwd=cwd, timeout=timeout)
+        if warm is not None:
+            return warm
+        return subprocess.run(command, capture_output=True, text=True, env=env, cwd=cwd,
+                              timeout=timeout, stdin=stdin, preexec_fn=preexec)  # fmt: skip
 
     def ganstep(self, args: list[str], *, env: dict, cwd, timeout: float):
         """``python -m ganstep *args`` forked warm: a ``CompletedProcess`` as
