@@ -314,6 +314,9 @@ class Candidate:
     # G's terms read from its first gradient (:func:`_fit_terms`), each (key, weight):
     # "l1", FEATURES (a multi-scale D's feature matching) or a loss module's printed name
     g_fit: tuple[tuple[str, float], ...] = ()
+    # where :func:`_fit_terms`' first probe showed D's steps parting from the script's
+    # whatever G's terms weigh, as the search says a candidate parts (it is not run again)
+    parted: str = ""
 
 
 # style mixing probabilities tried (StyleGAN2-ADA's StyleGAN2Loss default, and a half)
@@ -1172,9 +1175,16 @@ def difference(mine: dict, theirs: dict, name: str = "") -> tuple[float, str]:
 
 def parted_line(notes: list[str], chosen: tuple) -> str | None:
     """Where the (schedule, candidate) ``chosen`` parted from the script, as a search's
-    notes (each candidate's line) say: ``they part at iteration i, most in KEY (gap)``."""
-    head = _label(*chosen) + ": "
-    return next((n.removeprefix(head) for n in notes if n.startswith(head)), None)
+    notes (each candidate's line) say: ``they part at iteration i, most in KEY (gap)``;
+    its line without G's fitted terms where it had none there (:func:`_fit_terms` ended
+    it, or a probe failed)."""
+    schedule, candidate = chosen
+    for label in (_label(schedule, candidate), _label(schedule, replace(candidate, g_fit=()))):
+        found = next((n.removeprefix(label + ": ") for n in notes
+                      if n.startswith(label + ": ")), None)  # fmt: skip
+        if found is not None:
+            return found
+    return None
 
 
 def script_moved(rec, capture: Capture, names: dict[str, str], key: str) -> float | None:
@@ -1327,20 +1337,25 @@ def schedules(audited: str, g_batch: int = 1, fresh_real: bool = False,
 def _run(script: _Script, capture: Capture, data: Replay, schedule: tuple[str, bool],
          candidate: Candidate, iterations: int, tolerance: float = TOLERANCE,
          objective_states: list | None = None, logged: list | None = None,
-         twins: list | None = None) -> tuple[float, str]:  # fmt: skip
+         twins: list | None = None,
+         steps: list[str] | None = None) -> tuple[float, str]:  # fmt: skip
     """The largest difference from the script's states at the end of each of
     ``iterations`` (the candidate Step called once per audited iteration, or with
     ``schedule[1]`` once per real batch, on copies of the script's models and its
     replayed inputs), and where they first part (empty if they do not). The objective's
     state at each iteration's end is appended to ``objective_states``, and the losses
     each call logged (L_D and L_G) to ``logged``, a list an iteration, if given; the
-    copies (G, D and their optimizers) are put in ``twins``, if given."""
+    copies (G, D and their optimizers) are put in ``twins``, and "G" or "D" in
+    ``steps`` at each of their optimizers' steps, in order, if given."""
     G = _copy(script.G, capture.first_state[id(script.G)])
     D = _copy(script.D, capture.first_state[id(script.D)])
     opt_g = _optimizer_like(script.opt_g, capture.made_state[id(script.opt_g)], script.G, G)
     opt_d = _optimizer_like(script.opt_d, capture.made_state[id(script.opt_d)], script.D, D)
     if twins is not None:
         twins[:] = [G, D, opt_g, opt_d]
+    if steps is not None:
+        for opt, role in ((opt_g, "G"), (opt_d, "D")):
+            opt.register_step_post_hook(lambda *_, role=role: steps.append(role))
     for twin, theirs in ((opt_g, script.opt_g), (opt_d, script.opt_d)):
         _follow_settings(twin, capture.settings.get(id(theirs), []))
     queue, drawn = _queue(data, candidate), []
@@ -2354,15 +2369,22 @@ def _fit_terms(script: _Script, capture: Capture, data: Replay, schedule: tuple[
     part and each term's, and the weights are the least squares fit of the script's
     moment (:func:`_read_weight`); a term whose weight is not above 1e-4 of the largest
     is left out. ``candidate`` as it is where a probe fails (verification then says
-    where it parts)."""
+    where it parts), and with ``parted`` where the first probe's D steps part from the
+    script's by more than a rounding form could (:func:`_d_parted`): no weight of G's
+    terms can bring them back, and the search takes that as the candidate's run."""
     moments = []
     for probe in [(), *(((key, 1.0),) for key in keys)]:
         twins: list = []
+        steps: list[str] = []
         try:
-            _run(script, capture, data, schedule, replace(candidate, g_fit=probe), 1,
-                 float("inf"), twins=twins)  # fmt: skip
+            _, where = _run(script, capture, data, schedule, replace(candidate, g_fit=probe),
+                            1, float("inf"), twins=twins, steps=steps)  # fmt: skip
         except Exception:  # a candidate the script's models refuse: verification says so
             return candidate
+        parted = "" if probe or where else _d_parted(script, capture.history[data.ends[0]],
+                                                     twins, steps)  # fmt: skip
+        if parted:
+            return replace(candidate, parted=parted)
         ours = _moments(twins[2].state_dict()["state"])
         if ours is None or ours.keys() != theirs.keys():
             return candidate
@@ -2375,6 +2397,28 @@ def _fit_terms(script: _Script, capture: Capture, data: Replay, schedule: tuple[
     weights = tuple((key, _read_weight(w)) for key, w in zip(keys, fit, strict=True)
                     if w > 0 and w > 1e-4 * largest)  # fmt: skip
     return replace(candidate, g_fit=weights)
+
+
+def _d_parted(script: _Script, ends: dict, twins: list, steps: list[str]) -> str:
+    """Where D's parameters and optimizer (of ``twins``, after an iteration whose
+    optimizer steps were ``steps``) part from the script's at that iteration's end
+    (``ends``) by more than ROUNDING_GAP, as :func:`_run` says it; "" where they do not,
+    or where a D step came after a G step: only D's steps before G's first are the
+    same whatever G's loss (its terms and their weights) is."""
+    first_g = steps.index("G") if "G" in steps else len(steps)
+    if "D" not in steps[:first_g] or "D" in steps[first_g:]:
+        return ""
+    _, D, _, opt_d = twins
+    name, theirs = script.names["D"], ends[id(script.D)]
+    mine = {k: p.detach() for k, p in D.named_parameters()}
+    if not mine.keys() <= theirs.keys():
+        return ""
+    gap = max(difference(mine, {k: theirs[k] for k in mine}, name),
+              difference(opt_d.state_dict()["state"], ends[id(script.opt_d)]["state"],
+                         script.names["opt_d"]))  # fmt: skip
+    if gap[0] <= ROUNDING_GAP:
+        return ""
+    return f"they part at iteration 0, most in {gap[1]} ({gap[0]:.3g})"
 
 
 def _read_weight(weight: float) -> float:
@@ -2460,6 +2504,9 @@ def _search(script: _Script, capture: Capture, data: Replay, report, n: int,
     parted, equal, states, logged, raised, near = [], [], {}, {}, [], []
     for schedule, candidate in _then(tried, lambda: [] if equal else near):
         label = _label(schedule, candidate)
+        if candidate.parted:  # its D steps parted in a probe of G's terms (_fit_terms)
+            parted.append(f"{label}: {candidate.parted}")
+            continue
         states[label], logged[label] = [], []
         try:
             gap, where = _run(script, capture, data, schedule, candidate, n, tolerance,
