@@ -21,10 +21,13 @@ from ganstep.engine.objectives import NS, Hinge, Minimax, Objective
 from ganstep.tools.port import (
     Candidate,
     Capture,
+    Replay,
     _d_parted,
     _lazy_form,
     _mixing_probability,
     _moments,
+    _Parted,
+    _parted_at_step,
     _read_weight,
     _rows_cut,
     _Script,
@@ -284,3 +287,94 @@ def test_where_the_chosen_step_parted_is_found_with_or_without_its_fitted_terms(
     assert parted_line([unfitted, fitted_line], fitted) == "they part at iteration 1, most in b"
     assert parted_line([fitted_line], (fitted[0], hinge)) is None
     assert parted_line([unfitted], (("g_first()", False), hinge)) is None
+
+
+def test_a_run_ends_at_the_first_step_that_parts_while_the_steps_are_the_scripts():
+    """A copy's optimizer step is compared with the script's same step (Capture.history's
+    key k: its k-th) only while the copies stepped G and D in the order the script did:
+    past ROUNDING_GAP it ends the run; within it, or at an infinite tolerance (a probe),
+    or once the order differs, not."""
+    torch.manual_seed(0)
+    D = torch.nn.Linear(3, 1)
+    theirs, their_opt = stepped(D, 1.0)
+    G, opt_g = torch.nn.Linear(1, 1), torch.optim.SGD([torch.nn.Parameter(torch.ones(1))], 0.1)
+    script = _Script(G, theirs, opt_g, their_opt,
+                     {"G": "netG", "D": "netD", "opt_g": "optG", "opt_d": "optD"})  # fmt: skip
+    capture = Capture()
+    capture.history[1] = {id(theirs): copy.deepcopy(theirs.state_dict()),
+                          id(their_opt): copy.deepcopy(their_opt.state_dict())}  # fmt: skip
+    data = Replay([], [], stepped=["D", "G"])
+    moved, moved_opt = stepped(D, 1.0)
+    with torch.no_grad():
+        moved.weight[0, 0] -= 0.125
+
+    def check(steps: list[str], beyond: float = 1e-3, module=moved) -> list[str]:
+        _parted_at_step(script, capture, data, steps, "D", module, moved_opt, beyond)
+        return steps
+
+    with pytest.raises(_Parted) as parted:
+        check([])
+    assert parted.value.args == (pytest.approx(0.125, rel=1e-6), "netD.weight")
+    assert check([], beyond=0.2) == ["D"]  # within: on
+    assert check([], beyond=float("inf")) == ["D"]
+    assert check(["G"]) == ["G", "D"]  # the script's first step was D's
+    assert check(["D"]) == ["D", "D"]  # no history of a second step: nothing to compare
+    same, _ = stepped(D, 1.0)
+    assert check([], module=same) == ["D"]
+
+
+PARTED_EARLY = """
+import json, sys
+
+from ganstep.cli import run
+from ganstep.tools import port
+
+runs = []  # each search run: (its arguments, the steps it took, what it returned)
+their_run, their_check = port._run, port._parted_at_step
+
+def counted(*args, **kwargs):
+    if "steps" in kwargs:  # a probe of G's terms
+        return their_run(*args, **kwargs)
+    taken = []
+    found = their_run(*args, **kwargs, steps=taken)
+    runs.append((args, len(taken), found))
+    return found
+
+port._run = counted
+sys.argv = ["ganstep", "audit", SCRIPT, "--iterations", "3", "--port", "--json", "r.json"]
+try:
+    run()
+except SystemExit:
+    pass
+port._run = their_run
+port._parted_at_step = lambda script, capture, data, steps, *_: steps.append("")
+checked = []
+for args, taken, (gap, where) in runs:
+    if not where.startswith("they part"):
+        continue
+    whole = []
+    full_gap, full_where = their_run(*args, steps=whole)  # to the iteration's end, unchecked
+    checked.append({"where": where, "taken": taken, "gap": gap, "whole": len(whole),
+                    "full_gap": full_gap, "full_where": full_where})
+print(json.dumps({"runs": len(runs), "checked": checked, "tolerance": port.TOLERANCE}))
+"""
+
+
+def test_candidates_part_at_their_first_step_apart_and_would_at_their_iterations_end(tmp_path):
+    """Persson's WGAN-GP: five critic steps, then G's, an iteration. A candidate whose
+    critic step parts from the script's past ROUNDING_GAP ends there (before, it ran
+    the iteration's five critic steps and G's step); run to the end of that iteration
+    without the check, each such candidate parts there too: the verdicts are the same."""
+    script = Path(__file__).parent / "audit_scripts" / "persson_wgan_gp.py"
+    code = PARTED_EARLY.replace("SCRIPT", repr(str(script)))
+    proc = LAUNCHER.run([sys.executable, "-c", code], env=environment(tmp_path), cwd=tmp_path,
+                        timeout=300)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    seen = json.loads(proc.stdout.splitlines()[-1])
+    port = json.loads((tmp_path / "r.json").read_text())["port"]
+    assert port["max_difference"] <= 1e-6 and "d_first(d_steps=5)" in port["code"]
+    early = [c for c in seen["checked"] if c["taken"] < c["whole"]]
+    assert len(early) >= len(seen["checked"]) / 2 and all(c["taken"] == 1 for c in early), seen
+    for c in seen["checked"]:  # the same iteration, and past the tolerance at its end
+        assert c["full_where"].startswith(c["where"].split(", most in")[0]), c
+        assert c["full_gap"] > seen["tolerance"] and (c not in early or c["gap"] > 1e-3), c

@@ -700,6 +700,9 @@ class Replay:
     # the real target) in each iteration (pix2pixHD's VGGLoss): each one's printed name,
     # the module and its state when first called (_loss_modules)
     loss_modules: tuple[tuple[str, nn.Module, dict], ...] = ()
+    # whose optimizer ("G", "D" or another label) took each of the script's steps, in
+    # order: the step taken as the k-th is Capture.history's key k
+    stepped: list[str] = field(default_factory=list)
 
     @property
     def conditional(self) -> bool:
@@ -843,6 +846,7 @@ def replay(rec, capture: Capture, iterations: int, d_order: str = "real_first",
                   condition_real=condition_real, augment=augment, d_pair=pair,
                   g_join=g_join, g_listed=listed == {True}, np_states=np_states,
                   numpy_in_d=_numpy_drew_in_d_steps(rec, capture),
+                  stepped=[st.label for st in rec.opt_steps],
                   **_mixed_styles(capture, style_sets, z_seqs))  # fmt: skip
 
 
@@ -1346,16 +1350,23 @@ def _run(script: _Script, capture: Capture, data: Replay, schedule: tuple[str, b
     state at each iteration's end is appended to ``objective_states``, and the losses
     each call logged (L_D and L_G) to ``logged``, a list an iteration, if given; the
     copies (G, D and their optimizers) are put in ``twins``, and "G" or "D" in
-    ``steps`` at each of their optimizers' steps, in order, if given."""
+    ``steps`` at each of their optimizers' steps, in order, if given.
+
+    While the copies' optimizers step in the order the script's did, each step is
+    compared with the script's same step (:func:`_parted_at_step`): where one parts by
+    more than ROUNDING_GAP (and ``tolerance``), the run ends there, no later step
+    mending what one step of G or D made apart."""
     G = _copy(script.G, capture.first_state[id(script.G)])
     D = _copy(script.D, capture.first_state[id(script.D)])
     opt_g = _optimizer_like(script.opt_g, capture.made_state[id(script.opt_g)], script.G, G)
     opt_d = _optimizer_like(script.opt_d, capture.made_state[id(script.opt_d)], script.D, D)
     if twins is not None:
         twins[:] = [G, D, opt_g, opt_d]
-    if steps is not None:
-        for opt, role in ((opt_g, "G"), (opt_d, "D")):
-            opt.register_step_post_hook(lambda *_, role=role: steps.append(role))
+    steps = [] if steps is None else steps
+    beyond = max(tolerance, ROUNDING_GAP)
+    for opt, role, module in ((opt_g, "G", G), (opt_d, "D", D)):
+        check = partial(_parted_at_step, script, capture, data, steps, role, module, opt, beyond)
+        opt.register_step_post_hook(lambda *_, check=check: check())
     for twin, theirs in ((opt_g, script.opt_g), (opt_d, script.opt_d)):
         _follow_settings(twin, capture.settings.get(id(theirs), []))
     queue, drawn = _queue(data, candidate), []
@@ -1406,7 +1417,11 @@ def _run(script: _Script, capture: Capture, data: Replay, schedule: tuple[str, b
                 _set_rng(take()[1])
             elif _g_between(data, candidate):  # D's real forward draws first, as the script's
                 _set_rng(data.real_rng[i][j if schedule[1] else 0])
-            logs = step(call)
+            try:
+                logs = step(call)
+            except _Parted as parted:
+                gap, key = parted.args
+                return gap, f"they part at iteration {i}, most in {key} ({gap:.3g})"
             calls_logged.append({k: float(logs[k]) for k in ("loss_d", "loss_g") if k in logs})
         if logged is not None:
             logged.append(calls_logged)
@@ -1426,6 +1441,42 @@ def _run(script: _Script, capture: Capture, data: Replay, schedule: tuple[str, b
             with torch.no_grad():
                 (G if role == "G" else D).get_submodule(part)(*args)
     return worst[0], ""
+
+
+class _Parted(Exception):
+    """A copy's optimizer step parted from the script's same step: (gap, where)."""
+
+
+def _parted_at_step(script: _Script, capture: Capture, data: Replay, steps: list[str],
+                    role: str, module: nn.Module, opt: torch.optim.Optimizer,
+                    beyond: float) -> None:  # fmt: skip
+    """After a step of ``role``'s copy ``module`` by ``opt``: noted in ``steps``, and
+    where every step so far was taken by the optimizer the script's was, ``module``'s
+    parameters and ``opt``'s state compared with the script's after its same step;
+    :class:`_Parted` where they part by more than ``beyond``. (Parameters only: a
+    buffer moves at a forward, whose place between steps a Step may choose.)"""
+    steps.append(role)
+    k = len(steps)
+    if beyond == float("inf") or steps != data.stepped[:k] or k not in capture.history:
+        return
+    gap = _role_gap(script, capture.history[k], role, module, opt)
+    if gap is not None and gap[0] > beyond:
+        raise _Parted(*gap)
+
+
+def _role_gap(script: _Script, states: dict, role: str, module: nn.Module,
+              opt: torch.optim.Optimizer) -> tuple[float, str] | None:  # fmt: skip
+    """How far ``role``'s copy ``module`` (its parameters) and its optimizer ``opt`` (its
+    state) are from the script's in ``states``, and where (as :func:`_gap` names it);
+    None where the copy has a parameter the script's state lacks."""
+    own, own_opt = (script.D, script.opt_d) if role == "D" else (script.G, script.opt_g)
+    theirs = states[id(own)]
+    mine = {key: p.detach() for key, p in module.named_parameters()}
+    if not mine.keys() <= theirs.keys():
+        return None
+    return max(difference(mine, {key: theirs[key] for key in mine}, script.names[role]),
+               difference(opt.state_dict()["state"], states[id(own_opt)]["state"],
+                          script.names[f"opt_{role.lower()}"]))  # fmt: skip
 
 
 def _follow_settings(twin: torch.optim.Optimizer, taken: list[tuple[int, list[dict]]]) -> None:
@@ -2408,15 +2459,8 @@ def _d_parted(script: _Script, ends: dict, twins: list, steps: list[str]) -> str
     first_g = steps.index("G") if "G" in steps else len(steps)
     if "D" not in steps[:first_g] or "D" in steps[first_g:]:
         return ""
-    _, D, _, opt_d = twins
-    name, theirs = script.names["D"], ends[id(script.D)]
-    mine = {k: p.detach() for k, p in D.named_parameters()}
-    if not mine.keys() <= theirs.keys():
-        return ""
-    gap = max(difference(mine, {k: theirs[k] for k in mine}, name),
-              difference(opt_d.state_dict()["state"], ends[id(script.opt_d)]["state"],
-                         script.names["opt_d"]))  # fmt: skip
-    if gap[0] <= ROUNDING_GAP:
+    gap = _role_gap(script, ends, "D", twins[1], twins[3])
+    if gap is None or gap[0] <= ROUNDING_GAP:
         return ""
     return f"they part at iteration 0, most in {gap[1]} ({gap[0]:.3g})"
 
