@@ -432,6 +432,28 @@ def test_pix2pixhds_g_terms_are_read_from_gs_first_gradient(tmp_path, args, term
     assert ("@reads_real" in port["code"]) == any("features" in t for t in terms)
 
 
+def test_pix2pixhd_with_three_scales_ports_on_its_float64_run(tmp_path):
+    """--num_D 3: the feature matching weighs 1 / 3 * 4 / 4 * 10, which the script
+    multiplies term by term and the Step as 10 / 3 once. Every candidate parts in the
+    float32 run, the right one most in a bias before InstanceNorm (its gradient 0 in
+    exact arithmetic: Adam makes steps of its rounding); in the float64 run too (1.8e-11
+    in that bias, as CycleGAN's did), until the entries the script's own two runs moved
+    on rounding alone are left out: then it equals, and a note names them with their
+    moves. Before: "no Step tried equals that run either"."""
+    _, port = ported(tmp_path, "nvidia_pix2pixhd", "--num_D", "3", flag=("--verify", 3))
+    assert port["equal_in"] == "float64" and port["float64_difference"] <= 1e-12, port["notes"]
+    assert 1e-5 < port["max_difference"] < 1e-2
+    assert '"features": (10 / 3, feature_matching),' in port["code"]
+    left_out = next(n for n in port["notes"] if n.startswith("not compared:"))
+    assert "model.netG.model.1.bias by" in left_out
+    assert "model.netD.scale0_layer1.0.bias by" in left_out
+    assert ".weight by" not in left_out and "model.netD.scale0_layer0.0.bias" not in left_out
+    said = port["notes"][-1]
+    assert said.startswith("float64 (the script run again, torch's default dtype float64): "
+                           "this Step equals it"), said  # fmt: skip
+    assert "its gradient is float32's rounding alone" in said
+
+
 def test_melgan_ports_with_g_on_its_mel_and_features_from_ds_step(tmp_path):
     """descriptinc/melgan-neurips' train.py as written: G's one input is ``fft(x_t)`` of
     each real batch (a module of no trained parameters among main()'s names, which

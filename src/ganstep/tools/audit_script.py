@@ -50,7 +50,8 @@ from .audit import (
     with_tensor_kwargs,
 )
 from .call_argument import Draw, augmentation_at, written_over
-from .cycle_port import cycle_modules, cycle_port, rounding_entries
+from .cycle_port import NAMES as CYCLE_NAMES
+from .cycle_port import cycle_modules, cycle_port
 from .cycle_port import said as said_cycle
 from .port import (
     FLOAT64_TOLERANCE,
@@ -60,8 +61,10 @@ from .port import (
     _verifiable,
     float64_variants,
     global_names,
+    not_compared,
     parted_line,
     path_to,
+    rounding_entries,
     script_moved,
 )
 from .port import port as port_of
@@ -659,13 +662,15 @@ def _float64_default() -> Iterator[None]:
         torch.set_default_dtype(saved)
 
 
-def _port_in_float64(rec: ScriptRecorder, again: Report, only: tuple | None = None) -> Port:
+def _port_in_float64(rec: ScriptRecorder, again: Report, only: tuple | None = None,
+                     ignore: frozenset[str] = frozenset()) -> Port:  # fmt: skip
     """The port of the float64 repeat ``rec`` (reported as ``again``) to FLOAT64_TOLERANCE,
     under the default dtype it ran with: what the Step makes too (StyleGAN2's style mixing
-    draws torch.rand([]) in it: a double takes two words of the generator)."""
+    draws torch.rand([]) in it: a double takes two words of the generator); the entries
+    ``ignore`` names not compared."""
     with _float64_default():
         return port_of(rec, again, rec.capture, _names(rec), only=only,
-                       tolerance=FLOAT64_TOLERANCE)  # fmt: skip
+                       tolerance=FLOAT64_TOLERANCE, ignore=ignore)  # fmt: skip
 
 
 def _float64_run(report: Report, run, path: Path, script, G, D,
@@ -766,12 +771,20 @@ def _decided_in_float64(report: Report, run, path: Path, script, G, D,
     if isinstance(repeated, str):
         return repeated
     rec, again = repeated
+    rounding = {}
     try:
         there = _port_in_float64(rec, again)
+        if there.code is None:  # again, but for the entries Adam moved on rounding alone
+            rounding = _rounding(first, report, rec, again, lambda r, _: [
+                (_names(r)[role], r.modules[role]) for role in ("G", "D")])  # fmt: skip
+            if rounding:
+                there = _port_in_float64(rec, again, ignore=frozenset(rounding))
     except Exception as e:  # the float32 port stands without it
         return f"{FLOAT64_HEAD}: the search failed there ({_describe(e)})"
     if there.code is None:
         return f"{FLOAT64_HEAD}: no Step tried equals that run either"
+    if rounding:
+        there.notes.append(not_compared(rounding))
     where = parted_line(report.port.notes, there.chosen) or ""
     found = port_of(first, report, first.capture, _names(first), only=there.chosen,
                     tolerance=math.inf)  # fmt: skip
@@ -800,6 +813,19 @@ def _decided_in_float64(report: Report, run, path: Path, script, G, D,
 # the float64 run's move of an entry at most this part of the float32 run's: its float32
 # moves are rounding (a gradient of 1e-17 against Adam's eps of 1e-8 moves by nothing)
 NOISE_MOVED = 1e-3
+
+
+def _rounding(first: ScriptRecorder, report: Report, rec: ScriptRecorder, again: Report,
+              modules: Callable[[ScriptRecorder, Report], list[tuple[str, nn.Module]]],
+              ) -> dict[str, tuple[float, float]]:  # fmt: skip
+    """:func:`rounding_entries` of the script's float32 run ``first`` and float64 run
+    ``rec`` (reported as ``report`` and ``again``) over the iterations both verify, in
+    the ``modules`` (each as (name, module)) of each."""
+    last = min(_verifiable(first, report), _verifiable(rec, again)) - 1
+    runs = [(modules(r, r_report), r.capture,
+             max(s.seq for s in r.opt_steps if s.iteration == last))
+            for r, r_report in ((first, report), (rec, again))]  # fmt: skip
+    return rounding_entries(*runs, NOISE_MOVED)
 
 
 def _port(rec: ScriptRecorder, report: Report) -> Port:
@@ -843,11 +869,8 @@ def _cycle_in_float64(report: Report, run, path: Path, script, G, D,
     rec, again = repeated
     if again.cycle is None or again.schedule != report.schedule:
         return f"{FLOAT64_HEAD}: not searched, the run reads otherwise ({again.schedule})"
-    last = min(_verifiable(first, report), _verifiable(rec, again)) - 1
-    runs = [(cycle_modules(r, r_report.cycle), r.capture,
-             max(s.seq for s in r.opt_steps if s.iteration == last))
-            for r, r_report in ((first, report), (rec, again))]  # fmt: skip
-    rounding = rounding_entries(*runs, NOISE_MOVED)
+    rounding = _rounding(first, report, rec, again, lambda r, r_report: list(
+        zip(CYCLE_NAMES, cycle_modules(r, r_report.cycle), strict=True)))  # fmt: skip
     try:
         there = _cycle_port(rec, again, FLOAT64_TOLERANCE, frozenset(rounding))
     except Exception as e:  # the float32 port stands without it
@@ -855,13 +878,7 @@ def _cycle_in_float64(report: Report, run, path: Path, script, G, D,
     if there.code is None:
         return f"{FLOAT64_HEAD}: no CycleStep tried equals that run either"
     if rounding:
-        moves = "; ".join(f"{k} by {a:.3g} in float32, {b:.3g} in float64"
-                          for k, (a, b) in sorted(rounding.items()))  # fmt: skip
-        there.notes.append(
-            "not compared: the entries whose gradient is float32's rounding alone (0 in "
-            "exact arithmetic: a bias before InstanceNorm), which Adam makes steps of, as "
-            f"the script's own two runs moved them: {moves}"
-        )
+        there.notes.append(not_compared(rounding))
     head = said_cycle(there.step_options) + ": "
     where = next((t.removeprefix(head) for t in report.port.notes if t.startswith(head)), "")
     gap = re.search(r"\(([0-9.e+-]+)\)$", where)

@@ -450,29 +450,6 @@ def _gaps(twins: tuple, twin_of: dict, states: dict, modules, opt_g, opts_d,
     return worst
 
 
-def rounding_entries(first: tuple, again: tuple, noise: float) -> dict[str, tuple[float, float]]:
-    """The module entries whose move over the audited iterations in the script's float64
-    run is at most ``noise`` times their move in its float32 run: a gradient of float32's
-    rounding alone (0 in exact arithmetic: a bias before InstanceNorm), which Adam makes
-    steps of. ``first``, ``again``: each run's (modules by CycleStep's names, capture,
-    last step's place). By name, with the two moves."""
-    found = {}
-    moved = []
-    for modules, capture, end in (first, again):
-        run = {}
-        for name, module in zip(NAMES, modules, strict=True):
-            start, last = capture.first_state[id(module)], capture.at_step[end][id(module)]
-            for key, value in start.items():
-                if value.is_floating_point() and value.numel():
-                    run[f"{name}.{key}"] = float((last[key].double() - value.double()).abs().max())
-        moved.append(run)
-    for key, move32 in moved[0].items():
-        move64 = moved[1].get(key)
-        if move64 is not None and move32 > 0 and move64 <= noise * move32:
-            found[key] = (move32, move64)
-    return found
-
-
 def _code(cycle: Cycle, candidate: dict, opt_g, opts_d, rec) -> str:
     """The CycleStep as code among the script's names."""
     scope = rec.scope

@@ -1177,6 +1177,40 @@ def difference(mine: dict, theirs: dict, name: str = "") -> tuple[float, str]:
     return worst
 
 
+def rounding_entries(first: tuple, again: tuple, noise: float) -> dict[str, tuple[float, float]]:
+    """The module entries whose move over the audited iterations in the script's float64
+    run is at most ``noise`` times their move in its float32 run: a gradient of float32's
+    rounding alone (0 in exact arithmetic: a bias before InstanceNorm), which Adam makes
+    steps of. ``first``, ``again``: each run's (modules, each as (name, module), capture,
+    last step's place). By name (``name.key``, as :func:`difference` names entries), with
+    the two moves."""
+    found = {}
+    moved = []
+    for modules, capture, end in (first, again):
+        run = {}
+        for name, module in modules:
+            start, last = capture.first_state[id(module)], capture.at_step[end][id(module)]
+            for key, value in start.items():
+                if value.is_floating_point() and value.numel():
+                    run[f"{name}.{key}"] = float((last[key].double() - value.double()).abs().max())
+        moved.append(run)
+    for key, move32 in moved[0].items():
+        move64 = moved[1].get(key)
+        if move64 is not None and move32 > 0 and move64 <= noise * move32:
+            found[key] = (move32, move64)
+    return found
+
+
+def not_compared(rounding: dict[str, tuple[float, float]]) -> str:
+    """The note naming the entries :func:`rounding_entries` found, left out of a float64
+    comparison."""
+    moves = "; ".join(f"{k} by {a:.3g} in float32, {b:.3g} in float64"
+                      for k, (a, b) in sorted(rounding.items()))  # fmt: skip
+    return ("not compared: the entries whose gradient is float32's rounding alone (0 in "
+            "exact arithmetic: a bias before InstanceNorm), which Adam makes steps of, as "
+            f"the script's own two runs moved them: {moves}")  # fmt: skip
+
+
 def parted_line(notes: list[str], chosen: tuple) -> str | None:
     """Where the (schedule, candidate) ``chosen`` parted from the script, as a search's
     notes (each candidate's line) say: ``they part at iteration i, most in KEY (gap)``;
@@ -1341,8 +1375,8 @@ def schedules(audited: str, g_batch: int = 1, fresh_real: bool = False,
 def _run(script: _Script, capture: Capture, data: Replay, schedule: tuple[str, bool],
          candidate: Candidate, iterations: int, tolerance: float = TOLERANCE,
          objective_states: list | None = None, logged: list | None = None,
-         twins: list | None = None,
-         steps: list[str] | None = None) -> tuple[float, str]:  # fmt: skip
+         twins: list | None = None, steps: list[str] | None = None,
+         ignore: frozenset[str] = frozenset()) -> tuple[float, str]:  # fmt: skip
     """The largest difference from the script's states at the end of each of
     ``iterations`` (the candidate Step called once per audited iteration, or with
     ``schedule[1]`` once per real batch, on copies of the script's models and its
@@ -1350,7 +1384,8 @@ def _run(script: _Script, capture: Capture, data: Replay, schedule: tuple[str, b
     state at each iteration's end is appended to ``objective_states``, and the losses
     each call logged (L_D and L_G) to ``logged``, a list an iteration, if given; the
     copies (G, D and their optimizers) are put in ``twins``, and "G" or "D" in
-    ``steps`` at each of their optimizers' steps, in order, if given.
+    ``steps`` at each of their optimizers' steps, in order, if given. The entries
+    ``ignore`` names (:func:`rounding_entries`) are not compared at iterations' ends.
 
     While the copies' optimizers step in the order the script's did, each step is
     compared with the script's same step (:func:`_parted_at_step`): where one parts by
@@ -1425,7 +1460,7 @@ def _run(script: _Script, capture: Capture, data: Replay, schedule: tuple[str, b
             calls_logged.append({k: float(logs[k]) for k in ("loss_d", "loss_g") if k in logs})
         if logged is not None:
             logged.append(calls_logged)
-        here = _gap(script, capture.history[data.ends[i]], (G, D, opt_g, opt_d))
+        here = _gap(script, capture.history[data.ends[i]], (G, D, opt_g, opt_d), ignore)
         worst = max(worst, here)
         if here[0] > tolerance:  # parted: the later iterations tell nothing more
             return here[0], f"they part at iteration {i}, most in {here[1]} ({here[0]:.3g})"
@@ -1542,16 +1577,29 @@ def _padded(t: Tensor, rows: int) -> Tensor:
     return torch.cat([t, t.new_zeros((rows - len(t), *t.shape[1:]))]) if len(t) < rows else t
 
 
-def _gap(script: _Script, ends: dict, twins: tuple) -> tuple[float, str]:
+def _gap(script: _Script, ends: dict, twins: tuple,
+         ignore: frozenset[str] = frozenset()) -> tuple[float, str]:  # fmt: skip
     """The largest difference of the copies ``twins`` (G, D and their optimizers) from
-    the script's states ``ends`` (at an iteration's end), and where."""
+    the script's states ``ends`` (at an iteration's end), and where; the module entries
+    ``ignore`` names (``name.key``) left out, and their parameters' optimizer states."""
     G, D, opt_g, opt_d = twins
-    names = script.names
-    pairs = [(G.state_dict(), ends[id(script.G)], names["G"]),
-             (D.state_dict(), ends[id(script.D)], names["D"])]  # fmt: skip
-    for opt, theirs, name in ((opt_g, script.opt_g, "opt_g"), (opt_d, script.opt_d, "opt_d")):
-        pairs.append((opt.state_dict()["state"], ends[id(theirs)]["state"], names[name]))
+    names, pairs = script.names, []
+    for twin, own, opt, their_opt, role in ((G, script.G, opt_g, script.opt_g, "G"),
+                                            (D, script.D, opt_d, script.opt_d, "D")):  # fmt: skip
+        name = names[role]
+        left = {key for key in ends[id(own)] if f"{name}.{key}" in ignore}
+        left_ids = {id(p) for key, p in own.named_parameters() if key in left}
+        order = [p for group in their_opt.param_groups for p in group["params"]]
+        left_states = {i for i, p in enumerate(order) if id(p) in left_ids}
+        pairs += [(_without(twin.state_dict(), left), _without(ends[id(own)], left), name),
+                  (_without(opt.state_dict()["state"], left_states),
+                   _without(ends[id(their_opt)]["state"], left_states),
+                   names[f"opt_{role.lower()}"])]  # fmt: skip
     return max(difference(mine, theirs, name) for mine, theirs, name in pairs)
+
+
+def _without(state: dict, keys: set) -> dict:
+    return {k: v for k, v in state.items() if k not in keys} if keys else state
 
 
 def _state_gap(step: Step, capture: Capture, end: int, name: str) -> tuple[float, str]:
@@ -1781,9 +1829,11 @@ def _verifiable(rec, report) -> int:
 
 
 def port(rec, report, capture: Capture, names: dict[str, str], *,
-         only: tuple | None = None, tolerance: float = TOLERANCE) -> Port:  # fmt: skip
+         only: tuple | None = None, tolerance: float = TOLERANCE,
+         ignore: frozenset[str] = frozenset()) -> Port:  # fmt: skip
     """The verified Step of an audited script (see the module's docstring); with
-    ``only`` (a found Port's ``chosen``), that Step alone, verified to ``tolerance``."""
+    ``only`` (a found Port's ``chosen``), that Step alone, verified to ``tolerance``;
+    the entries ``ignore`` names not compared (:func:`rounding_entries`)."""
     n = _verifiable(rec, report)
     if report.schedule is None:
         return Port(None, n, notes=["no ganstep schedule matches this update order (see above)"])
@@ -1830,7 +1880,7 @@ def port(rec, report, capture: Capture, names: dict[str, str], *,
         if isinstance(tried, str):
             return Port(None, n, notes=[tried])
         found = _search(script, capture, data, report, n, tried, tolerance,
-                        vary=only is None)  # fmt: skip
+                        vary=only is None, ignore=ignore)  # fmt: skip
     finally:
         torch.random.set_rng_state(state)
     if found.code is None and found.notes[0] == TRIED:  # none equal: name the losses' lines
@@ -2540,7 +2590,8 @@ def _then(first: list, more: Callable[[], list]) -> Iterator:
 
 
 def _search(script: _Script, capture: Capture, data: Replay, report, n: int,
-            tried: list[tuple], tolerance: float, vary: bool = True) -> Port:  # fmt: skip
+            tried: list[tuple], tolerance: float, vary: bool = True,
+            ignore: frozenset[str] = frozenset()) -> Port:  # fmt: skip
     """Every candidate run (where none equals, then the rounding variants of those that
     part by little); the one that equals the script printed (with ``vary``, its
     rounding variant where that is nearer still), or none where none does, or where
@@ -2554,7 +2605,8 @@ def _search(script: _Script, capture: Capture, data: Replay, report, n: int,
         states[label], logged[label] = [], []
         try:
             gap, where = _run(script, capture, data, schedule, candidate, n, tolerance,
-                              objective_states=states[label], logged=logged[label])  # fmt: skip
+                              objective_states=states[label], logged=logged[label],
+                              ignore=ignore)  # fmt: skip
         except Exception as e:  # a candidate the script's models refuse: not it
             # the same refusal by each objective is one error, whichever names itself
             error = re.sub(r"objective '\w*' ", "each objective ", f"{type(e).__name__}: {e}")
@@ -2576,7 +2628,7 @@ def _search(script: _Script, capture: Capture, data: Replay, report, n: int,
         gap, schedule, candidate, _ = equal[0]
         if gap > 0 and vary:  # its form rounding as the script's, where one is (BCEWithLogitsLoss)
             gap, candidate = _nearer_variant(script, capture, data, schedule, candidate, n,
-                                             tolerance, gap)  # fmt: skip
+                                             tolerance, gap, ignore)  # fmt: skip
         note = [] if report.error is None else [
             f"verified over the {n} iteration(s) before the script's loop crashed"]  # fmt: skip
         if told is not None:
@@ -2613,15 +2665,15 @@ def _search(script: _Script, capture: Capture, data: Replay, report, n: int,
 
 
 def _nearer_variant(script: _Script, capture: Capture, data: Replay, schedule: tuple,
-                    candidate: Candidate, n: int, tolerance: float,
-                    gap: float) -> tuple[float, Candidate]:  # fmt: skip
+                    candidate: Candidate, n: int, tolerance: float, gap: float,
+                    ignore: frozenset[str] = frozenset()) -> tuple[float, Candidate]:  # fmt: skip
     """The (gap, candidate) of the chosen Step's rounding variant where it parts from the
     script by less than the chosen one (NS() within tolerance, its BCEWithLogitsLoss
     form to the bit); else the chosen one's."""
     for variant in rounding_variants(candidate):
         try:
             found, _ = _run(script, capture, data, schedule, variant, n, tolerance,
-                            objective_states=[], logged=[])  # fmt: skip
+                            objective_states=[], logged=[], ignore=ignore)  # fmt: skip
         except Exception:  # a variant the script's models refuse: not it
             continue
         if found < gap:
