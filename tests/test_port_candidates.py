@@ -22,7 +22,9 @@ from ganstep.tools.port import (
     Candidate,
     Capture,
     Replay,
+    _condition_line,
     _d_parted,
+    _latent_line,
     _lazy_form,
     _mixing_probability,
     _moments,
@@ -378,3 +380,22 @@ def test_candidates_part_at_their_first_step_apart_and_would_at_their_iterations
     for c in seen["checked"]:  # the same iteration, and past the tolerance at its end
         assert c["full_where"].startswith(c["where"].split(", most in")[0]), c
         assert c["full_gap"] > seen["tolerance"] and (c not in early or c["gap"] > 1e-3), c
+
+
+@pytest.mark.parametrize(
+    ("draw", "code", "law"),
+    [(lambda: torch.rand(64, 8), "torch.rand(n, 8)", "uniform on [0, 1)"),
+     (lambda: torch.rand(64, 8) * 2 - 1, "torch.rand(n, 8) * 2 - 1", "uniform on [-1, 1)"),
+     (lambda: torch.randn(64, 8), "torch.randn(n, 8)", "normal")],
+)  # fmt: skip
+def test_the_printed_latent_says_its_law_was_read_from_the_scripts_z(draw, code, law):
+    """The port sees the script's z, not how it drew them (numpy's np.random.normal in
+    PyTorch-GAN's scripts): the line says which law it read from their range, not that
+    the script drew with the torch call it prints."""
+    torch.manual_seed(0)
+    line = _latent_line(draw())
+    assert line.startswith(f"    latent=lambda n: {code},  # G's input: shape (n, 8), ")
+    assert f", {law} as read from the script's z (mean " in line and "drew" not in line
+    labels = _condition_line(torch.tensor([0, 3, 1, 2]))
+    assert labels.endswith("# G's second input: labels from 0 to 3 (those the script drew), "
+                           "torch.int64")  # fmt: skip

@@ -3212,19 +3212,20 @@ def _mixing_wrapper(first: str, then: str) -> str:
 
 
 def _latent_line(z: Tensor) -> str:
-    """``latent=...`` drawing G's input as the script's looked (its draws were replayed)."""
+    """``latent=...`` drawing G's input as the script's looked (its draws were replayed):
+    its law read from their range, not the script's draw (numpy's, often), said so."""
     shape = ", ".join(str(s) for s in z.shape[1:])
     if not bool((z < 0).any()):  # [0, 1): torch.rand's
-        draw = f"torch.rand(n, {shape})"
+        draw, law = f"torch.rand(n, {shape})", "uniform on [0, 1)"
     elif bool((z.abs() <= 1).all()) and z.numel() > 1:  # np.random.uniform(-1, 1)'s
-        draw = f"torch.rand(n, {shape}) * 2 - 1"
+        draw, law = f"torch.rand(n, {shape}) * 2 - 1", "uniform on [-1, 1)"
     else:
-        draw = f"torch.randn(n, {shape})"
+        draw, law = f"torch.randn(n, {shape})", "normal"
     seen = (f"mean {float(z.float().mean()):.2f}, std {float(z.float().std()):.2f}"
             if z.numel() > 1 else "one value")  # fmt: skip
     return (
-        f"    latent=lambda n: {draw},  # G's input: shape (n, {shape}), {z.dtype}, as the "
-        f"script drew it ({seen})"
+        f"    latent=lambda n: {draw},  # G's input: shape (n, {shape}), {z.dtype}, {law} as "
+        f"read from the script's z ({seen})"
     )
 
 
@@ -3268,7 +3269,7 @@ def _condition_line(c: Tensor) -> str:
         low, high = int(c.min()), int(c.max())
         return (
             f"condition=lambda n: torch.randint({low}, {high + 1}, (n,)),  # G's second "
-            f"input: labels from {low} to {high}, {c.dtype}, as the script drew them"
+            f"input: labels from {low} to {high} (those the script drew), {c.dtype}"
         )
     shape = ", ".join(str(s) for s in c.shape[1:])
     k = c.shape[1] if c.dim() >= 2 else 0
@@ -3281,8 +3282,8 @@ def _condition_line(c: Tensor) -> str:
         return (
             f"condition=lambda n: torch.nn.functional.one_hot(torch.randint({low}, "
             f"{high + 1}, (n,)), {k}).to(torch.{dtype}).reshape(n, {shape}),  # G's second "
-            f"input: one-hot labels of {k} classes ({low} to {high} seen), as the script "
-            "drew them"
+            f"input: one-hot labels of {k} classes ({low} to {high} seen in the script's "
+            "draws)"
         )
     if c.numel() == 0:  # no label at all (StyleGAN2-ADA's unconditional c)
         return f"condition=lambda n: torch.zeros(n, {shape}),  # G's second input: empty, as given"
