@@ -200,6 +200,19 @@ def test_a_probe_ends_a_candidate_only_where_ds_steps_came_before_gs(steps, part
         assert said == ["", "", ""]
 
 
+def watched(tmp_path: Path, code: str, script: str) -> tuple[dict, dict]:
+    """``code`` (an audit of the script named SCRIPT in it, its JSON written to r.json,
+    then what it saw printed as the last line of JSON) run in a process of its own on
+    the audit script ``script``: what it saw, and the port."""
+    path = Path(__file__).parent / "audit_scripts" / f"{script}.py"
+    code = code.replace("SCRIPT", repr(str(path)))
+    proc = LAUNCHER.run([sys.executable, "-c", code], env=environment(tmp_path), cwd=tmp_path,
+                        timeout=300)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    seen = json.loads(proc.stdout.splitlines()[-1])
+    return seen, json.loads((tmp_path / "r.json").read_text())["port"]
+
+
 PROBED = """
 import json, sys
 from dataclasses import replace
@@ -260,13 +273,7 @@ def test_candidates_whose_d_parts_in_the_first_probe_are_not_fitted_nor_run_agai
     candidate so ended, run with its term at the script's weight or another, has the
     same D after that iteration and parts from the script; the search runs only the
     others (of 38 candidates, 32 end in their first probe: 57 runs, not 153)."""
-    script = Path(__file__).parent / "audit_scripts" / "descript_melgan.py"
-    code = PROBED.replace("SCRIPT", repr(str(script)))
-    proc = LAUNCHER.run([sys.executable, "-c", code], env=environment(tmp_path), cwd=tmp_path,
-                        timeout=300)  # fmt: skip
-    assert proc.returncode == 0, proc.stderr
-    seen = json.loads(proc.stdout.splitlines()[-1])
-    port = json.loads((tmp_path / "r.json").read_text())["port"]
+    seen, port = watched(tmp_path, PROBED, "descript_melgan")
     assert port["max_difference"] == 0 and "objective=Hinge()," in port["code"]
     assert seen["parted"] >= seen["tried"] / 2, seen
     ran = [c for c in seen["checked"] if "raised" not in c]
@@ -367,13 +374,7 @@ def test_candidates_part_at_their_first_step_apart_and_would_at_their_iterations
     critic step parts from the script's past ROUNDING_GAP ends there (before, it ran
     the iteration's five critic steps and G's step); run to the end of that iteration
     without the check, each such candidate parts there too: the verdicts are the same."""
-    script = Path(__file__).parent / "audit_scripts" / "persson_wgan_gp.py"
-    code = PARTED_EARLY.replace("SCRIPT", repr(str(script)))
-    proc = LAUNCHER.run([sys.executable, "-c", code], env=environment(tmp_path), cwd=tmp_path,
-                        timeout=300)  # fmt: skip
-    assert proc.returncode == 0, proc.stderr
-    seen = json.loads(proc.stdout.splitlines()[-1])
-    port = json.loads((tmp_path / "r.json").read_text())["port"]
+    seen, port = watched(tmp_path, PARTED_EARLY, "persson_wgan_gp")
     assert port["max_difference"] <= 1e-6 and "d_first(d_steps=5)" in port["code"]
     early = [c for c in seen["checked"] if c["taken"] < c["whole"]]
     assert len(early) >= len(seen["checked"]) / 2 and all(c["taken"] == 1 for c in early), seen
