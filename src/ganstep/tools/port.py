@@ -35,7 +35,9 @@ calls there were given a keyword its others were not (rosinality's
 ``return_latents=True``). A G given one or two z in a list (rosinality's
 ``mixing_noise``) is replayed with Python's generator as it was at each of G's calls,
 where G draws its mixing layer.
-Each iteration's end is compared with the script's states there; where several
+Each iteration's end is compared with the script's states there (and each optimizer
+step with the script's same step while the copies step in the script's order: a step
+more than ROUNDING_GAP apart ends the candidate's run); where several
 candidates are equal there, an objective's one number of state (BEGAN's k) is compared
 with the script's number globals, and then the losses each candidate logged with the
 values the script's backward passes took (hinge and Wasserstein inside the hinge's
@@ -44,7 +46,8 @@ whose parameters, buffers and optimizer states stay within :data:`TOLERANCE` of 
 script's is printed as code, with the largest difference; where none or several do,
 none is printed, and what stood in the way is said (where each parts, or which several
 the iterations cannot tell apart). Nothing is guessed: every choice printed was
-verified, and the draws it prints are described from what the script drew.
+verified, and the draws it prints are described from what the script drew (their law,
+read from their values: the script may have drawn them with numpy).
 """
 
 from __future__ import annotations
