@@ -31,6 +31,8 @@ TINY_MNIST = ["eval_samples=200", "feature_steps=2", "width=8", "batch_size=16"]
         ("profile_default_run.py", ["--steps", "4", "eval_samples=200"],
          "Self CPU time total"),
         ("autocast_ops.py", ["--batch", "2", "--width", "4"], "aten._to_copy.default +"),
+        ("audit_times.py", ["--scripts", "dcgan_example", "--verify", "1", "--against", "HEAD"],
+         "  same\n"),
         pytest.param("data_efficient.py", [*MNIST, "--steps", "2", "--only", "whole", "none",
                      "diffaugment", "--set", "ema=0", *TINY_MNIST],
                      "\ndiffaugment\n         fid: mean", marks=needs_shared_data),
