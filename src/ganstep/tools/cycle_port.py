@@ -151,9 +151,9 @@ def cycle_port(rec, report, capture: Capture, n: int,
                 break
             candidate = {**kind, "d_scale": weights[1], "cycle": weights[0],
                          "identity": ratio, "fake_pool": size, **options, **term}  # fmt: skip
-            gap, parted, g_equal = verify(twins(), candidate)
+            gap, parted, maybe_pool = verify(twins(), candidate)
             where = f"{said(candidate)}: {parted}" if parted else ""
-            if not parted or not g_equal:  # equal, or G parted too: not the pool
+            if not parted or not maybe_pool:  # equal, or G parted at once: not the pool
                 break
         if where:
             notes.append(where)
@@ -400,8 +400,9 @@ def _verify(twins: tuple, candidate: dict, iterations: list[_Iteration], capture
             modules, opt_g, opts_d, tolerance: float,
             ignore: frozenset[str] = frozenset()) -> tuple[float, str, bool]:  # fmt: skip
     """The largest difference from the script's states after each iteration, where they
-    part ("" where they do not), and whether G's side was still equal there (D's alone
-    parted: its pool, say)."""
+    part ("" where they do not), and whether the pool may be what parts them: G's side
+    still equal there (D's alone parted), or every earlier iteration equal (a pool of
+    another size may draw as the script's at first, and D's step then moves G's next)."""
     step = CycleStep(*twins, **candidate)
     twin_of = _twin_of(modules, twins)
     worst = 0.0
@@ -414,7 +415,7 @@ def _verify(twins: tuple, candidate: dict, iterations: list[_Iteration], capture
             return (
                 gap,
                 f"they part at iteration {i}, most in {key} ({gap:.3g})",
-                gaps["G"][0] <= tolerance,
+                gaps["G"][0] <= tolerance or i > 0,
             )
     return worst, "", True
 
