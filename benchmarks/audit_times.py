@@ -1,12 +1,12 @@
 """Seconds of ``ganstep audit SCRIPT --iterations N --json r.json --verify N`` for each
 script of tests/audit_scripts: the audit's own time (torch and ganstep imported once,
-each audit forked from that process with torch's, numpy's and Python's generators
-seeded 0, OMP_NUM_THREADS=1). With ``--against REV``, the same audits by the ganstep of
-git revision REV (checked out in a temporary worktree) side by side, which runs first
-alternating from script to script, and each pair of reports compared: equal but for
-the comments of the port's code (a comment's wording may change, the Step printed may
-not). A benchmark, not a test: times on a shared machine move, compare the two columns
-of one run.
+each audit forked from that process by the tests' launcher, tests/helpers/launcher.py,
+with torch's, numpy's and Python's generators seeded 0, OMP_NUM_THREADS=1). With
+``--against REV``, the same audits by the ganstep of git revision REV (checked out in a
+temporary worktree) side by side, which runs first alternating from script to script,
+and each pair of reports compared: equal but for the comments of the port's code (a
+comment's wording may change, the Step printed may not). A benchmark, not a test: times
+on a shared machine move, compare the two columns of one run.
 
     python benchmarks/audit_times.py [--scripts sagan descript_melgan ...] [--verify 3]
         [--against REV] [--json out.json]
@@ -28,68 +28,40 @@ ROOT = Path(__file__).resolve().parents[1]
 SCRIPTS = ROOT / "tests" / "audit_scripts"
 
 
-def serve() -> None:
-    """Import torch and ganstep once, then for each request line (JSON: script, folder,
-    argv) fork an audit in ``folder``, seeded, its output in files there; answer with
-    its seconds and exit status."""
-    import random
-
-    import numpy
-    import torch
-    import torch._dynamo  # noqa: F401 - imported at a process's first optimizer
-
-    import ganstep
-    import ganstep.cli
-    import ganstep.tools.audit_script  # noqa: F401
-
-    print(json.dumps({"ganstep": ganstep.__file__}), flush=True)
-    for line in sys.stdin:
-        request = json.loads(line)
-        start = time.perf_counter()
-        pid = os.fork()
-        if pid == 0:
-            os.chdir(request["folder"])
-            out = os.open("output.txt", os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
-            os.dup2(out, 1)
-            os.dup2(out, 2)
-            random.seed(0)
-            numpy.random.seed(0)
-            torch.manual_seed(0)
-            sys.argv = ["ganstep", *request["argv"]]
-            try:
-                ganstep.cli.run()
-            except SystemExit as e:
-                os._exit(e.code if isinstance(e.code, int) else 1)
-            os._exit(0)
-        _, status = os.waitpid(pid, 0)
-        seconds = time.perf_counter() - start
-        print(json.dumps({"seconds": seconds, "status": os.waitstatus_to_exitcode(status)}),
-              flush=True)  # fmt: skip
+# each audit, run by the tests' launcher in a child forked from a server that imported
+# torch and ganstep: it prints the ganstep it imported, then seeds every generator
+AUDIT = """import random, sys, numpy, torch, ganstep
+print(ganstep.__file__, flush=True)
+random.seed(0); numpy.random.seed(0); torch.manual_seed(0)
+sys.argv = ["ganstep", *ARGV]
+from ganstep.cli import run
+run()
+"""
 
 
-class Server:
-    """A :func:`serve` process importing the ganstep of ``src``."""
+class Side:
+    """The audits of the ganstep of ``src``, forked by ``launcher`` (the tests' one)."""
 
-    def __init__(self, src: Path) -> None:
-        env = {**os.environ, "PYTHONPATH": str(src), "OMP_NUM_THREADS": "1"}
-        self.process = subprocess.Popen([sys.executable, __file__, "--serve"], env=env,
-                                        stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                        text=True)  # fmt: skip
-        hello = json.loads(self.process.stdout.readline())
-        if Path(hello["ganstep"]).resolve().parents[1] != src.resolve():
-            raise RuntimeError(f"the server for {src} imported {hello['ganstep']}")
+    def __init__(self, launcher, src: Path) -> None:
+        self.launcher, self.src = launcher, src
+        self.env = {**os.environ, "PYTHONPATH": str(src), "OMP_NUM_THREADS": "1"}
+        launcher.python("pass", env=self.env, cwd=src, timeout=120)  # its server, untimed
 
     def audit(self, script: Path, folder: Path, verify: int) -> dict:
         argv = ["audit", str(script), "--iterations", str(verify), "--json", "r.json",
                 "--verify", str(verify)]  # fmt: skip
-        request = {"folder": str(folder), "argv": argv}
-        self.process.stdin.write(json.dumps(request) + "\n")
-        self.process.stdin.flush()
-        return json.loads(self.process.stdout.readline())
-
-    def close(self) -> None:
-        self.process.stdin.close()
-        self.process.wait(timeout=60)
+        start = time.perf_counter()
+        proc = self.launcher.python(AUDIT.replace("ARGV", repr(argv)), env=self.env,
+                                    cwd=folder, timeout=600)  # fmt: skip
+        seconds = time.perf_counter() - start
+        if proc is None:  # a new interpreter would time its imports too
+            raise RuntimeError("the launcher cannot fork an audit warm here (CUDA, or a "
+                               "server that did not start): no figures")  # fmt: skip
+        (folder / "output.txt").write_text(proc.stdout + proc.stderr)
+        imported = Path(proc.stdout.partition("\n")[0]).resolve()
+        if imported.parents[1] != self.src.resolve():
+            raise RuntimeError(f"the audit for {self.src} imported {imported}")
+        return {"seconds": seconds, "status": proc.returncode}
 
 
 def uncommented(report: dict) -> dict:
@@ -145,7 +117,11 @@ def main() -> None:
 
 
 def run(names: list[str], sides: dict[str, Path], tmp: Path, verify: int) -> list[dict]:
-    servers = {label: Server(src) for label, src in sides.items()}
+    sys.path.insert(0, str(ROOT / "tests" / "helpers"))
+    import launcher as tests_launcher
+
+    forks = tests_launcher.Launcher()
+    servers = {label: Side(forks, src) for label, src in sides.items()}
     rows = []
     try:
         for i, name in enumerate(names):
@@ -162,8 +138,7 @@ def run(names: list[str], sides: dict[str, Path], tmp: Path, verify: int) -> lis
             said = ", ".join(f"{label} {cell(row[label])}" for label in servers)
             print(f"  {name}: {said}", file=sys.stderr, flush=True)
     finally:
-        for server in servers.values():
-            server.close()
+        forks.stop()
     return rows
 
 
@@ -193,7 +168,4 @@ def cell(audit: dict) -> str:
 
 
 if __name__ == "__main__":
-    if sys.argv[1:] == ["--serve"]:
-        serve()
-    else:
-        main()
+    main()
