@@ -1459,14 +1459,14 @@ def _run(script: _Script, capture: Capture, data: Replay, schedule: tuple[str, b
                 logs = step(call)
             except _Parted as parted:
                 gap, key = parted.args
-                return gap, f"they part at iteration {i}, most in {key} ({gap:.3g})"
+                return gap, _parts(i, (gap, key))
             calls_logged.append({k: float(logs[k]) for k in ("loss_d", "loss_g") if k in logs})
         if logged is not None:
             logged.append(calls_logged)
         here = _gap(script, capture.history[data.ends[i]], (G, D, opt_g, opt_d), ignore)
         worst = max(worst, here)
         if here[0] > tolerance:  # parted: the later iterations tell nothing more
-            return here[0], f"they part at iteration {i}, most in {here[1]} ({here[0]:.3g})"
+            return here[0], _parts(i, here)
         if objective_states is not None:
             objective_states.append(step.objective.state_dict())
         if candidate.state_in is not None:  # its state as the script's global holds it
@@ -1479,6 +1479,11 @@ def _run(script: _Script, capture: Capture, data: Replay, schedule: tuple[str, b
             with torch.no_grad():
                 (G if role == "G" else D).get_submodule(part)(*args)
     return worst[0], ""
+
+
+def _parts(iteration: int, gap: tuple[float, str]) -> str:
+    """Where a candidate parts, as the search's lines say it (:func:`parted_line`)."""
+    return f"they part at iteration {iteration}, most in {gap[1]} ({gap[0]:.3g})"
 
 
 class _Parted(Exception):
@@ -2515,7 +2520,7 @@ def _d_parted(script: _Script, ends: dict, twins: list, steps: list[str]) -> str
     gap = _role_gap(script, ends, "D", twins[1], twins[3])
     if gap is None or gap[0] <= ROUNDING_GAP:
         return ""
-    return f"they part at iteration 0, most in {gap[1]} ({gap[0]:.3g})"
+    return _parts(0, gap)
 
 
 def _read_weight(weight: float) -> float:
