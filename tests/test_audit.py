@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 
+import numpy as np
 import pytest
 import torch
 from helpers import ganstep
@@ -57,6 +58,26 @@ def test_backward_memo_ways():
     assert way2.forwards["G"] == 2
     assert any("G was forwarded again on the same input" in h for h in way2.hazards)
     assert audited("backward_memo_way4").order == "d_first"
+
+
+def test_a_penalty_at_gs_fakes_turns_the_advice_to_detach_them_into_a_copy_requiring_grad():
+    """PyTorch-GAN's wgan_div.py keeps its fakes in G's graph for D's step, where its
+    penalty takes D's gradient at them: a bare detach() would make that autograd.grad
+    fail, so the hazard says to make the detached copy require grad. A loop whose
+    penalty is elsewhere (none) is told detach() alone."""
+    torch.manual_seed(0)
+    G, D = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.Tanh()), torch.nn.Sequential(
+        torch.nn.Linear(8, 8), torch.nn.LeakyReLU(0.2), torch.nn.Linear(8, 1))  # fmt: skip
+    opt_g, opt_d = torch.optim.Adam(G.parameters()), torch.optim.Adam(D.parameters())
+    batches = [torch.rand(4, 8) * 2 - 1 for _ in range(6)]
+    report = audit(lambda: reference.pytorch_gan_wgan_div(G, D, opt_g, opt_d, batches,
+                                                          np.random.RandomState(0), 4, 2),
+                   G=G, D=D, opt_g=opt_g, opt_d=opt_d, iterations=2)  # fmt: skip
+    (whole,) = [h for h in report.hazards if h.startswith("a whole backward through G")]
+    assert whole.endswith("; a penalty takes D's gradient at that output, so make the copy "
+                          "require grad: .detach().requires_grad_().")  # fmt: skip
+    (plain,) = [h for h in audited("backward_memo_way1").hazards if "whole backward" in h]
+    assert plain.endswith("(detach() it, or run G under torch.no_grad()).")
 
 
 # every loop of ganstep.reference that runs: (name, objective, order, G forwards, D forwards)

@@ -137,6 +137,9 @@ class _Backward:
     # the loss it took: its roots' sum where each is one number and no gradient was given
     # for them (kept where the recorder's ``loss_values`` says so, for the port)
     value: float | None = None
+    # a torch.autograd.grad call with create_graph (a penalty): the keys of the tensors it
+    # took the gradient at (:meth:`Recorder.key`)
+    inputs: list[tuple] = field(default_factory=list)
 
 
 def _cast_of(out: Tensor | None, x: Tensor) -> bool:
@@ -802,6 +805,8 @@ class Recorder:
             if self.loss_values:
                 b.value = _loss_value(roots, bound)
             b.roots = [self.key(t) for t in roots]  # keys only: keep no graph alive
+            if create and "outputs" in bound:  # torch.autograd.grad: where it was taken
+                b.inputs = [self.key(t) for t in _tensors(bound.get("inputs"))]
             if create and result is not None:
                 for t in _tensors(result):
                     if t.requires_grad:
@@ -1006,6 +1011,12 @@ class _Analysis:
             return self.backward_flops(f, True, f.input_grad)  # (a later part's: all of it)
         return self.backward_flops(f, True, True) - self.backward_flops(f, False, True)
 
+    def _graded_at_output(self, b: _Backward, f: _Forward) -> bool:
+        """Whether a penalty that ``b`` went back through took its gradient at ``f``'s
+        output as another module was given it (WGAN-div's, at the fakes D's loss took)."""
+        given = {g.key for g in self.forwards if g.producer is f and g.key is not None}
+        return any(given & set(p.inputs) for p in b.double)
+
     def waste(self) -> tuple[int, list[str]]:
         hazards: list[str] = []
         wasted = 0
@@ -1023,17 +1034,21 @@ class _Analysis:
                     wasted += cost
                     if other in b.used_by:
                         head = f.head  # a call's parts count as one time
-                        calls = unstepped.setdefault((m, other, not head.input_grad), {})
+                        graded = self._graded_at_output(b, f)
+                        calls = unstepped.setdefault((m, other, not head.input_grad, graded),
+                                                     {})  # fmt: skip
                         calls[b.index, id(head)] = calls.get((b.index, id(head)), 0) + cost
-        for (m, other, whole), calls in unstepped.items():
+        for (m, other, whole, graded), calls in unstepped.items():
             costs = list(calls.values())
             text = f"({len(costs)} time(s), {_gflop(self.per(sum(costs)))} per iteration wasted)"
             if whole:
+                copy = (f"; a penalty takes {other}'s gradient at that output, so make the copy "
+                        "require grad: .detach().requires_grad_()" if graded else "")  # fmt: skip
                 hazards.append(
                     f"a whole backward through {m} ran in {other}'s step for gradients nobody "
                     f"stepped {text}: nothing needed the gradient at {m}'s input; take that "
                     f"output of {m} without a graph in {other}'s loss (detach() it, or run "
-                    f"{m} under torch.no_grad())."
+                    f"{m} under torch.no_grad()){copy}."
                 )
             else:
                 hazards.append(
