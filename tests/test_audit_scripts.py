@@ -1207,6 +1207,31 @@ def test_pytorch_gans_wgan_gp_as_written_ports_with_numpys_alpha(tmp_path):
     assert "np.random" not in torchs["code"] and "WGANGP(10.0)," in torchs["code"]
 
 
+def test_pytorch_gans_wgan_div_ports_to_its_penalty_read_from_the_loss_forwards(tmp_path):
+    """wgan_div.py takes D's gradients at the real images (made to require grad) and at
+    G's fakes of D's loss forwards (kept in G's graph), no points of its own: read as
+    WGAN-div's penalty (it was read as R1 at the real batch, and nothing ported). The
+    printed objective is a class of the user's own (ganstep has no WGAN-div), as
+    docs/loops.md writes it; its Step equals the script's run to the bit, and the
+    printed code runs beside the script's names."""
+    proc, port = ported(tmp_path, "pytorch_gan_wgan_div", flag=("--verify", 3))
+    assert port["max_difference"] == 0 and port["iterations"] == 3, port["notes"]
+    code = port["code"]
+    assert "from ganstep.engine.objectives import Wasserstein\n\n\nclass WGANDiv(" in code
+    assert "    objective=WGANDiv(k=2, p=6),  # D's step took a double backward at the real" in code
+    assert "schedule=d_first(g_every=5, reuse_fake=False, reuse_z=True)," in code
+    G = torch.nn.Sequential(torch.nn.Linear(8, 64), torch.nn.Unflatten(1, (1, 8, 8)))
+    D = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(64, 1))
+    names = {"torch": torch, "generator": G, "discriminator": D,
+             "optimizer_G": torch.optim.Adam(G.parameters()),
+             "optimizer_D": torch.optim.Adam(D.parameters())}  # fmt: skip
+    exec(code, names)  # noqa: S102 - the code the port printed
+    before = [p.clone() for p in D.parameters()]
+    logs = names["step"](torch.rand(4, 1, 8, 8))
+    assert logs["gp"] > 0  # the printed class's penalty ran in D's step, which moved D
+    assert any(not torch.equal(a, b) for a, b in zip(before, D.parameters(), strict=True))
+
+
 def test_zeleni9s_wgan_gp_ports_to_its_per_pixel_norm_and_float32_weights(tmp_path):
     """Zeleni9's penalty takes the norm over channels of the image gradient (no
     flatten) and draws its weights as torch.FloatTensor(...).uniform_: no candidate

@@ -458,6 +458,39 @@ def wgan_candidates(clip: float, clamp_at: str) -> list[Candidate]:
     return found
 
 
+# WGAN-div's objective as the port prints it (docs/loops.md's, its k and p arguments):
+# ganstep has no such objective of its own, the penalty is written as a user writes one
+WGAN_DIV = """class WGANDiv(Wasserstein):  # WGAN-div: its penalty read from D's loss forwards
+    name = "wgan_div"
+    penalty_at = "loss_forwards"
+
+    def __init__(self, k=2.0, p=6.0):
+        super().__init__()
+        self.k, self.p = k, p
+
+    def penalty_on_outputs(self, real, real_out, fake, fake_out):
+        norms = []
+        for x, out in ((real, real_out), (fake, fake_out)):
+            (grad,) = torch.autograd.grad(out, x, torch.ones_like(out), create_graph=True)
+            norms.append(grad.reshape(grad.shape[0], -1).pow(2).sum(1) ** (self.p / 2))
+        return torch.mean(norms[0] + norms[1]) * self.k / 2
+"""
+
+# WGAN-div's k and p tried: the paper's recommended pair, which its public codes take
+WGAN_DIV_KP = ((2, 6),)
+
+
+def wgan_div_candidates() -> list[Candidate]:
+    """WGAN-div's (Wu et al. 2018): the Wasserstein losses and ``k / 2`` times the mean
+    of ``|grad|^p`` at the real and at the fake samples, D's gradients read from its
+    loss forwards, at each of :data:`WGAN_DIV_KP`."""
+    why = ("D's step took a double backward at the real and the fake batches of its loss "
+           "forwards: WGAN-div's penalty")  # fmt: skip
+    made = _made("WGANDiv", WGAN_DIV, Wasserstein=Wasserstein)
+    return [Candidate(f"WGANDiv(k={k}, p={p})", partial(made, k=k, p=p), 1.0, 1.0, why)
+            for k, p in WGAN_DIV_KP]  # fmt: skip
+
+
 def candidates(d_output: Tensor, penalty: str | None, clip: float | None,
                autoencoder: bool = False, images: bool = False,
                embedding: bool = False, clamp_at: str = "after",
@@ -465,7 +498,8 @@ def candidates(d_output: Tensor, penalty: str | None, clip: float | None,
     """The objectives the script's D loss could be: on probabilities where D's output
     comes out of a Sigmoid, with a gradient penalty where D's step took a double
     backward (``penalty``: ``"r1"`` where it was taken at the real batch, ``"gp"``,
-    WGAN-GP's, where D was given points of its own), WGAN's clipping where D's weights
+    WGAN-GP's, where D was given points of its own, ``"div"``, WGAN-div's, where it was
+    taken at the fakes D's loss forwards took), WGAN's clipping where D's weights
     end clamped to ``clip`` (or are so before each of its steps: ``clamp_at="before"``;
     see :func:`wgan_candidates`); the scales the public scripts use (PyTorch-GAN halves
     D's BCE, MSE is twice ganstep's halved least squares), and BEGAN's where D's output is
@@ -482,6 +516,8 @@ def candidates(d_output: Tensor, penalty: str | None, clip: float | None,
         return began + ebgan_candidates(d_output.shape[0], embedding)
     if clip is not None:
         return wgan_candidates(clip, clamp_at)
+    if penalty == "div":  # at the real and fake batches of D's loss forwards
+        return wgan_div_candidates()
     if penalty == "r1":  # at each D step, on the losses that take it
         return with_r1(candidates(d_output, None, None), 1, 1)
     if penalty == "gp":
@@ -652,6 +688,9 @@ class Replay:
     # what D was given requiring grad was its real batches: a penalty of D's step took
     # its gradient there (R1), not at points of its own (WGAN-GP's mixes)
     graded_real: bool = False
+    # a penalty of D's step took D's gradient at G's outputs as D's loss forwards were
+    # given them, in that phase (WGAN-div's): the penalty reads the loss forwards
+    graded_fake: bool = False
     # the Step's precision: "bf16" or "fp16" where the update's forwards of G and D all
     # ran under torch.autocast to that dtype, and the first of them (its script line)
     precision: str = "fp32"
@@ -844,6 +883,7 @@ def replay(rec, capture: Capture, iterations: int, d_order: str = "real_first",
                   after=_calls_after(rec, capture, ends), g_parts=parts,
                   style_mixing=mixing, lazy=lazy, **_lazy_form(capture, zs, z_seqs, lazy, parts),
                   losses=_step_losses(rec, iterations), graded_real=graded_real,
+                  graded_fake=_graded_fakes(rec, iterations),
                   clips=clips, g_reals=_g_phase_reals(rec, capture, iterations),
                   real_rng=real_rng, z_reused=z_reused, d_fill=d_fill,
                   condition_real=condition_real, augment=augment, d_pair=pair,
@@ -851,6 +891,22 @@ def replay(rec, capture: Capture, iterations: int, d_order: str = "real_first",
                   numpy_in_d=_numpy_drew_in_d_steps(rec, capture),
                   stepped=[st.label for st in rec.opt_steps],
                   **_mixed_styles(capture, style_sets, z_seqs))  # fmt: skip
+
+
+def _graded_fakes(rec, iterations: int) -> bool:
+    """Whether a penalty took D's gradient at G's outputs as D was given them in the same
+    phase (no optimizer step between D's forward and the penalty): WGAN-div's, read from
+    D's loss forwards, not at points of its own (WGAN-GP's mixes, made anew)."""
+    steps = [s.seq for s in rec.opt_steps]
+    for b in rec.backwards:
+        if not b.inputs or b.iteration >= iterations:
+            continue
+        since = max((seq for seq in steps if seq < b.seq), default=-1)
+        fakes = {f.key for f in rec.forwards if f.label == "D" and since < f.seq < b.seq
+                 and f.producer is not None and f.producer.label == "G"}  # fmt: skip
+        if fakes & set(b.inputs):
+            return True
+    return False
 
 
 def _numpy_drew_in_d_steps(rec, capture: Capture) -> bool:
@@ -2390,7 +2446,7 @@ def _tried(script: _Script, capture: Capture, data: Replay, report,
     # a double backward in D's steps is a gradient penalty; in steps of its own, lazy R1
     penalty = None
     if report.double_backwards.get("D", 0) > 0 and not report.regularization.get("D"):
-        penalty = "r1" if data.graded_real else "gp"
+        penalty = "div" if data.graded_fake else "r1" if data.graded_real else "gp"
     x = real if isinstance(real, Tensor) else real[0]
     clip, clamp_at = _clip(script.D, capture.after_step[id(script.D)]), "after"
     before = capture.before_step_state.get(id(script.D))
@@ -2922,6 +2978,8 @@ def _code(script: _Script, schedule: tuple[str, bool], candidate: Candidate,
     if candidate.style_mixing is not None:
         g = f"StyleMixedG({g}, {candidate.style_mixing})"
         wrapper = _mixing_wrapper(*data.g_parts)
+    if make == "WGANDiv":  # an objective of the user's own, printed
+        make, wrapper = "Wasserstein", wrapper + f"\n{WGAN_DIV}\n\n"
     regularizer = ("" if candidate.path_length is None
                    else "from ganstep.engine.regularizers import PathLength\n")  # fmt: skip
     views_import = "" if candidate.pull_away is None else "from ganstep.engine import views\n"
@@ -3101,9 +3159,10 @@ def _d_taking(D: nn.Module, data: Replay) -> nn.Module:
     return _made("ScalesD", SCALES_WRAPPER)(D) if data.d_scales else D
 
 
-def _made(name: str, text: str) -> type:
-    """The class ``name`` that the printed ``text`` makes (a wrapper of G or D)."""
-    made: dict = {"torch": torch}
+def _made(name: str, text: str, **scope: object) -> type:
+    """The class ``name`` that the printed ``text`` makes (a wrapper of G or D, an
+    objective), among ``scope``'s names and torch."""
+    made: dict = {"torch": torch, **scope}
     exec(text, made)  # noqa: S102 - ganstep's own text
     return made[name]
 
