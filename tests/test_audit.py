@@ -215,6 +215,37 @@ def test_a_step_with_no_gradient_is_a_hazard_not_a_regularizer():
         assert not any("learns nothing" in h for h in _g_loss_loop(g_input).hazards), g_input
 
 
+def test_a_d_step_on_its_penalty_alone_beside_its_unused_loss_forwards_is_a_hazard():
+    """PyTorch-GAN's dragan.py computes D's loss on the real batch and the fakes, then
+    backpropagates its gradient penalty alone: D never learns from its loss, silently.
+    The audit says so first; StyleGAN2-ADA's lazy R1 steps (D forwarded on the real batch
+    alone in its own step) are no such thing."""
+    torch.manual_seed(0)
+    G = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.Tanh())
+    D = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.LeakyReLU(0.2), torch.nn.Linear(8, 1),
+                            torch.nn.Sigmoid())  # fmt: skip
+    opt_g, opt_d = torch.optim.Adam(G.parameters()), torch.optim.Adam(D.parameters())
+    batches = [torch.rand(4, 8) * 2 - 1]  # one iteration a call
+    report = audit(lambda: reference.pytorch_gan_dragan(G, D, opt_g, opt_d, batches,
+                                                        np.random.RandomState(0), 4),
+                   G=G, D=D, opt_g=opt_g, opt_d=opt_d, iterations=2)  # fmt: skip
+    assert report.hazards[0].startswith(
+        "D's optimizer stepped 2 time(s) on a penalty alone, though D was "
+        "forwarded on G's output before it in that step and no backward took that forward: "
+        "D's loss was computed and never backpropagated"
+    )
+    G2, D2 = torch.nn.Linear(4, 8), torch.nn.Linear(8, 1)
+    opt_g2, opt_d2 = torch.optim.Adam(G2.parameters()), torch.optim.Adam(D2.parameters())
+    lazy = audit(lambda: reference.stylegan2_r1(G2, D2, opt_g2, opt_d2, batches * 2, latent4,
+                                                r1_every=2),
+                 G=G2, D=D2, opt_g=opt_g2, opt_d=opt_d2, iterations=1)  # fmt: skip
+    assert lazy.regularization["D"] == 1 and not any("alone" in h for h in lazy.hazards)
+
+
+def latent4(n: int) -> torch.Tensor:
+    return torch.randn(n, 4)
+
+
 def test_began_fast_loop_is_simultaneous():
     from ganstep.trainer.models import BEGANDecoder, BEGANDiscriminator
 

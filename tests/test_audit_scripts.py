@@ -1232,6 +1232,18 @@ def test_pytorch_gans_wgan_div_ports_to_its_penalty_read_from_the_loss_forwards(
     assert any(not torch.equal(a, b) for a, b in zip(before, D.parameters(), strict=True))
 
 
+def test_pytorch_gans_dragan_is_told_its_d_learns_from_its_penalty_alone(tmp_path):
+    """dragan.py as written: D's loss forwarded on the real batch and the fakes, then
+    ``gradient_penalty.backward()`` alone. The first hazard names the step by its line;
+    those two forwards are the ones no step used, and D's steps read as a penalty's own."""
+    proc, r = audited(tmp_path, "pytorch_gan_dragan", iterations=3)
+    assert r["hazards"][0].startswith(
+        "D's optimizer stepped 3 time(s) (optimizer_D.step()) on a penalty alone, though D "
+        "was forwarded on G's output before it in that step and no backward took that forward"
+    )
+    assert r["other_forwards"] == {"G": 0, "D": 2} and r["regularization"] == {"G": 0, "D": 1}
+
+
 def test_zeleni9s_wgan_gp_ports_to_its_per_pixel_norm_and_float32_weights(tmp_path):
     """Zeleni9's penalty takes the norm over channels of the image gradient (no
     flatten) and draws its weights as torch.FloatTensor(...).uniform_: no candidate

@@ -1221,6 +1221,31 @@ class _Analysis:
             )
         return hazards
 
+    def losses_left_out(self) -> list[str]:
+        """A hazard where D's optimizer stepped on a regularizer alone though D was forwarded
+        on G's output in that step's phase and no backward took that forward: D's loss
+        computed and never backpropagated (PyTorch-GAN's dragan.py backpropagates its
+        gradient penalty alone), so D learns from its penalty only."""
+        left = []
+        for s in self.steps:
+            if s.label != "D" or s.gradless or not self.regularizing(s):
+                continue
+            since = max((t.seq for t in self.rec.opt_steps if t.seq < s.seq), default=-1)
+            if any(f.label == "D" and since < f.seq < s.seq and not f.used
+                   and f.producer is not None and f.producer.label == "G"
+                   for f in self.forwards):  # fmt: skip
+                left.append(s)
+        if not left:
+            return []
+        at = f" ({left[0].where.split(': ', 1)[-1]})" if left[0].where else ""
+        return [
+            f"D's optimizer stepped {len(left)} time(s){at} on a penalty alone, though D was "
+            "forwarded on G's output before it in that step and no backward took that "
+            "forward: D's loss was computed and never backpropagated, so D learns from its "
+            "penalty only. Backpropagate the loss with the penalty (one backward of their "
+            "sum), unless a penalty alone is what you mean."
+        ]
+
     def adversarial_steps(self) -> list[_Step]:
         """The steps of G and D on their adversarial losses (not a regularizer alone)."""
         return [s for s in self.steps if not self.regularizing(s)]
@@ -1383,7 +1408,7 @@ def analyse(
                           "step found no gradients and changed nothing (is loss.backward() "
                           "missing?)")  # fmt: skip
     else:
-        hazards[:0] = a.gradless_steps()
+        hazards[:0] = a.gradless_steps() + a.losses_left_out()  # what trains wrong, first
     order, schedule, pattern = a.order()
     if error is not None and INPLACE in str(error):
         # both gradients were meant at the same parameters: that is `simultaneous`
