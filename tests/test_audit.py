@@ -242,6 +242,27 @@ def test_a_d_step_on_its_penalty_alone_beside_its_unused_loss_forwards_is_a_haza
     assert lazy.regularization["D"] == 1 and not any("alone" in h for h in lazy.hazards)
 
 
+def test_a_loss_computed_then_replaced_is_named_by_its_dropped_d_forward():
+    """PyTorch-GAN's relativistic_gan.py computes a relativistic G loss from D's forward on
+    the fakes, then overwrites it with BCE on another forward of D on the same fakes: the
+    first forward feeds no backward. The audit names it (a D with Dropout is not
+    "forwarded again on the same input": its masks differ); the DCGAN example uses every
+    forward, and is not told so."""
+    torch.manual_seed(0)
+    G = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.Tanh())
+    D = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.LeakyReLU(0.2), torch.nn.Dropout(0.25),
+                            torch.nn.Linear(8, 1))  # fmt: skip
+    opt_g, opt_d = torch.optim.Adam(G.parameters()), torch.optim.Adam(D.parameters())
+    report = audit(lambda: reference.pytorch_gan_relativistic(G, D, opt_g, opt_d,
+                                                              [torch.rand(4, 8)],
+                                                              np.random.RandomState(0), 4),
+                   G=G, D=D, opt_g=opt_g, opt_d=opt_d, iterations=2)  # fmt: skip
+    (dropped,) = [h for h in report.hazards if "nothing was backpropagated" in h]
+    assert dropped.startswith("D was forwarded on G's output in G's step and nothing was "
+                              "backpropagated from that forward (2 time(s), ")  # fmt: skip
+    assert not any("nothing was backpropagated" in h for h in audited("dcgan_example").hazards)
+
+
 def latent4(n: int) -> torch.Tensor:
     return torch.randn(n, 4)
 

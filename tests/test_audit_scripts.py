@@ -1244,6 +1244,17 @@ def test_pytorch_gans_dragan_is_told_its_d_learns_from_its_penalty_alone(tmp_pat
     assert r["other_forwards"] == {"G": 0, "D": 2} and r["regularization"] == {"G": 0, "D": 1}
 
 
+def test_pytorch_gans_relativistic_gan_is_told_its_g_loss_was_replaced(tmp_path):
+    """relativistic_gan.py as written: its relativistic G loss, from D on the real batch
+    (detached) and on the fakes, is overwritten by BCE on a third forward of D on the same
+    fakes. Those two forwards are the ones no step used; the one on the fakes is named."""
+    proc, r = audited(tmp_path, "pytorch_gan_relativistic_gan", iterations=3)
+    assert r["other_forwards"] == {"G": 0, "D": 2} and r["order"] == "simultaneous"
+    assert any(h.startswith("D was forwarded on G's output in G's step and nothing was "
+                            "backpropagated from that forward (3 time(s), ")
+               for h in r["hazards"])  # fmt: skip
+
+
 def test_zeleni9s_wgan_gp_ports_to_its_per_pixel_norm_and_float32_weights(tmp_path):
     """Zeleni9's penalty takes the norm over channels of the image gradient (no
     flatten) and draws its weights as torch.FloatTensor(...).uniform_: no candidate

@@ -1246,6 +1246,29 @@ class _Analysis:
             "sum), unless a penalty alone is what you mean."
         ]
 
+    def dropped_forwards(self) -> list[str]:
+        """A hazard where D was forwarded on G's output and nothing was backpropagated
+        from that forward, while a later forward of D on the same input before the same
+        step was: a loss computed, then replaced (PyTorch-GAN's relativistic_gan.py
+        overwrites its relativistic G loss with a plain one)."""
+        dropped: dict[str, list[int]] = {}  # by the step's module: each dropped forward's FLOPs
+        for f in self.forwards:
+            if f.label != "D" or f.used or f.producer is None or f.producer.label != "G":
+                continue
+            end = next((s for s in self.steps if s.seq > f.seq), None)
+            if end is None:
+                continue
+            later = [g for g in self.forwards if f.seq < g.seq < end.seq and g.label == "D"]
+            if any(g.used and g.key == f.key for g in later):
+                dropped.setdefault(end.label, []).append(f.flops)
+        return [
+            f"D was forwarded on G's output in {m}'s step and nothing was backpropagated from "
+            f"that forward ({len(flops)} time(s), {_gflop(self.per(sum(flops)))} per iteration), "
+            "while a later forward of D on the same input in that step was: a loss computed, "
+            "then replaced (overwritten?), or a read the later forward's output could give."
+            for m, flops in dropped.items()
+        ]
+
     def adversarial_steps(self) -> list[_Step]:
         """The steps of G and D on their adversarial losses (not a regularizer alone)."""
         return [s for s in self.steps if not self.regularizing(s)]
@@ -1409,6 +1432,7 @@ def analyse(
                           "missing?)")  # fmt: skip
     else:
         hazards[:0] = a.gradless_steps() + a.losses_left_out()  # what trains wrong, first
+    hazards += a.dropped_forwards()
     order, schedule, pattern = a.order()
     if error is not None and INPLACE in str(error):
         # both gradients were meant at the same parameters: that is `simultaneous`
