@@ -84,9 +84,11 @@ def test_pytorch_gan_g_first_unmodified(tmp_path):
 
 def test_wgan_gp_n_critic_and_penalty_unmodified(tmp_path):
     proc, r = audited(tmp_path, "wgan_gp", "--batch_size", N, "--n_critic", 5)
-    # G after batch 0, then after every 5th: iterations of 1 and 5 D steps
-    assert r["order"] == "d_first" and r["schedule"] == "d_first(d_steps=5)"
-    assert r["pattern"] == "irregular: D steps per iteration 1, 5; G steps 1, 1"
+    # G after batch 0, then after every 5th: iterations of 1 and 5 D steps, the Step's
+    # g_every (one D step a call, G's every 5th call from the first)
+    assert r["order"] == "d_first" and r["schedule"] == "d_first(g_every=5)"
+    assert r["pattern"] == ("G's step after D's first, then after every 5th (an n_critic loop "
+                            "from the first batch): D steps per iteration 1, 5")  # fmt: skip
     # per D step: G once, D on real, fake and interpolates; per G step: G and D again
     assert r["forwards"] == {"G": (6 + 2) / 2, "D": (6 * 3 + 2) / 2}
     # D's backward: real, fake, the penalty's autograd.grad; G's: each D step's, G's step

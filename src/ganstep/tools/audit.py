@@ -1372,6 +1372,14 @@ class _Analysis:
         n_d, n_g = _most_common(d_counts), _most_common(g_counts)
         if pattern is None and (n_d, n_g) != (1, 1):
             pattern = f"{n_d} D step(s) and {n_g} G step(s) per iteration"
+        if order == "d_first" and _n_critic_loop(d_counts, g_counts):
+            # G after the first D step, then after every k-th: PyTorch-GAN's `i % n_critic
+            # == 0`, a Step called once a batch with G's step every k-th call
+            k = d_counts[1]
+            pattern = (f"G's step after D's first, then after every {k}th (an n_critic loop "
+                       f"from the first batch): D steps per iteration "
+                       f"{', '.join(map(str, d_counts))}")  # fmt: skip
+            return order, f"d_first(g_every={k})", pattern
         return order, _schedule(order, n_d, n_g, self.reuses_z()), pattern
 
     def reuses_z(self) -> bool:
@@ -1399,6 +1407,13 @@ def stepped_through(rec: Recorder, step: _Step) -> list[_Forward]:
 def held_ids(opt: torch.optim.Optimizer) -> set[int]:
     """The ids of the parameters ``opt`` holds."""
     return {id(p) for g in opt.param_groups for p in g["params"]}
+
+
+def _n_critic_loop(d_counts: list[int], g_counts: list[int]) -> bool:
+    """Whether the iterations' step counts are an n_critic loop's from its first batch:
+    one D step, then k > 1 in each later iteration, one G step in each."""
+    return (len(d_counts) > 1 and d_counts[0] == 1 and d_counts[1] > 1
+            and set(d_counts[1:]) == {d_counts[1]} and set(g_counts) == {1})  # fmt: skip
 
 
 def _most_common(counts: list[int]) -> int:

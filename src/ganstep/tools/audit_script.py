@@ -955,7 +955,7 @@ def _read_sides(report: Report, rec: ScriptRecorder, names: dict, roles: dict,
     report.sides = {m: [name for label, name in names.items() if roles.get(label) == m]
                     for m in MODULES}  # fmt: skip
     schedule = report.schedule or ""
-    d_steps = re.search(r"d_steps=(\d+)", schedule)
+    d_steps = re.search(r"(?:d_steps|g_every)=(\d+)", schedule)  # D steps to a G step
     order = report.order if schedule and "g_steps" not in schedule else "other"
     report.cycle = read_cycle(rec, names, members, order, int(d_steps[1]) if d_steps else 1)
     report.schedule = (report.cycle.call() or None) if report.cycle is not None else None

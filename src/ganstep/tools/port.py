@@ -1407,6 +1407,8 @@ def schedules(audited: str, g_batch: int = 1, fresh_real: bool = False,
     one D step. Where the audited iterations took ``varying`` numbers of D steps (the
     WGAN authors' 100, then ``Diters``, cut at an epoch's end), ``d_steps="each_batch"``
     in place of its count, called with each iteration's batches, is tried too."""
+    # the audit's n_critic loop (one D step, then k an iteration) as its k-step iterations
+    audited = re.sub(r"^d_first\(g_every=(\d+)\)$", r"d_first(d_steps=\1)", audited)
     found = [(audited, False)]
     if audited.startswith("d_first(") and "reuse_fake" not in audited:  # G on a fresh z
         fresh = audited[:-1] + (", " if audited != "d_first()" else "") + "reuse_fake=False"
