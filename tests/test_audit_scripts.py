@@ -1257,6 +1257,16 @@ def test_pytorch_gans_relativistic_gan_is_told_its_g_loss_was_replaced(tmp_path)
                for h in r["hazards"])  # fmt: skip
 
 
+def test_pytorch_gans_bgan_ports_to_the_boundary_seeking_loss(tmp_path):
+    """bgan.py as written: G's step first on 0.5 mean((log D - log(1 - D))^2) of D's
+    Sigmoid output, D's step on the fakes detached, its BCE halved: BGAN on D's
+    probabilities, D's loss scaled by a half, 0 apart."""
+    proc, port = ported(tmp_path, "pytorch_gan_bgan", flag=("--verify", 3))
+    assert port["max_difference"] == 0 and port["iterations"] == 3, port["notes"]
+    assert "    objective=BGAN(probabilities=True),  # D's output comes out" in port["code"]
+    assert "schedule=simultaneous()," in port["code"] and "d_scale=0.5," in port["code"]
+
+
 def test_zeleni9s_wgan_gp_ports_to_its_per_pixel_norm_and_float32_weights(tmp_path):
     """Zeleni9's penalty takes the norm over channels of the image gradient (no
     flatten) and draws its weights as torch.FloatTensor(...).uniform_: no candidate
