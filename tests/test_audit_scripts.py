@@ -489,8 +489,9 @@ PORTED = {  # script: what its verified Step must say
 
 
 # --verify runs the script again with torch's default dtype float64: these scripts
-# make everything with torch's default; the others make z float32 themselves (numpy's
-# through FloatTensor, or BigGAN's cast)
+# make everything with torch's default, or name their float32 torch.FloatTensor
+# (PyTorch-GAN's, the WGAN authors'), which that run makes the double one; BigGAN casts
+# its z to float32 itself
 IN_FLOAT64 = {
     "sagan",
     "pytorch_gan_dcgan",
@@ -498,6 +499,10 @@ IN_FLOAT64 = {
     "wgan_gp",
     "pytorch_gan_pix2pix",
     "stylegan2_ada",
+    "pytorch_gan_cgan",
+    "pytorch_gan_wgan",
+    "martinarjovsky_wgan",
+    "pytorch_gan_ebgan",
 }
 
 
@@ -571,7 +576,7 @@ def test_verify_3_finds_each_scripts_step_equal(tmp_path, script):
         exec(port["code"], names)  # noqa: S102 - the code the port printed
         assert {"loss_d", "loss_g"} <= set(names["step"](batch))
     float64 = port["notes"][-1]
-    assert float64.startswith("float64 (the script run again, torch's default dtype float64)")
+    assert float64.startswith("float64 (the script run again, torch's default dtype float64")
     if script in IN_FLOAT64:
         assert port["float64_difference"] <= 1e-12, float64
         assert "equal too, largest difference" in float64
@@ -940,7 +945,11 @@ def test_acgans_printed_step_runs_and_keeps_the_scripts_sample_calls(tmp_path):
         assert fragment in port["code"], port["code"]
     note, float64 = port["notes"]
     assert note.startswith("the script's 1 call(s) of G or D outside its update")
-    assert "not repeated, the script fails so (RuntimeError: Found dtype Float" in float64
+    # its float64 repeat, with the script's torch.FloatTensor the double one (as written,
+    # its labels' BCE failed there: "Found dtype Float but expected Double")
+    assert float64.endswith("its torch.FloatTensor as torch.DoubleTensor): equal too, largest "
+                            "difference 0 (<= 1e-12)")  # fmt: skip
+    assert port["float64_difference"] == 0
     torch.manual_seed(0)
 
     class G(torch.nn.Module):
@@ -1260,11 +1269,30 @@ def test_pytorch_gans_relativistic_gan_is_told_its_g_loss_was_replaced(tmp_path)
 def test_pytorch_gans_bgan_ports_to_the_boundary_seeking_loss(tmp_path):
     """bgan.py as written: G's step first on 0.5 mean((log D - log(1 - D))^2) of D's
     Sigmoid output, D's step on the fakes detached, its BCE halved: BGAN on D's
-    probabilities, D's loss scaled by a half, 0 apart."""
+    probabilities, D's loss scaled by a half, 0 apart. Its float64 repeat failed at G's
+    first layer (z made float32 by ``Tensor = torch.FloatTensor``: "not repeated"); run
+    again with that name doubled, it is 0 apart there too, and the note says how it ran."""
     proc, port = ported(tmp_path, "pytorch_gan_bgan", flag=("--verify", 3))
     assert port["max_difference"] == 0 and port["iterations"] == 3, port["notes"]
+    assert port["float64_difference"] == 0 and port["notes"] == [
+        "float64 (the script run again, torch's default dtype float64, its torch.FloatTensor "
+        "as torch.DoubleTensor): equal too, largest difference 0 (<= 1e-12)"
+    ]
     assert "    objective=BGAN(probabilities=True),  # D's output comes out" in port["code"]
     assert "schedule=simultaneous()," in port["code"] and "d_scale=0.5," in port["code"]
+
+
+def test_the_float64_repeats_doubled_float_tensor_is_undone_after_it():
+    """torch.FloatTensor is the double one inside a doubled repeat, and float32's again
+    after it, the default dtype too, even where the script raised."""
+    from ganstep.tools.audit_script import _float64_default
+
+    before = torch.FloatTensor, torch.get_default_dtype()
+    with pytest.raises(RuntimeError), _float64_default(float_tensor_doubled=True):
+        assert torch.FloatTensor(2).dtype == torch.float64 == torch.get_default_dtype()
+        raise RuntimeError("the script failed")
+    assert (torch.FloatTensor, torch.get_default_dtype()) == before
+    assert torch.FloatTensor(2).dtype == torch.float32
 
 
 def test_zeleni9s_wgan_gp_ports_to_its_per_pixel_norm_and_float32_weights(tmp_path):

@@ -123,6 +123,8 @@ class ScriptRecorder(Recorder):
         self.joint_seen = False  # an optimizer over several modules has stepped
         self.followed = False
         self.completed = 0
+        # a float64 repeat run with torch.FloatTensor as torch.DoubleTensor (_float64_run)
+        self.float_tensor_doubled = False
         self.namespace: dict | None = None  # the script's globals, seen while it runs
         # the locals of the function whose loop took the first step (a train() of the
         # script's), as they were then; None before it, {} for a loop at the top level.
@@ -646,20 +648,27 @@ def _leave(rec: ScriptRecorder, on_swallowed: Callable[[Report], object], path: 
     on_swallowed(_report(rec, path, script, G, D, None))
 
 
-# how the notes of a float64 repeat begin
+# how the notes of a float64 repeat begin (and of one whose torch.FloatTensor was doubled)
 FLOAT64_HEAD = "float64 (the script run again, torch's default dtype float64)"
+FLOAT64_DOUBLED_HEAD = FLOAT64_HEAD[:-1] + ", its torch.FloatTensor as torch.DoubleTensor)"
 
 
 @contextlib.contextmanager
-def _float64_default() -> Iterator[None]:
+def _float64_default(float_tensor_doubled: bool = False) -> Iterator[None]:
     """torch's default dtype float64 inside (as the script's repeat runs, and so the Step
-    made on it), the one before after."""
-    saved = torch.get_default_dtype()
+    made on it), the one before after; with ``float_tensor_doubled``, ``torch.FloatTensor``
+    the double one too, as PyTorch-GAN's scripts name their float32 (``Tensor =
+    torch.FloatTensor``, ``Tensor(np.random.normal(...))``), which otherwise meets the
+    float64 parameters as float32 and fails."""
+    saved = torch.get_default_dtype(), torch.FloatTensor
     torch.set_default_dtype(torch.float64)
+    if float_tensor_doubled:
+        torch.FloatTensor = torch.DoubleTensor
     try:
         yield
     finally:
-        torch.set_default_dtype(saved)
+        torch.set_default_dtype(saved[0])
+        torch.FloatTensor = saved[1]
 
 
 def _port_in_float64(rec: ScriptRecorder, again: Report, only: tuple | None = None,
@@ -668,20 +677,41 @@ def _port_in_float64(rec: ScriptRecorder, again: Report, only: tuple | None = No
     under the default dtype it ran with: what the Step makes too (StyleGAN2's style mixing
     draws torch.rand([]) in it: a double takes two words of the generator); the entries
     ``ignore`` names not compared."""
-    with _float64_default():
+    with _float64_default(rec.float_tensor_doubled):
         return port_of(rec, again, rec.capture, _names(rec), only=only,
                        tolerance=FLOAT64_TOLERANCE, ignore=ignore)  # fmt: skip
 
 
 def _float64_run(report: Report, run, path: Path, script, G, D,
-                 first: ScriptRecorder) -> tuple[ScriptRecorder, Report] | str:  # fmt: skip
+                 first: ScriptRecorder) -> tuple[ScriptRecorder, Report, str] | str:  # fmt: skip
     """The script run again by ``run`` (silenced) with torch's default dtype float64,
-    recorded and reported; or why it was not (a note)."""
+    recorded and reported, with the head of its notes; or why it was not (a note). Where
+    that run fails or gives G or D float32 tensors, it is run once more with
+    ``torch.FloatTensor`` as the double one (PyTorch-GAN's scripts name their float32 so:
+    ``Tensor(np.random.normal(...))``), taken where that gives them float64 alone."""
+    repeated = _float64_once(report, run, path, script, G, D, first, doubled=False)
+    if isinstance(repeated, str) or _float32_given(repeated[0]):
+        again = _float64_once(report, run, path, script, G, D, first, doubled=True)
+        if not isinstance(again, str) and not _float32_given(again[0]):
+            return (*again, FLOAT64_DOUBLED_HEAD)
+    return repeated if isinstance(repeated, str) else (*repeated, FLOAT64_HEAD)
+
+
+def _float32_given(rec: ScriptRecorder) -> bool:
+    """Whether a call of G or D in the run was given a floating tensor not float64."""
+    return any(isinstance(t, torch.Tensor) and t.is_floating_point() and t.dtype != torch.float64
+               for args, _ in rec.capture.calls.values() for t in args)  # fmt: skip
+
+
+def _float64_once(report: Report, run, path: Path, script, G, D, first: ScriptRecorder,
+                  doubled: bool) -> tuple[ScriptRecorder, Report] | str:  # fmt: skip
+    """One float64 run of :func:`_float64_run`, ``torch.FloatTensor`` doubled or not."""
     rec = ScriptRecorder(report.iterations)
     rec.capture = Capture()
     rec.made_before = first.made_folders
+    rec.float_tensor_doubled = doubled
     try:
-        with _float64_default():
+        with _float64_default(doubled):
             silent = io.StringIO()
             with contextlib.redirect_stdout(silent), contextlib.redirect_stderr(silent):
                 error = run(rec)
@@ -704,11 +734,11 @@ def _in_float64(report: Report, run, path: Path, script, G, D, first: ScriptReco
     variant of its candidate that float32 cannot tell from it
     (``port.float64_variants``) equals in float64, the variant, verified again on
     ``first`` (the float32 run), replaces it in ``report.port``."""
-    found, head = report.port, FLOAT64_HEAD
+    found = report.port
     repeated = _float64_run(report, run, path, script, G, D, first)
     if isinstance(repeated, str):
         return repeated
-    rec, again = repeated
+    rec, again, head = repeated
     try:
         again.port = _port_in_float64(rec, again, only=found.chosen)
     except Exception as e:  # the report and the float32 port stand without it
@@ -770,7 +800,7 @@ def _decided_in_float64(report: Report, run, path: Path, script, G, D,
     repeated = _float64_run(report, run, path, script, G, D, first)
     if isinstance(repeated, str):
         return repeated
-    rec, again = repeated
+    rec, again, head = repeated
     rounding = {}
     try:
         there = _port_in_float64(rec, again)
@@ -780,20 +810,20 @@ def _decided_in_float64(report: Report, run, path: Path, script, G, D,
             if rounding:
                 there = _port_in_float64(rec, again, ignore=frozenset(rounding))
     except Exception as e:  # the float32 port stands without it
-        return f"{FLOAT64_HEAD}: the search failed there ({_describe(e)})"
+        return f"{head}: the search failed there ({_describe(e)})"
     if there.code is None:
-        return f"{FLOAT64_HEAD}: no Step tried equals that run either"
+        return f"{head}: no Step tried equals that run either"
     if rounding:
         there.notes.append(not_compared(rounding))
     where = parted_line(report.port.notes, there.chosen) or ""
     found = port_of(first, report, first.capture, _names(first), only=there.chosen,
                     tolerance=math.inf)  # fmt: skip
     if found.code is None:  # (it ran on the float64 run: not expected)
-        return f"{FLOAT64_HEAD}: a Step equals that run, but not the script's own: {where}"
+        return f"{head}: a Step equals that run, but not the script's own: {where}"
     key = re.search(r"most in (\S+) \(", where)
     moved = [script_moved(r, r.capture, _names(r), key[1]) if key else None
              for r in (first, rec)]  # fmt: skip
-    said = (f"{FLOAT64_HEAD}: this Step equals it, largest difference "
+    said = (f"{head}: this Step equals it, largest difference "
             f"{there.max_difference:.3g} (<= {FLOAT64_TOLERANCE:g}); in the script's own "
             f"float32 run every Step tried parted (past {TOLERANCE:g}), this one so: "
             f"{where}")  # fmt: skip
@@ -866,23 +896,23 @@ def _cycle_in_float64(report: Report, run, path: Path, script, G, D,
     repeated = _float64_run(report, run, path, script, G, D, first)
     if isinstance(repeated, str):
         return repeated
-    rec, again = repeated
+    rec, again, run_head = repeated
     if again.cycle is None or again.schedule != report.schedule:
-        return f"{FLOAT64_HEAD}: not searched, the run reads otherwise ({again.schedule})"
+        return f"{run_head}: not searched, the run reads otherwise ({again.schedule})"
     rounding = _rounding(first, report, rec, again, lambda r, r_report: list(
         zip(CYCLE_NAMES, cycle_modules(r, r_report.cycle), strict=True)))  # fmt: skip
     try:
         there = _cycle_port(rec, again, FLOAT64_TOLERANCE, frozenset(rounding))
     except Exception as e:  # the float32 port stands without it
-        return f"{FLOAT64_HEAD}: the search failed there ({_describe(e)})"
+        return f"{run_head}: the search failed there ({_describe(e)})"
     if there.code is None:
-        return f"{FLOAT64_HEAD}: no CycleStep tried equals that run either"
+        return f"{run_head}: no CycleStep tried equals that run either"
     if rounding:
         there.notes.append(not_compared(rounding))
     head = said_cycle(there.step_options) + ": "
     where = next((t.removeprefix(head) for t in report.port.notes if t.startswith(head)), "")
     gap = re.search(r"\(([0-9.e+-]+)\)$", where)
-    note = (f"{FLOAT64_HEAD}: this CycleStep equals it, largest difference "
+    note = (f"{run_head}: this CycleStep equals it, largest difference "
             f"{there.max_difference:.3g} (<= {FLOAT64_TOLERANCE:g}); in the script's own "
             f"float32 run every CycleStep tried parted (past {TOLERANCE:g}), this one so: "
             f"{where or 'not tried there'}")  # fmt: skip
