@@ -1287,11 +1287,12 @@ def test_the_float64_repeats_doubled_float_tensor_is_undone_after_it():
     after it, the default dtype too, even where the script raised."""
     from ganstep.tools.audit_script import _float64_default
 
-    before = torch.FloatTensor, torch.get_default_dtype()
+    before = torch.FloatTensor, torch.cuda.FloatTensor, torch.get_default_dtype()
     with pytest.raises(RuntimeError), _float64_default(float_tensor_doubled=True):
         assert torch.FloatTensor(2).dtype == torch.float64 == torch.get_default_dtype()
+        assert torch.cuda.FloatTensor is torch.cuda.DoubleTensor
         raise RuntimeError("the script failed")
-    assert (torch.FloatTensor, torch.get_default_dtype()) == before
+    assert (torch.FloatTensor, torch.cuda.FloatTensor, torch.get_default_dtype()) == before
     assert torch.FloatTensor(2).dtype == torch.float32
 
 

@@ -660,15 +660,15 @@ def _float64_default(float_tensor_doubled: bool = False) -> Iterator[None]:
     the double one too, as PyTorch-GAN's scripts name their float32 (``Tensor =
     torch.FloatTensor``, ``Tensor(np.random.normal(...))``), which otherwise meets the
     float64 parameters as float32 and fails."""
-    saved = torch.get_default_dtype(), torch.FloatTensor
+    saved = torch.get_default_dtype(), torch.FloatTensor, torch.cuda.FloatTensor
     torch.set_default_dtype(torch.float64)
-    if float_tensor_doubled:
-        torch.FloatTensor = torch.DoubleTensor
+    if float_tensor_doubled:  # (torch.cuda's too: the scripts pick it where CUDA is)
+        torch.FloatTensor, torch.cuda.FloatTensor = torch.DoubleTensor, torch.cuda.DoubleTensor
     try:
         yield
     finally:
         torch.set_default_dtype(saved[0])
-        torch.FloatTensor = saved[1]
+        torch.FloatTensor, torch.cuda.FloatTensor = saved[1:]
 
 
 def _port_in_float64(rec: ScriptRecorder, again: Report, only: tuple | None = None,
