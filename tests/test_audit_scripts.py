@@ -1296,6 +1296,36 @@ def test_the_float64_repeats_doubled_float_tensor_is_undone_after_it():
     assert torch.FloatTensor(2).dtype == torch.float32
 
 
+@pytest.mark.parametrize(("args", "objective"), [((), "RSGAN"), (("--rel_avg_gan",), "RaSGAN")])
+def test_pytorch_gans_relativistic_gan_ports_with_its_replaced_g_loss(tmp_path, args, objective):
+    """relativistic_gan.py as written (paired, and averaged with --rel_avg_gan): D's
+    relativistic loss, G's the plain BCE it ends with, and D forwarded in G's step as
+    the script forwards it (its Dropout2d masks and BatchNorm statistics move at each):
+    a printed subclass of ganstep's relativistic objective as docs/loops.md writes it,
+    g_forwards=("real", "fake", "fake"); equal in its float64 repeat, and in float32 but
+    for rounding (the script's paired loss is (BCE(r - f, 1) + BCE(f - r, 0)) / 2, the
+    Step's one term: they part by up to 5e-5 in float32 in some unseeded runs, where
+    the port decides in float64), and the printed code runs beside the script's names."""
+    proc, port = ported(tmp_path, "pytorch_gan_relativistic_gan", *args, flag=("--verify", 3))
+    assert port["float64_difference"] <= 1e-12, port["notes"]
+    assert port["max_difference"] <= 1e-3 and port["equal_in"] in ("float32", "float64")
+    code = port["code"]
+    assert f"import {objective}\n\n\nclass {objective}PlainG({objective}):" in code
+    assert f"    objective={objective}PlainG(),  # relativistic losses for D; G's" in code
+    assert '    g_forwards=("real", "fake", "fake"),  # D forwarded in G\'s step' in code
+    G = torch.nn.Sequential(torch.nn.Linear(8, 64), torch.nn.Unflatten(1, (1, 8, 8)))
+    D = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(64, 1))
+    names = {"torch": torch, "generator": G, "discriminator": D,
+             "optimizer_G": torch.optim.Adam(G.parameters()),
+             "optimizer_D": torch.optim.Adam(D.parameters())}  # fmt: skip
+    exec(code, names)  # noqa: S102 - the code the port printed
+    assert {"loss_d", "loss_g"} <= set(names["step"](torch.rand(4, 1, 8, 8)))
+    scores = torch.tensor([0.3, -1.2])  # G's loss the plain one, with no real scores
+    loss, _ = names[f"{objective}PlainG"]().g_loss(scores)
+    assert torch.equal(loss, torch.nn.functional.binary_cross_entropy_with_logits(
+        scores, torch.ones(2)))  # fmt: skip
+
+
 def test_zeleni9s_wgan_gp_ports_to_its_per_pixel_norm_and_float32_weights(tmp_path):
     """Zeleni9's penalty takes the norm over channels of the image gradient (no
     flatten) and draws its weights as torch.FloatTensor(...).uniform_: no candidate

@@ -480,13 +480,50 @@ WGAN_DIV = """class WGANDiv(Wasserstein):  # WGAN-div: its penalty read from D's
 WGAN_DIV_KP = ((2, 6),)
 
 
+# a relativistic objective whose G loss is the plain non-saturating one (BCE with logits
+# against 1 on D's fake scores), as a script computes it where its relativistic G loss
+# is overwritten (PyTorch-GAN's relativistic_gan.py): printed as a class of the user's
+# own, as docs/loops.md writes it
+PLAIN_G = """class {name}PlainG({name}):  # {name}'s D loss; G's the one the script ends with
+    g_needs_real = False
+
+    def g_loss(self, fake, real=None):  # BCE with logits against 1 on D's fake scores
+        loss = torch.nn.functional.binary_cross_entropy_with_logits(fake, torch.ones_like(fake))
+        return loss, {{}}
+"""
+
+# the objectives the port prints as classes of the user's own: their base, their text
+PRINTED_OBJECTIVES = {
+    "WGANDiv": ("Wasserstein", WGAN_DIV),
+    "RSGANPlainG": ("RSGAN", PLAIN_G.format(name="RSGAN")),
+    "RaSGANPlainG": ("RaSGAN", PLAIN_G.format(name="RaSGAN")),
+}
+
+
+def _printed_objective(name: str) -> type:
+    """The class a printed objective's text makes (its base among ganstep's)."""
+    base, text = PRINTED_OBJECTIVES[name]
+    return _made(name, text, **{base: {"Wasserstein": Wasserstein, "RSGAN": RSGAN,
+                                       "RaSGAN": RaSGAN}[base]})  # fmt: skip
+
+
+def plain_g_candidates() -> list[Candidate]:
+    """RSGAN's and RaSGAN's D losses with G's plain non-saturating loss, where D was
+    forwarded in G's step on the fakes for a loss that was replaced (the Step's
+    ``g_forwards`` keeps those forwards)."""
+    why = ("relativistic losses for D; G's step computed a relativistic loss, then replaced it "
+           "with BCE with logits on D's fake scores")  # fmt: skip
+    return [Candidate(f"{name}()", _printed_objective(name), 1.0, 1.0, why)
+            for name in ("RSGANPlainG", "RaSGANPlainG")]  # fmt: skip
+
+
 def wgan_div_candidates() -> list[Candidate]:
     """WGAN-div's (Wu et al. 2018): the Wasserstein losses and ``k / 2`` times the mean
     of ``|grad|^p`` at the real and at the fake samples, D's gradients read from its
     loss forwards, at each of :data:`WGAN_DIV_KP`."""
     why = ("D's step took a double backward at the real and the fake batches of its loss "
            "forwards: WGAN-div's penalty")  # fmt: skip
-    made = _made("WGANDiv", WGAN_DIV, Wasserstein=Wasserstein)
+    made = _printed_objective("WGANDiv")
     return [Candidate(f"WGANDiv(k={k}, p={p})", partial(made, k=k, p=p), 1.0, 1.0, why)
             for k, p in WGAN_DIV_KP]  # fmt: skip
 
@@ -728,6 +765,9 @@ class Replay:
     # the script forwarded D in each phase of a simultaneous update on its own and D's
     # forward moves statistics (BatchNorm's): d_forwards="loop" keeps them the script's
     d_forwards_loop: bool = False
+    # D's forwards in G's phase, in order ("real", "fake"), where one fed no backward (a
+    # loss computed, then replaced: PyTorch-GAN's relativistic_gan.py): the Step's g_forwards
+    g_forwards: tuple[str, ...] | None = None
     # D returns a list per scale, each scale's features then its prediction last
     # (pix2pixHD's MultiscaleDiscriminator): the Step's D is a ScalesD
     d_scales: bool = False
@@ -1731,6 +1771,8 @@ def _step(G, D, opt_g, opt_d, data: Replay, code: str, candidate: Candidate,
         options.update(precision=data.precision)
     if data.d_forwards_loop:
         options.update(d_forwards="loop")
+    if data.g_forwards is not None:
+        options.update(g_forwards=data.g_forwards)
     if data.clips:  # the hooks made from the very text printed
         options.update(before_step={phase: eval(hook, {"torch": torch})  # noqa: S307
                                     for phase, hook in _clip_hooks(data).items()})  # fmt: skip
@@ -1929,6 +1971,7 @@ def port(rec, report, capture: Capture, names: dict[str, str], *,
         data = replace(data, precision=precision[0], autocast_at=precision[1])
     if _forwards_kept(report):
         data = replace(data, d_forwards_loop=True)
+    data = replace(data, g_forwards=_g_forwards(rec, n))
     if data.concat is not None and report.d_profile is not None and report.d_profile.mixing:
         data = replace(data, concat_joint=True)
     state = torch.random.get_rng_state()
@@ -2044,6 +2087,26 @@ def _loss_modules(rec, capture: Capture, iterations: int, names: dict[str, str],
     return tuple((names[label], rec.modules[label], capture.first_state[id(rec.modules[label])])
                  for label, its in seen.items()
                  if len(its) == iterations and label in names)  # fmt: skip
+
+
+def _g_forwards(rec, iterations: int) -> tuple[str, ...] | None:
+    """D's forwards in G's phase of each iteration (after the step before G's), in order,
+    as a Step's ``g_forwards`` ("fake": on G's output, "real": on data), where one of them
+    fed no backward (a loss computed, then replaced: PyTorch-GAN's relativistic_gan.py)
+    and every iteration's are alike; else None."""
+    found = set()
+    for i in range(iterations):
+        g_step = next((s for s in rec.opt_steps if s.iteration == i and s.label == "G"), None)
+        if g_step is None:
+            return None
+        start = max((s.seq for s in rec.opt_steps if s.seq < g_step.seq), default=-1)
+        calls = [f for f in rec.forwards if f.label == "D" and start < f.seq < g_step.seq
+                 and not f.continues]  # fmt: skip
+        if all(f.used for f in calls):
+            return None
+        found.add(tuple("fake" if f.producer is not None and f.producer.label == "G"
+                        else "real" for f in calls))  # fmt: skip
+    return found.pop() if len(found) == 1 else None
 
 
 def _forwards_kept(report) -> bool:
@@ -2461,6 +2524,9 @@ def _tried(script: _Script, capture: Capture, data: Replay, report,
                        and not data.d_scales,
                        clamp_at=clamp_at, numpy_alpha=data.numpy_in_d)  # fmt: skip
     # G's terms read from its gradient where D has scales or G's loss took loss modules
+    if (data.g_forwards is not None and penalty is None and clip is None
+            and not ends_in_sigmoid(d_out)):  # fmt: skip
+        found += plain_g_candidates()  # G's loss replaced: a relativistic D's, G's plain
     fitted = _fit_keys(data, whole) if data.d_scales or data.loss_modules else None
     if data.image_to_image and fitted is None:  # G's L1 to the target, at the weights
         found = [replace(c, l1=w) for c in found for w in (100.0, 10.0, 1.0)]  # scripts use
@@ -2980,8 +3046,9 @@ def _code(script: _Script, schedule: tuple[str, bool], candidate: Candidate,
     if candidate.style_mixing is not None:
         g = f"StyleMixedG({g}, {candidate.style_mixing})"
         wrapper = _mixing_wrapper(*data.g_parts)
-    if make == "WGANDiv":  # an objective of the user's own, printed
-        make, wrapper = "Wasserstein", wrapper + f"\n{WGAN_DIV}\n\n"
+    if make in PRINTED_OBJECTIVES:  # an objective of the user's own, printed
+        make, text = PRINTED_OBJECTIVES[make]
+        wrapper += f"\n{text}\n\n"
     regularizer = ("" if candidate.path_length is None
                    else "from ganstep.engine.regularizers import PathLength\n")  # fmt: skip
     views_import = "" if candidate.pull_away is None else "from ganstep.engine import views\n"
@@ -3089,6 +3156,11 @@ def _options(candidate: Candidate, data: Replay, g_name: str = "G") -> str:
     if data.d_forwards_loop:
         more += ('\n    d_forwards="loop",  # D forwarded in each phase as the script does: its '
                  "BatchNorm statistics move at each forward")  # fmt: skip
+    if data.g_forwards is not None:
+        shown = ", ".join(f'"{f}"' for f in data.g_forwards)
+        more += (f"\n    g_forwards=({shown}),  # D forwarded in G's step as the script does, "
+                 "G's loss on the last fake one (the others' losses computed, then "
+                 "replaced)")  # fmt: skip
     if data.precision != "fp32":
         at = f" ({data.autocast_at})" if data.autocast_at else ""
         more += (f'\n    precision="{data.precision}",  # G and D ran under torch.autocast '
