@@ -1193,6 +1193,16 @@ def test_lynnhos_wgan_gp_ports_to_its_interpolation(tmp_path):
     assert "G, D, G_optimizer, D_optimizer," in code
 
 
+def beside_pytorch_gans_names(code: str, G: torch.nn.Module, D: torch.nn.Module) -> dict:
+    """The names a PyTorch-GAN script's printed Step runs among (its ``generator``,
+    ``discriminator`` and their Adams), stand-ins ``G`` and ``D``, after the code ran."""
+    names = {"torch": torch, "generator": G, "discriminator": D,
+             "optimizer_G": torch.optim.Adam(G.parameters()),
+             "optimizer_D": torch.optim.Adam(D.parameters())}  # fmt: skip
+    exec(code, names)  # noqa: S102 - the code the port printed
+    return names
+
+
 def test_pytorch_gans_wgan_gp_as_written_ports_with_numpys_alpha(tmp_path):
     """wgan_gp.py as its file is written draws z and the penalty's alpha from numpy's
     global generator (Tensor(np.random.random((n, 1, 1, 1)))): torch's alpha parted in
@@ -1209,11 +1219,7 @@ def test_pytorch_gans_wgan_gp_as_written_ports_with_numpys_alpha(tmp_path):
             "shape)).float()),") in code  # fmt: skip
     assert "schedule=d_first(g_every=5, reuse_fake=False, reuse_z=True)," in code
     G, D = torch.nn.Linear(8, 64), torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(64, 1))
-    names = {"torch": torch, "generator": G, "discriminator": D,
-             "optimizer_G": torch.optim.Adam(G.parameters()),
-             "optimizer_D": torch.optim.Adam(D.parameters())}  # fmt: skip
-    exec(code, names)  # noqa: S102 - the code the port printed
-    assert "gp" in names["step"](torch.rand(4, 64))
+    assert "gp" in beside_pytorch_gans_names(code, G, D)["step"](torch.rand(4, 64))
     _, torchs = ported(tmp_path, "wgan_gp", flag=("--verify", 3))
     assert "np.random" not in torchs["code"] and "WGANGP(10.0)," in torchs["code"]
 
@@ -1233,10 +1239,7 @@ def test_pytorch_gans_wgan_div_ports_to_its_penalty_read_from_the_loss_forwards(
     assert "schedule=d_first(g_every=5, reuse_fake=False, reuse_z=True)," in code
     G = torch.nn.Sequential(torch.nn.Linear(8, 64), torch.nn.Unflatten(1, (1, 8, 8)))
     D = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(64, 1))
-    names = {"torch": torch, "generator": G, "discriminator": D,
-             "optimizer_G": torch.optim.Adam(G.parameters()),
-             "optimizer_D": torch.optim.Adam(D.parameters())}  # fmt: skip
-    exec(code, names)  # noqa: S102 - the code the port printed
+    names = beside_pytorch_gans_names(code, G, D)
     before = [p.clone() for p in D.parameters()]
     logs = names["step"](torch.rand(4, 1, 8, 8))
     assert logs["gp"] > 0  # the printed class's penalty ran in D's step, which moved D
@@ -1315,10 +1318,7 @@ def test_pytorch_gans_relativistic_gan_ports_with_its_replaced_g_loss(tmp_path, 
     assert '    g_forwards=("real", "fake", "fake"),  # D forwarded in G\'s step' in code
     G = torch.nn.Sequential(torch.nn.Linear(8, 64), torch.nn.Unflatten(1, (1, 8, 8)))
     D = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(64, 1))
-    names = {"torch": torch, "generator": G, "discriminator": D,
-             "optimizer_G": torch.optim.Adam(G.parameters()),
-             "optimizer_D": torch.optim.Adam(D.parameters())}  # fmt: skip
-    exec(code, names)  # noqa: S102 - the code the port printed
+    names = beside_pytorch_gans_names(code, G, D)
     assert {"loss_d", "loss_g"} <= set(names["step"](torch.rand(4, 1, 8, 8)))
     scores = torch.tensor([0.3, -1.2])  # G's loss the plain one, with no real scores
     loss, _ = names[f"{objective}PlainG"]().g_loss(scores)
