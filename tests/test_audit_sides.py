@@ -300,9 +300,9 @@ def test_a_smaller_pool_drawing_as_the_scripts_at_first_does_not_end_the_pool_se
     wrapper = tmp_path / "seeded.py"
     wrapper.write_text(SEEDED)
     out = tmp_path / "report.json"
-    ganstep(13, "audit", SCRIPTS / "pytorch_gan_cyclegan.py", "--json", out, "--verify",
-                   3, "--", "--buffer_size", 2, "--lambda_id", 2, script=wrapper, cache=tmp_path,
-                   cwd=tmp_path)  # fmt: skip
+    ganstep(13, "audit", SCRIPTS / "pytorch_gan_cyclegan.py", "--json", out, "--verify", 3,
+            "--", "--buffer_size", 2, "--lambda_id", 2, script=wrapper, cache=tmp_path,
+            cwd=tmp_path)  # fmt: skip
     port = json.loads(out.read_text())["port"]
     assert port["equal_in"] == "float32" and port["max_difference"] <= 1e-5, port["notes"]
     assert "identity=0.2, fake_pool=2," in port["code"] and port["notes"] == []

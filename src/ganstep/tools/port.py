@@ -502,9 +502,8 @@ PRINTED_OBJECTIVES = {
 
 def _printed_objective(name: str) -> type:
     """The class a printed objective's text makes (its base among ganstep's)."""
-    base, text = PRINTED_OBJECTIVES[name]
-    return _made(name, text, **{base: {"Wasserstein": Wasserstein, "RSGAN": RSGAN,
-                                       "RaSGAN": RaSGAN}[base]})  # fmt: skip
+    return _made(name, PRINTED_OBJECTIVES[name][1], Wasserstein=Wasserstein, RSGAN=RSGAN,
+                 RaSGAN=RaSGAN)  # fmt: skip
 
 
 def plain_g_candidates() -> list[Candidate]:
@@ -2523,10 +2522,10 @@ def _tried(script: _Script, capture: Capture, data: Replay, report,
                        embedding=isinstance(whole, tuple) and len(whole) == 2
                        and not data.d_scales,
                        clamp_at=clamp_at, numpy_alpha=data.numpy_in_d)  # fmt: skip
-    # G's terms read from its gradient where D has scales or G's loss took loss modules
     if (data.g_forwards is not None and penalty is None and clip is None
             and not ends_in_sigmoid(d_out)):  # fmt: skip
         found += plain_g_candidates()  # G's loss replaced: a relativistic D's, G's plain
+    # G's terms read from its gradient where D has scales or G's loss took loss modules
     fitted = _fit_keys(data, whole) if data.d_scales or data.loss_modules else None
     if data.image_to_image and fitted is None:  # G's L1 to the target, at the weights
         found = [replace(c, l1=w) for c in found for w in (100.0, 10.0, 1.0)]  # scripts use
@@ -3158,6 +3157,7 @@ def _options(candidate: Candidate, data: Replay, g_name: str = "G") -> str:
                  "BatchNorm statistics move at each forward")  # fmt: skip
     if data.g_forwards is not None:
         shown = ", ".join(f'"{f}"' for f in data.g_forwards)
+        shown += "," * (len(data.g_forwards) == 1)  # (a tuple of one)
         more += (f"\n    g_forwards=({shown}),  # D forwarded in G's step as the script does, "
                  "G's loss on the last fake one (the others' losses computed, then "
                  "replaced)")  # fmt: skip
