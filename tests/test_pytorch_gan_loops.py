@@ -18,6 +18,7 @@ from torch import nn
 
 from ganstep import Step, objectives, reference, simultaneous
 from ganstep.engine import views
+from ganstep.tools import port
 
 
 def images(count: int, n: int = 6):
@@ -210,13 +211,21 @@ def wgan_div_run(dropout: bool, objective, batches):
     return theirs, ours, expected, run_step(step, batches)
 
 
+# the objective as the docs write it, and as `ganstep audit --port` prints it
+WGAN_DIVS = {"docs": WGANDiv, "port": lambda: port.printed_objective("WGANDiv")(k=2, p=6)}
+
+
+@pytest.mark.parametrize("written", ["docs", "port"])
 @pytest.mark.parametrize("dropout", [False, True], ids=["pure_d", "dropout_d"])
-def test_pytorch_gan_wgan_div_as_written_equals_d_first_with_a_penalty_on_its_forwards(dropout):
+def test_pytorch_gan_wgan_div_as_written_equals_d_first_with_a_penalty_on_its_forwards(
+    dropout, written
+):
     """wgan_div.py: D's step reads its W-div penalty off the D(real) and D(fake) forwards
     of its loss (the fakes in G's graph, the reals requiring grad); G every n_critic-th
     batch on the same z, forwarded again. Equal for a D with Dropout too: the penalty
-    reads the very forwards whose masks the loss used."""
-    theirs, ours, expected, got = wgan_div_run(dropout, WGANDiv(), small_images(5))
+    reads the very forwards whose masks the loss used. The same for the class the
+    audit's port prints."""
+    theirs, ours, expected, got = wgan_div_run(dropout, WGAN_DIVS[written](), small_images(5))
     assert [sorted(r) for r in got] == [sorted(r) for r in expected]
     assert_losses(got[::2], expected[::2], ("loss_d", "loss_g", "gp"))
     assert_same_sides(ours, theirs)  # G's BatchNorm statistics: forwarded twice on G steps
@@ -270,16 +279,20 @@ def plain_g(relativistic: type) -> objectives.Objective:
     return PlainG()
 
 
+@pytest.mark.parametrize("printed", [False, True], ids=["docs", "port"])
 @pytest.mark.parametrize("rel_avg_gan, relativistic",
                          [(False, objectives.RSGAN), (True, objectives.RaSGAN)],
                          ids=["rsgan", "rel_avg_gan"])  # fmt: skip
 def test_pytorch_gan_relativistic_as_written_equals_simultaneous_with_its_g_forwards(
-    rel_avg_gan, relativistic
+    rel_avg_gan, relativistic, printed
 ):
     """relativistic_gan.py: G's step forwards D on the real batch, on the fakes, and on
     the fakes again for the loss it keeps (Dropout2d masks and BatchNorm statistics
     advance three times); D's step on the real batch and the fakes of the G before its
-    step, relativistic."""
+    step, relativistic. The same for the class the audit's port prints."""
+    objective = plain_g(relativistic)
+    if printed:
+        objective = port.printed_objective(f"{relativistic.__name__}PlainG")()
     theirs, ours = build(DraganG, RelativisticD)
     batches = images(4)
     torch.manual_seed(11)
@@ -288,7 +301,7 @@ def test_pytorch_gan_relativistic_as_written_equals_simultaneous_with_its_g_forw
                                                   rel_avg_gan=rel_avg_gan)  # fmt: skip
     rng = np.random.RandomState(3)
     latent = lambda n: torch.from_numpy(rng.normal(0, 1, (n, 4)))  # noqa: E731
-    step = Step(*ours, objective=plain_g(relativistic), schedule=simultaneous(), latent=latent,
+    step = Step(*ours, objective=objective, schedule=simultaneous(), latent=latent,
                 g_forwards=("real", "fake", "fake"))  # fmt: skip
     torch.manual_seed(11)
     got = run_step(step, batches)

@@ -500,7 +500,7 @@ PRINTED_OBJECTIVES = {
 }
 
 
-def _printed_objective(name: str) -> type:
+def printed_objective(name: str) -> type:
     """The class a printed objective's text makes (its base among ganstep's)."""
     return _made(name, PRINTED_OBJECTIVES[name][1], Wasserstein=Wasserstein, RSGAN=RSGAN,
                  RaSGAN=RaSGAN)  # fmt: skip
@@ -512,7 +512,7 @@ def plain_g_candidates() -> list[Candidate]:
     ``g_forwards`` keeps those forwards)."""
     why = ("relativistic losses for D; G's step computed a relativistic loss, then replaced it "
            "with BCE with logits on D's fake scores")  # fmt: skip
-    return [Candidate(f"{name}()", _printed_objective(name), 1.0, 1.0, why)
+    return [Candidate(f"{name}()", printed_objective(name), 1.0, 1.0, why)
             for name in ("RSGANPlainG", "RaSGANPlainG")]  # fmt: skip
 
 
@@ -522,7 +522,7 @@ def wgan_div_candidates() -> list[Candidate]:
     loss forwards, at each of :data:`WGAN_DIV_KP`."""
     why = ("D's step took a double backward at the real and the fake batches of its loss "
            "forwards: WGAN-div's penalty")  # fmt: skip
-    made = _printed_objective("WGANDiv")
+    made = printed_objective("WGANDiv")
     return [Candidate(f"WGANDiv(k={k}, p={p})", partial(made, k=k, p=p), 1.0, 1.0, why)
             for k, p in WGAN_DIV_KP]  # fmt: skip
 
