@@ -1249,13 +1249,23 @@ def test_pytorch_gans_wgan_div_ports_to_its_penalty_read_from_the_loss_forwards(
 def test_pytorch_gans_dragan_is_told_its_d_learns_from_its_penalty_alone(tmp_path):
     """dragan.py as written: D's loss forwarded on the real batch and the fakes, then
     ``gradient_penalty.backward()`` alone. The first hazard names the step by its line;
-    those two forwards are the ones no step used, and D's steps read as a penalty's own."""
-    proc, r = audited(tmp_path, "pytorch_gan_dragan", iterations=3)
+    those two forwards are the ones no step used, and D's steps read as a penalty's own.
+    The port prints no Step, and says how ganstep writes such an update."""
+    out = tmp_path / "dragan.json"
+    ganstep("audit", SCRIPTS / "pytorch_gan_dragan.py", "--verify", 3, "--json", out,
+            cache=tmp_path, cwd=tmp_path)  # fmt: skip
+    r = json.loads(out.read_text())
     assert r["hazards"][0].startswith(
         "D's optimizer stepped 3 time(s) (optimizer_D.step()) on a penalty alone, though D "
         "was forwarded on G's output before it in that step and no backward took that forward"
     )
     assert r["other_forwards"] == {"G": 0, "D": 2} and r["regularization"] == {"G": 0, "D": 1}
+    assert r["port"]["code"] is None and r["port"]["notes"] == [
+        "no ganstep schedule matches this update order (see above): D stepped on its penalty "
+        "alone (the first hazard), which a Step writes as its D loss weighted 0 (d_scale=0) "
+        "beside a penalty of your own; docs/loops.md#dragan shows it for PyTorch-GAN's "
+        "dragan.py"
+    ]
 
 
 def test_pytorch_gans_relativistic_gan_is_told_its_g_loss_was_replaced(tmp_path):

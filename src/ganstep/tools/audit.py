@@ -1239,7 +1239,7 @@ class _Analysis:
             return []
         at = f" ({left[0].where.split(': ', 1)[-1]})" if left[0].where else ""
         return [
-            f"D's optimizer stepped {len(left)} time(s){at} on a penalty alone, though D was "
+            f"D's optimizer stepped {len(left)} time(s){at} {PENALTY_ALONE}, though D was "
             "forwarded on G's output before it in that step and no backward took that "
             "forward: D's loss was computed and never backpropagated, so D learns from its "
             "penalty only. Backpropagate the loss with the penalty (one backward of their "
@@ -1407,6 +1407,10 @@ def stepped_through(rec: Recorder, step: _Step) -> list[_Forward]:
 def held_ids(opt: torch.optim.Optimizer) -> set[int]:
     """The ids of the parameters ``opt`` holds."""
     return {id(p) for g in opt.param_groups for p in g["params"]}
+
+
+# how the hazard of a D step on its penalty alone, its loss dropped, names it
+PENALTY_ALONE = "on a penalty alone"
 
 
 def _n_critic_loop(d_counts: list[int], g_counts: list[int]) -> bool:

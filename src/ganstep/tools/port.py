@@ -94,7 +94,7 @@ from ..engine.views import (
     reads_d_step_real,
     reads_real,
 )
-from .audit import STALE_CAST
+from .audit import PENALTY_ALONE, STALE_CAST
 from .copies import module_copy
 from .sides import first_step
 
@@ -1943,7 +1943,12 @@ def port(rec, report, capture: Capture, names: dict[str, str], *,
     the entries ``ignore`` names not compared (:func:`rounding_entries`)."""
     n = _verifiable(rec, report)
     if report.schedule is None:
-        return Port(None, n, notes=["no ganstep schedule matches this update order (see above)"])
+        why = "no ganstep schedule matches this update order (see above)"
+        if any(PENALTY_ALONE in h for h in report.hazards):  # dragan.py's
+            why += (": D stepped on its penalty alone (the first hazard), which a Step writes as "
+                    "its D loss weighted 0 (d_scale=0) beside a penalty of your own; "
+                    "docs/loops.md#dragan shows it for PyTorch-GAN's dragan.py")  # fmt: skip
+        return Port(None, n, notes=[why])
     if n == 0:
         return Port(None, n, notes=["the script's loop crashed before G and D had both "
                                     "stepped: no update of its own to verify against"])  # fmt: skip
