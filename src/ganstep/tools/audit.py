@@ -112,6 +112,11 @@ class _Forward:
         return int(self.part.split(".")[0])
 
     @property
+    def fed_by_g(self) -> bool:
+        """Its input was G's output (the fake batch, or made from it by the loop)."""
+        return self.producer is not None and self.producer.label == "G"
+
+    @property
     def head(self) -> _Forward:
         """The forward that started this one's call of its module (itself, unless it is a
         later part of that call: ``G.synthesis`` after ``G.mapping``)."""
@@ -1177,7 +1182,7 @@ class _Analysis:
         mine = [b for b in self.rec.backwards if b.index in step.backwards]
         for b in mine:
             for f in b.through:
-                if f.label == "D" and f.producer is not None and f.producer.label == "G":
+                if f.label == "D" and f.fed_by_g:
                     seen.add((f.producer.versions.get("G", 0) - base[0],
                               f.versions.get("D", 0) - base[1]))  # fmt: skip
         if not seen:
@@ -1197,8 +1202,7 @@ class _Analysis:
         forward on G's output (a lazy R1 step on the real batch, a path length step
         through G alone), and not through a fused step's fake batch either."""
         through = self._through(step)
-        if any(f.label == "D" and f.producer is not None and f.producer.label == "G"
-               for f in through):  # fmt: skip
+        if any(f.label == "D" and f.fed_by_g for f in through):
             return False
         if step.label == "G" and any(f.label == "D" for f in through):
             return False
@@ -1230,10 +1234,7 @@ class _Analysis:
         for s in self.steps:
             if s.label != "D" or s.gradless or not self.regularizing(s):
                 continue
-            since = max((t.seq for t in self.rec.opt_steps if t.seq < s.seq), default=-1)
-            if any(f.label == "D" and since < f.seq < s.seq and not f.used
-                   and f.producer is not None and f.producer.label == "G"
-                   for f in self.forwards):  # fmt: skip
+            if any(f.fed_by_g and not f.used for f in phase_forwards(self.rec, s.seq)):
                 left.append(s)
         if not left:
             return []
@@ -1253,7 +1254,7 @@ class _Analysis:
         overwrites its relativistic G loss with a plain one)."""
         dropped: dict[str, list[int]] = {}  # by the step's module: each dropped forward's FLOPs
         for f in self.forwards:
-            if f.label != "D" or f.used or f.producer is None or f.producer.label != "G":
+            if f.label != "D" or f.used or not f.fed_by_g:
                 continue
             end = next((s for s in self.steps if s.seq > f.seq), None)
             if end is None:
@@ -1327,8 +1328,8 @@ class _Analysis:
         ds = self._first_d_step_forwards()
         if any(f.concat is not None for f in ds):
             return False
-        fakes = [f for f in ds if f.producer is not None and f.producer.label == "G"]
-        reals = [f for f in ds if f.producer is None or f.producer.label != "G"]
+        fakes = [f for f in ds if f.fed_by_g]
+        reals = [f for f in ds if not f.fed_by_g]
         return bool(fakes and reals) and reals[0].seq < fakes[0].producer.head.seq
 
     def d_order(self) -> tuple[str | None, bool]:
@@ -1338,7 +1339,7 @@ class _Analysis:
         joined = next((f.concat for f in ds if f.concat is not None), None)
         if joined is not None:
             return joined, True
-        fake = [f.producer is not None and f.producer.label == "G" for f in ds]
+        fake = [f.fed_by_g for f in ds]
         if len(ds) < 2 or all(fake) or not any(fake):
             return None, False  # not a real/fake pair (or no D step)
         return ("fake_first" if fake[0] else "real_first"), False
@@ -1390,13 +1391,20 @@ class _Analysis:
             if g_step.label != "G" or d_step.label != "D":
                 continue
             g_inputs = {f.key for f in self._through(g_step) if f.label == "G"}
-            fakes_from = {f.producer.key for f in self._through(d_step) if f.label == "D"
-                          and f.producer is not None and f.producer.label == "G"}  # fmt: skip
+            fakes_from = {f.producer.key for f in self._through(d_step)
+                          if f.label == "D" and f.fed_by_g}  # fmt: skip
             return bool(fakes_from & g_inputs)
         return False
 
     def _through(self, step: _Step) -> list[_Forward]:
         return stepped_through(self.rec, step)
+
+
+def phase_forwards(rec: Recorder, seq: int, label: str = "D") -> list[_Forward]:
+    """``label``'s forwards in the phase that event ``seq`` ends: after the optimizer step
+    before it (any module's), before it."""
+    start = max((s.seq for s in rec.opt_steps if s.seq < seq), default=-1)
+    return [f for f in rec.forwards if f.label == label and start < f.seq < seq]
 
 
 def stepped_through(rec: Recorder, step: _Step) -> list[_Forward]:

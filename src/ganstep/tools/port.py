@@ -94,7 +94,7 @@ from ..engine.views import (
     reads_d_step_real,
     reads_real,
 )
-from .audit import PENALTY_ALONE, STALE_CAST
+from .audit import PENALTY_ALONE, STALE_CAST, phase_forwards
 from .copies import module_copy
 from .sides import first_step
 
@@ -936,14 +936,10 @@ def _graded_fakes(rec, iterations: int) -> bool:
     """Whether a penalty took D's gradient at G's outputs as D was given them in the same
     phase (no optimizer step between D's forward and the penalty): WGAN-div's, read from
     D's loss forwards, not at points of its own (WGAN-GP's mixes, made anew)."""
-    steps = [s.seq for s in rec.opt_steps]
     for b in rec.backwards:
         if not b.inputs or b.iteration >= iterations:
             continue
-        since = max((seq for seq in steps if seq < b.seq), default=-1)
-        fakes = {f.key for f in rec.forwards if f.label == "D" and since < f.seq < b.seq
-                 and f.producer is not None and f.producer.label == "G"}  # fmt: skip
-        if fakes & set(b.inputs):
+        if {f.key for f in phase_forwards(rec, b.seq) if f.fed_by_g} & set(b.inputs):
             return True
     return False
 
@@ -1062,7 +1058,7 @@ def _lazy_calls(rec, z_seqs: list[int]) -> list[bool]:
     """For each of G's calls at ``z_seqs``: whether no D judged what it made (a call in
     G's own regularization step: StyleGAN2-ADA's Greg)."""
     judged = {f.producer.head.seq for f in rec.forwards
-              if f.label == "D" and f.producer is not None and f.producer.label == "G"}  # fmt: skip
+              if f.label == "D" and f.fed_by_g}  # fmt: skip
     return [seq not in judged for seq in z_seqs]
 
 
@@ -2085,8 +2081,7 @@ def _loss_modules(rec, capture: Capture, iterations: int, names: dict[str, str],
         given = _call_tensors(capture, f.seq)
         targets = [r[0] for r in data.reals[f.iteration] if isinstance(r, tuple)]
         if (params and not any(p.requires_grad for p in params) and len(given) == 2
-                and f.producer is not None and f.producer.label == "G"
-                and any(_same(given[1], t) for t in targets)):  # fmt: skip
+                and f.fed_by_g and any(_same(given[1], t) for t in targets)):  # fmt: skip
             seen.setdefault(f.label, set()).add(f.iteration)
     return tuple((names[label], rec.modules[label], capture.first_state[id(rec.modules[label])])
                  for label, its in seen.items()
@@ -2103,13 +2098,10 @@ def _g_forwards(rec, iterations: int) -> tuple[str, ...] | None:
         g_step = next((s for s in rec.opt_steps if s.iteration == i and s.label == "G"), None)
         if g_step is None:
             return None
-        start = max((s.seq for s in rec.opt_steps if s.seq < g_step.seq), default=-1)
-        calls = [f for f in rec.forwards if f.label == "D" and start < f.seq < g_step.seq
-                 and not f.continues]  # fmt: skip
+        calls = [f for f in phase_forwards(rec, g_step.seq) if not f.continues]
         if all(f.used for f in calls):
             return None
-        found.add(tuple("fake" if f.producer is not None and f.producer.label == "G"
-                        else "real" for f in calls))  # fmt: skip
+        found.add(tuple("fake" if f.fed_by_g else "real" for f in calls))
     return found.pop() if len(found) == 1 else None
 
 

@@ -224,8 +224,7 @@ def _g_order(rec: Recorder, calls: list[_Forward], g_places: tuple[int, int]
     read = []
     for f in calls:
         fake, rec_, idt = names[f.place]
-        made_by_g = f.producer is not None and f.producer.label == "G"
-        read.append(rec_ if made_by_g else fake if id(f) in fed else idt)
+        read.append(rec_ if f.fed_by_g else fake if id(f) in fed else idt)
     four = [n for n in read if not n.startswith("idt")]
     if (
         sorted(four) != sorted(CYCLEGAN_G_ORDER)
