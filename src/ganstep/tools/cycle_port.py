@@ -46,6 +46,7 @@ from .port import (
     Port,
     Printed,
     _copy,
+    _parts,
     _set_numpy_state,
     _set_rng,
     difference,
@@ -414,7 +415,7 @@ def _verify(twins: tuple, candidate: dict, iterations: list[_Iteration], capture
         if gap > tolerance:
             return (
                 gap,
-                f"they part at iteration {i}, most in {key} ({gap:.3g})",
+                _parts(i, (gap, key)),
                 gaps["G"][0] <= tolerance or i > 0,
             )
     return worst, "", True
