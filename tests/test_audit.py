@@ -263,6 +263,58 @@ def test_a_loss_computed_then_replaced_is_named_by_its_dropped_d_forward():
     assert not any("nothing was backpropagated" in h for h in audited("dcgan_example").hazards)
 
 
+def test_infogans_info_step_is_counted_and_named_not_read_as_waste():
+    """PyTorch-GAN's infogan.py steps a third optimizer over G's and D's parameters after
+    D's step (its information loss). The audit counts its passes in the iteration, reads
+    the order from G's and D's steps (simultaneous) and names the info step; its
+    gradients, stepped by that optimizer, are no waste: the waste left is D's weight
+    gradients in G's step and its forward on the fakes again in D's (a pure D)."""
+    torch.manual_seed(0)
+    G = torch.nn.Linear(3 + 2 + 1, 4)
+    G.forward = lambda z, labels, code, lin=G.forward: lin(torch.cat((z, labels, code), 1))
+    body = torch.nn.Linear(4, 8)
+    heads = torch.nn.ModuleList(torch.nn.Linear(8, k) for k in (1, 2, 1))
+    D = torch.nn.ModuleDict({"body": body, "heads": heads})
+    D.forward = lambda x: tuple(h(torch.relu(body(x))) for h in heads)
+    opt_g, opt_d = torch.optim.Adam(G.parameters()), torch.optim.Adam(D.parameters())
+    opt_info = torch.optim.Adam([*G.parameters(), *D.parameters()])
+    report = audit(lambda: reference.pytorch_gan_infogan(G, D, opt_g, opt_d, opt_info,
+                                                         [torch.rand(4, 4)],
+                                                         np.random.RandomState(0), 3, 2, 1),
+                   G=G, D=D, opt_g=opt_g, opt_d=opt_d, iterations=2)  # fmt: skip
+    assert report.order == "simultaneous" and report.info_steps == 1
+    assert report.forwards == {"G": 2, "D": 4} and report.backwards == {"G": 2, "D": 4}
+    weights, again = report.hazards
+    assert weights.startswith("D's weight gradients were computed in G's step and never stepped")
+    assert again.startswith("D was forwarded again on the same input at the same parameters")
+    assert "  info steps: 1 per iteration, one optimizer over G's and D's parameters" in str(report)
+    assert report.as_dict()["info_steps"] == 1
+    assert audited("dcgan_example").as_dict()["info_steps"] == 0
+
+
+@pytest.mark.parametrize("same_code", [True, False])
+def test_g_forwarded_again_is_on_all_its_inputs_not_its_first(same_code):
+    """infogan.py's sample grid calls G twice on its static z and labels with two codes:
+    no forward recomputed. Called twice on the same three, it is."""
+    G = torch.nn.Linear(4, 8)
+    G.forward = lambda z, code, lin=G.forward: lin(torch.cat((z, code), 1))
+    D = torch.nn.Linear(8, 1)
+    opt_g, opt_d = torch.optim.SGD(G.parameters(), 0.1), torch.optim.SGD(D.parameters(), 0.1)
+    z, codes = torch.randn(4, 3), [torch.zeros(4, 1), torch.ones(4, 1)]
+
+    def loop():
+        opt_d.zero_grad()
+        D(G(z, codes[0]).detach()).mean().backward()
+        opt_d.step()
+        opt_g.zero_grad()
+        D(G(z, codes[0 if same_code else 1])).mean().backward()
+        opt_g.step()
+
+    report = audit(loop, G=G, D=D, opt_g=opt_g, opt_d=opt_d, iterations=1)
+    again = [h for h in report.hazards if h.startswith("G was forwarded again")]
+    assert len(again) == same_code
+
+
 def latent4(n: int) -> torch.Tensor:
     return torch.randn(n, 4)
 

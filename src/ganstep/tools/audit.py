@@ -52,6 +52,9 @@ INPLACE = "modified by an inplace operation"
 FREED = "Trying to backward through the graph a second time"
 _BLOCK = ("ganstep audit", "block")  # the mark of a parametrize.cached() block's cache
 MODULES = ("G", "D")
+# the label of one optimizer's step over G's and D's parameters together: InfoGAN's info
+# step (PyTorch-GAN's optimizer_info), which the Step runs with info_optimizer=
+INFO = "D+G"
 
 
 @dataclass(eq=False)
@@ -93,6 +96,9 @@ class _Forward:
     # its positional arguments that are no tensors, by position, where each is a plain
     # value (ProGAN's critic(x, alpha, step)); None where one is not
     plain: tuple[tuple[int, object], ...] | None = ()
+    # the call's other inputs: its further tensors (keys as ``key``) and the values it
+    # was given by keyword that are no tensors; None where one of those is not plain
+    rest: tuple | None = ()
 
     # a call of one of several modules read as one side ("G" for CycleGAN's two
     # generators): ``part`` names that module's place in the side; a pass of its own
@@ -250,6 +256,10 @@ class Report:
     sides: dict[str, list[str]] | None = None
     # such a script read as CycleStep takes it (ganstep.tools.sides.Cycle), if it is
     cycle: object = None
+    # steps of one optimizer over G's and D's parameters (InfoGAN's info step) per
+    # iteration, and the script's line of the first (:data:`INFO`)
+    info_steps: float = 0.0
+    info_at: str | None = None
 
     def as_dict(self) -> dict:
         """A JSON-ready dict (the error as its message)."""
@@ -275,6 +285,7 @@ class Report:
             "regularization": self.regularization,
             "regularization_at": self.regularization_at,
             "sides": self.sides,
+            "info_steps": self.info_steps,
             **({} if self.port is None else {"port": self.port.as_dict()}),
         }
 
@@ -305,6 +316,13 @@ class Report:
             lines.append(
                 f"  regularization steps of their own (lazy R1, path length), not counted in "
                 f"the order: {counts} per iteration"
+            )
+        if self.info_steps:
+            at = f" ({self.info_at})" if self.info_at else ""
+            lines.append(
+                f"  info steps: {self.info_steps:g} per iteration{at}, one optimizer over G's "
+                "and D's parameters after their steps (InfoGAN's); counted in the passes, not "
+                "in the order: a Step runs them with info_optimizer= and info_terms="
             )
         if any(self.other_forwards.values()):
             counts = ", ".join(f"{m} {self.other_forwards[m]:g}" for m in MODULES)
@@ -481,6 +499,11 @@ def _cast_in_block(module: nn.Module, dtype: torch.dtype) -> frozenset[int]:
     )
 
 
+def _is_plain(value: object) -> bool:
+    """A value a call's result may be read as depending on alone (ProGAN's ``alpha``)."""
+    return isinstance(value, int | float | bool | str | None)
+
+
 def with_tensor_kwargs(args: tuple, kwargs: dict | None) -> tuple:
     """A call's positional arguments, then the tensors it was given by keyword
     (``D(x=real)``), in that order: what the audit reads a module's inputs from. Keywords
@@ -608,7 +631,7 @@ class Recorder:
         def post(m, a, kwargs, out) -> None:
             start = started.pop()
             if start is not None:
-                self.forward_end(label, with_tensor_kwargs(a, kwargs), out, start, m)
+                self.forward_end(label, with_tensor_kwargs(a, kwargs), out, start, m, kwargs)
 
         self.handles.append(module.register_forward_pre_hook(pre))
         self.handles.append(module.register_forward_hook(post, with_kwargs=True, always_call=True))
@@ -616,10 +639,11 @@ class Recorder:
     def forward_start(self) -> tuple[int, list[Tensor]]:
         return self.flops(), rng_states()
 
-    def forward_end(
-        self, label: str, args: tuple, out: object, start: tuple, module: nn.Module | None = None
-    ) -> None:
-        """Record a finished call of ``module`` (by default the module under ``label``)."""
+    def forward_end(self, label: str, args: tuple, out: object, start: tuple,
+                    module: nn.Module | None = None,
+                    keywords: dict | None = None) -> None:  # fmt: skip
+        """Record a finished call of ``module`` (by default the module under ``label``);
+        ``keywords``: those it was given, where known (its tensors are in ``args`` too)."""
         flops, states = start
         tensors = [a for a in args if isinstance(a, Tensor)]
         x = tensors[0] if tensors else None
@@ -653,10 +677,15 @@ class Recorder:
         called = self.modules[label] if module is None else module
         fwd.training = called.training
         others = [(i, a) for i, a in enumerate(args) if not isinstance(a, Tensor)]
-        if all(isinstance(a, int | float | bool | str | None) for _, a in others):
+        if all(_is_plain(a) for _, a in others):
             fwd.plain = tuple(others)
         else:
             fwd.plain = None
+        named = sorted((k, v) for k, v in (keywords or {}).items() if not isinstance(v, Tensor))
+        if all(_is_plain(v) for _, v in named):
+            fwd.rest = (tuple(self.key(t) for t in tensors[1:]), tuple(named))
+        else:
+            fwd.rest = None
         fwd.autocast = _autocast_dtype(called)
         if fwd.autocast is not None:
             fwd.cast = _cast_in_block(called, fwd.autocast)
@@ -754,9 +783,8 @@ class Recorder:
         return None
 
     def _after_step(self, opt, args, kwargs) -> None:
-        labels = self._labels_of(opt)
-        if len(labels) == 1:
-            self.steps[labels.pop()] += 1
+        for label in self._labels_of(opt):  # (one optimizer over several: each changed)
+            self.steps[label] += 1
 
     def _clipping(self, original: Callable) -> Callable:
         """``original`` (one of :data:`CLIPPING`), recording each call's parameters and
@@ -920,16 +948,17 @@ class _Analysis:
         self.forwards = [f for f in rec.forwards if f.label in MODULES and f.iteration < iterations]
         self.backwards = [b for b in rec.backwards if b.iteration < iterations]
         self.steps = [s for s in rec.opt_steps if s.label in MODULES and s.iteration < iterations]
+        self.info = [s for s in rec.joint_opt_steps if s.label == INFO and s.iteration < iterations]
         self._cost: dict[tuple, int] = {}
         self._mark_recomputed_and_used()
 
     def _mark_recomputed_and_used(self) -> None:
         seen: set[tuple] = set()
         for f in self.forwards:
-            # the same input at the same own parameters, within one iteration, with no
+            # the same inputs at the same own parameters, within one iteration, with no
             # random numbers drawn: the same result
-            key = (f.label, f.part, f.iteration, f.versions.get(f.label, 0), f.key)
-            f.recomputed = f.key is not None and key in seen and not f.random
+            key = (f.label, f.part, f.iteration, f.versions.get(f.label, 0), f.key, f.rest)
+            f.recomputed = f.key is not None and f.rest is not None and key in seen and not f.random
             if f.continues:  # a later part of a call: recomputed where its start was
                 f.recomputed = f.producer.recomputed and not f.random
             seen.add(key)
@@ -1029,6 +1058,8 @@ class _Analysis:
         held = {m: self.rec.pending(m) for m in MODULES} if self.error is not None else {}
         for b in self.backwards:
             for m in sorted(b.produced - b.used_by):
+                if INFO in b.used_by:
+                    continue  # an info step stepped both modules' gradients
                 if b.index in held.get(m, ()):
                     continue  # still in m's .grad when the loop crashed: its step may follow
                 other = "G" if m == "D" else "D"
@@ -1260,7 +1291,7 @@ class _Analysis:
             if end is None:
                 continue
             later = [g for g in self.forwards if f.seq < g.seq < end.seq and g.label == "D"]
-            if any(g.used and g.key == f.key for g in later):
+            if any(g.used and (g.key, g.rest) == (f.key, f.rest) for g in later):
                 dropped.setdefault(end.label, []).append(f.flops)
         return [
             f"D was forwarded on G's output in {m}'s step and nothing was backpropagated from "
@@ -1287,7 +1318,9 @@ class _Analysis:
         if any(m == leader for m in labels[lead:]):
             return ("other", labels.count("D"), labels.count("G"))
         before = [s for s in self.steps if s.iteration < iteration]
-        base = (sum(s.label == "G" for s in before), sum(s.label == "D" for s in before))
+        info = sum(s.iteration < iteration for s in self.info)  # (each moves G and D)
+        base = (sum(s.label == "G" for s in before) + info,
+                sum(s.label == "D" for s in before) + info)  # fmt: skip
         # a regularizer's own step earlier in the iteration (StyleGAN2-ADA's Greg between
         # Gmain and Dmain) moved its module's version, not the adversarial order
         lazy = [s for s in self.steps if s.iteration == iteration and id(s) not in adversarial]
@@ -1479,12 +1512,14 @@ def analyse(
     regularization = {m: a.per(sum(s.label == m for s in own)) for m in MODULES}
     # up to the last analysed step: a script's next iteration, begun when it was
     # stopped, is not part of the ones analysed
-    total = a.steps[-1].flops if a.steps and error is None else rec.flops()
+    last = max([*a.steps, *a.info], key=lambda s: s.seq, default=None)
+    total = last.flops if last is not None and error is None else rec.flops()
     regularization_at = {m: sorted({s.iteration for s in own if s.label == m}) for m in MODULES}
     return Report(order, forwards, backwards, total, wasted, list(dict.fromkeys(hazards)), error,
                   iterations, schedule, double, others, other_flops, pattern, location,
                   d_profile, d_order, d_concat, a.g_between(), regularization,
-                  regularization_at=regularization_at)  # fmt: skip
+                  regularization_at=regularization_at, info_steps=a.per(len(a.info)),
+                  info_at=a.info[0].where if a.info else None)  # fmt: skip
 
 
 def observe_d(rec: Recorder) -> DProfile | None:

@@ -39,6 +39,7 @@ from torch import nn
 from ..engine.checks import positive_int
 from ..engine.d_profile import observing
 from .audit import (
+    INFO,
     MODULES,
     Recorder,
     Report,
@@ -204,7 +205,7 @@ class ScriptRecorder(Recorder):
     def forward_end(self, label: str, args: tuple, out: object, start: tuple,
                     module: nn.Module | None = None, keywords: dict | None = None,
                     py_state: object = None, np_state: object = None) -> None:  # fmt: skip
-        super().forward_end(label, args, out, start, module)
+        super().forward_end(label, args, out, start, module, keywords)
         if self.capture is not None:
             self.capture.called(self.forwards[-1].seq, args, start[1], keywords, py_state,
                                 np_state)  # fmt: skip
@@ -511,6 +512,8 @@ def _rename(rec: Recorder, roles: dict[str, str]) -> None:
     members = side_members(rec, roles)
     if members:
         read_as_sides(rec, roles, members)
+    joint = {s.label: INFO for s in rec.joint_opt_steps
+             if {roles.get(m) for m in s.modules} == set(MODULES)}  # fmt: skip
     rec.modules = {k if k in members else new(k): v for k, v in rec.modules.items()}
     rec.owner = {k: new(v) for k, v in rec.owner.items()}
     for f in rec.forwards:
@@ -518,9 +521,12 @@ def _rename(rec: Recorder, roles: dict[str, str]) -> None:
         f.versions = {new(k): v for k, v in f.versions.items()}
     for b in rec.backwards:
         b.produced = {new(x) for x in b.produced}
-        b.used_by = {new(x) for x in b.used_by}
+        b.used_by = {joint.get(x) or new(x) for x in b.used_by}
     for s in rec.opt_steps:
         s.label = new(s.label)
+    for s in rec.joint_opt_steps:  # G and D in one optimizer: an info step (audit.INFO)
+        if s.label in joint:
+            s.label = joint[s.label]
     if members:
         merge_phases(rec)
 
@@ -528,7 +534,10 @@ def _rename(rec: Recorder, roles: dict[str, str]) -> None:
 def _assign_iterations(rec: Recorder, crashed: bool) -> int:
     """Number each event's iteration from the G and D steps; return how many to analyse
     (complete iterations, and the one a crash interrupted)."""
-    steps = [s for s in rec.opt_steps if s.label in MODULES]
+    # an info step (audit.INFO) ends the iteration it follows, as a G or D step would
+    steps = sorted([*(s for s in rec.opt_steps if s.label in MODULES),
+                    *(s for s in rec.joint_opt_steps if s.label == INFO)],
+                   key=lambda s: s.seq)  # fmt: skip
     ends: list[float] = []
     followed = False
     for i, s in enumerate(steps):
@@ -539,7 +548,7 @@ def _assign_iterations(rec: Recorder, crashed: bool) -> int:
     complete = len(ends) + (1 if steps and followed else 0)
     if steps:
         ends.append(steps[-1].seq if followed else float("inf"))
-    for event in [*rec.forwards, *rec.backwards, *rec.opt_steps]:
+    for event in [*rec.forwards, *rec.backwards, *rec.opt_steps, *rec.joint_opt_steps]:
         event.iteration = next((k for k, end in enumerate(ends) if event.seq <= end), len(ends))
     if not crashed:
         return complete
