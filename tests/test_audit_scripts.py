@@ -1195,10 +1195,12 @@ def test_lynnhos_wgan_gp_ports_to_its_interpolation(tmp_path):
 
 def beside_pytorch_gans_names(code: str, G: torch.nn.Module, D: torch.nn.Module) -> dict:
     """The names a PyTorch-GAN script's printed Step runs among (its ``generator``,
-    ``discriminator`` and their Adams), stand-ins ``G`` and ``D``, after the code ran."""
+    ``discriminator`` and their Adams, infogan.py's ``optimizer_info`` over both),
+    stand-ins ``G`` and ``D``, after the code ran."""
     names = {"torch": torch, "generator": G, "discriminator": D,
              "optimizer_G": torch.optim.Adam(G.parameters()),
-             "optimizer_D": torch.optim.Adam(D.parameters())}  # fmt: skip
+             "optimizer_D": torch.optim.Adam(D.parameters()),
+             "optimizer_info": torch.optim.Adam([*G.parameters(), *D.parameters()])}  # fmt: skip
     exec(code, names)  # noqa: S102 - the code the port printed
     return names
 
@@ -1244,6 +1246,77 @@ def test_pytorch_gans_wgan_div_ports_to_its_penalty_read_from_the_loss_forwards(
     logs = names["step"](torch.rand(4, 1, 8, 8))
     assert logs["gp"] > 0  # the printed class's penalty ran in D's step, which moved D
     assert any(not torch.equal(a, b) for a, b in zip(before, D.parameters(), strict=True))
+
+
+INFO_CAT = ('"cat": (1.0, lambda v: torch.nn.functional.cross_entropy(v.d_fake[1], '
+            "v.fake.z[1].argmax(1))),")  # fmt: skip
+INFO_CON = '"con": (0.1, lambda v: torch.nn.functional.mse_loss(v.d_fake[2], v.fake.z[2])),'
+
+
+def test_pytorch_gans_infogan_ports_with_its_info_step(tmp_path):
+    """infogan.py steps a third Adam over G's and D's parameters on its information loss
+    (was "G's parameters are in 2 optimizers"). The audit names that step and counts its
+    passes; the port reads its terms' weights from the script's first info gradient
+    (cross-entropy of D's label head to G's labels, 1; squared error of its code head
+    to G's code, 0.1), replays the script's draws for it, and prints the info step's own
+    draws (its code from normal(-1, 1), not G's step's uniform): 0 apart, in float64
+    too, and the printed code runs beside the script's names."""
+    proc, port = ported(tmp_path, "pytorch_gan_infogan", flag=("--verify", 3))
+    r = json.loads((tmp_path / "pytorch_gan_infogan.json").read_text())
+    assert r["order"] == "simultaneous" and r["info_steps"] == 1
+    assert r["forwards"] == {"G": 2, "D": 4} and r["backwards"] == {"G": 2, "D": 4}
+    assert "  info steps: 1 per iteration (pytorch_gan_infogan.py:" in proc.stdout
+    (hazard,) = r["hazards"]  # its D has Dropout: no forward recomputed, no info step waste
+    assert hazard.startswith("D's weight gradients were computed in G's step and never stepped")
+    assert port["max_difference"] == 0 and port["float64_difference"] == 0, port["notes"]
+    code = port["code"]
+    assert "objective=LSGAN()," in code and "schedule=simultaneous()," in code
+    assert "g_scale=2.0," in code and 'd_forwards="loop",' in code
+    assert "    info_optimizer=optimizer_info,  # the script's optimizer over G's and D's" in code
+    assert f"        {INFO_CAT}\n        {INFO_CON}\n    }},\n" in code
+    one_hot = "torch.nn.functional.one_hot(torch.randint(0, 4, (n,)), 4).to(torch.float32)"
+    assert f"    latent=lambda n: (torch.randn(n, 8), {one_hot}, torch.rand(n, 2) * 2 - 1)," in code
+    assert (f"    info_latent=lambda n: (torch.randn(n, 8), {one_hot}, torch.randn(n, 2) - 1),"
+            "  # the info step's own draws") in code  # fmt: skip
+
+    class G(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.net = torch.nn.Linear(8 + 4 + 2, 16)
+
+        def forward(self, noise, labels, code):
+            return self.net(torch.cat((noise, labels, code), -1))
+
+    class D(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.heads = torch.nn.ModuleList(torch.nn.Linear(16, k) for k in (1, 4, 2))
+
+        def forward(self, img):
+            return tuple(head(img) for head in self.heads)
+
+    logs = beside_pytorch_gans_names(code, G(), D())["step"](torch.rand(4, 16))
+    assert {"loss_info", "cat", "con"} <= set(logs)
+
+
+@pytest.mark.parametrize("change", ["weight", "loss"])
+def test_infogans_info_terms_are_read_not_assumed(tmp_path, change):
+    """The info terms' weights come from the script's gradient (lambda_con 0.5 prints
+    0.5); a continuous loss outside the terms tried (L1) is named, not ported."""
+    source = (SCRIPTS / "pytorch_gan_infogan.py").read_text()
+    if change == "weight":
+        port = port_of_source(tmp_path, "infogan", source.replace("lambda_con = 0.1",
+                                                                  "lambda_con = 0.5"))  # fmt: skip
+        assert_verified(port)
+        assert INFO_CON.replace("0.1", "0.5") in port["code"]
+    else:
+        l1 = source.replace("continuous_loss = torch.nn.MSELoss()",
+                            "continuous_loss = torch.nn.L1Loss()")  # fmt: skip
+        port = port_of_source(tmp_path, "infogan", l1)
+        assert port["code"] is None
+        (note,) = port["notes"]
+        assert note.startswith("the info step's gradient is not a weighted sum of the terms "
+                               "tried (lambda v: torch.nn.functional.cross_entropy(")  # fmt: skip
 
 
 def test_pytorch_gans_dragan_is_told_its_d_learns_from_its_penalty_alone(tmp_path):

@@ -213,8 +213,9 @@ class ScriptRecorder(Recorder):
     def _after_step(self, opt, args, kwargs) -> None:
         super()._after_step(opt, args, kwargs)
         if self.capture is not None:
+            joint = self.stepping is not None and self.stepping.joint
             self.capture.stepped(list(self.modules.values()), self.optimizers, len(self.opt_steps),
-                                 opt)  # fmt: skip
+                                 opt, joint)  # fmt: skip
             if self.stepping is not None:  # (by the step's place: steps over several too)
                 self.capture.at_step[self.stepping.seq] = self.capture.after_step
 

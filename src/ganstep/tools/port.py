@@ -94,7 +94,7 @@ from ..engine.views import (
     reads_d_step_real,
     reads_real,
 )
-from .audit import PENALTY_ALONE, STALE_CAST, phase_forwards
+from .audit import INFO, PENALTY_ALONE, STALE_CAST, phase_forwards
 from .copies import module_copy
 from .sides import first_step
 
@@ -153,6 +153,9 @@ class Capture:
     np_states: dict[int, object] = field(default_factory=dict)
     # by the recorded step's seq (steps over several modules too): everyone's state after it
     at_step: dict[int, dict] = field(default_factory=dict)
+    # after a step over several modules (InfoGAN's info step) taken when len(opt_steps)
+    # was k: everyone's state, by k (``history`` keeps the k-th step's own)
+    joint_after: dict[int, dict] = field(default_factory=dict)
 
     def module_seen(self, module: nn.Module) -> None:
         if id(module) not in self.first_state:
@@ -195,14 +198,20 @@ class Capture:
         self.before_step_state[id(module)] = _cloned(module.state_dict())
 
     def stepped(self, modules: list[nn.Module], optimizers: list, steps: int,
-                opt: torch.optim.Optimizer) -> None:  # fmt: skip
-        """After ``opt``'s step, the ``steps``-th one recorded: everyone's state, and the
-        settings ``opt`` stepped with."""
+                opt: torch.optim.Optimizer, joint: bool = False) -> None:  # fmt: skip
+        """After ``opt``'s step, the ``steps``-th one recorded (or, ``joint``, a step over
+        several modules after it): everyone's state, and the settings ``opt`` stepped
+        with."""
         states = {id(m): _cloned(m.state_dict()) for m in modules}
         states.update({id(opt): copy.deepcopy(opt.state_dict()) for opt in optimizers})
         self.after_step = states
-        self.history[steps] = states
+        (self.joint_after if joint else self.history)[steps] = states
         self.settings.setdefault(id(opt), []).append((steps, _settings(opt)))
+
+    def end_state(self, steps: int) -> dict:
+        """Everyone's state where an iteration whose last G or D step was the
+        ``steps``-th ends: after the info step that followed it, if one did."""
+        return self.joint_after.get(steps, self.history[steps])
 
 
 def _settings(opt: torch.optim.Optimizer) -> list[dict]:
@@ -784,10 +793,20 @@ class Replay:
     # whose optimizer ("G", "D" or another label) took each of the script's steps, in
     # order: the step taken as the k-th is Capture.history's key k
     stepped: list[str] = field(default_factory=list)
+    # which of ``zs`` are G's calls in InfoGAN's info steps (audit.INFO), and that step's
+    # terms as fitted (:func:`_info_terms`): each (name, weight, the term as code)
+    info: list[bool] = field(default_factory=list)
+    info_terms: tuple[tuple[str, float, str], ...] = ()
 
     @property
     def conditional(self) -> bool:
         return len(self.zs[0][0]) == 2
+
+    @property
+    def tuple_latent(self) -> bool:
+        """G is given three tensors or more (InfoGAN's z, labels and code): the Step's
+        latent returns them as a tuple, G called on its parts."""
+        return len(self.zs[0][0]) > 2
 
 
 def _same(a: object, b: object) -> bool:
@@ -834,9 +853,11 @@ def replay(rec, capture: Capture, iterations: int, d_order: str = "real_first",
         tensors = tuple(a for a in args if isinstance(a, Tensor))
         if f.label == "G" and g_join is not None and len(tensors) == 1:
             tensors = _split_condition(tensors[0], g_join)
-        if f.label in ("G", "D") and not 1 <= len(tensors) <= 2:
+        most = 3 if f.label == "G" and _info_steps(rec) else 2  # (InfoGAN's G: 3)
+        if f.label in ("G", "D") and not 1 <= len(tensors) <= most:
             return (f"{f.label} is called with {len(tensors)} tensors: the port maps G(z), "
-                    "G(z, c), D(x) and D(x, c) so far")  # fmt: skip
+                    "G(z, c), D(x) and D(x, c) so far, and G(z, c, code) beside InfoGAN's "
+                    "info step")  # fmt: skip
         others = [a for a in args if not isinstance(a, Tensor)]
         if f.label in ("G", "D") and others:  # ProGAN's critic(x, alpha, step)
             shown = ", ".join(repr(a)[:20] for a in others)
@@ -928,7 +949,7 @@ def replay(rec, capture: Capture, iterations: int, d_order: str = "real_first",
                   condition_real=condition_real, augment=augment, d_pair=pair,
                   g_join=g_join, g_listed=listed == {True}, np_states=np_states,
                   numpy_in_d=_numpy_drew_in_d_steps(rec, capture),
-                  stepped=[st.label for st in rec.opt_steps],
+                  stepped=[st.label for st in rec.opt_steps], info=_info_calls(rec, z_seqs),
                   **_mixed_styles(capture, style_sets, z_seqs))  # fmt: skip
 
 
@@ -1060,6 +1081,18 @@ def _lazy_calls(rec, z_seqs: list[int]) -> list[bool]:
     judged = {f.producer.head.seq for f in rec.forwards
               if f.label == "D" and f.fed_by_g}  # fmt: skip
     return [seq not in judged for seq in z_seqs]
+
+
+def _info_steps(rec) -> list:
+    """The script's info steps (InfoGAN's, :data:`~ganstep.tools.audit.INFO`), in order."""
+    return [s for s in rec.joint_opt_steps if s.label == INFO]
+
+
+def _info_calls(rec, z_seqs: list[int]) -> list[bool]:
+    """For each of G's calls at ``z_seqs``: whether it was in an info step's phase (after
+    the G or D step before that step)."""
+    seqs = {f.seq for s in _info_steps(rec) for f in phase_forwards(rec, s.seq, "G")}
+    return [seq in seqs for seq in z_seqs]
 
 
 def _lazy_form(capture: Capture, zs: list, z_seqs: list[int], lazy: list[bool],
@@ -1228,13 +1261,15 @@ def _copy(module: nn.Module, state: dict) -> nn.Module:
     return twin
 
 
-def _optimizer_like(opt, made_state: dict, original: nn.Module, twin: nn.Module):
-    """An optimizer of ``opt``'s kind over ``twin``'s parameters, in the state the script
-    made ``opt`` in."""
-    index = {id(p): i for i, p in enumerate(original.parameters())}
-    params = list(twin.parameters())
+def _optimizer_like(opt, made_state: dict, original: nn.Module, twin: nn.Module,
+                    *more: tuple[nn.Module, nn.Module]):  # fmt: skip
+    """An optimizer of ``opt``'s kind over ``twin``'s parameters (and those of each
+    further ``(original, twin)`` pair in ``more``: the info step's over G and D), in the
+    state the script made ``opt`` in."""
+    twin_of = {id(p): q for a, b in ((original, twin), *more)
+               for p, q in zip(a.parameters(), b.parameters(), strict=True)}  # fmt: skip
     groups = [{**{k: v for k, v in g.items() if k != "params"},
-               "params": [params[index[id(p)]] for p in g["params"]]}
+               "params": [twin_of[id(p)] for p in g["params"]]}
               for g in opt.param_groups]  # fmt: skip
     new = type(opt)(groups)
     new.load_state_dict(made_state)
@@ -1347,17 +1382,27 @@ class _Script:
     opt_d: torch.optim.Optimizer
     names: dict[str, str]
     namespace: dict = field(default_factory=dict)  # the names its loop sees (ScriptRecorder.scope)
+    # the optimizer over G's and D's parameters that took InfoGAN's info step, if one did
+    opt_info: torch.optim.Optimizer | None = None
 
 
 def _find(rec, names: dict[str, str], stepped: set[int]) -> _Script | str:
     """The script's G, D and the optimizers that stepped them (by ``id`` in
-    ``stepped``: one the script made and never stepped is not G's or D's), named."""
+    ``stepped``: one the script made and never stepped is not G's or D's), named; an
+    optimizer holding both G's and D's parameters is the info step's (InfoGAN's)."""
     G, D = rec.modules["G"], rec.modules["D"]
     found = {}
-    for role, module in (("G", G), ("D", D)):
-        ids = {id(p) for p in module.parameters()}
-        held = [o for o in rec.optimizers if id(o) in stepped and any(
-            id(p) in ids for g in o.param_groups for p in g["params"])]  # fmt: skip
+    holds = {role: {id(p) for p in module.parameters()} for role, module in (("G", G), ("D", D))}
+
+    def holding(o: torch.optim.Optimizer, role: str) -> bool:
+        return any(id(p) in holds[role] for g in o.param_groups for p in g["params"])
+
+    both = [o for o in rec.optimizers if id(o) in stepped and holding(o, "G") and holding(o, "D")]
+    if len(both) > 1:
+        return f"G's and D's parameters are in {len(both)} optimizers together: not mapped"
+    for role in ("G", "D"):
+        held = [o for o in rec.optimizers if id(o) in stepped and holding(o, role)
+                and o not in both]  # fmt: skip
         if len(held) != 1:
             return f"{role}'s parameters are in {len(held)} optimizers: the port maps one each"
         found[role] = held[0]
@@ -1370,7 +1415,9 @@ def _find(rec, names: dict[str, str], stepped: set[int]) -> _Script | str:
                 else path_to(namespace, found[role]) or _wrapping(namespace, found[role])
                 or f"opt_{role.lower()}")  # fmt: skip
         shown[f"opt_{role.lower()}"] = by_id.get(id(found[role]), held)
-    return _Script(G, D, found["G"], found["D"], shown, namespace)
+    if both:
+        shown["opt_info"] = by_id.get(id(both[0]), path_to(namespace, both[0]) or "opt_info")
+    return _Script(G, D, found["G"], found["D"], shown, namespace, both[0] if both else None)
 
 
 def _wrapping(namespace: dict, opt: torch.optim.Optimizer) -> str | None:
@@ -1491,6 +1538,11 @@ def _run(script: _Script, capture: Capture, data: Replay, schedule: tuple[str, b
     D = _copy(script.D, capture.first_state[id(script.D)])
     opt_g = _optimizer_like(script.opt_g, capture.made_state[id(script.opt_g)], script.G, G)
     opt_d = _optimizer_like(script.opt_d, capture.made_state[id(script.opt_d)], script.D, D)
+    opt_info = None
+    if script.opt_info is not None:  # InfoGAN's, over G's and D's copies
+        made = capture.made_state[id(script.opt_info)]
+        opt_info = _optimizer_like(script.opt_info, made, script.G, G, (script.D, D))
+    twins_of_run = (G, D, opt_g, opt_d, opt_info)
     if twins is not None:
         twins[:] = [G, D, opt_g, opt_d]
     steps = [] if steps is None else steps
@@ -1498,8 +1550,9 @@ def _run(script: _Script, capture: Capture, data: Replay, schedule: tuple[str, b
     for opt, role, module in ((opt_g, "G", G), (opt_d, "D", D)):
         check = partial(_parted_at_step, script, capture, data, steps, role, module, opt, beyond)
         opt.register_step_post_hook(lambda *_, check=check: check())
-    for twin, theirs in ((opt_g, script.opt_g), (opt_d, script.opt_d)):
-        _follow_settings(twin, capture.settings.get(id(theirs), []))
+    for twin, theirs in ((opt_g, script.opt_g), (opt_d, script.opt_d), (opt_info, script.opt_info)):
+        if twin is not None:
+            _follow_settings(twin, capture.settings.get(id(theirs), []))
     queue, drawn = _queue(data, candidate), []
     np_queue = list(data.np_states) or [None] * len(queue)
     styled = list(zip(data.styles, data.py_states, strict=True))
@@ -1524,6 +1577,8 @@ def _run(script: _Script, capture: Capture, data: Replay, schedule: tuple[str, b
             if py_state is not None:
                 random.setstate(py_state)
             return tuple(t.clone() for t in styles)
+        if data.tuple_latent:  # G(z, c, code): InfoGAN's
+            return tuple(t.clone() for t in drawn)
         return drawn[0].clone()
 
     def condition(n: int) -> Tensor:  # called right after latent: G's second input
@@ -1536,7 +1591,9 @@ def _run(script: _Script, capture: Capture, data: Replay, schedule: tuple[str, b
         sources = {"latent": latent, "condition": given if data.conditional else None}
     if data.augment is not None:  # the printed text, among the script's names
         sources["augment"] = eval(data.augment[0], dict(script.namespace))  # noqa: S307
-    step = _step(G, D, opt_g, opt_d, data, schedule[0], candidate, sources)
+    if opt_info is not None:  # the info step draws the script's next G call, as G's step
+        sources.update(info_latent=latent)
+    step = _step(G, D, opt_g, opt_d, data, schedule[0], candidate, sources, opt_info)
     worst = (0.0, "")
     for i in range(iterations):
         calls_logged: list[dict[str, float]] = []
@@ -1556,7 +1613,7 @@ def _run(script: _Script, capture: Capture, data: Replay, schedule: tuple[str, b
             calls_logged.append({k: float(logs[k]) for k in ("loss_d", "loss_g") if k in logs})
         if logged is not None:
             logged.append(calls_logged)
-        here = _gap(script, capture.history[data.ends[i]], (G, D, opt_g, opt_d), ignore)
+        here = _gap(script, capture.end_state(data.ends[i]), twins_of_run, ignore)
         worst = max(worst, here)
         if here[0] > tolerance:  # parted: the later iterations tell nothing more
             return here[0], _parts(i, here)
@@ -1680,11 +1737,15 @@ def _padded(t: Tensor, rows: int) -> Tensor:
 
 def _gap(script: _Script, ends: dict, twins: tuple,
          ignore: frozenset[str] = frozenset()) -> tuple[float, str]:  # fmt: skip
-    """The largest difference of the copies ``twins`` (G, D and their optimizers) from
+    """The largest difference of the copies ``twins`` (G, D, their optimizers and the info
+    step's, or None) from
     the script's states ``ends`` (at an iteration's end), and where; the module entries
     ``ignore`` names (``name.key``) left out, and their parameters' optimizer states."""
-    G, D, opt_g, opt_d = twins
+    G, D, opt_g, opt_d, opt_info = twins
     names, pairs = script.names, []
+    if opt_info is not None:  # (its parameters are G's and D's, compared below)
+        pairs.append((opt_info.state_dict()["state"], ends[id(script.opt_info)]["state"],
+                      names["opt_info"]))  # fmt: skip
     for twin, own, opt, their_opt, role in ((G, script.G, opt_g, script.opt_g, "G"),
                                             (D, script.D, opt_d, script.opt_d, "D")):  # fmt: skip
         name = names[role]
@@ -1739,9 +1800,13 @@ def _schedule(code: str):
 
 
 def _step(G, D, opt_g, opt_d, data: Replay, code: str, candidate: Candidate,
-          sources: dict) -> Step:  # fmt: skip
-    """The candidate's Step on the copies, fed by ``sources`` (latent, condition)."""
+          sources: dict, opt_info: torch.optim.Optimizer | None = None) -> Step:  # fmt: skip
+    """The candidate's Step on the copies, fed by ``sources`` (latent, condition); with
+    ``opt_info``, InfoGAN's info step by it, on the fitted terms (``data.info_terms``)."""
     options = _terms(candidate, data)
+    if opt_info is not None:  # the terms made from the very text printed
+        terms = {name: (weight, Printed(text).fn) for name, weight, text in data.info_terms}
+        options.update(info_optimizer=opt_info, info_terms=terms)
     if data.concat is not None:  # one D call on the real and fake rows, in the script's order
         options.update(concat="joint" if data.concat_joint else True, d_order=data.concat)
     elif data.d_order == "fake_first" or _g_between(data, candidate):
@@ -1967,6 +2032,15 @@ def port(rec, report, capture: Capture, names: dict[str, str], *,
     settings, mapped = _settings_changed(rec, script, capture, n)
     if not mapped:
         return Port(None, n, notes=[settings])
+    if script.opt_info is not None:
+        state = torch.random.get_rng_state()
+        try:
+            info = _info_terms(rec, script, capture, data)
+        finally:
+            torch.random.set_rng_state(state)
+        if isinstance(info, str):
+            return Port(None, n, notes=[info])
+        data = replace(data, info_terms=info)
     if precision is not None:  # the script's autocast, as the Step's own in each phase
         data = replace(data, precision=precision[0], autocast_at=precision[1])
     if _forwards_kept(report):
@@ -2610,7 +2684,7 @@ def _fit_terms(script: _Script, capture: Capture, data: Replay, schedule: tuple[
                             1, float("inf"), twins=twins, steps=steps)  # fmt: skip
         except Exception:  # a candidate the script's models refuse: verification says so
             return candidate
-        parted = "" if probe or where else _d_parted(script, capture.history[data.ends[0]],
+        parted = "" if probe or where else _d_parted(script, capture.end_state(data.ends[0]),
                                                      twins, steps)  # fmt: skip
         if parted:
             return replace(candidate, parted=parted)
@@ -2651,6 +2725,93 @@ def _read_weight(weight: float) -> float:
         if numerator and abs(numerator / denominator - weight) <= 1e-4 * weight:
             return numerator / denominator
     return float(f"{weight:.4g}")
+
+
+# InfoGAN's info terms tried, on D's outputs after its first (its Q heads) on the fakes,
+# against G's inputs after its first (labels, codes) of the same shape: cross-entropy to
+# a one-hot input's classes (infogan.py's categorical loss), squared error to any input
+# (its continuous one)
+INFO_TERMS = {
+    "cat": "lambda v: torch.nn.functional.cross_entropy(v.d_fake[{j}], v.fake.z[{i}].argmax(1))",
+    "con": "lambda v: torch.nn.functional.mse_loss(v.d_fake[{j}], v.fake.z[{i}])",
+}
+
+
+def _one_hot(t: Tensor) -> bool:
+    return (t.is_floating_point() and t.dim() == 2 and t.shape[1] > 1
+            and bool(((t == 0) | (t == 1)).all()) and bool((t.sum(1) == 1).all()))  # fmt: skip
+
+
+def _info_terms(rec, script: _Script, capture: Capture,
+                data: Replay) -> tuple[tuple[str, float, str], ...] | str:  # fmt: skip
+    """The info step's terms and weights, read from the script's first one: G and D
+    copied as they were before it, G called on that step's inputs, D on G's output (each
+    with torch's generator as at the script's call), each of :data:`INFO_TERMS` that
+    fits their shapes backpropagated alone into a copy of the info optimizer, whose
+    first moment is linear in the gradient; the weights are the least squares fit of the
+    script's moment (:func:`_read_weight`), kept where above 1e-4 of the largest. Or why
+    they cannot be read."""
+    step = _info_steps(rec)[0]
+    g_calls = [f for f in phase_forwards(rec, step.seq, "G") if f.used and not f.continues]
+    d_calls = [f for f in phase_forwards(rec, step.seq, "D") if f.used and f.fed_by_g]
+    if len(g_calls) != 1 or len(d_calls) != 1:
+        return (f"the info step ({step.where or 'an optimizer over G and D'}) called G "
+                f"{len(g_calls)} and D {len(d_calls)} time(s): the port maps one call of "
+                "each (InfoGAN's)")  # fmt: skip
+    before = sum(st.seq < step.seq for st in rec.opt_steps)
+    states, after = capture.history.get(before), capture.at_step.get(step.seq)
+    theirs = None if after is None else _moments(after[id(script.opt_info)]["state"])
+    if states is None or theirs is None or capture.made_state[id(script.opt_info)]["state"]:
+        return ("the info step's optimizer keeps no first moment after its first step (Adam's, "
+                "SGD's momentum), which its terms' weights are read from: not mapped")  # fmt: skip
+    G = _copy(script.G, states[id(script.G)])
+    D = _copy(script.D, states[id(script.D)])
+    z_args, g_rng = capture.calls[g_calls[0].seq]
+    z = tuple(a for a in z_args if isinstance(a, Tensor))
+    _set_rng(g_rng)
+    fake = G(*z)
+    _set_rng(capture.calls[d_calls[0].seq][1])
+    out = D(fake)
+    if not isinstance(out, tuple | list) or len(out) < 2:
+        return "D returns one output in the info step: no Q head to read its terms from"
+    tried = [(kind, j, i) for j, o in enumerate(out[1:], 1) for i, t in enumerate(z[1:], 1)
+             if t.shape == o.shape for kind in ("cat", "con")
+             if kind == "con" or _one_hot(t)]  # fmt: skip
+    if not tried:
+        return ("no output of D past its first has the shape of one of G's inputs past its "
+                "first: the info step's terms are not mapped")  # fmt: skip
+    view = argparse.Namespace(d_fake=out, fake=argparse.Namespace(z=z))
+    texts = [INFO_TERMS[kind].format(j=j, i=i) for kind, j, i in tried]
+    params = [*G.parameters(), *D.parameters()]
+    grads = [torch.autograd.grad(Printed(text)(view), params, retain_graph=True,
+                                 allow_unused=True) for text in texts]  # fmt: skip
+    moments = []
+    for grad in grads:  # (after every gradient: a step changes the weights the graph saved)
+        opt = _optimizer_like(script.opt_info, capture.made_state[id(script.opt_info)],
+                              script.G, G, (script.D, D))  # fmt: skip
+        for p, g in zip(params, grad, strict=True):
+            p.grad = g
+        opt.step()
+        ours = _moments(opt.state_dict()["state"])  # (a term alone reaches its head only)
+        if ours is None or not ours.keys() <= theirs.keys():
+            return "the info step's gradients reach other parameters than the script's: not mapped"
+        moments.append(torch.cat([ours.get(i, torch.zeros_like(theirs[i])).double().flatten()
+                                  for i in sorted(theirs)]))  # fmt: skip
+    system = torch.stack(moments, dim=1)
+    target = torch.cat([theirs[i].double().flatten() for i in sorted(theirs)]).unsqueeze(1)
+    fit = torch.linalg.lstsq(system, target).solution
+    residual = float((system @ fit - target).norm() / target.norm().clamp_min(1e-30))
+    if residual > 1e-3:
+        tried_text = ", ".join(texts)
+        return (f"the info step's gradient is not a weighted sum of the terms tried "
+                f"({tried_text}; {residual:.2g} of it left): not mapped")  # fmt: skip
+    weights = fit.flatten().tolist()
+    largest = max(weights)
+    kept = [((kind, j), _read_weight(w), text) for (kind, j, _), w, text
+            in zip(tried, weights, texts, strict=True) if w > 0 and w > 1e-4 * largest]  # fmt: skip
+    kinds = [kind for (kind, _), _, _ in kept]
+    return tuple((kind if kinds.count(kind) == 1 else f"{kind}{j}", weight, text)
+                 for (kind, j), weight, text in kept)  # fmt: skip
 
 
 def first_g_moments(rec, capture: Capture, opt_g) -> dict[int, Tensor] | None:
@@ -2988,6 +3149,8 @@ def _code(script: _Script, schedule: tuple[str, bool], candidate: Candidate,
         )
     elif data.styles:
         sources = _styles_line(data, script.namespace)
+    elif data.tuple_latent:
+        sources = _tuple_latent_line(data, "latent")
     else:
         sources = _latent_line(data.zs[0][0][0])
     make = candidate.objective.split("(")[0]
@@ -3068,13 +3231,14 @@ def _code(script: _Script, schedule: tuple[str, bool], candidate: Candidate,
         f"    objective={candidate.objective},  # {candidate.why}\n"
         f"    schedule={code},  # {where}\n"
         f"{sources}"
-        f"{_options(candidate, data, names['G'])}\n"
+        f"{_options(candidate, data, names['G'], names.get('opt_info', 'opt_info'))}\n"
         f")\n"
         f"# then, in place of the script's update, once per {each}: {call}"
     )
 
 
-def _options(candidate: Candidate, data: Replay, g_name: str = "G") -> str:
+def _options(candidate: Candidate, data: Replay, g_name: str = "G",
+             opt_info: str = "opt_info") -> str:  # fmt: skip
     """The Step's lines after its sources: conditions, terms, D's calls, loss scales."""
     more = ""
     if data.image_to_image and candidate.l1 is not None:
@@ -3167,11 +3331,27 @@ def _options(candidate: Candidate, data: Replay, g_name: str = "G") -> str:
         lines = "; ".join(where for _, where in data.clips.values() if where)
         more += (f"\n    before_step={{{hooks}}},  # the script clips the gradients before "
                  f"each step{f' ({lines})' if lines else ''}")  # fmt: skip
+    if data.info_terms:
+        more += _info_lines(data, opt_info)
     if candidate.d_scale != 1.0:
         more += f"\n    d_scale={candidate.d_scale},  # the script scales D's loss by this"
     if candidate.g_scale != 1.0:
         more += f"\n    g_scale={candidate.g_scale},  # the script scales G's loss by this"
     return more
+
+
+def _info_lines(data: Replay, opt_info: str = "opt_info") -> str:
+    """The Step's info step as code: the script's optimizer over G and D, the fitted
+    terms, and the info step's own draws where they are not G's step's."""
+    lines = (f"\n    info_optimizer={opt_info},  # the script's optimizer over G's and D's "
+             "parameters: InfoGAN's info step after each iteration's steps"
+             "\n    info_terms={  # weights as the script's first info gradient says")  # fmt: skip
+    for name, weight, text in data.info_terms:
+        lines += f'\n        "{name}": ({weight!r}, {text}),'
+    lines += "\n    },"
+    if data.tuple_latent and _tuple_draws(data, True)[1] != _tuple_draws(data, False)[1]:
+        lines += "\n" + _tuple_latent_line(data, "info_latent")
+    return lines
 
 
 def _fitted_line(key: str, weight: float) -> str:
@@ -3349,22 +3529,70 @@ def _mixing_wrapper(first: str, then: str) -> str:
     )
 
 
+def _draw(z: Tensor) -> tuple[str, str]:
+    """A draw of ``z``'s rows as code, and its law, read from the values the script drew
+    (with numpy, often): uniform on [0, 1) or [-1, 1), normal (about a mean of its own
+    where the values sit away from 0: infogan.py's code, normal(-1, 1)), or a float
+    one-hot of classes."""
+    shape = ", ".join(str(s) for s in z.shape[1:])
+    if _one_hot(z):
+        k, dtype = z.shape[1], str(z.dtype).removeprefix("torch.")
+        return (f"torch.nn.functional.one_hot(torch.randint(0, {k}, (n,)), {k}).to(torch.{dtype})",
+                f"one-hot labels of {k} classes")  # fmt: skip
+    if not bool((z < 0).any()):  # [0, 1): torch.rand's
+        return f"torch.rand(n, {shape})", "uniform on [0, 1)"
+    if bool((z.abs() <= 1).all()) and z.numel() > 1:  # np.random.uniform(-1, 1)'s
+        return f"torch.rand(n, {shape}) * 2 - 1", "uniform on [-1, 1)"
+    # a mean of its own where it is 5 standard errors from 0 (a batch of 4 draws from
+    # normal(0, 1) often sits 0.4 off), read to the nearest half
+    seen = z.double().flatten()
+    error = float(seen.std() / seen.numel() ** 0.5) if seen.numel() > 1 else float("inf")
+    mean = round(float(seen.mean()) * 2) / 2 if abs(float(seen.mean())) > 5 * error else 0.0
+    if mean == 0:
+        return f"torch.randn(n, {shape})", "normal"
+    shift = f"{'+' if mean > 0 else '-'} {abs(mean):g}"
+    return f"torch.randn(n, {shape}) {shift}", f"normal about {mean:g}"
+
+
+def _seen(z: Tensor) -> str:
+    """The mean and spread of the values the script drew, as the printed comment says."""
+    if z.numel() <= 1:
+        return "one value"
+    return f"mean {float(z.float().mean()):.2f}, std {float(z.float().std()):.2f}"
+
+
 def _latent_line(z: Tensor) -> str:
     """``latent=...`` drawing G's input as the script's looked (its draws were replayed):
     its law read from their range, not the script's draw (numpy's, often), said so."""
     shape = ", ".join(str(s) for s in z.shape[1:])
-    if not bool((z < 0).any()):  # [0, 1): torch.rand's
-        draw, law = f"torch.rand(n, {shape})", "uniform on [0, 1)"
-    elif bool((z.abs() <= 1).all()) and z.numel() > 1:  # np.random.uniform(-1, 1)'s
-        draw, law = f"torch.rand(n, {shape}) * 2 - 1", "uniform on [-1, 1)"
-    else:
-        draw, law = f"torch.randn(n, {shape})", "normal"
-    seen = (f"mean {float(z.float().mean()):.2f}, std {float(z.float().std()):.2f}"
-            if z.numel() > 1 else "one value")  # fmt: skip
+    draw, law = _draw(z)
+    seen = _seen(z)
     return (
         f"    latent=lambda n: {draw},  # G's input: shape (n, {shape}), {z.dtype}, {law} as "
         f"read from the script's z ({seen})"
     )
+
+
+def _tuple_draws(data: Replay, info: bool) -> tuple[list[Tensor], list[tuple[str, str]]]:
+    """Each of G's several inputs over its calls in G's steps (``info``: in the info
+    steps), and its draw as :func:`_draw` reads it."""
+    calls = [z for (z, _), here in zip(data.zs, data.info or [False] * len(data.zs),
+                                       strict=True) if here == info]  # fmt: skip
+    parts = [torch.cat(part) for part in zip(*calls, strict=True)]
+    return parts, [_draw(t) for t in parts]
+
+
+def _tuple_latent_line(data: Replay, name: str) -> str:
+    """``latent=...`` (or ``info_latent=...``) drawing G's several inputs as the script's
+    calls in G's step (in its info steps) looked."""
+    info = name == "info_latent"
+    parts, draws = _tuple_draws(data, info)
+    shown = "; ".join(f"(n, {', '.join(map(str, t.shape[1:]))}) {law} ({_seen(t)})"
+                      for t, (_, law) in zip(parts, draws, strict=True))  # fmt: skip
+    whose = "the info step's own draws" if info else "G's inputs"
+    codes = ", ".join(code for code, _ in draws)
+    return (f"    {name}=lambda n: ({codes}),  # {whose}: {shown}, {parts[0].dtype}, as read "
+            "from the script's")  # fmt: skip
 
 
 def _styles_line(data: Replay, namespace: dict) -> str:
