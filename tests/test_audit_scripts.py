@@ -164,6 +164,15 @@ def test_named_g_and_d_agree_with_the_found_ones(tmp_path):
         ("import torch\nG = torch.nn.Linear(2, 2)\nopt = torch.optim.SGD(G.parameters(), 0.1)\n"
          "for _ in range(3):\n    G(torch.ones(1, 2)).sum().backward()\n    opt.step()\n",
          "could not tell which modules are G and D"),
+        # D stepped by an optimizer over G and D (no InfoGAN's info step: D has none of its own)
+        ("import itertools, torch\nG, D = torch.nn.Linear(2, 2), torch.nn.Linear(2, 1)\n"
+         "opt_g = torch.optim.SGD(G.parameters(), 0.1)\n"
+         "opt = torch.optim.SGD(itertools.chain(G.parameters(), D.parameters()), 0.1)\n"
+         "for _ in range(5):\n    fake = G(torch.ones(1, 2))\n    opt_g.zero_grad()\n"
+         "    D(fake).sum().backward()\n    opt_g.step()\n    opt.zero_grad()\n"
+         "    D(fake.detach()).sum().backward()\n    opt.step()\n",
+         "D took no optimizer step of its own: one optimizer over G's and D's parameters "
+         "together stepped 2 time(s) (broken.py:12: opt.step()) in its place"),
     ],
 )  # fmt: skip
 def test_scripts_that_cannot_be_audited(tmp_path, source, message):

@@ -513,8 +513,11 @@ def _rename(rec: Recorder, roles: dict[str, str]) -> None:
     members = side_members(rec, roles)
     if members:
         read_as_sides(rec, roles, members)
+    # an info step beside G's and D's own steps (one over both in place of D's is no
+    # InfoGAN's: a D step by the wrong optimizer, which the order then lacks)
+    own = {roles.get(s.label) for s in rec.opt_steps}
     joint = {s.label: INFO for s in rec.joint_opt_steps
-             if {roles.get(m) for m in s.modules} == set(MODULES)}  # fmt: skip
+             if {roles.get(m) for m in s.modules} == set(MODULES) <= own}  # fmt: skip
     rec.modules = {k if k in members else new(k): v for k, v in rec.modules.items()}
     rec.owner = {k: new(v) for k, v in rec.owner.items()}
     for f in rec.forwards:
@@ -530,6 +533,24 @@ def _rename(rec: Recorder, roles: dict[str, str]) -> None:
             s.label = joint[s.label]
     if members:
         merge_phases(rec)
+
+
+def _stepped_together(rec: Recorder, roles: dict[str, str]) -> str | None:
+    """Why no iteration was read where G or D took no step of its own, but one optimizer
+    over both did (``opt = Adam(chain(G.parameters(), D.parameters()))`` stepping D's
+    loss); None where that is not so."""
+    together = [s for s in rec.joint_opt_steps if s.label != INFO
+                and {roles.get(m) for m in s.modules} == set(MODULES)]  # fmt: skip
+    alone = [m for m in MODULES if m not in {s.label for s in rec.opt_steps}]
+    if not together or not alone:
+        return None
+    where = f" ({together[0].where})" if together[0].where else ""
+    return (
+        f"{' and '.join(alone)} took no optimizer step of its own: one optimizer over G's "
+        f"and D's parameters together stepped {len(together)} time(s){where} in its "
+        "place. The audit reads an update from G's and D's own steps (an optimizer over "
+        "both beside them is InfoGAN's info step): give each its own optimizer"
+    )
 
 
 def _assign_iterations(rec: Recorder, crashed: bool) -> int:
@@ -975,6 +996,8 @@ def _report(rec: ScriptRecorder, path: Path, script, G, D, error) -> Report:
     names, members = _names(rec), side_members(rec, roles)
     _rename(rec, roles)
     done = _assign_iterations(rec, error is not None)
+    if done == 0 and (both := _stepped_together(rec, roles)):
+        raise AuditError(both)
     if done == 0:
         raise AuditError(
             f"{script} ran no complete iteration of G and D steps{_ended(rec)}: nothing to "
