@@ -1202,14 +1202,16 @@ def test_lynnhos_wgan_gp_ports_to_its_interpolation(tmp_path):
     assert "G, D, G_optimizer, D_optimizer," in code
 
 
-def beside_pytorch_gans_names(code: str, G: torch.nn.Module, D: torch.nn.Module) -> dict:
+def beside_pytorch_gans_names(code: str, G: torch.nn.Module, D: torch.nn.Module,
+                              **more: object) -> dict:  # fmt: skip
     """The names a PyTorch-GAN script's printed Step runs among (its ``generator``,
-    ``discriminator`` and their Adams, infogan.py's ``optimizer_info`` over both),
-    stand-ins ``G`` and ``D``, after the code ran."""
+    ``discriminator`` and their Adams, infogan.py's ``optimizer_info`` over both, and
+    ``more``), stand-ins ``G`` and ``D``, after the code ran."""
     names = {"torch": torch, "generator": G, "discriminator": D,
              "optimizer_G": torch.optim.Adam(G.parameters()),
              "optimizer_D": torch.optim.Adam(D.parameters()),
-             "optimizer_info": torch.optim.Adam([*G.parameters(), *D.parameters()])}  # fmt: skip
+             "optimizer_info": torch.optim.Adam([*G.parameters(), *D.parameters()]),
+             **more}  # fmt: skip
     exec(code, names)  # noqa: S102 - the code the port printed
     return names
 
@@ -1326,6 +1328,51 @@ def test_infogans_info_terms_are_read_not_assumed(tmp_path, change):
         (note,) = port["notes"]
         assert note.startswith("the info step's gradient is not a weighted sum of the terms "
                                "tried (lambda v: torch.nn.functional.cross_entropy(")  # fmt: skip
+
+
+SR_CONTENT = ('"content": (1.0, lambda v: torch.nn.functional.l1_loss(feature_extractor('
+              "v.fake.x), feature_extractor(v.real.x).detach())),")  # fmt: skip
+
+
+def test_pytorch_gans_srgan_ports_with_its_content_loss_and_its_low_resolution_batches(
+        tmp_path):  # fmt: skip
+    """srgan.py: G given each dict batch's "lr" (copied into a tensor made once), D its
+    "hr"; G's loss a content loss (L1 of a feature network no optimizer trains, on the
+    fakes and on the real batch) plus 1e-3 MSE. G's input is read as data beside the
+    real batch, not a draw (latent=None, the pairs given to the Step); the content term
+    and the adversarial loss's scale from the script's first G gradient: LSGAN() with
+    g_scale=0.002, as docs/loops.md's SRGAN Step; 0 apart in float32 and float64, and
+    the printed code runs beside the script's names."""
+    proc, port = ported(tmp_path, "pytorch_gan_srgan", flag=("--verify", 3))
+    assert port["max_difference"] == 0 and port["float64_difference"] == 0, port["notes"]
+    code = port["code"]
+    assert "objective=LSGAN()," in code and "schedule=simultaneous()," in code
+    assert ("    latent=None,  # G's one input is each DataLoader batch's [\"lr\"], beside the "
+            'real batch at ["hr"]: no z\n    condition="real",') in code  # fmt: skip
+    assert "d_conditional=False," in code and 'd_forwards="loop",' in code
+    assert f"        {SR_CONTENT}  # feature_extractor's features" in code
+    assert "    g_scale=0.002,  # the script scales G's loss by this" in code
+    assert code.endswith('once per iteration: step((batch["hr"], batch["lr"]))')
+    G = torch.nn.Sequential(torch.nn.Upsample(scale_factor=4), torch.nn.Conv2d(1, 1, 3, 1, 1))
+    D = torch.nn.Conv2d(1, 1, 3, 2, 1)
+    features = torch.nn.Conv2d(1, 2, 3, 1, 1)
+    step = beside_pytorch_gans_names(code, G, D, feature_extractor=features)["step"]
+    logs = step((torch.rand(2, 1, 16, 16), torch.rand(2, 1, 4, 4)))
+    assert logs["content"] > 0
+
+
+@pytest.mark.parametrize(("change", "shown"), [
+    (("1e-3 * loss_GAN", "5e-3 * loss_GAN"), "    g_scale=0.01,"),
+    (("criterion_content = torch.nn.L1Loss()", "criterion_content = torch.nn.MSELoss()"),
+     '"content_mse": (1.0, lambda v: torch.nn.functional.mse_loss(feature_extractor('),
+])  # fmt: skip
+def test_srgans_adversarial_scale_and_content_loss_are_read_not_assumed(tmp_path, change,
+                                                                        shown):  # fmt: skip
+    source = (SCRIPTS / "pytorch_gan_srgan.py").read_text()
+    assert change[0] in source
+    port = port_of_source(tmp_path, "srgan", source.replace(*change))
+    assert_verified(port)
+    assert shown in port["code"]
 
 
 def test_pytorch_gans_dragan_is_told_its_d_learns_from_its_penalty_alone(tmp_path):

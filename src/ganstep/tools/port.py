@@ -124,8 +124,10 @@ class Capture:
     # after the step that made len(opt_steps) so: every module's and optimizer's state
     history: dict[int, dict[int, dict]] = field(default_factory=dict)
     # the tensors of each batch the script's DataLoaders gave it (the real labels of a D
-    # that does not take them: ACGAN's classifier loss reads them)
+    # that does not take them: ACGAN's classifier loss reads them), and each one's place
+    # in its batch as code: '["hr"]' in a dict, "[1]" in a tuple
     batches: list[tuple[Tensor, ...]] = field(default_factory=list)
+    batch_places: list[tuple[str, ...]] = field(default_factory=list)
     # the script's number globals before each optimizer step (by the steps taken before
     # it) and where its run ended: state it keeps beside its models (BEGAN's k)
     numbers: dict[int, dict[str, float]] = field(default_factory=dict)
@@ -185,10 +187,16 @@ class Capture:
             self.arguments[seq] = (template, _plain(value), state)
 
     def batch_given(self, batch: object) -> None:
-        if isinstance(batch, (tuple, list)) and len(self.batches) < MAX_BATCHES:
-            kept = tuple(_plain(t) for t in batch if isinstance(t, Tensor))
-            if len(kept) > 1:
-                self.batches.append(kept)
+        if isinstance(batch, dict):  # (SRGAN's dataset: {"lr": ..., "hr": ...})
+            items = [(f"[{json.dumps(k)}]", v) for k, v in batch.items() if isinstance(k, str)]
+        elif isinstance(batch, (tuple, list)):
+            items = [(f"[{i}]", v) for i, v in enumerate(batch)]
+        else:
+            return
+        items = [(place, _plain(t)) for place, t in items if isinstance(t, Tensor)]
+        if len(items) > 1 and len(self.batches) < MAX_BATCHES:
+            self.batches.append(tuple(t for _, t in items))
+            self.batch_places.append(tuple(place for place, _ in items))
 
     def before_step(self, steps: int, namespace: dict | None) -> None:
         if namespace is not None and steps not in self.numbers:
@@ -786,10 +794,19 @@ class Replay:
     # each iteration's real batch (MelGAN's ``fft(x_t)``): its name; the real batches are
     # then (x, that input), read as image_to_image's pairs with D called D(x) alone
     g_from_real: str | None = None
+    # G's one input came in each DataLoader batch beside D's real batch (SRGAN's
+    # imgs["lr"] beside imgs["hr"]): the two places in the batch, as code; the real
+    # batches are then (x, G's input), as with ``g_from_real``
+    g_given: tuple[str, str] | None = None
     # the script's loss modules of frozen parameters that G's loss called on (G's output,
     # the real target) in each iteration (pix2pixHD's VGGLoss): each one's printed name,
     # the module and its state when first called (_loss_modules)
     loss_modules: tuple[tuple[str, nn.Module, dict], ...] = ()
+    # the script's modules no optimizer trains that G's loss called on G's output and
+    # on the real target apart, one tensor each (SRGAN's feature_extractor: a content
+    # loss between their features): each one's printed name, the module and its state
+    # when first called (_feature_modules)
+    feature_modules: tuple[tuple[str, nn.Module, dict], ...] = ()
     # whose optimizer ("G", "D" or another label) took each of the script's steps, in
     # order: the step taken as the k-th is Capture.history's key k
     stepped: list[str] = field(default_factory=list)
@@ -1921,10 +1938,26 @@ def feature_matching(v):  # L1 of D's features on the fakes to those on the real
 """
 
 
+# a fitted G term's key for a feature network's content loss: CONTENT, then its loss
+# ("l1" or "mse", torch.nn.functional's l1_loss and mse_loss on the features of the fakes
+# and of the real target, the latter detached), then the network's printed name
+CONTENT = "content:"
+CONTENT_LOSSES = {"l1": "l1_loss", "mse": "mse_loss"}
+
+
+def _content_text(key: str) -> str:
+    """A content term's function as the port prints it (its key: see CONTENT)."""
+    kind, name = key.removeprefix(CONTENT).split(":", 1)
+    return (f"lambda v: torch.nn.functional.{CONTENT_LOSSES[kind]}({name}(v.fake.x), "
+            f"{name}(v.real.x).detach())")  # fmt: skip
+
+
 def _term_name(key: str) -> str:
     """A fitted G term's name in the Step's ``g_terms`` (a loss module's: its attribute)."""
     if key in (FEATURES, FEATURES_D_STEP):
         return FEATURES
+    if key.startswith(CONTENT):
+        return "content" if key.startswith(f"{CONTENT}l1:") else "content_mse"
     return key.rsplit(".", 1)[-1] if key != "l1" else key
 
 
@@ -1942,6 +1975,10 @@ def _fitted_term(key: str, data: Replay) -> Callable:
         return _l1
     if key in (FEATURES, FEATURES_D_STEP):
         return Printed(_feature_matching(key)).fn
+    if key.startswith(CONTENT):  # the printed function, run on a copy of the network
+        name = key.split(":", 2)[2]
+        _, module, state = next(m for m in data.feature_modules if m[0] == name)
+        return eval(_content_text(key), {"torch": torch, name: _copy(module, state)})  # noqa: S307
     _, module, state = next(m for m in data.loss_modules if m[0] == key)
     twin = _copy(module, state)
     return lambda view: twin(view.fake.x, view.real.x)
@@ -2051,13 +2088,16 @@ def port(rec, report, capture: Capture, names: dict[str, str], *,
     state = torch.random.get_rng_state()
     try:
         made = _g_input_made(script, capture, data, n)
-        if made is not None:  # the real batches as (x, G's input), D called D(x)
-            reals = [[(x, g_in)] for [x], ((g_in,), _) in zip(data.reals, data.zs, strict=True)]
+        given = _g_input_given(capture, data, n) if made is None else None
+        if made is not None or given is not None:  # the real batches as (x, G's input),
+            reals = [[(x, g_in)] for [x], ((g_in,), _)  # D called D(x)
+                     in zip(data.reals, data.zs, strict=True)]  # fmt: skip
             data = replace(data, reals=reals, image_to_image=True, d_conditional=False,
-                           g_from_real=made)  # fmt: skip
+                           g_from_real=made, g_given=given)  # fmt: skip
         if _scale_lists(_d_output(script, capture, data)):  # (D may draw: within the try)
             data = replace(data, d_scales=True, real_in_g_step=_real_in_g_step(rec, n))
-        data = replace(data, loss_modules=_loss_modules(rec, capture, n, names, data))
+        data = replace(data, loss_modules=_loss_modules(rec, capture, n, names, data),
+                       feature_modules=_feature_modules(rec, capture, n, names, data))  # fmt: skip
         tried, unread = ([only], None) if only is not None else _tried(
             script, capture, data, report, first_g_moments(rec, capture, script.opt_g))  # fmt: skip
         if isinstance(tried, str):
@@ -2115,6 +2155,30 @@ def _g_input_made(script: _Script, capture: Capture, data: Replay,
     return None
 
 
+def _g_input_given(capture: Capture, data: Replay, iterations: int) -> tuple[str, str] | None:
+    """Where G's one input sat in each iteration's DataLoader batch beside D's one real
+    batch (SRGAN's ``imgs["lr"]`` beside ``imgs["hr"]``, the values copied or cast by the
+    script): (the real batch's place, G's input's place), the same in every iteration;
+    else None. G's input is then data, not a draw."""
+    one_batch = all(len(it) == 1 and isinstance(it[0], Tensor) for it in data.reals)
+    if data.image_to_image or data.conditional or len(data.zs) != iterations or not one_batch:
+        return None
+
+    def place(t: Tensor, batch: tuple[Tensor, ...], places: tuple[str, ...]) -> str | None:
+        return next((p for u, p in zip(batch, places, strict=True) if u.shape == t.shape
+                     and torch.equal(u.to(t.device, t.dtype), t)), None)  # fmt: skip
+
+    found = set()
+    for [x], ((g_in,), _) in zip(data.reals, data.zs, strict=True):
+        both = [(place(x, b, p), place(g_in, b, p))
+                for b, p in zip(capture.batches, capture.batch_places, strict=True)]  # fmt: skip
+        both = [pair for pair in both if None not in pair and pair[0] != pair[1]]
+        if not both:
+            return None
+        found.add(both[0])
+    return found.pop() if len(found) == 1 else None
+
+
 def _real_in_g_step(rec, iterations: int) -> bool:
     """Whether every iteration forwarded D on data (not G's output) between D's last
     step before G's and G's step (HiFi-GAN's ``mpd(y, y_g_hat)``; MelGAN's G reads the
@@ -2160,6 +2224,40 @@ def _loss_modules(rec, capture: Capture, iterations: int, names: dict[str, str],
     return tuple((names[label], rec.modules[label], capture.first_state[id(rec.modules[label])])
                  for label, its in seen.items()
                  if len(its) == iterations and label in names)  # fmt: skip
+
+
+def _feature_modules(rec, capture: Capture, iterations: int, names: dict[str, str],
+                     data: Replay) -> tuple[tuple[str, nn.Module, dict], ...]:  # fmt: skip
+    """The script's modules that no optimizer of its trains which its update called, in
+    every iteration of an image-to-image update, on G's output (a call a step's gradient
+    went through) and on the real target, one tensor each (SRGAN's
+    ``feature_extractor(gen_hr)`` and ``feature_extractor(imgs_hr)``, whose features its
+    content loss compares): each one's name, the module and its state when first
+    called."""
+    if not data.image_to_image:
+        return ()
+    trained = {id(p) for opt in rec.optimizers for group in opt.param_groups
+               for p in group["params"]}  # fmt: skip
+    on_fake: dict[str, set[int]] = {}
+    on_real: dict[str, set[int]] = {}
+    for f in rec.forwards:
+        module = rec.modules.get(f.label)
+        if (f.label in ("G", "D") or module is None or f.iteration >= iterations or f.changed
+                or f.seq not in capture.calls or f.continues):  # fmt: skip
+            continue
+        given = _call_tensors(capture, f.seq)
+        params = list(module.parameters())
+        if len(given) != 1 or not params or any(id(p) in trained for p in params):
+            continue
+        targets = [r[0] for r in data.reals[f.iteration] if isinstance(r, tuple)]
+        if f.fed_by_g and f.used:
+            on_fake.setdefault(f.label, set()).add(f.iteration)
+        elif any(_same(given[0], t) for t in targets):
+            on_real.setdefault(f.label, set()).add(f.iteration)
+    every = set(range(iterations))
+    return tuple((names[label], rec.modules[label], capture.first_state[id(rec.modules[label])])
+                 for label, its in on_fake.items()
+                 if its == on_real.get(label) == every and label in names)  # fmt: skip
 
 
 def _g_forwards(rec, iterations: int) -> tuple[str, ...] | None:
@@ -2597,7 +2695,8 @@ def _tried(script: _Script, capture: Capture, data: Replay, report,
             and not ends_in_sigmoid(d_out)):  # fmt: skip
         found += plain_g_candidates()  # G's loss replaced: a relativistic D's, G's plain
     # G's terms read from its gradient where D has scales or G's loss took loss modules
-    fitted = _fit_keys(data, whole) if data.d_scales or data.loss_modules else None
+    fitted = (_fit_keys(data, whole) if data.d_scales or data.loss_modules
+              or data.feature_modules else None)  # fmt: skip
     if data.image_to_image and fitted is None:  # G's L1 to the target, at the weights
         found = [replace(c, l1=w) for c in found for w in (100.0, 10.0, 1.0)]  # scripts use
     if not isinstance(whole, Tensor) and unmapped is None and not data.d_scales:
@@ -2637,6 +2736,8 @@ def _tried(script: _Script, capture: Capture, data: Replay, report,
                     "(Adam's, SGD's momentum) from a first step: not mapped"), None  # fmt: skip
         tried = [(s, _fit_terms(script, capture, data, s, c, _keys_for(fitted, s[0], data),
                                 g_moments)) for s, c in tried]  # fmt: skip
+        # (two scales of one objective fitted to one: tried once)
+        tried = [t for i, t in enumerate(tried) if t not in tried[:i]]
     return tried, unmapped
 
 
@@ -2659,7 +2760,9 @@ def _fit_keys(data: Replay, whole: object) -> list[str]:
     keys = ["l1"] if data.image_to_image else []
     if data.d_scales and any(whole[1]):
         keys.append(FEATURES)
-    return keys + [name for name, _, _ in data.loss_modules]
+    return (keys + [name for name, _, _ in data.loss_modules]
+            + [f"{CONTENT}{kind}:{name}" for name, _, _ in data.feature_modules
+               for kind in CONTENT_LOSSES])  # fmt: skip
 
 
 def _fit_terms(script: _Script, capture: Capture, data: Replay, schedule: tuple[str, bool],
@@ -2693,13 +2796,36 @@ def _fit_terms(script: _Script, capture: Capture, data: Replay, schedule: tuple[
             return candidate
         moments.append(torch.cat([ours[i].double().flatten() for i in sorted(theirs)]))
     base = moments[0]
-    system = torch.stack([m - base for m in moments[1:]], dim=1)
-    target = torch.cat([theirs[i].double().flatten() for i in sorted(theirs)]) - base
-    fit = torch.linalg.lstsq(system, target.unsqueeze(1)).solution.flatten().tolist()
+    terms = [m - base for m in moments[1:]]
+    whole = torch.cat([theirs[i].double().flatten() for i in sorted(theirs)])
+    fit = _least_squares(terms, whole - base)
+    g_scale = candidate.g_scale
+    if _left(terms, fit, whole - base, whole) > SCALE_REFIT:  # G's adversarial loss at
+        scaled = _least_squares([base, *terms], whole)  # another scale: read it too
+        if scaled[0] > 0 and _left([base, *terms], scaled, whole, whole) <= SCALE_REFIT:
+            g_scale, fit = _read_weight(candidate.g_scale * scaled[0]), scaled[1:]
     largest = max(fit)
     weights = tuple((key, _read_weight(w)) for key, w in zip(keys, fit, strict=True)
                     if w > 0 and w > 1e-4 * largest)  # fmt: skip
-    return replace(candidate, g_fit=weights)
+    return replace(candidate, g_fit=weights, g_scale=g_scale)
+
+
+# the share of the script's first G moment a fit of G's terms may leave (float32's
+# rounding leaves about 1e-7): past it at the candidate's own g_scale, G's adversarial
+# loss is read at a scale of its own too (SRGAN's 1e-3 beside its content loss)
+SCALE_REFIT = 1e-3
+
+
+def _least_squares(columns: list[Tensor], target: Tensor) -> list[float]:
+    """The weights of ``columns`` whose sum is nearest ``target``."""
+    system = torch.stack(columns, dim=1)
+    return torch.linalg.lstsq(system, target.unsqueeze(1)).solution.flatten().tolist()
+
+
+def _left(columns: list[Tensor], weights: list[float], target: Tensor, whole: Tensor) -> float:
+    """What a fit leaves of ``target``, as a share of ``whole``'s norm."""
+    fitted = sum((w * c for w, c in zip(weights, columns, strict=True)), torch.zeros_like(target))
+    return float((fitted - target).norm() / whole.norm().clamp_min(1e-30))
 
 
 def _d_parted(script: _Script, ends: dict, twins: list, steps: list[str]) -> str:
@@ -3135,7 +3261,15 @@ def _code(script: _Script, schedule: tuple[str, bool], candidate: Candidate,
           data: Replay) -> str:  # fmt: skip
     """The Step as code a person pastes into the script, a comment per choice (the
     draws described from what the script drew: its own draws were replayed)."""
-    if data.g_from_real is not None:
+    if data.g_given is not None:
+        real, g_in = data.g_given
+        sources = (
+            f"    latent=None,  # G's one input is each DataLoader batch's {g_in}, beside the "
+            f"real batch at {real}: no z\n"
+            '    condition="real",  # each fake made from its real batch\'s input\n'
+            "    d_conditional=False,  # D is called D(x): G alone takes it"
+        )
+    elif data.g_from_real is not None:
         sources = (
             f"    latent=None,  # G's one input is {data.g_from_real}(real_batch), as the "
             "script makes it: no z\n"
@@ -3176,6 +3310,8 @@ def _code(script: _Script, schedule: tuple[str, bool], candidate: Candidate,
         batch = "(target_batch, source_batch)"
     if data.g_from_real is not None:
         batch = f"(real_batch, {data.g_from_real}(real_batch))"
+    if data.g_given is not None:
+        batch = "(batch{}, batch{})".format(*data.g_given)
     call, k = f"step({batch})", _schedule(code).real_batches
     if _one_batch_for_d_steps(data, per_batch, k):
         call = f"step([{batch}] * {k})  (the script's one real batch for each of its {k} D steps)"
@@ -3362,6 +3498,10 @@ def _fitted_line(key: str, weight: float) -> str:
                 "  # G's L1 to the target")  # fmt: skip
     if name == FEATURES:
         return f'"{name}": ({shown}, feature_matching),  # D\'s features, fakes vs real ones'
+    if key.startswith(CONTENT):
+        network = key.split(":", 2)[2]
+        return (f'"{name}": ({shown}, {_content_text(key)}),  # {network}\'s features, fakes '
+                "vs the real batch's")  # fmt: skip
     return f'"{name}": ({shown}, lambda v: {key}(v.fake.x, v.real.x)),  # a frozen loss module'
 
 
