@@ -1344,6 +1344,11 @@ def test_pytorch_gans_srgan_ports_with_its_content_loss_and_its_low_resolution_b
     g_scale=0.002, as docs/loops.md's SRGAN Step; 0 apart in float32 and float64, and
     the printed code runs beside the script's names."""
     proc, port = ported(tmp_path, "pytorch_gan_srgan", flag=("--verify", 3))
+    r = json.loads((tmp_path / "pytorch_gan_srgan.json").read_text())
+    # its VGG's weights require grad and no optimizer holds them: their gradients, waste
+    (features,) = [h for h in r["hazards"] if h.startswith("feature_extractor's weight")]
+    assert ("computed in G's step and no optimizer steps them (3 time(s), " in features
+            and "(feature_extractor.requires_grad_(False))" in features)  # fmt: skip
     assert port["max_difference"] == 0 and port["float64_difference"] == 0, port["notes"]
     code = port["code"]
     assert "objective=LSGAN()," in code and "schedule=simultaneous()," in code
@@ -1365,14 +1370,20 @@ def test_pytorch_gans_srgan_ports_with_its_content_loss_and_its_low_resolution_b
     (("1e-3 * loss_GAN", "5e-3 * loss_GAN"), "    g_scale=0.01,"),
     (("criterion_content = torch.nn.L1Loss()", "criterion_content = torch.nn.MSELoss()"),
      '"content_mse": (1.0, lambda v: torch.nn.functional.mse_loss(feature_extractor('),
+    (("feature_extractor = FeatureExtractor()",
+      "feature_extractor = FeatureExtractor().requires_grad_(False)"), SR_CONTENT),
 ])  # fmt: skip
 def test_srgans_adversarial_scale_and_content_loss_are_read_not_assumed(tmp_path, change,
                                                                         shown):  # fmt: skip
+    """Its G loss's scale and its content loss are read from its gradient; its feature
+    network frozen, the same Step, and no gradient of it wasted."""
     source = (SCRIPTS / "pytorch_gan_srgan.py").read_text()
     assert change[0] in source
     port = port_of_source(tmp_path, "srgan", source.replace(*change))
     assert_verified(port)
     assert shown in port["code"]
+    hazards = json.loads((tmp_path / "srgan.json").read_text())["hazards"]
+    assert any("feature_extractor" in h for h in hazards) != ("requires_grad_" in change[1])
 
 
 def test_pytorch_gans_dragan_is_told_its_d_learns_from_its_penalty_alone(tmp_path):

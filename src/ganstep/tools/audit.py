@@ -548,6 +548,9 @@ class Recorder:
         self.made_by: dict[int, _Forward] = {}  # output storage address -> its forward
         self.alive: list[Tensor] = []  # inputs and outputs kept so addresses are not reused
         self.counter = TotalFlops()
+        # a readable name of each module's label beyond G and D (a script's name for it:
+        # feature_extractor), for what the report says of it
+        self.names: dict[str, str] = {}
         # Count FLOPs only inside module calls and backward calls (a script's recorder):
         # a dispatch mode active around the whole script gives every tensor a Python
         # object, and a tensor subclass made from one then fails (BigGAN's Distribution).
@@ -1055,6 +1058,8 @@ class _Analysis:
         hazards: list[str] = []
         wasted = 0
         unstepped: dict[tuple[str, str, bool], dict[tuple, int]] = {}
+        untrained: dict[tuple[str, str], dict[tuple, int]] = {}  # (module, phase): costs
+        stepping = {s.label for s in [*self.rec.opt_steps, *self.rec.joint_opt_steps]}
         held = {m: self.rec.pending(m) for m in MODULES} if self.error is not None else {}
         for b in self.backwards:
             for m in sorted(b.produced - b.used_by):
@@ -1074,6 +1079,10 @@ class _Analysis:
                         calls = unstepped.setdefault((m, other, not head.input_grad, graded),
                                                      {})  # fmt: skip
                         calls[b.index, id(head)] = calls.get((b.index, id(head)), 0) + cost
+                    elif m not in MODULES and m not in stepping and b.used_by & set(MODULES):
+                        phase = min(b.used_by & set(MODULES))  # a module no optimizer steps
+                        calls = untrained.setdefault((m, phase), {})
+                        calls[b.index, id(f.head)] = calls.get((b.index, id(f.head)), 0) + cost
         for (m, other, whole, graded), calls in unstepped.items():
             costs = list(calls.values())
             text = f"({len(costs)} time(s), {_gflop(self.per(sum(costs)))} per iteration wasted)"
@@ -1092,6 +1101,15 @@ class _Analysis:
                     f"stepped {text}: switch {m}'s parameters off (requires_grad_(False)) "
                     f"during {other}'s step."
                 )
+        for (m, phase), calls in untrained.items():
+            name = self.rec.names.get(m, m.removeprefix("other:"))
+            costs = list(calls.values())
+            hazards.append(
+                f"{name}'s weight gradients were computed in {phase}'s step and no optimizer "
+                f"steps them ({len(costs)} time(s), {_gflop(self.per(sum(costs)))} per "
+                f"iteration wasted): switch its parameters off ({name}.requires_grad_(False)); "
+                f"{phase}'s gradient passes through it all the same."
+            )
         recomputed: dict[str, dict[int, int]] = {}
         for f in self.forwards:
             if f.recomputed:

@@ -995,6 +995,7 @@ def _report(rec: ScriptRecorder, path: Path, script, G, D, error) -> Report:
         raise AuditError(f"{script}: {e}{_ended(rec)}") from None
     names, members = _names(rec), side_members(rec, roles)
     _rename(rec, roles)
+    rec.names = {f"other:{label}": name for label, name in names.items() if label not in roles}
     done = _assign_iterations(rec, error is not None)
     if done == 0 and (both := _stepped_together(rec, roles)):
         raise AuditError(both)
