@@ -24,6 +24,7 @@ from ganstep.tools.port import (
     Replay,
     _condition_line,
     _d_parted,
+    _draw,
     _latent_line,
     _lazy_form,
     _mixing_probability,
@@ -387,7 +388,11 @@ def test_candidates_part_at_their_first_step_apart_and_would_at_their_iterations
     ("draw", "code", "law"),
     [(lambda: torch.rand(64, 8), "torch.rand(n, 8)", "uniform on [0, 1)"),
      (lambda: torch.rand(64, 8) * 2 - 1, "torch.rand(n, 8) * 2 - 1", "uniform on [-1, 1)"),
-     (lambda: torch.randn(64, 8), "torch.randn(n, 8)", "normal")],
+     (lambda: torch.randn(64, 8), "torch.randn(n, 8)", "normal"),
+     # infogan.py's info code, np.random.normal(-1, 1): about a mean of its own
+     (lambda: torch.randn(64, 8) - 1, "torch.randn(n, 8) - 1", "normal about -1"),
+     # a batch of 4 from normal(0, 1) may sit 0.4 off 0: not 5 standard errors
+     (lambda: torch.randn(4, 8) * 0.9 + 0.4, "torch.randn(n, 8)", "normal")],
 )  # fmt: skip
 def test_the_printed_latent_says_its_law_was_read_from_the_scripts_z(draw, code, law):
     """The port sees the script's z, not how it drew them (numpy's np.random.normal in
@@ -400,3 +405,9 @@ def test_the_printed_latent_says_its_law_was_read_from_the_scripts_z(draw, code,
     labels = _condition_line(torch.tensor([0, 3, 1, 2]))
     assert labels.endswith("# G's second input: labels from 0 to 3 (those the script drew), "
                            "torch.int64")  # fmt: skip
+    maps = torch.nn.functional.one_hot(torch.tensor([0, 2, 1]), 3).float().reshape(3, 3, 1, 1)
+    assert "one-hot labels of 3 classes (0 to 2 seen" in _condition_line(maps)
+    # one of G's several inputs (infogan.py's labels), a one-hot of floats
+    assert _draw(torch.nn.functional.one_hot(torch.tensor([0, 3, 1]), 4).double()) == (
+        "torch.nn.functional.one_hot(torch.randint(0, 4, (n,)), 4).to(torch.float64)",
+        "one-hot labels of 4 classes")  # fmt: skip

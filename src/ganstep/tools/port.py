@@ -1754,10 +1754,10 @@ def _padded(t: Tensor, rows: int) -> Tensor:
 
 def _gap(script: _Script, ends: dict, twins: tuple,
          ignore: frozenset[str] = frozenset()) -> tuple[float, str]:  # fmt: skip
-    """The largest difference of the copies ``twins`` (G, D, their optimizers and the info
-    step's, or None) from
-    the script's states ``ends`` (at an iteration's end), and where; the module entries
-    ``ignore`` names (``name.key``) left out, and their parameters' optimizer states."""
+    """The largest difference of the copies ``twins`` (G, D, their optimizers, and the info
+    step's optimizer or None) from the script's states ``ends`` (at an iteration's end),
+    and where; the module entries ``ignore`` names (``name.key``) left out, and their
+    parameters' optimizer states."""
     G, D, opt_g, opt_d, opt_info = twins
     names, pairs = script.names, []
     if opt_info is not None:  # (its parameters are G's and D's, compared below)
@@ -2864,6 +2864,7 @@ INFO_TERMS = {
 
 
 def _one_hot(t: Tensor) -> bool:
+    """Rows of 0s and one 1 in floats: a class one-hot, as G is given one."""
     return (t.is_floating_point() and t.dim() == 2 and t.shape[1] > 1
             and bool(((t == 0) | (t == 1)).all()) and bool((t.sum(1) == 1).all()))  # fmt: skip
 
@@ -3779,9 +3780,8 @@ def _condition_line(c: Tensor) -> str:
         )
     shape = ", ".join(str(s) for s in c.shape[1:])
     k = c.shape[1] if c.dim() >= 2 else 0
-    one_hot = (k > 1 and c.numel() == c.shape[0] * k and bool(((c == 0) | (c == 1)).all())
-               and bool((c.reshape(c.shape[0], k).sum(1) == 1).all()))  # fmt: skip
-    if one_hot:  # a class one-hot, as G's input (n, k) or an image's (n, k, 1, 1)
+    # a class one-hot, as G's input (n, k) or an image's (n, k, 1, 1)
+    if k > 1 and c.numel() == c.shape[0] * k and _one_hot(c.reshape(c.shape[0], k)):
         labels = c.reshape(c.shape[0], k).argmax(1)
         low, high = int(labels.min()), int(labels.max())
         dtype = str(c.dtype).removeprefix("torch.")
