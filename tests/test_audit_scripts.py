@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from helpers import ganstep
+from helpers import ganstep, seeded_ganstep
 from test_audit import SCRIPT_HEAD
 
 SCRIPTS = Path(__file__).parent / "audit_scripts"
@@ -1386,6 +1386,58 @@ def test_srgans_adversarial_scale_and_content_loss_are_read_not_assumed(tmp_path
     assert any("feature_extractor" in h for h in hazards) != ("requires_grad_" in change[1])
 
 
+def seeded_port(tmp_path: Path, seed: int, script: Path, *flag: object) -> dict:
+    """The port of ``script`` (``flag``: the audit's flags, then ``--`` and the script's),
+    every generator seeded ``seed`` first: its own draws (its data) the same each run."""
+    out = tmp_path / f"{script.stem}.json"
+    seeded_ganstep(seed, "audit", script, "--json", out, *flag, cache=tmp_path, cwd=tmp_path)
+    return json.loads(out.read_text())["port"]
+
+
+def test_pytorch_gans_esrgan_ports_past_its_warm_up_to_a_per_location_rasgan(tmp_path):
+    """esrgan.py past its warm-up (--warmup_batches 0): G's loss the content loss, 5e-3
+    times RaSGAN's two terms with each batch's mean at each location of D's map, and 1e-2
+    times the pixel L1; D's real map read without a graph in G's step first. With its D's
+    convolution before BatchNorm and its last one made bias-free (docs/loops.md#esrgan:
+    their biases' gradients are float32's rounding alone), the Step is printed, equal in
+    float32: RaSGAN(per_location=True), read at g_scale 0.005 with its terms from G's
+    first gradient, g_forwards=("real", "fake"). (Seeded: on some random data its
+    one-term G loss, RaSGAN(g_real_term=False, ...), equals it too over 2 iterations, and
+    the port says so, printing neither.)"""
+    source = (SCRIPTS / "pytorch_gan_esrgan.py").read_text()
+    convs = ("nn.Conv2d(4, 4, 3, 2, 1)", "nn.Conv2d(4, 1, 3, 1, 1)")  # before BN, the last
+    assert all(source.count(f"{conv},") == 1 for conv in convs)
+    for conv in convs:
+        source = source.replace(f"{conv},", f"{conv[:-1]}, bias=False),")
+    (tmp_path / "esrgan.py").write_text(source)
+    port = seeded_port(tmp_path, 0, tmp_path / "esrgan.py", "--port", "--", "--warmup_batches", 0)
+    assert port["max_difference"] <= 1e-5, port["notes"]  # (the port's float32 tolerance)
+    code = port["code"]
+    assert "    objective=RaSGAN(per_location=True),  # relativistic losses" in code
+    assert '"l1": (0.01, lambda v: torch.nn.functional.l1_loss(v.fake.x, v.real.x)),' in code
+    assert f"        {SR_CONTENT}  # feature_extractor's features" in code
+    assert "    g_scale=0.005,  # the script scales G's loss by this" in code
+    assert ('    g_forwards=("real", "fake"),  # D forwarded in G\'s step as the script does\n'
+            in code)  # fmt: skip
+    assert code.endswith('once per iteration: step((batch["hr"], batch["lr"]))')
+
+
+def test_esrgans_d_as_written_equals_that_step_in_float64(tmp_path):
+    """As written, its D's convolution before BatchNorm and its last one have biases,
+    whose gradients are 0 in exact arithmetic (BatchNorm takes the mean out; the
+    relativistic loss compares scores that all carry the last bias) and float32's
+    rounding in the script, which Adam makes steps of (docs/loops.md#esrgan): the same
+    Step, equal in the float64 repeat, the note naming the bias (seeded: on other data
+    the float32 run parts there past what the float64 repeat can mend, and no Step is
+    printed)."""
+    port = seeded_port(tmp_path, 4, SCRIPTS / "pytorch_gan_esrgan.py", "--verify", 3, "--",
+                       "--warmup_batches", 0)  # fmt: skip
+    assert port["equal_in"] == "float64" and port["float64_difference"] <= 1e-12
+    assert "objective=RaSGAN(per_location=True)," in port["code"]
+    assert "    g_scale=0.005," in port["code"]
+    assert "0 in exact arithmetic: a bias before BatchNorm" in port["notes"][0]
+
+
 def test_pytorch_gans_dragan_is_told_its_d_learns_from_its_penalty_alone(tmp_path):
     """dragan.py as written: D's loss forwarded on the real batch and the fakes, then
     ``gradient_penalty.backward()`` alone. The first hazard names the step by its line;
@@ -1865,13 +1917,14 @@ def test_a_sample_under_autocast_outside_the_update_is_no_reason_not_to_port(tmp
     assert report["port"]["max_difference"] <= 1e-6
 
 
-def port_of_source(tmp_path: Path, name: str, source: str, *flag) -> dict:
+def port_of_source(tmp_path: Path, name: str, source: str, *flag,
+                   script_args: tuple = ()) -> dict:  # fmt: skip
     """The port of a script written here (``name``.py, from ``source``), audited with
-    ``flag`` (``--port`` unless given)."""
+    ``flag`` (``--port`` unless given), the script given ``script_args``."""
     script, out = tmp_path / f"{name}.py", tmp_path / f"{name}.json"
     script.write_text(source)
-    ganstep("audit", script, *(flag or ("--port",)), "--json", out, cache=tmp_path,
-            cwd=tmp_path)  # fmt: skip
+    ganstep("audit", script, *(flag or ("--port",)), "--json", out, "--", *script_args,
+            cache=tmp_path, cwd=tmp_path)  # fmt: skip
     return json.loads(out.read_text())["port"]
 
 

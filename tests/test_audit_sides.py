@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from helpers import ganstep
+from helpers import ganstep, seeded_ganstep
 
 SCRIPTS = Path(__file__).parent / "audit_scripts"
 
@@ -279,17 +279,6 @@ def test_the_identity_weight_is_read_from_gs_first_gradient(tmp_path, script, ar
     assert expected in port["code"]
 
 
-# the audit run with Python's, numpy's and torch's generators seeded first, then as the
-# ganstep command: the script's pool draws (random.uniform) the same in every run
-SEEDED = """import random, sys
-import numpy, torch
-seed = int(sys.argv.pop(1))
-random.seed(seed); numpy.random.seed(seed); torch.manual_seed(seed)
-from ganstep.cli import run
-run()
-"""
-
-
 def test_a_smaller_pool_drawing_as_the_scripts_at_first_does_not_end_the_pool_search(tmp_path):
     """PyTorch-GAN's CycleGAN with a pool of 2, seeded 13: a pool of 1 draws as the script's
     through the first iteration, then parts at the second in G's states too (D's step
@@ -297,12 +286,10 @@ def test_a_smaller_pool_drawing_as_the_scripts_at_first_does_not_end_the_pool_se
     goes on to 2, equal in float32. (The search once stopped there, the objective taken
     for the fault; the port then fell back on its float64 run, and about one unseeded
     run in fifty of the test above failed.)"""
-    wrapper = tmp_path / "seeded.py"
-    wrapper.write_text(SEEDED)
-    out = tmp_path / "report.json"
-    ganstep(13, "audit", SCRIPTS / "pytorch_gan_cyclegan.py", "--json", out, "--verify", 3,
-            "--", "--buffer_size", 2, "--lambda_id", 2, script=wrapper, cache=tmp_path,
-            cwd=tmp_path)  # fmt: skip
+    out = tmp_path / "report.json"  # (seeded: the script's pool draws the same each run)
+    seeded_ganstep(13, "audit", SCRIPTS / "pytorch_gan_cyclegan.py", "--json", out, "--verify",
+                   3, "--", "--buffer_size", 2, "--lambda_id", 2, cache=tmp_path,
+                   cwd=tmp_path)  # fmt: skip
     port = json.loads(out.read_text())["port"]
     assert port["equal_in"] == "float32" and port["max_difference"] <= 1e-5, port["notes"]
     assert "identity=0.2, fake_pool=2," in port["code"] and port["notes"] == []

@@ -127,12 +127,16 @@ def test_the_style_mixing_probability_is_read_from_the_scripts_names():
         (20 / 3 * (1 - 2e-6), 20 / 3, "20 / 3"),
         (0.1234567, 0.1235, "0.1235"),  # no fraction of a small denominator: 4 digits
         (100.00001, 100.0, "100.0"),
+        (0.0099985, 0.01, "0.01"),  # a small term beside a large one: about 3 digits
+        (0.0050012, 0.005, "0.005"),
+        (0.0099, 0.0099, "0.0099"),
     ],
 )  # fmt: skip
 def test_a_fitted_weight_is_read_as_the_scripts(fitted, read, shown):
-    """A least squares fit gives the script's weight to about 6 digits: it is read as
-    the fraction of a small denominator it is (printed so where its repr is long), else
-    to 4 digits, and verification decides."""
+    """A least squares fit gives the script's weight to about 6 digits (3 for a small
+    term beside a large one): it is read as the fraction of a small denominator it is
+    (printed so where its repr is long), else to 2 digits where it is so to 1e-3, else to
+    4 digits, and verification decides."""
     assert _read_weight(fitted) == read and weight_text(read) == shown
 
 

@@ -143,6 +143,25 @@ def ganstep(*args, cache: Path, check: bool = True, timeout: float = 120, cwd=No
     return proc
 
 
+# the ganstep command with Python's, numpy's and torch's generators seeded first (the
+# seed its first argument): an audited script's own draws (its data, its pool's) the
+# same in every run
+SEEDED = """import random, sys
+import numpy, torch
+seed = int(sys.argv.pop(1))
+random.seed(seed); numpy.random.seed(seed); torch.manual_seed(seed)
+from ganstep.cli import run
+run()
+"""
+
+
+def seeded_ganstep(seed: int, *args, cache: Path, cwd=None, check: bool = True):
+    """:func:`ganstep` with every generator seeded ``seed`` first (:data:`SEEDED`)."""
+    wrapper = cache / "seeded_ganstep.py"
+    wrapper.write_text(SEEDED)
+    return ganstep(seed, *args, script=wrapper, cache=cache, cwd=cwd, check=check)
+
+
 def records(run: Path) -> list[dict]:
     return [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
 

@@ -668,6 +668,14 @@ RELATIVISTIC = (
     ("RaLSGAN()", RaLSGAN),
     ("RaHinge()", RaHinge),
 )
+# RaSGAN where D returns a map of scores per sample (PatchGAN) and each batch's mean is
+# taken at each location of it (PyTorch-GAN's esrgan.py: mean(0, keepdim=True)), in the
+# forms of its two commits
+PER_LOCATION = (
+    ("RaSGAN(per_location=True)", partial(RaSGAN, per_location=True)),
+    ("RaSGAN(g_real_term=False, per_location=True)",
+     partial(RaSGAN, g_real_term=False, per_location=True)),
+)  # fmt: skip
 
 
 def with_classifier(found: list[Candidate]) -> list[Candidate]:
@@ -2694,6 +2702,10 @@ def _tried(script: _Script, capture: Capture, data: Replay, report,
     if (data.g_forwards is not None and penalty is None and clip is None
             and not ends_in_sigmoid(d_out)):  # fmt: skip
         found += plain_g_candidates()  # G's loss replaced: a relativistic D's, G's plain
+        if "real" in data.g_forwards and d_out[0].numel() > 1:  # D's real map read in G's
+            why = ("relativistic losses: D's real scores against its fake ones, each batch's "
+                   "mean at each location of D's map")  # fmt: skip
+            found += [Candidate(code, make, 1.0, 1.0, why) for code, make in PER_LOCATION]
     # G's terms read from its gradient where D has scales or G's loss took loss modules
     fitted = (_fit_keys(data, whole) if data.d_scales or data.loss_modules
               or data.feature_modules else None)  # fmt: skip
@@ -2845,12 +2857,16 @@ def _d_parted(script: _Script, ends: dict, twins: list, steps: list[str]) -> str
 
 def _read_weight(weight: float) -> float:
     """A fitted weight as the script's: the fraction of the smallest denominator up to
-    :data:`WEIGHT_DENOMINATORS` within 1e-4 of it (5.0, 10 / 3), else its 4 digits."""
+    :data:`WEIGHT_DENOMINATORS` within 1e-4 of it (5.0, 10 / 3), else its 2 digits
+    within 1e-3 of it (a small term's weight beside a large one is fitted to about 3
+    digits: esrgan.py's pixel loss at 1e-2 beside its content loss at 1), else its 4
+    digits."""
     for denominator in range(1, WEIGHT_DENOMINATORS + 1):
         numerator = round(weight * denominator)
         if numerator and abs(numerator / denominator - weight) <= 1e-4 * weight:
             return numerator / denominator
-    return float(f"{weight:.4g}")
+    two = float(f"{weight:.2g}")
+    return two if abs(two - weight) <= 1e-3 * abs(weight) else float(f"{weight:.4g}")
 
 
 # InfoGAN's info terms tried, on D's outputs after its first (its Q heads) on the fakes,
@@ -3456,9 +3472,10 @@ def _options(candidate: Candidate, data: Replay, g_name: str = "G",
     if data.g_forwards is not None:
         shown = ", ".join(f'"{f}"' for f in data.g_forwards)
         shown += "," * (len(data.g_forwards) == 1)  # (a tuple of one)
-        more += (f"\n    g_forwards=({shown}),  # D forwarded in G's step as the script does, "
-                 "G's loss on the last fake one (the others' losses computed, then "
-                 "replaced)")  # fmt: skip
+        more += f"\n    g_forwards=({shown}),  # D forwarded in G's step as the script does"
+        if data.g_forwards.count("fake") > 1:
+            more += (", G's loss on the last fake one (the others' losses computed, then "
+                     "replaced)")  # fmt: skip
     if data.precision != "fp32":
         at = f" ({data.autocast_at})" if data.autocast_at else ""
         more += (f'\n    precision="{data.precision}",  # G and D ran under torch.autocast '
