@@ -1438,6 +1438,20 @@ def test_esrgans_d_as_written_equals_that_step_in_float64(tmp_path):
     assert "0 in exact arithmetic: a bias before BatchNorm" in port["notes"][0]
 
 
+def test_esrgans_warm_up_is_named_as_one_not_read_as_a_lazy_regularizer(tmp_path):
+    """Its first --warmup_batches steps are G's alone, on its pixel loss: the port said
+    "G's steps of its own (path length) ran at iteration(s) [0] ... verify more
+    iterations", which no number of iterations mends. It names the warm-up, by line."""
+    _, port = ported(tmp_path, "pytorch_gan_esrgan", "--warmup_batches", 2)
+    assert port["code"] is None
+    assert port["notes"] == [
+        "G stepped 2 time(s) on a loss through no D (pytorch_gan_esrgan.py:118: "
+        "optimizer_G.step()) before any step on an adversarial loss: a warm-up (esrgan.py's "
+        "--warmup_batches), which a Step does not run; run it as a loop of its own before "
+        "the Step, and audit the script past it (its warm-up set to 0)"
+    ]
+
+
 def test_pytorch_gans_dragan_is_told_its_d_learns_from_its_penalty_alone(tmp_path):
     """dragan.py as written: D's loss forwarded on the real batch and the fakes, then
     ``gradient_penalty.backward()`` alone. The first hazard names the step by its line;

@@ -94,7 +94,7 @@ from ..engine.views import (
     reads_d_step_real,
     reads_real,
 )
-from .audit import INFO, PENALTY_ALONE, STALE_CAST, phase_forwards
+from .audit import INFO, PENALTY_ALONE, STALE_CAST, phase_forwards, stepped_through
 from .copies import module_copy
 from .sides import first_step
 
@@ -2048,6 +2048,9 @@ def port(rec, report, capture: Capture, names: dict[str, str], *,
     ``only`` (a found Port's ``chosen``), that Step alone, verified to ``tolerance``;
     the entries ``ignore`` names not compared (:func:`rounding_entries`)."""
     n = _verifiable(rec, report)
+    warm_up = _warm_up(rec)
+    if warm_up is not None:
+        return Port(None, n, notes=[warm_up])
     if report.schedule is None:
         why = "no ganstep schedule matches this update order (see above)"
         if any(PENALTY_ALONE in h for h in report.hazards):  # dragan.py's
@@ -2134,6 +2137,23 @@ def port(rec, report, capture: Capture, names: dict[str, str], *,
             "loss scaling (a scaler shared by G and D grows twice as often)"
         )
     return found
+
+
+def _warm_up(rec) -> str | None:
+    """Why the script's first steps are no Step's: G stepped on a loss through no D
+    before any step of G or D on an adversarial one (a warm-up: esrgan.py's
+    ``--warmup_batches``, its pixel loss alone); None where it did not."""
+    steps = [s for s in rec.opt_steps if s.label in ("G", "D")]
+    first = next((s for s in steps if any(f.label == "D" for f in stepped_through(rec, s))),
+                 None)  # fmt: skip
+    warm = [] if first is None else [s for s in steps if s.label == "G" and s.seq < first.seq]
+    if not warm:
+        return None
+    at = f" ({warm[0].where})" if warm[0].where else ""
+    return (f"G stepped {len(warm)} time(s) on a loss through no D{at} before any step on an "
+            "adversarial loss: a warm-up (esrgan.py's --warmup_batches), which a Step does not "
+            "run; run it as a loop of its own before the Step, and audit the script past it "
+            "(its warm-up set to 0)")  # fmt: skip
 
 
 def _g_input_made(script: _Script, capture: Capture, data: Replay,
