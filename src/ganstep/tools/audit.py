@@ -951,7 +951,7 @@ class _Analysis:
         self.forwards = [f for f in rec.forwards if f.label in MODULES and f.iteration < iterations]
         self.backwards = [b for b in rec.backwards if b.iteration < iterations]
         self.steps = [s for s in rec.opt_steps if s.label in MODULES and s.iteration < iterations]
-        self.info = [s for s in rec.joint_opt_steps if s.label == INFO and s.iteration < iterations]
+        self.info = [s for s in info_steps(rec) if s.iteration < iterations]
         self._cost: dict[tuple, int] = {}
         self._mark_recomputed_and_used()
 
@@ -1449,6 +1449,11 @@ class _Analysis:
 
     def _through(self, step: _Step) -> list[_Forward]:
         return stepped_through(self.rec, step)
+
+
+def info_steps(rec: Recorder) -> list[_Step]:
+    """The recorded steps of one optimizer over G and D (:data:`INFO`), in order."""
+    return [s for s in rec.joint_opt_steps if s.label == INFO]
 
 
 def phase_forwards(rec: Recorder, seq: int, label: str = "D") -> list[_Forward]:

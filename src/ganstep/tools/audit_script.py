@@ -46,6 +46,7 @@ from .audit import (
     analyse,
     crash_location,
     held_ids,
+    info_steps,
     known_cause,
     rng_states,
     with_tensor_kwargs,
@@ -502,10 +503,11 @@ def _find_g_and_d(rec: ScriptRecorder, g_name: str | None, d_name: str | None) -
     )
 
 
-def _rename(rec: Recorder, roles: dict[str, str]) -> None:
+def _rename(rec: Recorder, roles: dict[str, str], names: dict[str, str]) -> None:
     """Relabel the recording: provisional labels in ``roles`` become "G"/"D", every
-    other module gets a label the analysis ignores. Several labels of one role are a
-    side (CycleGAN's two generators): one module of their calls (:mod:`.sides`)."""
+    other module gets a label the analysis ignores, its name in ``names`` kept for what
+    the report says of it (``rec.names``). Several labels of one role are a side
+    (CycleGAN's two generators): one module of their calls (:mod:`.sides`)."""
 
     def new(label: str) -> str:
         return roles.get(label, f"other:{label}")
@@ -517,7 +519,8 @@ def _rename(rec: Recorder, roles: dict[str, str]) -> None:
     # InfoGAN's: a D step by the wrong optimizer, which the order then lacks)
     own = {roles.get(s.label) for s in rec.opt_steps}
     joint = {s.label: INFO for s in rec.joint_opt_steps
-             if {roles.get(m) for m in s.modules} == set(MODULES) <= own}  # fmt: skip
+             if _over_g_and_d(s, roles) and set(MODULES) <= own}  # fmt: skip
+    rec.names = {new(label): name for label, name in names.items() if label not in roles}
     rec.modules = {k if k in members else new(k): v for k, v in rec.modules.items()}
     rec.owner = {k: new(v) for k, v in rec.owner.items()}
     for f in rec.forwards:
@@ -535,12 +538,16 @@ def _rename(rec: Recorder, roles: dict[str, str]) -> None:
         merge_phases(rec)
 
 
+def _over_g_and_d(step, roles: dict[str, str]) -> bool:
+    """Whether ``step``, of one optimizer over several modules, stepped G and D both."""
+    return {roles.get(m) for m in step.modules} == set(MODULES)
+
+
 def _stepped_together(rec: Recorder, roles: dict[str, str]) -> str | None:
     """Why no iteration was read where G or D took no step of its own, but one optimizer
     over both did (``opt = Adam(chain(G.parameters(), D.parameters()))`` stepping D's
     loss); None where that is not so."""
-    together = [s for s in rec.joint_opt_steps if s.label != INFO
-                and {roles.get(m) for m in s.modules} == set(MODULES)]  # fmt: skip
+    together = [s for s in rec.joint_opt_steps if s.label != INFO and _over_g_and_d(s, roles)]
     alone = [m for m in MODULES if m not in {s.label for s in rec.opt_steps}]
     if not together or not alone:
         return None
@@ -557,8 +564,7 @@ def _assign_iterations(rec: Recorder, crashed: bool) -> int:
     """Number each event's iteration from the G and D steps; return how many to analyse
     (complete iterations, and the one a crash interrupted)."""
     # an info step (audit.INFO) ends the iteration it follows, as a G or D step would
-    steps = sorted([*(s for s in rec.opt_steps if s.label in MODULES),
-                    *(s for s in rec.joint_opt_steps if s.label == INFO)],
+    steps = sorted([*(s for s in rec.opt_steps if s.label in MODULES), *info_steps(rec)],
                    key=lambda s: s.seq)  # fmt: skip
     ends: list[float] = []
     followed = False
@@ -994,8 +1000,7 @@ def _report(rec: ScriptRecorder, path: Path, script, G, D, error) -> Report:
                              "were found") from error  # fmt: skip
         raise AuditError(f"{script}: {e}{_ended(rec)}") from None
     names, members = _names(rec), side_members(rec, roles)
-    _rename(rec, roles)
-    rec.names = {f"other:{label}": name for label, name in names.items() if label not in roles}
+    _rename(rec, roles, names)
     done = _assign_iterations(rec, error is not None)
     if done == 0 and (both := _stepped_together(rec, roles)):
         raise AuditError(both)

@@ -94,7 +94,7 @@ from ..engine.views import (
     reads_d_step_real,
     reads_real,
 )
-from .audit import INFO, PENALTY_ALONE, STALE_CAST, phase_forwards, stepped_through
+from .audit import PENALTY_ALONE, STALE_CAST, info_steps, phase_forwards, stepped_through
 from .copies import module_copy
 from .sides import first_step
 
@@ -878,7 +878,7 @@ def replay(rec, capture: Capture, iterations: int, d_order: str = "real_first",
         tensors = tuple(a for a in args if isinstance(a, Tensor))
         if f.label == "G" and g_join is not None and len(tensors) == 1:
             tensors = _split_condition(tensors[0], g_join)
-        most = 3 if f.label == "G" and _info_steps(rec) else 2  # (InfoGAN's G: 3)
+        most = 3 if f.label == "G" and info_steps(rec) else 2  # (InfoGAN's G: 3)
         if f.label in ("G", "D") and not 1 <= len(tensors) <= most:
             return (f"{f.label} is called with {len(tensors)} tensors: the port maps G(z), "
                     "G(z, c), D(x) and D(x, c) so far, and G(z, c, code) beside InfoGAN's "
@@ -1108,15 +1108,10 @@ def _lazy_calls(rec, z_seqs: list[int]) -> list[bool]:
     return [seq not in judged for seq in z_seqs]
 
 
-def _info_steps(rec) -> list:
-    """The script's info steps (InfoGAN's, :data:`~ganstep.tools.audit.INFO`), in order."""
-    return [s for s in rec.joint_opt_steps if s.label == INFO]
-
-
 def _info_calls(rec, z_seqs: list[int]) -> list[bool]:
     """For each of G's calls at ``z_seqs``: whether it was in an info step's phase (after
     the G or D step before that step)."""
-    seqs = {f.seq for s in _info_steps(rec) for f in phase_forwards(rec, s.seq, "G")}
+    seqs = {f.seq for s in info_steps(rec) for f in phase_forwards(rec, s.seq, "G")}
     return [seq in seqs for seq in z_seqs]
 
 
@@ -2826,19 +2821,18 @@ def _fit_terms(script: _Script, capture: Capture, data: Replay, schedule: tuple[
         ours = _moments(twins[2].state_dict()["state"])
         if ours is None or ours.keys() != theirs.keys():
             return candidate
-        moments.append(torch.cat([ours[i].double().flatten() for i in sorted(theirs)]))
+        moments.append(_moment_vector(ours, theirs))
     base = moments[0]
     terms = [m - base for m in moments[1:]]
-    whole = torch.cat([theirs[i].double().flatten() for i in sorted(theirs)])
+    whole = _moment_vector(theirs, theirs)
     fit = _least_squares(terms, whole - base)
     g_scale = candidate.g_scale
     if _left(terms, fit, whole - base, whole) > SCALE_REFIT:  # G's adversarial loss at
         scaled = _least_squares([base, *terms], whole)  # another scale: read it too
         if scaled[0] > 0 and _left([base, *terms], scaled, whole, whole) <= SCALE_REFIT:
             g_scale, fit = _read_weight(candidate.g_scale * scaled[0]), scaled[1:]
-    largest = max(fit)
-    weights = tuple((key, _read_weight(w)) for key, w in zip(keys, fit, strict=True)
-                    if w > 0 and w > 1e-4 * largest)  # fmt: skip
+    weights = tuple((key, w) for key, w in zip(keys, _weights_read(fit), strict=True)
+                    if w is not None)  # fmt: skip
     return replace(candidate, g_fit=weights, g_scale=g_scale)
 
 
@@ -2846,6 +2840,20 @@ def _fit_terms(script: _Script, capture: Capture, data: Replay, schedule: tuple[
 # rounding leaves about 1e-7): past it at the candidate's own g_scale, G's adversarial
 # loss is read at a scale of its own too (SRGAN's 1e-3 beside its content loss)
 SCALE_REFIT = 1e-3
+
+
+def _moment_vector(moments: dict[int, Tensor], like: dict[int, Tensor]) -> Tensor:
+    """``moments`` (:func:`_moments`) as one float64 vector over ``like``'s entries, in
+    their order, zeros where ``moments`` has none (a term reaching some parameters only)."""
+    return torch.cat([moments.get(i, torch.zeros_like(like[i])).double().flatten()
+                      for i in sorted(like)])  # fmt: skip
+
+
+def _weights_read(fit: list[float]) -> list[float | None]:
+    """Each fitted weight as the script's (:func:`_read_weight`), or None where it is not
+    above 1e-4 of the largest (a term the script does not have)."""
+    largest = max(fit)
+    return [_read_weight(w) if w > 0 and w > 1e-4 * largest else None for w in fit]
 
 
 def _least_squares(columns: list[Tensor], target: Tensor) -> list[float]:
@@ -2914,7 +2922,7 @@ def _info_terms(rec, script: _Script, capture: Capture,
     first moment is linear in the gradient; the weights are the least squares fit of the
     script's moment (:func:`_read_weight`), kept where above 1e-4 of the largest. Or why
     they cannot be read."""
-    step = _info_steps(rec)[0]
+    step = info_steps(rec)[0]
     g_calls = [f for f in phase_forwards(rec, step.seq, "G") if f.used and not f.continues]
     d_calls = [f for f in phase_forwards(rec, step.seq, "D") if f.used and f.fed_by_g]
     if len(g_calls) != 1 or len(d_calls) != 1:
@@ -2958,20 +2966,16 @@ def _info_terms(rec, script: _Script, capture: Capture,
         ours = _moments(opt.state_dict()["state"])  # (a term alone reaches its head only)
         if ours is None or not ours.keys() <= theirs.keys():
             return "the info step's gradients reach other parameters than the script's: not mapped"
-        moments.append(torch.cat([ours.get(i, torch.zeros_like(theirs[i])).double().flatten()
-                                  for i in sorted(theirs)]))  # fmt: skip
-    system = torch.stack(moments, dim=1)
-    target = torch.cat([theirs[i].double().flatten() for i in sorted(theirs)]).unsqueeze(1)
-    fit = torch.linalg.lstsq(system, target).solution
-    residual = float((system @ fit - target).norm() / target.norm().clamp_min(1e-30))
+        moments.append(_moment_vector(ours, theirs))
+    target = _moment_vector(theirs, theirs)
+    fit = _least_squares(moments, target)
+    residual = _left(moments, fit, target, target)
     if residual > 1e-3:
         tried_text = ", ".join(texts)
         return (f"the info step's gradient is not a weighted sum of the terms tried "
                 f"({tried_text}; {residual:.2g} of it left): not mapped")  # fmt: skip
-    weights = fit.flatten().tolist()
-    largest = max(weights)
-    kept = [((kind, j), _read_weight(w), text) for (kind, j, _), w, text
-            in zip(tried, weights, texts, strict=True) if w > 0 and w > 1e-4 * largest]  # fmt: skip
+    kept = [((kind, j), w, text) for (kind, j, _), w, text
+            in zip(tried, _weights_read(fit), texts, strict=True) if w is not None]  # fmt: skip
     kinds = [kind for (kind, _), _, _ in kept]
     return tuple((kind if kinds.count(kind) == 1 else f"{kind}{j}", weight, text)
                  for (kind, j), weight, text in kept)  # fmt: skip
