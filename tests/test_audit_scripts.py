@@ -855,9 +855,10 @@ for _ in range(5):
 
 
 def test_port_names_a_d_with_more_outputs_than_its_scores(tmp_path):
-    """Class logits beside D's scores where G takes no labels: not ACGAN's. Its first
-    output is tried as its scores (the losses here read the others: none equals), and
-    the first note says why the rest was left unread."""
+    """Class logits beside D's scores where G takes no labels: not ACGAN's, and SGAN's
+    only on labels a DataLoader gave. Its first output is tried as its scores (the losses
+    here read the others: none equals), and the first note says why the rest was left
+    unread."""
     script = tmp_path / "acgan_like.py"
     script.write_text(ACGAN_LIKE)
     out = tmp_path / "report.json"
@@ -865,8 +866,9 @@ def test_port_names_a_d_with_more_outputs_than_its_scores(tmp_path):
     port = json.loads(out.read_text())["port"]
     assert port["code"] is None
     assert port["notes"][0] == (
-        "D returns more than its scores (a tuple or list): its class output is mapped where G "
-        "alone takes the fakes' labels (ACGAN's G(z, labels), D(x)), not here; its first "
+        "D returns more than its scores (a tuple or list): the real batches' labels were not "
+        "found beside them in a DataLoader's batches, so its class loss on them is not mapped "
+        "(G takes none: SGAN's class output, the fakes a class of their own); its first "
         "output was tried as its scores")  # fmt: skip
 
 
@@ -1450,6 +1452,74 @@ def test_esrgans_warm_up_is_named_as_one_not_read_as_a_lazy_regularizer(tmp_path
         "--warmup_batches), which a Step does not run; run it as a loop of its own before "
         "the Step, and audit the script past it (its warm-up set to 0)"
     ]
+
+
+SGAN_AUX_REAL = (
+    'd_terms={"aux_real": (0.25, lambda v: torch.nn.functional.cross_entropy('
+    'v.d_real[1], v.real.extra["label"])),'
+)
+SGAN_AUX_FAKE = (
+    '"aux_fake": (0.25, lambda v: torch.nn.functional.cross_entropy(v.d_fake[1], '
+    "v.d_fake[1].new_full((v.fake.n,), 4, dtype=torch.long)))},"
+)
+
+
+def test_pytorch_gans_sgan_ports_with_the_fakes_as_a_class_of_their_own(tmp_path):
+    """sgan.py as written: an unconditional G(z) (with a label embedding it never calls),
+    D(x) returning (validity, num_classes + 1 class probabilities), D's class loss on the
+    real batch to its DataLoader labels and on the fakes to the extra class num_classes.
+    Was "its class output is mapped where G alone takes the fakes' labels (ACGAN's)...
+    no Step found". The port gives the labels to the Step as a dict batch's extra target
+    and prints D's two terms: 0 apart, in float64 too, and the code runs beside the
+    script's names."""
+    proc, port = ported(tmp_path, "pytorch_gan_sgan", flag=("--verify", 3))
+    assert port["max_difference"] == 0 and port["float64_difference"] == 0, port["notes"]
+    code = port["code"]
+    for fragment in ("objective=NS(probabilities=True),", "schedule=simultaneous(),",
+                     "    latent=lambda n: torch.randn(n, 8),", f"    {SGAN_AUX_REAL}\n",
+                     f"             {SGAN_AUX_FAKE}", "    d_scale=0.25,",
+                     'iteration: step({"x": real_batch, "label": its_labels})'):  # fmt: skip
+        assert fragment in code, code
+    assert "g_scale" not in code and "g_terms" not in code and "condition=" not in code
+
+    class D(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.adv, self.aux = torch.nn.Linear(NX, 1), torch.nn.Linear(NX, 5)
+
+        def forward(self, img):
+            return torch.sigmoid(self.adv(img)), self.aux(img)
+
+    step = beside_pytorch_gans_names(code, torch.nn.Linear(8, NX), D())["step"]
+    logs = step({"x": torch.rand(4, NX), "label": torch.randint(4, (4,))})
+    assert {"loss_d", "loss_g", "aux_real", "aux_fake"} <= set(logs)
+
+
+@pytest.mark.parametrize("change", ["weight", "no_class_left"])
+def test_sgans_class_terms_are_read_not_assumed(tmp_path, change):
+    """D's class terms at the script's weight (its aux losses doubled: 0.5 printed, D's
+    scale still 0.25); real
+    labels that reach D's last class leave the fakes none of their own: named, no Step."""
+    source = (SCRIPTS / "pytorch_gan_sgan.py").read_text()
+    if change == "weight":
+        doubled = source.replace("+ auxiliary_loss(real_aux, labels)",
+                                 "+ 2 * auxiliary_loss(real_aux, labels)").replace(
+                                 "+ auxiliary_loss(fake_aux, fake_aux_gt)",
+                                 "+ 2 * auxiliary_loss(fake_aux, fake_aux_gt)")  # fmt: skip
+        port = port_of_source(tmp_path, "sgan", doubled)
+        assert_verified(port)
+        assert SGAN_AUX_REAL.replace("0.25", "0.5") in port["code"]
+        assert SGAN_AUX_FAKE.replace("0.25", "0.5") in port["code"]
+        assert "    d_scale=0.25," in port["code"]
+    else:
+        every_class = source.replace("torch.randint(opt.num_classes, (",
+                                     "torch.randint(opt.num_classes + 1, (")  # fmt: skip
+        port = port_of_source(tmp_path, "sgan", every_class)
+        assert port["code"] is None
+        assert port["notes"][0] == (
+            "D returns more than its scores (a tuple or list): its class output has 5 columns "
+            "and the real labels reach 4, so no last class is left for the fakes (SGAN's): "
+            "not mapped; its first output was tried as its scores")  # fmt: skip
 
 
 def test_pytorch_gans_dragan_is_told_its_d_learns_from_its_penalty_alone(tmp_path):

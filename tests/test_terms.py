@@ -118,6 +118,51 @@ def test_pytorch_gan_acgan_as_written_equals_simultaneous_on_probabilities():
     assert_same_sides(ours, theirs)
 
 
+class SGANG(nn.Module):
+    """sgan.py's G in small: unconditional, beside a label embedding it builds and never
+    calls (its optimizer holds it; it never has a gradient)."""
+
+    def __init__(self):
+        super().__init__()
+        self.label_emb = nn.Embedding(K, Z_DIM)
+        self.net = ACGANG().net
+
+    def forward(self, noise):
+        return self.net(noise)
+
+
+class SGAND(ACGANDAsWritten):
+    """sgan.py's D in small: acgan.py's, its class head with one more class, the fakes'."""
+
+    def __init__(self):
+        super().__init__()
+        self.aux_layer = nn.Sequential(nn.Linear(8 * 2 * 2, K + 1), nn.Softmax(dim=1))
+
+
+def test_pytorch_gan_sgan_as_written_equals_simultaneous_with_the_labels_as_a_target():
+    """sgan.py as its author wrote it: an unconditional G, D's class loss on the real
+    batch to its labels and on the fakes to the extra class K. The labels reach D's terms
+    as an extra target of a dict batch; parameters, BatchNorm statistics and Adam's state
+    all equal, G's unused embedding untouched."""
+    theirs, ours = build(SGANG, SGAND)
+    batches = acgan_images(ITERATIONS)
+    torch.manual_seed(5)  # Dropout2d's masks
+    expected = reference.pytorch_gan_sgan(*theirs, batches, np.random.RandomState(8), Z_DIM, K)
+    rng = np.random.RandomState(8)
+    ce, fakes = F.cross_entropy, lambda v: torch.full((v.fake.n,), K)  # the extra class
+    step = Step(*ours, objective=ns(probabilities=True), schedule=simultaneous(),
+                latent=lambda n: torch.from_numpy(rng.normal(0, 1, (n, Z_DIM))), d_scale=0.25,
+                d_terms={"aux_real": (0.25, lambda v: ce(v.d_real[1], v.real.extra["label"])),
+                         "aux_fake": (0.25, lambda v: ce(v.d_fake[1], fakes(v)))})  # fmt: skip
+    embedding = ours[0].label_emb.weight.detach().clone()
+    torch.manual_seed(5)
+    got = run_step(step, [{"x": x, "label": y} for x, y in batches])
+    assert_losses(got, expected)
+    assert_same_sides(ours, theirs)
+    assert torch.equal(ours[0].label_emb.weight, embedding)
+    assert ours[2].state.get(ours[0].label_emb.weight) is None  # Adam never stepped it
+
+
 def test_a_d_ending_in_a_sigmoid_is_refused_where_logits_are_read():
     _, ours = build(ACGANG, ACGANDAsWritten)
     latent, labels = (lambda n: torch.randn(n, Z_DIM, dtype=torch.float64),

@@ -22,9 +22,11 @@ as G takes them; fakes made for their iteration's real conditions take
 ``condition="real"``.
 A D returning (scores, class logits) beside a G given the fakes' labels is ACGAN's: its
 class terms are tried at the scripts' weights, on the real labels the script's
-DataLoader gave beside each real batch. The script's calls of G or D outside its update
-after an iteration's steps (a sample grid in training mode, which moves BatchNorm's
-statistics) are made on the copies where it made them. A script whose update ran G
+DataLoader gave beside each real batch; beside a G given none it is SGAN's, the fakes a
+class of their own (D's last), the real labels given the Step as a dict batch's extra
+target. The script's calls of G or D outside its update after an iteration's steps (a
+sample grid in training mode, which moves BatchNorm's statistics) are made on the
+copies where it made them. A script whose update ran G
 and D under ``torch.autocast`` to bfloat16 or float16 is tried with the Step's own
 ``precision`` (``"bf16"``, ``"fp16"``), which autocasts the forwards of each phase. A
 G whose parts the script calls itself (StyleGAN2-ADA's ``G.mapping``, then
@@ -320,6 +322,9 @@ class Candidate:
     l1: float | None = None  # image-to-image: the weight of G's L1 to the target
     # D's class output (ACGAN): the weights of its cross-entropy in G's and in D's loss
     classifier: tuple[float, float] | None = None
+    # D's class output with an extra class for the fakes (SGAN, G unconditional): that
+    # class, and the weight of each batch's cross-entropy in D's loss (G's has none)
+    fake_class: tuple[int, float] | None = None
     accumulate: int = 1  # micro-batches per step (StyleGAN2-ADA's batch_gpu rounds)
     summed: bool = False  # the script adds its micro-batches' means: scales times their count
     # the script's global holding the objective's one number of state (BEGAN's k),
@@ -689,6 +694,23 @@ def with_classifier(found: list[Candidate]) -> list[Candidate]:
         out += [replace(objective, d_scale=d * f, g_scale=g * f, why=why, classifier=(wg, wd))
                 for d in (1.0, 0.5, 0.25) for g in (1.0, 0.5)
                 for wd in (1.0, 0.5, 0.25) for wg in (1.0, 0.5)]  # fmt: skip
+    return out
+
+
+def with_fake_class(found: list[Candidate], fake_class: int) -> list[Candidate]:
+    """Each objective of ``found`` with SGAN's cross-entropy of D's class output added to
+    D's loss: the real batch's to its labels, the fakes' to the extra class
+    ``fake_class``, at the scales of ``with_classifier`` (``sgan.py`` writes ACGAN's D
+    loss); G's loss is its adversarial one alone."""
+    out = []
+    for objective in {c.objective: c for c in found}.values():
+        f = 2.0 if objective.objective == "LSGAN()" else 1.0  # MSE is twice ganstep's
+        why = (f"{objective.why}; D's class output: SGAN's cross-entropy terms, the fakes "
+               "as a class of their own")  # fmt: skip
+        out += [replace(objective, d_scale=d * f, g_scale=g * f, why=why,
+                        fake_class=(fake_class, wd))
+                for d in (1.0, 0.5, 0.25) for g in (1.0, 0.5)
+                for wd in (1.0, 0.5, 0.25)]  # fmt: skip
     return out
 
 
@@ -1880,6 +1902,8 @@ def _step_calls(data: Replay, candidate: Candidate, per_batch: bool, k: int,
         given = given * k
     if candidate.classifier is not None:  # D's class terms read the real labels
         given = list(zip(given, data.labels[i], strict=True))
+    if candidate.fake_class is not None:  # beside x, as an extra target: G takes none
+        given = [{"x": x, "label": y} for x, y in zip(given, data.labels[i], strict=True)]
     if candidate.accumulate > 1:  # the rounds' real batches, joined: one Step call
         given = [_joined(given)]
     calls = []
@@ -1919,6 +1943,10 @@ def _terms(candidate: Candidate, data: Replay) -> dict:
         return {"g_terms": {"aux": (g, _class_loss("fake"))},
                 "d_terms": {"aux_real": (d, _class_loss("real")),
                             "aux_fake": (d, _class_loss("fake"))}}  # fmt: skip
+    if candidate.fake_class is not None:  # the terms made from the very text printed
+        weight = candidate.fake_class[1]
+        return {"d_terms": {name: (weight, Printed(text).fn)
+                            for name, text in _fake_class_terms(candidate).items()}}  # fmt: skip
     return {}
 
 
@@ -2009,6 +2037,16 @@ class Printed:
 
     def __repr__(self) -> str:
         return self.name
+
+
+def _fake_class_terms(candidate: Candidate) -> dict[str, str]:
+    """SGAN's D terms as the port prints them: the cross-entropy of D's class output on
+    the real batch to its labels (the batch's extra target ``"label"``) and on the fakes
+    to their class of their own."""
+    ce = "torch.nn.functional.cross_entropy"
+    fakes = f"v.d_fake[1].new_full((v.fake.n,), {candidate.fake_class[0]}, dtype=torch.long)"
+    return {"aux_real": f'lambda v: {ce}(v.d_real[1], v.real.extra["label"])',
+            "aux_fake": f"lambda v: {ce}(v.d_fake[1], {fakes})"}  # fmt: skip
 
 
 def _class_loss(which: str):
@@ -2727,7 +2765,9 @@ def _tried(script: _Script, capture: Capture, data: Replay, report,
     if data.image_to_image and fitted is None:  # G's L1 to the target, at the weights
         found = [replace(c, l1=w) for c in found for w in (100.0, 10.0, 1.0)]  # scripts use
     if not isinstance(whole, Tensor) and unmapped is None and not data.d_scales:
-        found = with_classifier(found)
+        # G given the fakes' labels: ACGAN's; G given none: SGAN's, the last class the fakes'
+        found = (with_classifier(found) if data.conditional
+                 else with_fake_class(found, whole[1].shape[1] - 1))  # fmt: skip
     if data.style_mixing:
         found = [replace(c, style_mixing=p) for c in found for p in STYLE_MIXING]
     at = report.regularization_at.get("D") or []
@@ -3026,6 +3066,8 @@ def _label(schedule: tuple[str, bool], candidate: Candidate) -> str:
     extra = "" if candidate.l1 is None else f" l1={candidate.l1}"
     if candidate.classifier is not None:
         extra += " class terms G {} D {}".format(*candidate.classifier)
+    if candidate.fake_class is not None:
+        extra += " class terms D {1} (fakes: class {0})".format(*candidate.fake_class)
     if candidate.accumulate > 1:
         extra += f" accumulate={candidate.accumulate}"
     if candidate.style_mixing is not None:
@@ -3267,14 +3309,24 @@ def _classifier_unmapped(outputs: object, data: Replay) -> str | None:
     ):
         return (f"{head}, not (scores, class logits): the loss terms of its other outputs "
                 "are not mapped")  # fmt: skip
-    if not data.conditional or data.d_conditional or data.zs[0][0][1].is_floating_point():
+    acgan = (data.conditional and not data.d_conditional
+             and not data.zs[0][0][1].is_floating_point())  # fmt: skip
+    if not (acgan or not data.conditional and not data.image_to_image):
         return (f"{head}: its class output is mapped where G alone takes the fakes' labels "
-                "(ACGAN's G(z, labels), D(x)), not here")  # fmt: skip
+                "(ACGAN's G(z, labels), D(x)) or none (SGAN's G(z), the fakes a class of "
+                "their own), not here")  # fmt: skip
     if any(label is None for it in data.labels for label in it):
+        mapped = ("" if acgan else " (G takes none: SGAN's class output, the fakes a class "
+                  "of their own)")  # fmt: skip
         return (
             f"{head}: the real batches' labels were not found beside them in a "
-            "DataLoader's batches, so its class loss on them is not mapped"
+            f"DataLoader's batches, so its class loss on them is not mapped{mapped}"
         )
+    top = max(int(label.max()) for it in data.labels for label in it)
+    if not acgan and top >= outputs[1].shape[1] - 1:
+        return (f"{head}: its class output has {outputs[1].shape[1]} columns and the real "
+                f"labels reach {top}, so no last class is left for the fakes (SGAN's): "
+                "not mapped")  # fmt: skip
     return None
 
 
@@ -3347,6 +3399,8 @@ def _code(script: _Script, schedule: tuple[str, bool], candidate: Candidate,
     each = "real batch" if per_batch else "iteration"
     labelled = data.d_conditional or candidate.classifier is not None
     batch = "(real_batch, its_labels)" if labelled else "real_batch"
+    if candidate.fake_class is not None:
+        batch = '{"x": real_batch, "label": its_labels}'
     if data.image_to_image:
         batch = "(target_batch, source_batch)"
     if data.g_from_real is not None:
@@ -3446,6 +3500,15 @@ def _options(candidate: Candidate, data: Replay, g_name: str = "G",
             f'\n    d_terms={{"aux_real": ({d}, lambda v: {ce}(v.d_real[1], v.real.c)),'
             f'\n             "aux_fake": ({d}, lambda v: {ce}(v.d_fake[1], v.fake.c))}},'
             "  # and in D's loss, the real batches' to their labels"
+        )
+    if candidate.fake_class is not None:
+        terms = _fake_class_terms(candidate)
+        w = candidate.fake_class[1]
+        more += (
+            f'\n    d_terms={{"aux_real": ({w}, {terms["aux_real"]}),'
+            f'\n             "aux_fake": ({w}, {terms["aux_fake"]})}},'
+            "  # D's class output: the real batches' to their labels, the fakes' to a class "
+            "of their own"
         )
     if data.augment is not None:
         at = f" ({data.augment[1]})" if data.augment[1] else ""

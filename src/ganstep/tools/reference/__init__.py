@@ -62,7 +62,8 @@ and commit named in each docstring: the source's random draws (PyTorch-GAN's
 ``np.random``, passed in as ``rng``), its order of forwards, its loss reductions and
 its modules' outputs (a D ending in a sigmoid stays so). Their tests compare ganstep
 with these, never with a re-writing of them: ``pytorch_examples_dcgan``,
-``pytorch_gan_wgan``, ``pytorch_gan_acgan``, ``pytorch_gan_infogan``,
+``pytorch_gan_wgan``, ``pytorch_gan_acgan``, ``pytorch_gan_sgan``,
+``pytorch_gan_infogan``,
 ``pytorch_gan_esrgan`` (and BasicSR's ``basicsr_esrgan``), ``pytorch_gan_srgan``,
 ``pytorch_gan_dragan``, ``pytorch_gan_wgan_div``, ``pytorch_gan_relativistic``,
 ``pytorch_gan_stargan``, ``pytorch_gan_cyclegan``, ``pytorch_gan_discogan``,
@@ -174,6 +175,7 @@ from .pytorch_gan import (  # noqa: F401
     pytorch_gan_g_first,
     pytorch_gan_infogan,
     pytorch_gan_relativistic,
+    pytorch_gan_sgan,
     pytorch_gan_srgan,
     pytorch_gan_stargan,
     pytorch_gan_wgan,

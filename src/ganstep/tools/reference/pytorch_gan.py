@@ -112,6 +112,51 @@ def pytorch_gan_acgan(G, D, opt_g, opt_d, batches: Pairs, rng: np.random.RandomS
     return history
 
 
+def pytorch_gan_sgan(G, D, opt_g, opt_d, batches: Pairs, rng: np.random.RandomState,
+                     latent_dim: int, num_classes: int):  # fmt: skip
+    """eriklindernoren/PyTorch-GAN ``implementations/sgan/sgan.py`` (commit c5d6be1) as
+    written: the semi-supervised GAN, an unconditional ``G(z)`` (z from
+    ``np.random.normal(0, 1, (n, latent_dim))``; ``rng`` stands for ``np.random``) and a
+    ``D(x)`` returning (validity through a ``Sigmoid``, ``num_classes + 1`` class
+    probabilities through a ``Softmax``); ``BCELoss`` on the validity and
+    ``CrossEntropyLoss`` on the softmax's output, read as logits, as the script does. G's
+    step on the validity alone, then D's on the real batch with its labels and on
+    ``gen_imgs.detach()`` with the extra class ``num_classes`` (``fake_aux_gt``):
+    ``((adv_real + aux_real) / 2 + (adv_fake + aux_fake) / 2) / 2``.
+    ganstep: ``simultaneous()``, ``objective=ns(probabilities=True)``, unconditional,
+    ``d_scale=0.25`` with D terms of weight 0.25 on each batch's class output, the real
+    labels given as an extra target of a dict batch ``{"x": imgs, "label": labels}``."""
+    adversarial_loss, auxiliary_loss = nn.BCELoss(), nn.CrossEntropyLoss()
+    history = []
+    for imgs, labels in batches:
+        batch_size = imgs.shape[0]
+        valid = torch.ones(batch_size, 1, dtype=imgs.dtype)
+        fake = torch.zeros(batch_size, 1, dtype=imgs.dtype)
+        fake_aux_gt = torch.full((batch_size,), num_classes, dtype=torch.long)
+        real_imgs = imgs
+        # Train Generator
+        opt_g.zero_grad()
+        z = _as_floats(rng.normal(0, 1, (batch_size, latent_dim)), imgs)
+        gen_imgs = G(z)
+        validity, _ = D(gen_imgs)
+        g_loss = adversarial_loss(validity, valid)
+        g_loss.backward()
+        opt_g.step()
+        # Train Discriminator
+        opt_d.zero_grad()
+        real_pred, real_aux = D(real_imgs)
+        d_real_loss = (adversarial_loss(real_pred, valid) + auxiliary_loss(real_aux, labels)) / 2
+        fake_pred, fake_aux = D(gen_imgs.detach())
+        d_fake_loss = (
+            adversarial_loss(fake_pred, fake) + auxiliary_loss(fake_aux, fake_aux_gt)
+        ) / 2
+        d_loss = (d_real_loss + d_fake_loss) / 2
+        d_loss.backward()
+        opt_d.step()
+        history.append({"loss_d": d_loss.item(), "loss_g": g_loss.item()})
+    return history
+
+
 def pytorch_gan_wgan(G, D, opt_g, opt_d, batches: Batches, rng: np.random.RandomState,
                      latent_dim: int, n_critic: int = 5, clip_value: float = 0.01):  # fmt: skip
     """eriklindernoren/PyTorch-GAN ``implementations/wgan/wgan.py`` (commit c5d6be1), one
