@@ -1522,6 +1522,42 @@ def test_sgans_class_terms_are_read_not_assumed(tmp_path, change):
             "not mapped; its first output was tried as its scores")  # fmt: skip
 
 
+def test_pytorch_gans_context_encoder_ports_with_its_weights_read(tmp_path):
+    """context_encoder.py as written: its dataset masks a random square of each image with
+    numpy in __getitem__ and gives (img, masked_img, masked_part); G inpaints the part
+    from the masked image, a PatchGAN D judges parts, G's loss 0.001 * MSE + 0.999 * L1.
+    The L1 was tried at 100, 10 and 1 only ("no objective, scale and term tried
+    equals"); an image-to-image G's L1 is now weighted as the script's first G gradient
+    says, its adversarial scale with it: 0 apart, in float64 too, the sample from its
+    validation loader made on the copies, and the code runs beside the script's names."""
+    proc, port = ported(tmp_path, "pytorch_gan_context_encoder", flag=("--verify", 3))
+    assert port["max_difference"] == 0 and port["float64_difference"] == 0, port["notes"]
+    assert port["notes"][0].startswith("the script's 1 call(s) of G or D outside its update")
+    code = port["code"]
+    for fragment in ("objective=LSGAN(),", "schedule=simultaneous(),", "    latent=None,",
+                     '    condition="real",', "    d_conditional=False,",
+                     '    g_terms={"l1": (0.999, lambda v: torch.nn.functional.l1_loss(v.fake.x, '
+                     "v.real.x))},  # G's L1 to the target, weighted as the script's first G "
+                     "gradient says", "    g_scale=0.002,",
+                     "once per iteration: step((batch[2], batch[1]))"):  # fmt: skip
+        assert fragment in code, code
+    assert "d_scale" not in code  # 0.5 * (real + fake) of MSE: ganstep's LSGAN
+    G = torch.nn.Conv2d(1, 1, 3, 2, 1)  # a 32-pixel image in, a 16-pixel part out
+    step = beside_pytorch_gans_names(code, G, torch.nn.Conv2d(1, 1, 3, 2, 1))["step"]
+    logs = step((torch.rand(4, 1, 16, 16), torch.rand(4, 1, 32, 32)))
+    assert {"loss_d", "loss_g", "l1"} <= set(logs)
+
+
+def test_a_pix2pix_l1_weight_scripts_rarely_use_is_read(tmp_path):
+    """pix2pix.py with lambda_pixel = 50 (not 100, 10 or 1, the weights tried before):
+    read from G's gradient, printed as 50.0."""
+    source = (SCRIPTS / "pytorch_gan_pix2pix.py").read_text()
+    port = port_of_source(tmp_path, "pix2pix", source.replace("lambda_pixel = 100",
+                                                              "lambda_pixel = 50"))  # fmt: skip
+    assert_verified(port)
+    assert '    g_terms={"l1": (50.0, lambda v: ' in port["code"]
+
+
 def test_pytorch_gans_dragan_is_told_its_d_learns_from_its_penalty_alone(tmp_path):
     """dragan.py as written: D's loss forwarded on the real batch and the fakes, then
     ``gradient_penalty.backward()`` alone. The first hazard names the step by its line;

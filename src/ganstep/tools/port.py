@@ -2759,11 +2759,13 @@ def _tried(script: _Script, capture: Capture, data: Replay, report,
             why = ("relativistic losses: D's real scores against its fake ones, each batch's "
                    "mean at each location of D's map")  # fmt: skip
             found += [Candidate(code, make, 1.0, 1.0, why) for code, make in PER_LOCATION]
-    # G's terms read from its gradient where D has scales or G's loss took loss modules
+    # G's terms read from its gradient where D has scales, G's loss took loss modules or
+    # an image-to-image G's L1 to the target (context_encoder.py's 0.999 beside 0.001)
     fitted = (_fit_keys(data, whole) if data.d_scales or data.loss_modules
-              or data.feature_modules else None)  # fmt: skip
-    if data.image_to_image and fitted is None:  # G's L1 to the target, at the weights
-        found = [replace(c, l1=w) for c in found for w in (100.0, 10.0, 1.0)]  # scripts use
+              or data.feature_modules or data.image_to_image and g_moments is not None
+              else None)  # fmt: skip
+    if data.image_to_image and fitted is None:  # no moment to read: the weights scripts use
+        found = [replace(c, l1=w) for c in found for w in (100.0, 10.0, 1.0)]
     if not isinstance(whole, Tensor) and unmapped is None and not data.d_scales:
         # G given the fakes' labels: ACGAN's; G given none: SGAN's, the last class the fakes'
         found = (with_classifier(found) if data.conditional
@@ -3473,11 +3475,11 @@ def _options(candidate: Candidate, data: Replay, g_name: str = "G",
     """The Step's lines after its sources: conditions, terms, D's calls, loss scales."""
     more = ""
     if data.image_to_image and candidate.l1 is not None:
-        more += (
-            f'\n    g_terms={{"l1": ({candidate.l1}, lambda v: '
-            "torch.nn.functional.l1_loss(v.fake.x, v.real.x))},  # G's L1 to the target"
-        )
-    if candidate.g_fit:
+        more += f"\n    g_terms={{{_l1_entry(candidate.l1)}}},  # G's L1 to the target"
+    if tuple(key for key, _ in candidate.g_fit) == ("l1",):  # one line, as a chosen weight's
+        more += (f"\n    g_terms={{{_l1_entry(_weight_text(candidate.g_fit[0][1]))}}},  # G's L1 "
+                 "to the target, weighted as the script's first G gradient says")  # fmt: skip
+    elif candidate.g_fit:
         more += "\n    g_terms={  # weights as the script's first G gradient says"
         more += "".join(f"\n        {_fitted_line(key, weight)}" for key, weight in candidate.g_fit)
         more += "\n    },"
@@ -3599,8 +3601,7 @@ def _fitted_line(key: str, weight: float) -> str:
     """A fitted G term's entry in the printed ``g_terms``, with a comment."""
     name, shown = _term_name(key), _weight_text(weight)
     if key == "l1":
-        return (f'"l1": ({shown}, lambda v: torch.nn.functional.l1_loss(v.fake.x, v.real.x)),'
-                "  # G's L1 to the target")  # fmt: skip
+        return f"{_l1_entry(shown)},  # G's L1 to the target"
     if name == FEATURES:
         return f'"{name}": ({shown}, feature_matching),  # D\'s features, fakes vs real ones'
     if key.startswith(CONTENT):
@@ -3608,6 +3609,11 @@ def _fitted_line(key: str, weight: float) -> str:
         return (f'"{name}": ({shown}, {_content_text(key)}),  # {network}\'s features, fakes '
                 "vs the real batch's")  # fmt: skip
     return f'"{name}": ({shown}, lambda v: {key}(v.fake.x, v.real.x)),  # a frozen loss module'
+
+
+def _l1_entry(weight: object) -> str:
+    """pix2pix's L1 term as the printed ``g_terms`` holds it, at ``weight`` (as shown)."""
+    return f'"l1": ({weight}, lambda v: torch.nn.functional.l1_loss(v.fake.x, v.real.x))'
 
 
 def _weight_text(weight: float) -> str:

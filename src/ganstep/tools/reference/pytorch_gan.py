@@ -8,7 +8,7 @@ import random
 import numpy as np
 import torch
 import torch.nn.functional as F
-from torch import nn
+from torch import Tensor, nn
 
 from .common import Batches, Latent, Pairs, _as_floats, _Losses, _one_hot
 
@@ -154,6 +154,41 @@ def pytorch_gan_sgan(G, D, opt_g, opt_d, batches: Pairs, rng: np.random.RandomSt
         d_loss.backward()
         opt_d.step()
         history.append({"loss_d": d_loss.item(), "loss_g": g_loss.item()})
+    return history
+
+
+def pytorch_gan_context_encoder(G, D, opt_g, opt_d, batches: list[tuple[Tensor, ...]]):
+    """eriklindernoren/PyTorch-GAN ``implementations/context_encoder/context_encoder.py``
+    (commit 23d54a3) as written: each batch is its ``ImageDataset``'s ``(imgs,
+    masked_imgs, masked_parts)`` (a random square of each image set to 1, with numpy, and
+    that square's pixels); ``G(masked_imgs)`` inpaints the parts, a PatchGAN ``D`` judges
+    parts against maps of ones and zeros shaped like its output (``MSELoss``). G's step on
+    ``0.001 * adv + 0.999 * L1(gen_parts, masked_parts)``, then D's on the real parts and
+    ``gen_parts.detach()``, ``0.5 * (real + fake)``.
+    ganstep: ``simultaneous()``, ``lsgan`` with ``g_scale=0.002``, ``latent=None``,
+    ``condition="real"`` with ``d_conditional=False`` on batches ``(masked_parts,
+    masked_imgs)``, an L1 term of weight 0.999."""
+    adversarial_loss, pixelwise_loss = nn.MSELoss(), nn.L1Loss()
+    history = []
+    for _imgs, masked_imgs, masked_parts in batches:
+        # Train Generator
+        opt_g.zero_grad()
+        gen_parts = G(masked_imgs)
+        d_fake = D(gen_parts)
+        valid, fake = torch.ones_like(d_fake), torch.zeros_like(d_fake)
+        g_adv = adversarial_loss(d_fake, valid)
+        g_pixel = pixelwise_loss(gen_parts, masked_parts)
+        g_loss = 0.001 * g_adv + 0.999 * g_pixel
+        g_loss.backward()
+        opt_g.step()
+        # Train Discriminator
+        opt_d.zero_grad()
+        real_loss = adversarial_loss(D(masked_parts), valid)
+        fake_loss = adversarial_loss(D(gen_parts.detach()), fake)
+        d_loss = 0.5 * (real_loss + fake_loss)
+        d_loss.backward()
+        opt_d.step()
+        history.append({"loss_d": d_loss.item(), "loss_g": g_loss.item(), "l1": g_pixel.item()})
     return history
 
 
