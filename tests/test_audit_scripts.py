@@ -1404,15 +1404,10 @@ def test_pytorch_gans_esrgan_ports_past_its_warm_up_to_a_per_location_rasgan(tmp
     their biases' gradients are float32's rounding alone), the Step is printed, equal in
     float32: RaSGAN(per_location=True), read at g_scale 0.005 with its terms from G's
     first gradient, g_forwards=("real", "fake"). (Seeded: on some random data its
-    one-term G loss, RaSGAN(g_real_term=False, ...), equals it too over 2 iterations, and
-    the port says so, printing neither.)"""
-    source = (SCRIPTS / "pytorch_gan_esrgan.py").read_text()
-    convs = ("nn.Conv2d(4, 4, 3, 2, 1)", "nn.Conv2d(4, 1, 3, 1, 1)")  # before BN, the last
-    assert all(source.count(f"{conv},") == 1 for conv in convs)
-    for conv in convs:
-        source = source.replace(f"{conv},", f"{conv[:-1]}, bias=False),")
-    (tmp_path / "esrgan.py").write_text(source)
-    port = seeded_port(tmp_path, 0, tmp_path / "esrgan.py", "--port", "--", "--warmup_batches", 0)
+    one-term G loss, RaSGAN(g_real_term=False, ...), equals it too over 2 iterations: see
+    the next test.)"""
+    port = seeded_port(tmp_path, 0, bias_free_esrgan(tmp_path), "--port", "--",
+                       "--warmup_batches", 0)  # fmt: skip
     assert port["max_difference"] <= 1e-5, port["notes"]  # (the port's float32 tolerance)
     code = port["code"]
     assert "    objective=RaSGAN(per_location=True),  # relativistic losses" in code
@@ -1422,6 +1417,39 @@ def test_pytorch_gans_esrgan_ports_past_its_warm_up_to_a_per_location_rasgan(tmp
     assert ('    g_forwards=("real", "fake"),  # D forwarded in G\'s step as the script does\n'
             in code)  # fmt: skip
     assert code.endswith('once per iteration: step((batch["hr"], batch["lr"]))')
+
+
+def bias_free_esrgan(tmp_path: Path) -> Path:
+    """esrgan.py with its D's convolution before BatchNorm and its last one bias-free
+    (their gradients are float32's rounding alone: docs/loops.md#esrgan)."""
+    source = (SCRIPTS / "pytorch_gan_esrgan.py").read_text()
+    for conv in ("nn.Conv2d(4, 4, 3, 2, 1)", "nn.Conv2d(4, 1, 3, 1, 1)"):
+        assert source.count(f"{conv},") == 1
+        source = source.replace(f"{conv},", f"{conv[:-1]}, bias=False),")
+    (tmp_path / "esrgan.py").write_text(source)
+    return tmp_path / "esrgan.py"
+
+
+def test_two_steps_equal_in_float32_are_told_apart_by_the_float64_run(tmp_path):
+    """On this data (seed 8) both of ESRGAN's G-loss forms equal the script over 2
+    iterations in float32: RaSGAN's real term is a small part of G's gradient beside its
+    content loss. --port says so and prints neither, naming --verify; --verify's float64
+    run tells them apart (was: "2 Steps equal ... verify more iterations" there too), and
+    the Step printed is the one equal there, to 1e-12."""
+    script = bias_free_esrgan(tmp_path)
+    port = seeded_port(tmp_path, 8, script, "--port", "--", "--warmup_batches", 0)
+    assert port["code"] is None
+    assert port["notes"][0].startswith("2 Steps equal the script over 2 iteration(s), which "
+                                       "cannot tell them apart")  # fmt: skip
+    assert port["notes"][-1].endswith("whose tolerance (1e-12) may tell them apart")
+    (tmp_path / "esrgan.json").unlink()
+    port = seeded_port(tmp_path, 8, script, "--verify", 2, "--", "--warmup_batches", 0)
+    assert port["max_difference"] <= 1e-5 and port["float64_difference"] <= 1e-12
+    assert "    objective=RaSGAN(per_location=True),  # relativistic losses" in port["code"]
+    (said,) = [n for n in port["notes"] if n.startswith("float64")]
+    assert "this Step equals it, largest difference" in said
+    assert "and alone of the 2 Steps that equal the script's own run to 1e-05" in said
+    assert "RaSGAN(g_real_term=False, per_location=True)" in said
 
 
 def test_esrgans_d_as_written_equals_that_step_in_float64(tmp_path):

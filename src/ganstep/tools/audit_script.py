@@ -61,6 +61,7 @@ from .port import (
     Capture,
     Port,
     _verifiable,
+    among,
     float64_variants,
     global_names,
     not_compared,
@@ -68,6 +69,7 @@ from .port import (
     path_to,
     rounding_entries,
     script_moved,
+    tied,
 )
 from .port import port as port_of
 from .sides import find_sides, merge_phases, read_as_sides, read_cycle, side_members
@@ -653,7 +655,7 @@ def _audited(script, args, iterations, G, D, on_swallowed, timeout, port, float6
         elif float64 and report.port.chosen is not None:
             said = _in_float64(report, run, path, script, G, D, rec)  # (may replace port)
             report.port.notes.append(said)
-        elif float64 and _parted(report.port):  # (puts its note in a port it finds)
+        elif float64 and (_parted(report.port) or tied(report.port)):  # (may replace port)
             said = _decided_in_float64(report, run, path, script, G, D, rec)
             if report.port.equal_in != "float64":
                 report.port.notes.append(said)
@@ -661,6 +663,11 @@ def _audited(script, args, iterations, G, D, on_swallowed, timeout, port, float6
             report.port.notes.append(
                 "--verify N (in place of --port) runs the search again on the script run "
                 "in float64 too, where a Step that parts only by float32's rounding equals"
+            )
+        elif tied(report.port):
+            report.port.notes.append(
+                "--verify N (in place of --port) runs the search again on the script run "
+                f"in float64 too, whose tolerance ({FLOAT64_TOLERANCE:g}) may tell them apart"
             )
     return report
 
@@ -833,11 +840,15 @@ def _decided_in_float64(report: Report, run, path: Path, script, G, D,
     difference in the float32 run, where that is most, and how far the script's two runs
     moved that entry themselves (a bias whose gradient is 0 in exact arithmetic, before
     BatchNorm or a softmax over its rows, moves by Adam's steps on rounding alone in
-    float32, by nothing in float64); what came of it."""
+    float32, by nothing in float64); what came of it. Where several Steps equal the
+    float32 run instead, :func:`_tie_broken`."""
     repeated = _float64_run(report, run, path, script, G, D, first)
     if isinstance(repeated, str):
         return repeated
     rec, again, head = repeated
+    labels = tied(report.port)
+    if labels:  # several equal the float32 run: float64's 1e-12 may tell them apart
+        return _tie_broken(report, rec, again, head, first, labels)
     rounding = {}
     try:
         there = _port_in_float64(rec, again)
@@ -875,6 +886,32 @@ def _decided_in_float64(report: Report, run, path: Path, script, G, D,
     found.float64_difference, found.equal_in = there.max_difference, "float64"
     report.port = found
     return said
+
+
+def _tie_broken(report: Report, rec: ScriptRecorder, again: Report, head: str,
+                first: ScriptRecorder, labels: list[str]) -> str:  # fmt: skip
+    """Where several Steps equal the script's float32 run (``labels``), the search on its
+    float64 run ``rec``: where one of them alone equals that, to FLOAT64_TOLERANCE (their
+    difference a small part of a gradient, within float32's tolerance, past float64's),
+    it is put in ``report.port`` as found in the float32 run; what came of it."""
+    try:
+        there = _port_in_float64(rec, again)
+    except Exception as e:  # the float32 search's note stands without it
+        return f"{head}: the search failed there ({_describe(e)})"
+    if there.code is None:
+        more = tied(there)
+        return (f"{head}: {len(more)} Steps equal that run too, which cannot tell them apart"
+                if more else f"{head}: none of them equals that run")  # fmt: skip
+    if not among(labels, there.chosen):
+        return f"{head}: a Step equals that run, but none of those {len(labels)}"
+    found = port_of(first, report, first.capture, _names(first), only=there.chosen)
+    if found.code is None:  # (it equalled in the search: not expected)
+        return f"{head}: a Step equals that run, but not the script's own"
+    found.float64_difference = there.max_difference
+    report.port = found
+    return (f"{head}: this Step equals it, largest difference {there.max_difference:.3g} (<= "
+            f"{FLOAT64_TOLERANCE:g}), and alone of the {len(labels)} Steps that equal the "
+            f"script's own run to {TOLERANCE:g} ({'; '.join(labels)})")  # fmt: skip
 
 
 # the float64 run's move of an entry at most this part of the float32 run's: its float32

@@ -108,6 +108,8 @@ FLOAT64_TOLERANCE = 1e-12
 # formula in another order of ops, or the script's sum of several backward passes
 LOSS_TOLERANCE = 1e-4
 TRIED = "each schedule and objective tried:"
+# the note of a search that found several Steps equal to the script (tied())
+TIED = "which cannot tell them apart"
 # DataLoader batches kept at most (an audit of a few iterations takes a few per iteration)
 MAX_BATCHES = 1000
 
@@ -1394,6 +1396,25 @@ def parted_line(notes: list[str], chosen: tuple) -> str | None:
         if found is not None:
             return found
     return None
+
+
+def tied(found: Port) -> list[str]:
+    """The labels of the Steps that all equal the script where the search found several
+    (its note "N Steps equal the script over n iteration(s), which cannot tell them
+    apart"), or []."""
+    if found.code is None and found.notes and TIED in found.notes[0]:
+        return found.notes[1:]
+    return []
+
+
+def among(labels: list[str], chosen: tuple) -> bool:
+    """Whether the (schedule, candidate) ``chosen`` is one of ``labels`` (its G terms, read
+    from a gradient, may be read apart by another run: its label without them will do)."""
+    schedule, candidate = chosen
+    plain = _label(schedule, replace(candidate, g_fit=()))
+    return _label(schedule, candidate) in labels or any(
+        label == plain or label.startswith(plain + " ") for label in labels
+    )
 
 
 def script_moved(rec, capture: Capture, names: dict[str, str], key: str) -> float | None:
@@ -3149,7 +3170,7 @@ def _search(script: _Script, capture: Capture, data: Replay, report, n: int,
         more = ("the script's loop crashed after them: fix it to verify more" if report.error
                 else "verify more iterations")  # fmt: skip
         return Port(None, n, notes=[f"{len(equal)} Steps equal the script over {n} "
-                                    f"iteration(s), which cannot tell them apart ({more}):",
+                                    f"iteration(s), {TIED} ({more}):",
                                     *(e[3] for e in equal)])  # fmt: skip
     if len(set(raised)) == 1 and len(raised) == len(parted):  # the inputs, not the losses
         return Port(None, n, notes=[
