@@ -794,8 +794,9 @@ def test_port_of_crashed_loops_verifies_only_whole_updates_and_says_so(tmp_path)
     assert port["code"] is None and port["notes"][0] == (
         "2 Steps equal the script over 1 iteration(s), which cannot tell them apart (the "
         "script's loop crashed after them: fix it to verify more):")  # fmt: skip
-    assert [n.split(", ")[1].split(" ")[0] for n in port["notes"][1:]] == [
+    assert [n.split(", ")[1].split(" ")[0] for n in port["notes"][1:3]] == [
         "BEGAN(gamma=0.5)", "BEGAN(gamma=0.75)"]  # fmt: skip
+    assert port["notes"][3].startswith("--verify N (in place of --port) runs the search again")
     out = tmp_path / "softmax.json"
     ganstep("audit", SCRIPTS / "softmax_gan.py", "--port", "--json", out, cache=tmp_path,
             cwd=tmp_path, check=False)  # fmt: skip
