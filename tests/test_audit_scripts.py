@@ -1577,6 +1577,41 @@ def test_pytorch_gans_context_encoder_ports_with_its_weights_read(tmp_path):
     assert {"loss_d", "loss_g", "l1"} <= set(logs)
 
 
+def test_pytorch_gans_ccgan_ports_with_gs_inputs_as_the_script_names_them(tmp_path):
+    """ccgan.py as written: G(masked_imgs, imgs_lr), the first made by the script's own
+    apply_random_mask(imgs) (numpy's squares set to -1), the second from its DataLoader's
+    dict beside D's real batch; D(x) alone. Every Step tried raised "this Step is
+    conditional, so a real batch is a pair (x, c)": G's two inputs were read as a z and a
+    condition. Neither is a draw (one sits in the batch beside the real images, the other
+    keeps most of their values), so each real batch is given with them as its
+    condition, named as the script names them at G's call: 0 apart in float32 and
+    float64, no L1 read where G's loss has none, and the code runs beside its names."""
+    proc, port = ported(tmp_path, "pytorch_gan_ccgan", flag=("--verify", 3))
+    assert port["max_difference"] == 0 and port["float64_difference"] == 0, port["notes"]
+    code = port["code"]
+    for fragment in ("objective=LSGAN(),", "schedule=simultaneous(),",
+                     "    latent=None,  # G's inputs are data the script gives it "
+                     "(pytorch_gan_ccgan.py:205: gen_imgs = generator(masked_imgs, imgs_lr)): "
+                     "no z\n", '    condition="real",', "    d_conditional=False,",
+                     "    g_scale=2.0,",
+                     "once per iteration: step((real_batch, (masked_imgs, imgs_lr)))"):  # fmt: skip
+        assert fragment in code, code
+    assert code.count("condition=") == 1 and "g_terms" not in code
+
+    class G(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv = torch.nn.Conv2d(2, 1, 3, 1, 1)
+
+        def forward(self, x, x_lr):
+            return self.conv(torch.cat((x, torch.nn.functional.interpolate(x_lr, 16)), 1))
+
+    step = beside_pytorch_gans_names(code, G(), torch.nn.Conv2d(1, 1, 3, 2, 1))["step"]
+    imgs = torch.rand(4, 1, 16, 16)
+    logs = step((imgs, (imgs.clone(), torch.rand(4, 1, 4, 4))))
+    assert {"loss_d", "loss_g"} <= set(logs)
+
+
 def test_a_pix2pix_l1_weight_scripts_rarely_use_is_read(tmp_path):
     """pix2pix.py with lambda_pixel = 50 (not 100, 10 or 1, the weights tried before):
     read from G's gradient, printed as 50.0."""

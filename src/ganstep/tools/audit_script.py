@@ -363,7 +363,8 @@ class ScriptRecorder(Recorder):
             numpy = sys.modules.get("numpy")
             py_state = random.getstate()
             np_state = None if numpy is None else numpy.random.get_state()
-        self.calls.append((label, self.forward_start(), changed, py_state, np_state))
+        line = None if frame is None else frame.f_lineno
+        self.calls.append((label, self.forward_start(), changed, py_state, np_state, line))
 
     def post(self, module: nn.Module, args: tuple, out: object, raised: bool = False,
              keywords: dict | None = None) -> None:  # fmt: skip
@@ -376,7 +377,9 @@ class ScriptRecorder(Recorder):
         self.open_modules.pop()
         call = self.calls.pop()
         if call is not None and not raised:
-            self.forward_end(call[0], args, out, call[1], module, keywords, *call[3:])
+            self.forward_end(call[0], args, out, call[1], module, keywords, *call[3:5])
+            if call[5] is not None:  # the script's line of the call (its names there)
+                self.capture.sites[self.forwards[-1].seq] = call[5]
             if isinstance(call[2], str):
                 self.capture.written_over[self.forwards[-1].seq] = call[2]
             elif call[2] is not None:

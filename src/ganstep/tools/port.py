@@ -19,7 +19,9 @@ that count (a learning-rate scheduler's rates).
 A D given G's condition filled over the image (one constant map per entry of G's
 one-hot vector) is given it through a printed ``FilledD``, the real batches' conditions
 as G takes them; fakes made for their iteration's real conditions take
-``condition="real"``.
+``condition="real"``. A G whose inputs are data, not draws (beside the real batch in
+the DataLoader's batch, or that batch made over: ccgan.py's masked images), is given
+them as each real batch's condition, named as the script names them at G's call.
 A D returning (scores, class logits) beside a G given the fakes' labels is ACGAN's: its
 class terms are tried at the scripts' weights, on the real labels the script's
 DataLoader gave beside each real batch; beside a G given none it is SGAN's, the fakes a
@@ -55,8 +57,10 @@ read from their values: the script may have drawn them with numpy).
 from __future__ import annotations
 
 import argparse
+import ast
 import copy
 import json
+import linecache
 import random
 import re
 import sys
@@ -64,6 +68,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from functools import partial
+from pathlib import Path
 from types import ModuleType
 
 import torch
@@ -145,6 +150,8 @@ class Capture:
     # batch before it, and torch's generator states before the change's first draw (None
     # where it drew none)
     arguments: dict[int, tuple[str, Tensor, list[Tensor] | None]] = field(default_factory=dict)
+    # by seq: the script's line of the call (the names it gives its inputs there)
+    sites: dict[int, int] = field(default_factory=dict)
     # by seq: where a call's first argument was a name the script had written over with a
     # change of its own batch (``real = augment(real)``), that line (file:line: text)
     written_over: dict[int, str] = field(default_factory=dict)
@@ -830,6 +837,13 @@ class Replay:
     # imgs["lr"] beside imgs["hr"]): the two places in the batch, as code; the real
     # batches are then (x, G's input), as with ``g_from_real``
     g_given: tuple[str, str] | None = None
+    # G's calls, by seq (those ``zs`` holds)
+    g_seqs: list[int] = field(default_factory=list)
+    # G's inputs where none was a draw (each from the DataLoader's batch beside D's real
+    # one, or that batch made over: ccgan.py's masked_imgs), as the script names them at
+    # G's call, and that line (file:line: text); the real batches are then (x, (G's
+    # inputs)), read as image_to_image's pairs with D called D(x) alone
+    g_named: tuple[tuple[str, ...], str] | None = None
     # the script's loss modules of frozen parameters that G's loss called on (G's output,
     # the real target) in each iteration (pix2pixHD's VGGLoss): each one's printed name,
     # the module and its state when first called (_loss_modules)
@@ -997,7 +1011,7 @@ def replay(rec, capture: Capture, iterations: int, d_order: str = "real_first",
                   real_rng=real_rng, z_reused=z_reused, d_fill=d_fill,
                   condition_real=condition_real, augment=augment, d_pair=pair,
                   g_join=g_join, g_listed=listed == {True}, np_states=np_states,
-                  numpy_in_d=_numpy_drew_in_d_steps(rec, capture),
+                  numpy_in_d=_numpy_drew_in_d_steps(rec, capture), g_seqs=z_seqs,
                   stepped=[st.label for st in rec.opt_steps], info=_info_calls(rec, z_seqs),
                   **_mixed_styles(capture, style_sets, z_seqs))  # fmt: skip
 
@@ -2159,6 +2173,11 @@ def port(rec, report, capture: Capture, names: dict[str, str], *,
                      in zip(data.reals, data.zs, strict=True)]  # fmt: skip
             data = replace(data, reals=reals, image_to_image=True, d_conditional=False,
                            g_from_real=made, g_given=given)  # fmt: skip
+        named = _g_inputs_named(rec, capture, data, n)
+        if named is not None:  # the real batches as (x, (G's inputs)), D called D(x)
+            reals = [[(x, inputs)] for [x], (inputs, _) in zip(data.reals, data.zs, strict=True)]
+            data = replace(data, reals=reals, image_to_image=True, d_conditional=False,
+                           g_named=named)  # fmt: skip
         if _scale_lists(_d_output(script, capture, data)):  # (D may draw: within the try)
             data = replace(data, d_scales=True, real_in_g_step=_real_in_g_step(rec, n))
         data = replace(data, loss_modules=_loss_modules(rec, capture, n, names, data),
@@ -2245,20 +2264,65 @@ def _g_input_given(capture: Capture, data: Replay, iterations: int) -> tuple[str
     one_batch = all(len(it) == 1 and isinstance(it[0], Tensor) for it in data.reals)
     if data.image_to_image or data.conditional or len(data.zs) != iterations or not one_batch:
         return None
-
-    def place(t: Tensor, batch: tuple[Tensor, ...], places: tuple[str, ...]) -> str | None:
-        return next((p for u, p in zip(batch, places, strict=True) if u.shape == t.shape
-                     and torch.equal(u.to(t.device, t.dtype), t)), None)  # fmt: skip
-
     found = set()
     for [x], ((g_in,), _) in zip(data.reals, data.zs, strict=True):
-        both = [(place(x, b, p), place(g_in, b, p))
+        both = [(_place(x, b, p), _place(g_in, b, p))
                 for b, p in zip(capture.batches, capture.batch_places, strict=True)]  # fmt: skip
         both = [pair for pair in both if None not in pair and pair[0] != pair[1]]
         if not both:
             return None
         found.add(both[0])
     return found.pop() if len(found) == 1 else None
+
+
+def _place(t: Tensor, batch: tuple[Tensor, ...], places: tuple[str, ...]) -> str | None:
+    """Where ``t``'s values sit in a DataLoader's ``batch`` (its ``places`` as code), or
+    None."""
+    return next((p for u, p in zip(batch, places, strict=True) if u.shape == t.shape
+                 and torch.equal(u.to(t.device, t.dtype), t)), None)  # fmt: skip
+
+
+def _g_inputs_named(rec, capture: Capture, data: Replay,
+                    iterations: int) -> tuple[tuple[str, ...], str] | None:  # fmt: skip
+    """G's inputs where every call of G was given data, not a draw: each input sat in a
+    DataLoader batch beside D's one real batch, or is that batch made over (its shape,
+    most of its values kept: ccgan.py's ``apply_random_mask(imgs)``); as the script
+    names them at G's call, one line for every call (``generator(masked_imgs,
+    imgs_lr)``), and that line (file:line: text); else None."""
+    one_batch = all(len(it) == 1 and isinstance(it[0], Tensor) for it in data.reals)
+    if (data.image_to_image or not data.conditional or data.tuple_latent
+            or len(data.zs) != iterations or not one_batch):  # fmt: skip
+        return None
+    for [x], (inputs, _) in zip(data.reals, data.zs, strict=True):
+        for t in inputs:
+            beside = any(_place(x, b, p) is not None and _place(t, b, p) is not None
+                         for b, p in zip(capture.batches, capture.batch_places,
+                                         strict=True))  # fmt: skip
+            made_over = (t.shape == x.shape and t.is_floating_point()
+                         and float((t == x.to(t.dtype)).float().mean()) > 0.5)  # fmt: skip
+            if not (beside or made_over):
+                return None
+    lines = {capture.sites.get(seq) for seq in data.g_seqs}
+    script_file = getattr(rec, "script_file", None)
+    if len(lines) != 1 or None in lines or script_file is None:
+        return None
+    line = lines.pop()
+    text = linecache.getline(script_file, line).strip()
+    names = _call_arguments(text, len(data.zs[0][0]))
+    return None if names is None else (names, f"{Path(script_file).name}:{line}: {text}")
+
+
+def _call_arguments(text: str, count: int) -> tuple[str, ...] | None:
+    """The arguments, as code, of the one call of ``count`` positional arguments and no
+    keywords on the line ``text``; None where it does not parse or holds none or more."""
+    try:
+        tree = ast.parse(text)
+    except SyntaxError:  # (a call over several lines)
+        return None
+    calls = [c for c in ast.walk(tree) if isinstance(c, ast.Call) and len(c.args) == count
+             and not c.keywords
+             and not any(isinstance(a, ast.Starred) for a in c.args)]  # fmt: skip
+    return tuple(ast.unparse(a) for a in calls[0].args) if len(calls) == 1 else None
 
 
 def _real_in_g_step(rec, iterations: int) -> bool:
@@ -2894,8 +2958,8 @@ def _fit_terms(script: _Script, capture: Capture, data: Replay, schedule: tuple[
         scaled = _least_squares([base, *terms], whole)  # another scale: read it too
         if scaled[0] > 0 and _left([base, *terms], scaled, whole, whole) <= SCALE_REFIT:
             g_scale, fit = _read_weight(candidate.g_scale * scaled[0]), scaled[1:]
-    weights = tuple((key, w) for key, w in zip(keys, _weights_read(fit), strict=True)
-                    if w is not None)  # fmt: skip
+    weights = tuple((key, w) for key, w in zip(keys, _weights_read(fit, terms, whole),
+                                               strict=True) if w is not None)  # fmt: skip
     return replace(candidate, g_fit=weights, g_scale=g_scale)
 
 
@@ -2912,11 +2976,23 @@ def _moment_vector(moments: dict[int, Tensor], like: dict[int, Tensor]) -> Tenso
                       for i in sorted(like)])  # fmt: skip
 
 
-def _weights_read(fit: list[float]) -> list[float | None]:
+def _weights_read(fit: list[float], columns: list[Tensor] | None = None,
+                  whole: Tensor | None = None) -> list[float | None]:  # fmt: skip
     """Each fitted weight as the script's (:func:`_read_weight`), or None where it is not
-    above 1e-4 of the largest (a term the script does not have)."""
+    above 1e-4 of the largest, or (given the fit's ``columns`` and the ``whole`` they were
+    fitted to) its part of the whole is not above TERM_FLOOR: a term the script does not
+    have (ccgan.py's G has no L1 to the target: fitted alone, 1e-17)."""
     largest = max(fit)
-    return [_read_weight(w) if w > 0 and w > 1e-4 * largest else None for w in fit]
+    parts = ([abs(w) * float(c.norm()) / max(float(whole.norm()), 1e-30)
+              for w, c in zip(fit, columns, strict=True)]
+             if columns is not None and whole is not None else [1.0] * len(fit))  # fmt: skip
+    return [_read_weight(w) if w > 0 and w > 1e-4 * largest and part > TERM_FLOOR else None
+            for w, part in zip(fit, parts, strict=True)]  # fmt: skip
+
+
+# a fitted G term's part of the script's first G moment at most this: float32's rounding
+# (about 1e-7 of it), not a term of the script's
+TERM_FLOOR = 1e-6
 
 
 def _least_squares(columns: list[Tensor], target: Tensor) -> list[float]:
@@ -3377,7 +3453,14 @@ def _code(script: _Script, schedule: tuple[str, bool], candidate: Candidate,
           data: Replay) -> str:  # fmt: skip
     """The Step as code a person pastes into the script, a comment per choice (the
     draws described from what the script drew: its own draws were replayed)."""
-    if data.g_given is not None:
+    if data.g_named is not None:
+        sources = (
+            f"    latent=None,  # G's inputs are data the script gives it ({data.g_named[1]}): "
+            "no z\n"
+            '    condition="real",  # each fake made from its real batch\'s G inputs\n'
+            "    d_conditional=False,  # D is called D(x): G alone takes them"
+        )
+    elif data.g_given is not None:
         real, g_in = data.g_given
         sources = (
             f"    latent=None,  # G's one input is each DataLoader batch's {g_in}, beside the "
@@ -3430,6 +3513,8 @@ def _code(script: _Script, schedule: tuple[str, bool], candidate: Candidate,
         batch = f"(real_batch, {data.g_from_real}(real_batch))"
     if data.g_given is not None:
         batch = "(batch{}, batch{})".format(*data.g_given)
+    if data.g_named is not None:
+        batch = f"(real_batch, ({', '.join(data.g_named[0])}))"
     call, k = f"step({batch})", _schedule(code).real_batches
     if _one_batch_for_d_steps(data, per_batch, k):
         call = f"step([{batch}] * {k})  (the script's one real batch for each of its {k} D steps)"
@@ -3507,7 +3592,7 @@ def _options(candidate: Candidate, data: Replay, g_name: str = "G",
     if data.conditional and data.condition_real:
         more += ('\n    condition="real",  # each fake made for its real batch\'s condition, as '
                  "the script makes them")  # fmt: skip
-    elif data.conditional:
+    elif data.conditional and data.g_named is None:  # (G's inputs named: in the sources)
         more += "\n    " + _condition_line(torch.cat([z[1] for z, _ in data.zs]))
         if not data.d_conditional:
             more += "\n    d_conditional=False,  # D is called D(x): G alone takes the condition"

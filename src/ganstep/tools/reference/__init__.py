@@ -63,7 +63,7 @@ and commit named in each docstring: the source's random draws (PyTorch-GAN's
 its modules' outputs (a D ending in a sigmoid stays so). Their tests compare ganstep
 with these, never with a re-writing of them: ``pytorch_examples_dcgan``,
 ``pytorch_gan_wgan``, ``pytorch_gan_acgan``, ``pytorch_gan_sgan``,
-``pytorch_gan_infogan``, ``pytorch_gan_context_encoder``,
+``pytorch_gan_infogan``, ``pytorch_gan_context_encoder``, ``pytorch_gan_ccgan``,
 ``pytorch_gan_esrgan`` (and BasicSR's ``basicsr_esrgan``), ``pytorch_gan_srgan``,
 ``pytorch_gan_dragan``, ``pytorch_gan_wgan_div``, ``pytorch_gan_relativistic``,
 ``pytorch_gan_stargan``, ``pytorch_gan_cyclegan``, ``pytorch_gan_discogan``,
@@ -165,6 +165,7 @@ from .pytorch_gan import (  # noqa: F401
     pytorch_gan_acgan,
     pytorch_gan_bgan,
     pytorch_gan_bicyclegan,
+    pytorch_gan_ccgan,
     pytorch_gan_cgan,
     pytorch_gan_context_encoder,
     pytorch_gan_cyclegan,

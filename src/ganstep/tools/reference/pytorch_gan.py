@@ -192,6 +192,46 @@ def pytorch_gan_context_encoder(G, D, opt_g, opt_d, batches: list[tuple[Tensor, 
     return history
 
 
+def pytorch_gan_ccgan(G, D, opt_g, opt_d, batches: list[dict[str, Tensor]],
+                      rng: np.random.RandomState, mask_size: int):  # fmt: skip
+    """eriklindernoren/PyTorch-GAN ``implementations/ccgan/ccgan.py`` (commit ce0e5b5) as
+    written: each batch its ``ImageDataset``'s ``{"x": imgs, "x_lr": imgs_lr}``; the
+    script's ``apply_random_mask`` sets a random square of each image to -1 (``rng``
+    stands for ``np.random``: ``randint(0, size - mask_size, (n, 2))``); G inpaints from
+    the masked image and the low-resolution one, ``G(masked_imgs, imgs_lr)``; a PatchGAN
+    ``D(x)`` judges images against maps of ones and zeros shaped like its output
+    (``MSELoss``). G's step on the adversarial loss alone, then D's on the real images and
+    ``gen_imgs.detach()``, ``0.5 * (real + fake)``.
+    ganstep: ``simultaneous()``, ``lsgan`` with ``g_scale=2``, ``latent=None``,
+    ``condition="real"`` with ``d_conditional=False`` on batches ``(imgs, (masked_imgs,
+    imgs_lr))``, the masks drawn before each call as the script draws them."""
+    adversarial_loss = nn.MSELoss()
+    history = []
+    for batch in batches:
+        imgs, imgs_lr = batch["x"], batch["x_lr"]
+        idx = rng.randint(0, imgs.shape[-1] - mask_size, (imgs.shape[0], 2))
+        masked_imgs = imgs.clone()
+        for i, (y1, x1) in enumerate(idx):
+            masked_imgs[i, :, y1 : y1 + mask_size, x1 : x1 + mask_size] = -1
+        # Train Generator
+        opt_g.zero_grad()
+        gen_imgs = G(masked_imgs, imgs_lr)
+        d_fake = D(gen_imgs)
+        valid, fake = torch.ones_like(d_fake), torch.zeros_like(d_fake)
+        g_loss = adversarial_loss(d_fake, valid)
+        g_loss.backward()
+        opt_g.step()
+        # Train Discriminator
+        opt_d.zero_grad()
+        real_loss = adversarial_loss(D(imgs), valid)
+        fake_loss = adversarial_loss(D(gen_imgs.detach()), fake)
+        d_loss = 0.5 * (real_loss + fake_loss)
+        d_loss.backward()
+        opt_d.step()
+        history.append({"loss_d": d_loss.item(), "loss_g": g_loss.item()})
+    return history
+
+
 def pytorch_gan_wgan(G, D, opt_g, opt_d, batches: Batches, rng: np.random.RandomState,
                      latent_dim: int, n_critic: int = 5, clip_value: float = 0.01):  # fmt: skip
     """eriklindernoren/PyTorch-GAN ``implementations/wgan/wgan.py`` (commit c5d6be1), one
