@@ -36,6 +36,10 @@ def test_an_unconditional_step_never_reads_y_as_data():
         one([x, y])
     with pytest.raises(ValueError, match="unconditional but the batch carries a condition"):
         one((x, y))
+    with pytest.raises(ValueError, match=r"SGAN's\), pass a dict batch \{'x': x, 'label': y\}"):
+        one((x, y))
+    logs = one({"x": x, "label": y})  # labels beside x, for D's terms alone: trained on x
+    assert set(logs) == {"loss_d", "loss_g"}
 
 
 @pytest.mark.parametrize("kind", ["pairs", "dicts"])

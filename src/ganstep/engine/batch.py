@@ -154,8 +154,10 @@ def to_batch(item: object, conditional: bool, what: str) -> Batch:
     if not conditional and c is not None:
         raise ValueError(
             f"{what}: this Step is unconditional but the batch carries a condition (x, y). "
-            "Pass x alone (step(x), or step.feed(loader), which drops y), or build the Step "
-            "with condition='real' (or a sampler) to train on y"
+            "Pass x alone (step(x), or step.feed(loader), which drops y), build the Step "
+            "with condition='real' (or a sampler) to train on y, or, for labels only D's "
+            "terms read (SGAN's), pass a dict batch {'x': x, 'label': y}: its other keys "
+            "are extra targets, view.real.extra['label']"
         )
     if isinstance(c, list):
         c = tuple(c)
