@@ -1612,6 +1612,21 @@ def test_pytorch_gans_ccgan_ports_with_gs_inputs_as_the_script_names_them(tmp_pa
     assert {"loss_d", "loss_g"} <= set(logs)
 
 
+def test_gs_inputs_whose_names_cannot_be_read_are_said_so(tmp_path):
+    """ccgan.py with G's call over two lines: its inputs are still data, but the names a
+    Step's call would take cannot be read at that line; the note says so, by line."""
+    source = (SCRIPTS / "pytorch_gan_ccgan.py").read_text()
+    call = "gen_imgs = generator(masked_imgs, imgs_lr)"
+    assert source.count(call) == 1
+    port = port_of_source(tmp_path, "ccgan", source.replace(
+        call, "gen_imgs = generator(\n            masked_imgs, imgs_lr\n        )"))  # fmt: skip
+    assert port["code"] is None and port["notes"] == [
+        "G's 2 inputs are data, not draws (beside the real batch in its DataLoader's batch, or "
+        "that batch made over), which a Step is given as each real batch's condition; their "
+        "names could not be read at G's call (ccgan.py:205: gen_imgs = generator(: a call "
+        "over several lines, or unpacked): not mapped"]  # fmt: skip
+
+
 def test_a_pix2pix_l1_weight_scripts_rarely_use_is_read(tmp_path):
     """pix2pix.py with lambda_pixel = 50 (not 100, 10 or 1, the weights tried before):
     read from G's gradient, printed as 50.0."""

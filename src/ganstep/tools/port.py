@@ -2174,6 +2174,8 @@ def port(rec, report, capture: Capture, names: dict[str, str], *,
             data = replace(data, reals=reals, image_to_image=True, d_conditional=False,
                            g_from_real=made, g_given=given)  # fmt: skip
         named = _g_inputs_named(rec, capture, data, n)
+        if isinstance(named, str):
+            return Port(None, n, notes=[named])
         if named is not None:  # the real batches as (x, (G's inputs)), D called D(x)
             reals = [[(x, inputs)] for [x], (inputs, _) in zip(data.reals, data.zs, strict=True)]
             data = replace(data, reals=reals, image_to_image=True, d_conditional=False,
@@ -2283,12 +2285,13 @@ def _place(t: Tensor, batch: tuple[Tensor, ...], places: tuple[str, ...]) -> str
 
 
 def _g_inputs_named(rec, capture: Capture, data: Replay,
-                    iterations: int) -> tuple[tuple[str, ...], str] | None:  # fmt: skip
+                    iterations: int) -> tuple[tuple[str, ...], str] | str | None:  # fmt: skip
     """G's inputs where every call of G was given data, not a draw: each input sat in a
     DataLoader batch beside D's one real batch, or is that batch made over (its shape,
     most of its values kept: ccgan.py's ``apply_random_mask(imgs)``); as the script
     names them at G's call, one line for every call (``generator(masked_imgs,
-    imgs_lr)``), and that line (file:line: text); else None."""
+    imgs_lr)``), and that line (file:line: text). Why not, where they are data whose
+    names cannot be read there; else None."""
     one_batch = all(len(it) == 1 and isinstance(it[0], Tensor) for it in data.reals)
     if (data.image_to_image or not data.conditional or data.tuple_latent
             or len(data.zs) != iterations or not one_batch):  # fmt: skip
@@ -2304,12 +2307,20 @@ def _g_inputs_named(rec, capture: Capture, data: Replay,
                 return None
     lines = {capture.sites.get(seq) for seq in data.g_seqs}
     script_file = getattr(rec, "script_file", None)
+    head = (f"G's {len(data.zs[0][0])} inputs are data, not draws (beside the real batch in "
+            "its DataLoader's batch, or that batch made over), which a Step is given as "
+            "each real batch's condition")  # fmt: skip
     if len(lines) != 1 or None in lines or script_file is None:
-        return None
+        return (f"{head}; G's calls are not all on one line of the script, whose names a "
+                "Step's call would take: not mapped")  # fmt: skip
     line = lines.pop()
     text = linecache.getline(script_file, line).strip()
     names = _call_arguments(text, len(data.zs[0][0]))
-    return None if names is None else (names, f"{Path(script_file).name}:{line}: {text}")
+    where = f"{Path(script_file).name}:{line}: {text}"
+    if names is None:
+        return (f"{head}; their names could not be read at G's call ({where}: a call over "
+                "several lines, or unpacked): not mapped")  # fmt: skip
+    return names, where
 
 
 def _call_arguments(text: str, count: int) -> tuple[str, ...] | None:
