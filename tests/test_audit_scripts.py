@@ -1527,8 +1527,8 @@ def test_pytorch_gans_sgan_ports_with_the_fakes_as_a_class_of_their_own(tmp_path
 @pytest.mark.parametrize("change", ["weight", "no_class_left"])
 def test_sgans_class_terms_are_read_not_assumed(tmp_path, change):
     """D's class terms at the script's weight (its aux losses doubled: 0.5 printed, D's
-    scale still 0.25); real
-    labels that reach D's last class leave the fakes none of their own: named, no Step."""
+    scale still 0.25); real labels that reach D's last class leave the fakes none of
+    their own: named, no Step."""
     source = (SCRIPTS / "pytorch_gan_sgan.py").read_text()
     if change == "weight":
         doubled = source.replace("+ auxiliary_loss(real_aux, labels)",
