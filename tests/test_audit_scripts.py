@@ -1637,6 +1637,28 @@ def test_a_pix2pix_l1_weight_scripts_rarely_use_is_read(tmp_path):
     assert '    g_terms={"l1": (50.0, lambda v: ' in port["code"]
 
 
+def test_esrgans_warm_up_is_left_out_of_the_audits_report(tmp_path):
+    """Its warm-up steps (G on its pixel loss, no D) were G's "regularization steps of
+    their own" (0.67 per iteration) and in G's passes (1.67 forwards): now a warm-up line
+    by line, and every figure of the report (passes, FLOPs, hazards, order) as without
+    the warm-up."""
+    runs = []
+    for warm in (2, 0):
+        out = tmp_path / f"warm_{warm}.json"
+        proc = ganstep("audit", SCRIPTS / "pytorch_gan_esrgan.py", "--json", out, "--",
+                       "--warmup_batches", warm, cache=tmp_path, cwd=tmp_path)  # fmt: skip
+        runs.append((proc.stdout, json.loads(out.read_text())))
+    (warm_text, warm), (plain_text, plain) = runs
+    assert warm["warm_up"] == 2 and plain["warm_up"] == 0
+    assert ("  warm-up: G stepped 2 time(s) on a loss through no D (pytorch_gan_esrgan.py:118: "
+            "optimizer_G.step()) before any adversarial step") in warm_text  # fmt: skip
+    assert warm["regularization"] == {"G": 0.0, "D": 0.0}
+    for key in ("order", "forwards", "backwards", "hazards", "schedule"):
+        assert warm[key] == plain[key], key
+    assert warm["total_flops"] == plain["total_flops"]
+    assert "regularization steps" not in warm_text
+
+
 def test_pytorch_gans_dragan_is_told_its_d_learns_from_its_penalty_alone(tmp_path):
     """dragan.py as written: D's loss forwarded on the real batch and the fakes, then
     ``gradient_penalty.backward()`` alone. The first hazard names the step by its line;

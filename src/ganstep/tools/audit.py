@@ -260,6 +260,10 @@ class Report:
     # iteration, and the script's line of the first (:data:`INFO`)
     info_steps: float = 0.0
     info_at: str | None = None
+    # G's steps on a loss through no D before any adversarial step (a warm-up: esrgan.py's
+    # --warmup_batches), left out of everything above, and the script's line of the first
+    warm_up: int = 0
+    warm_up_at: str | None = None
 
     def as_dict(self) -> dict:
         """A JSON-ready dict (the error as its message)."""
@@ -286,6 +290,7 @@ class Report:
             "regularization_at": self.regularization_at,
             "sides": self.sides,
             "info_steps": self.info_steps,
+            "warm_up": self.warm_up,
             **({} if self.port is None else {"port": self.port.as_dict()}),
         }
 
@@ -311,6 +316,13 @@ class Report:
             lines.append(f"  sides: {read}")
         if self.pattern:
             lines.append(f"  pattern: {self.pattern}")
+        if self.warm_up:
+            at = f" ({self.warm_up_at})" if self.warm_up_at else ""
+            lines.append(
+                f"  warm-up: G stepped {self.warm_up} time(s) on a loss through no D{at} before "
+                "any adversarial step (esrgan.py's --warmup_batches), left out of the passes, "
+                "FLOPs and hazards below"
+            )
         if any(self.regularization.values()):
             counts = ", ".join(f"{m} {v:g}" for m, v in self.regularization.items() if v)
             lines.append(
@@ -948,9 +960,13 @@ class _Analysis:
 
     def __init__(self, rec: Recorder, iterations: int, error: BaseException | None) -> None:
         self.rec, self.n, self.error = rec, iterations, error
-        self.forwards = [f for f in rec.forwards if f.label in MODULES and f.iteration < iterations]
-        self.backwards = [b for b in rec.backwards if b.iteration < iterations]
-        self.steps = [s for s in rec.opt_steps if s.label in MODULES and s.iteration < iterations]
+        # a warm-up's steps, and the passes before them: no part of the update analysed
+        self.warm = [s for s in warm_up_steps(rec) if s.iteration < iterations]
+        cut = self.warm[-1].seq if self.warm else -1
+        kept = lambda e: e.iteration < iterations and e.seq > cut  # noqa: E731
+        self.forwards = [f for f in rec.forwards if f.label in MODULES and kept(f)]
+        self.backwards = [b for b in rec.backwards if kept(b)]
+        self.steps = [s for s in rec.opt_steps if s.label in MODULES and kept(s)]
         self.info = [s for s in info_steps(rec) if s.iteration < iterations]
         self._cost: dict[tuple, int] = {}
         self._mark_recomputed_and_used()
@@ -1335,13 +1351,14 @@ class _Analysis:
         lead = next((i for i, m in enumerate(labels) if m != leader), len(labels))
         if any(m == leader for m in labels[lead:]):
             return ("other", labels.count("D"), labels.count("G"))
-        before = [s for s in self.steps if s.iteration < iteration]
+        moved = [*self.steps, *self.warm]  # (a warm-up's steps moved G's version too)
+        before = [s for s in moved if s.iteration < iteration]
         info = sum(s.iteration < iteration for s in self.info)  # (each moves G and D)
         base = (sum(s.label == "G" for s in before) + info,
                 sum(s.label == "D" for s in before) + info)  # fmt: skip
         # a regularizer's own step earlier in the iteration (StyleGAN2-ADA's Greg between
         # Gmain and Dmain) moved its module's version, not the adversarial order
-        lazy = [s for s in self.steps if s.iteration == iteration and id(s) not in adversarial]
+        lazy = [s for s in moved if s.iteration == iteration and id(s) not in adversarial]
         at = [self._shifted(self.fake_versions(s, base), [r for r in lazy if r.seq < s.seq])
               for s in steps]  # fmt: skip
         n_d, n_g = labels.count("D"), labels.count("G")
@@ -1468,6 +1485,15 @@ def stepped_through(rec: Recorder, step: _Step) -> list[_Forward]:
     return [f for b in rec.backwards if b.index in step.backwards for f in b.through]
 
 
+def warm_up_steps(rec: Recorder) -> list[_Step]:
+    """G's steps on a loss through no D before any step of G or D on an adversarial one (a
+    warm-up: esrgan.py's ``--warmup_batches``, its pixel loss alone), in order."""
+    steps = [s for s in rec.opt_steps if s.label in ("G", "D")]
+    first = next((s for s in steps if any(f.label == "D" for f in stepped_through(rec, s))),
+                 None)  # fmt: skip
+    return [] if first is None else [s for s in steps if s.label == "G" and s.seq < first.seq]
+
+
 def held_ids(opt: torch.optim.Optimizer) -> set[int]:
     """The ids of the parameters ``opt`` holds."""
     return {id(p) for g in opt.param_groups for p in g["params"]}
@@ -1537,12 +1563,14 @@ def analyse(
     # stopped, is not part of the ones analysed
     last = max([*a.steps, *a.info], key=lambda s: s.seq, default=None)
     total = last.flops if last is not None and error is None else rec.flops()
+    total -= a.warm[-1].flops if a.warm else 0  # (a warm-up's FLOPs: no part of the update)
     regularization_at = {m: sorted({s.iteration for s in own if s.label == m}) for m in MODULES}
     return Report(order, forwards, backwards, total, wasted, list(dict.fromkeys(hazards)), error,
                   iterations, schedule, double, others, other_flops, pattern, location,
                   d_profile, d_order, d_concat, a.g_between(), regularization,
                   regularization_at=regularization_at, info_steps=a.per(len(a.info)),
-                  info_at=a.info[0].where if a.info else None)  # fmt: skip
+                  info_at=a.info[0].where if a.info else None, warm_up=len(a.warm),
+                  warm_up_at=a.warm[0].where if a.warm else None)  # fmt: skip
 
 
 def observe_d(rec: Recorder) -> DProfile | None:

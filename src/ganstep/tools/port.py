@@ -101,7 +101,13 @@ from ..engine.views import (
     reads_d_step_real,
     reads_real,
 )
-from .audit import PENALTY_ALONE, STALE_CAST, info_steps, phase_forwards, stepped_through
+from .audit import (
+    PENALTY_ALONE,
+    STALE_CAST,
+    info_steps,
+    phase_forwards,
+    warm_up_steps,
+)
 from .copies import module_copy
 from .sides import first_step
 
@@ -2218,10 +2224,7 @@ def _warm_up(rec) -> str | None:
     """Why the script's first steps are no Step's: G stepped on a loss through no D
     before any step of G or D on an adversarial one (a warm-up: esrgan.py's
     ``--warmup_batches``, its pixel loss alone); None where it did not."""
-    steps = [s for s in rec.opt_steps if s.label in ("G", "D")]
-    first = next((s for s in steps if any(f.label == "D" for f in stepped_through(rec, s))),
-                 None)  # fmt: skip
-    warm = [] if first is None else [s for s in steps if s.label == "G" and s.seq < first.seq]
+    warm = warm_up_steps(rec)
     if not warm:
         return None
     at = f" ({warm[0].where})" if warm[0].where else ""
