@@ -849,19 +849,20 @@ def _decided_in_float64(report: Report, run, path: Path, script, G, D,
     if isinstance(repeated, str):
         return repeated
     rec, again, head = repeated
-    labels = tied(report.port)
-    if labels:  # several equal the float32 run: float64's 1e-12 may tell them apart
-        return _tie_broken(report, rec, again, head, first, labels)
+    labels = tied(report.port)  # several equal the float32 run: float64 may tell them apart
     rounding = {}
     try:
         there = _port_in_float64(rec, again)
-        if there.code is None:  # again, but for the entries Adam moved on rounding alone
+        # again, but for the entries Adam moved on rounding alone (not where several equal)
+        if there.code is None and not labels:
             rounding = _rounding(first, report, rec, again, lambda r, _: [
                 (_names(r)[role], r.modules[role]) for role in ("G", "D")])  # fmt: skip
             if rounding:
                 there = _port_in_float64(rec, again, ignore=frozenset(rounding))
     except Exception as e:  # the float32 port stands without it
         return f"{head}: the search failed there ({_describe(e)})"
+    if labels:
+        return _tie_broken(report, there, head, first, labels)
     if there.code is None:
         return f"{head}: no Step tried equals that run either"
     if rounding:
@@ -891,16 +892,13 @@ def _decided_in_float64(report: Report, run, path: Path, script, G, D,
     return said
 
 
-def _tie_broken(report: Report, rec: ScriptRecorder, again: Report, head: str,
-                first: ScriptRecorder, labels: list[str]) -> str:  # fmt: skip
+def _tie_broken(report: Report, there: Port, head: str, first: ScriptRecorder,
+                labels: list[str]) -> str:  # fmt: skip
     """Where several Steps equal the script's float32 run (``labels``), the search on its
-    float64 run ``rec``: where one of them alone equals that, to FLOAT64_TOLERANCE (their
-    difference a small part of a gradient, within float32's tolerance, past float64's),
-    it is put in ``report.port`` as found in the float32 run; what came of it."""
-    try:
-        there = _port_in_float64(rec, again)
-    except Exception as e:  # the float32 search's note stands without it
-        return f"{head}: the search failed there ({_describe(e)})"
+    float64 run (``there``): where one of them alone equals that, to FLOAT64_TOLERANCE
+    (their difference a small part of a gradient, within float32's tolerance, past
+    float64's), it is put in ``report.port`` as found in the float32 run; what came of
+    it."""
     if there.code is None:
         more = tied(there)
         return (f"{head}: {len(more)} Steps equal that run too, which cannot tell them apart"

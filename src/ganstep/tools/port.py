@@ -68,6 +68,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from functools import partial
+from itertools import product
 from pathlib import Path
 from types import ModuleType
 
@@ -698,34 +699,25 @@ PER_LOCATION = (
 )  # fmt: skip
 
 
-def with_classifier(found: list[Candidate]) -> list[Candidate]:
+def with_classifier(found: list[Candidate], fake_class: int | None = None) -> list[Candidate]:
     """Each objective of ``found`` with a cross-entropy of D's class output added to G's
     and D's losses (ACGAN's), at the scales public scripts write: ``0.5 * (adv + aux)``
-    in G's step, ``((adv + aux) / 2 + (adv + aux) / 2) / 2`` in D's, or unscaled."""
+    in G's step, ``((adv + aux) / 2 + (adv + aux) / 2) / 2`` in D's, or unscaled. With
+    ``fake_class`` (SGAN's, G given no labels), D's alone: the real batch's to its labels,
+    the fakes' to that extra class (``sgan.py`` writes ACGAN's D loss); G's loss is its
+    adversarial one alone."""
+    terms = ("ACGAN's cross-entropy terms" if fake_class is None
+             else "SGAN's cross-entropy terms, the fakes as a class of their own")  # fmt: skip
     out = []
     for objective in {c.objective: c for c in found}.values():
         f = 2.0 if objective.objective == "LSGAN()" else 1.0  # MSE is twice ganstep's
-        why = f"{objective.why}; D's class output: ACGAN's cross-entropy terms"
-        out += [replace(objective, d_scale=d * f, g_scale=g * f, why=why, classifier=(wg, wd))
-                for d in (1.0, 0.5, 0.25) for g in (1.0, 0.5)
-                for wd in (1.0, 0.5, 0.25) for wg in (1.0, 0.5)]  # fmt: skip
-    return out
-
-
-def with_fake_class(found: list[Candidate], fake_class: int) -> list[Candidate]:
-    """Each objective of ``found`` with SGAN's cross-entropy of D's class output added to
-    D's loss: the real batch's to its labels, the fakes' to the extra class
-    ``fake_class``, at the scales of ``with_classifier`` (``sgan.py`` writes ACGAN's D
-    loss); G's loss is its adversarial one alone."""
-    out = []
-    for objective in {c.objective: c for c in found}.values():
-        f = 2.0 if objective.objective == "LSGAN()" else 1.0  # MSE is twice ganstep's
-        why = (f"{objective.why}; D's class output: SGAN's cross-entropy terms, the fakes "
-               "as a class of their own")  # fmt: skip
-        out += [replace(objective, d_scale=d * f, g_scale=g * f, why=why,
-                        fake_class=(fake_class, wd))
-                for d in (1.0, 0.5, 0.25) for g in (1.0, 0.5)
-                for wd in (1.0, 0.5, 0.25)]  # fmt: skip
+        why = f"{objective.why}; D's class output: {terms}"
+        for d, g, wd in product((1.0, 0.5, 0.25), (1.0, 0.5), (1.0, 0.5, 0.25)):
+            scaled = replace(objective, d_scale=d * f, g_scale=g * f, why=why)
+            if fake_class is not None:
+                out.append(replace(scaled, fake_class=(fake_class, wd)))
+            else:
+                out += [replace(scaled, classifier=(wg, wd)) for wg in (1.0, 0.5)]
     return out
 
 
@@ -2867,8 +2859,7 @@ def _tried(script: _Script, capture: Capture, data: Replay, report,
         found = [replace(c, l1=w) for c in found for w in (100.0, 10.0, 1.0)]
     if not isinstance(whole, Tensor) and unmapped is None and not data.d_scales:
         # G given the fakes' labels: ACGAN's; G given none: SGAN's, the last class the fakes'
-        found = (with_classifier(found) if data.conditional
-                 else with_fake_class(found, whole[1].shape[1] - 1))  # fmt: skip
+        found = with_classifier(found, None if data.conditional else whole[1].shape[1] - 1)
     if data.style_mixing:
         found = [replace(c, style_mixing=p) for c in found for p in STYLE_MIXING]
     at = report.regularization_at.get("D") or []
