@@ -1844,3 +1844,30 @@ def test_a_gradient_penalty_of_another_weight_than_10_ports(tmp_path):
     assert_verified(port)
     assert "objective=WGANGP(0.1)" in port["code"]
     assert "schedule=d_first(d_steps=2, reuse_fake=False)" in port["code"]
+
+
+@pytest.mark.parametrize("written", ["in_the_call", "written_over"])
+def test_a_real_batch_made_in_the_loop_is_named_for_the_call_of_step(tmp_path, written):
+    """The DCGAN example with instance noise on D's real batch, in D's call or written
+    over its name before it: the port was verified on the batch as D was given it and
+    printed ``step(real_batch)`` saying nothing, so a user would give the Step the
+    DataLoader's batch and lose the noise. A note now names the change and its line; the
+    example as written (D given the DataLoader's batch) has none."""
+    source = (SCRIPTS / "dcgan_example.py").read_text()
+    call = "        output = netD(real_cpu).view(-1)\n"
+    noise = "real_cpu + 0.1 * torch.randn_like(real_cpu)"
+    changed = {"in_the_call": call.replace("real_cpu)", f"{noise})"),
+               "written_over": f"        real_cpu = {noise}\n{call}"}[written]  # fmt: skip
+    assert source.count(call) == 1
+    port = port_of_source(tmp_path, "noisy", source.replace(call, changed), "--verify", "2",
+                          script_args=("--niter", "1"))  # fmt: skip
+    assert port["max_difference"] == 0, port["notes"]
+    [note] = [n for n in port["notes"] if n.startswith("D was given its real batch made")]
+    if written == "in_the_call":
+        assert "`lambda x: x + 0.1 * torch.randn_like(x)` (noisy.py:65: output = netD(" in note
+        assert "so give step(...) the batch made so (real_batch below)" in note
+    else:
+        assert f"(noisy.py:65: real_cpu = {noise})" in note
+        assert "keep it before each call of step(...)" in note
+    plain = port_of_source(tmp_path, "plain", source, script_args=("--niter", "1"))
+    assert plain["code"] and not any("real batch made" in n for n in plain["notes"])

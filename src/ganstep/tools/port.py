@@ -144,6 +144,9 @@ class Capture:
     # in its batch as code: '["hr"]' in a dict, "[1]" in a tuple
     batches: list[tuple[Tensor, ...]] = field(default_factory=list)
     batch_places: list[tuple[str, ...]] = field(default_factory=list)
+    # every tensor the DataLoaders gave, a batch of one tensor too: whether D's real
+    # batch is one of them as the loop held it, or made from one (instance noise)
+    loader_tensors: list[Tensor] = field(default_factory=list)
     # the script's number globals before each optimizer step (by the steps taken before
     # it) and where its run ended: state it keeps beside its models (BEGAN's k)
     numbers: dict[int, dict[str, float]] = field(default_factory=dict)
@@ -210,8 +213,10 @@ class Capture:
         elif isinstance(batch, (tuple, list)):
             items = [(f"[{i}]", v) for i, v in enumerate(batch)]
         else:
-            return
+            items = [("", batch)]
         items = [(place, _plain(t)) for place, t in items if isinstance(t, Tensor)]
+        if len(self.loader_tensors) < MAX_BATCHES:
+            self.loader_tensors += [t for _, t in items]
         if len(items) > 1 and len(self.batches) < MAX_BATCHES:
             self.batches.append(tuple(t for _, t in items))
             self.batch_places.append(tuple(place for place, _ in items))
@@ -2197,6 +2202,9 @@ def port(rec, report, capture: Capture, names: dict[str, str], *,
             found.notes.insert(0, f"{unread}; its first output was tried as its scores")
     if settings and found.code is not None:
         found.notes.append(settings)
+    made_real = None if not found.code or augment or pair else _real_made(rec, capture, n)
+    if made_real is not None:
+        found.notes.append(made_real)
     copies = _copies_of_g(script) if found.code is not None else None
     if copies is not None:
         found.notes.append(copies)
@@ -2674,6 +2682,36 @@ def _changed(rec, capture: Capture, iterations: int) -> str | None:
         "of each batch is a Step's augment=, with draws of its own; anything else belongs "
         f"in G){over}: not mapped"
     )
+
+
+def _real_made(rec, capture: Capture, iterations: int) -> str | None:
+    """A note where D was given its real batch not as a DataLoader gave it but made from
+    it (instance noise, a reshape: ``D(real + sigma * torch.randn_like(real))``, or
+    ``real = real + noise`` written over before D's call): the Step was verified on each
+    real batch as D was given it, so step(...) must be given it made so. None where D
+    was given its real batches as they came (cast or copied), or no DataLoader was seen."""
+    script_file = getattr(rec, "script_file", None)
+    for f in _update_forwards(rec, iterations, "D"):
+        if f.producer is not None or f.input_grad:  # G's output, or a penalty's points
+            continue
+        given = _call_tensors(capture, f.seq)[:1]
+        loaded = (_place(given[0], (t,), ("",)) is not None for t in capture.loader_tensors)
+        if not given or not capture.loader_tensors or any(loaded):
+            continue
+        verified = "the Step was verified on each real batch as D was given it"
+        if f.seq in capture.written_over:
+            return (f"D was given its real batch made from the DataLoader's and written over "
+                    f"before D's call ({capture.written_over[f.seq]}): {verified}, after that "
+                    "line: keep it before each call of step(...)")  # fmt: skip
+        line = capture.sites.get(f.seq)
+        if f.seq not in capture.arguments or script_file is None or line is None:
+            continue
+        text = linecache.getline(script_file, line).strip()
+        return (f"D was given its real batch made from the DataLoader's, as "
+                f"`{capture.arguments[f.seq][0]}` ({Path(script_file).name}:{line}: {text}): "
+                f"{verified}, so give step(...) the batch made so (real_batch below), as the "
+                "script makes it before each call")  # fmt: skip
+    return None
 
 
 def _copies_of_g(script: _Script) -> str | None:
