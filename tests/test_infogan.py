@@ -16,7 +16,8 @@ from helpers.wild import (
 )
 from torch import nn
 
-from ganstep import Step, reference, simultaneous
+from ganstep import Step, d_first, reference, simultaneous
+from ganstep.engine.objectives import NS
 
 N, Z, K, C, X = 6, 3, 3, 2, 4  # batch, noise, classes, continuous codes, sample width
 
@@ -215,3 +216,129 @@ def test_info_arguments_are_checked():
     stranger = torch.optim.SGD([nn.Parameter(torch.zeros(1))], 0.1)
     with pytest.raises(ValueError, match="only G's and D's parameters"):
         Step(G, D, opt_g, opt_d, info_optimizer=stranger, info_terms=INFO_TERMS, **kwargs)
+
+
+# Natsu6767/InfoGAN-PyTorch in small: noise (b, channels, 1, 1) of z, one 10-way code
+# and two continuous codes; D a body and two heads, the Q head in G's optimizer
+NZ, DIS, CON = 3, 10, 2
+
+
+class NatsuG(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.net = nn.Sequential(nn.Linear(NZ + DIS + CON, 8), nn.ReLU(), nn.Linear(8, X))
+
+    def forward(self, x):
+        return self.net(x.flatten(1))
+
+
+class QHead(nn.Module):
+    """Its QHead: the code's logits, the continuous codes' means and variances."""
+
+    def __init__(self):
+        super().__init__()
+        self.disc, self.mu, self.var = nn.Linear(8, DIS), nn.Linear(8, CON), nn.Linear(8, CON)
+
+    def forward(self, x):
+        return self.disc(x).squeeze(), self.mu(x).squeeze(), torch.exp(self.var(x).squeeze())
+
+
+class BodyAndHead(nn.Module):
+    """The Step's D: its body and D head, with the body's features for the Q head."""
+
+    def __init__(self, body: nn.Module, head: nn.Module):
+        super().__init__()
+        self.body, self.head = body, head
+
+    def forward(self, x):
+        features = self.body(x)
+        return self.head(features).view(-1), features
+
+
+def natsu_models():
+    torch.manual_seed(0)
+    G = NatsuG().double()
+    body = nn.Sequential(nn.Linear(X, 8), nn.LeakyReLU(0.1)).double()
+    head = nn.Sequential(nn.Linear(8, 1), nn.Sigmoid()).double()
+    optimizers = lambda G, body, head, q: (  # noqa: E731 - its optimD and optimG
+        torch.optim.Adam([{"params": G.parameters()}, {"params": q.parameters()}], 2e-3,
+                         betas=(0.5, 0.999)),
+        torch.optim.Adam([{"params": body.parameters()}, {"params": head.parameters()}], 2e-3,
+                         betas=(0.5, 0.999)),
+    )  # fmt: skip
+    return G, body, head, QHead().double(), optimizers
+
+
+def natsu_info(netQ: nn.Module):
+    """The info loss as G's terms, read from the noise G was given (its one-hot code and
+    continuous codes) and the Q head on D's body features."""
+
+    def nll(x, mu, var):  # its NormalNLLLoss
+        logli = -0.5 * (var.mul(2 * np.pi) + 1e-6).log() - (x - mu).pow(2).div(var.mul(2.0) + 1e-6)
+        return -(logli.sum(1).mean())
+
+    def dis(v):
+        return F.cross_entropy(netQ(v.d_fake[1])[0], v.fake.z[:, NZ : NZ + DIS, 0, 0].argmax(1))
+
+    def con(v):
+        _, mu, var = netQ(v.d_fake[1])
+        return nll(v.fake.z[:, NZ + DIS :].view(-1, CON), mu, var)
+
+    return {"dis": (1.0, dis), "con": (0.1, con)}
+
+
+def natsu_noise(rng: np.random.RandomState):
+    """Its noise_sample(1, 10, 2, NZ, n), as the user's latent."""
+
+    def latent(n):
+        z = torch.randn(n, NZ, 1, 1, dtype=torch.float64)
+        dis_c = torch.zeros(n, DIS, dtype=torch.float64)
+        dis_c[torch.arange(n), rng.randint(DIS, size=n)] = 1.0
+        con_c = torch.rand(n, CON, 1, 1, dtype=torch.float64) * 2 - 1
+        return torch.cat((z, dis_c.view(n, -1, 1, 1), con_c), dim=1)
+
+    return latent
+
+
+def test_natsu6767s_info_loss_in_gs_step_with_its_q_head_in_gs_optimizer():
+    """Natsu6767/InfoGAN-PyTorch folds the info loss into G's step and lets G's optimizer
+    train the Q head beside D's body (``optimG`` over ``netG`` and ``netQ``). A Step
+    whose opt_g held such a head left it untrained: G's backward added to G's
+    parameters alone. Parameters an optimizer holds beside G and D are now that side's
+    too: equal to the source loop in float64."""
+    G, body, head, q, optimizers = natsu_models()
+    theirs = [G, body, head, q, *optimizers(G, body, head, q)]
+    batches_ = batches(4)
+    torch.manual_seed(1)
+    history = reference.natsu6767_infogan(G, body, head, q, theirs[4], theirs[5], batches_,
+                                          np.random.RandomState(2), num_z=NZ, num_dis_c=1,
+                                          dis_c_dim=DIS, num_con_c=CON)  # fmt: skip
+    G, body, head, q, optimizers = natsu_models()
+    opt_g, opt_d = optimizers(G, body, head, q)
+    step = Step(G, BodyAndHead(body, head), opt_g, opt_d, objective=NS(probabilities=True),
+                schedule=d_first(), latent=natsu_noise(np.random.RandomState(2)),
+                g_terms=natsu_info(q))  # fmt: skip
+    torch.manual_seed(1)
+    ours = run_step(step, batches_)
+    assert_same_sides([G, body, head, q, opt_g, opt_d], theirs)
+    assert_losses(ours, history)  # (G's: its adversarial loss and the info terms)
+    assert {"dis", "con"} <= set(ours[0])
+
+
+def test_a_head_beside_g_and_d_is_one_sides_and_not_captured():
+    """Both optimizers holding a head beside G and D would step it twice; a CUDA graph's
+    check for replaced parameters walks G's and D's alone: both refused, saying why."""
+    from ganstep.engine.cuda_graph import check_capturable
+
+    G, body, head, q, optimizers = natsu_models()
+    D = BodyAndHead(body, head)
+    opt_g, opt_d = optimizers(G, body, head, q)
+    opt_d.add_param_group({"params": q.parameters()})
+    with pytest.raises(ValueError, match=r"opt_g and opt_d both hold 6 parameter\(s\) of neither"):
+        Step(G, D, opt_g, opt_d, objective=NS(probabilities=True), schedule=d_first(),
+             latent=natsu_noise(None))  # fmt: skip
+    opt_g, opt_d = optimizers(G, body, head, q)
+    step = Step(G, D, opt_g, opt_d, objective=NS(probabilities=True), schedule=d_first(),
+                latent=natsu_noise(np.random.RandomState(0)), g_terms=natsu_info(q))  # fmt: skip
+    with pytest.raises(ValueError, match="opt_g holds parameters of neither G nor D"):
+        check_capturable(step)

@@ -120,6 +120,12 @@ def check_capturable(step: Step) -> None:
         )
     if step.distributed:
         raise ValueError("CUDA graph capture: distributed steps are not captured")
+    beside = [side.name for side in (step.game.g, step.game.d) if side.outside]
+    if beside:  # (what a replay checks for replaced parameters walks G's and D's alone)
+        raise ValueError(
+            f"CUDA graph capture: opt_{beside[0].lower()} holds parameters of neither G nor D "
+            "(a head a loss term calls), which are not captured yet; use the eager Step"
+        )
     compiled = [side.name for side in (step.game.g, step.game.d) if side.compiled]
     if compiled:
         raise ValueError(

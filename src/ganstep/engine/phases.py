@@ -83,8 +83,8 @@ def run_phase(
         side.zero_grad()
     k = len(real)
     parts = [micro(r, f, k) for r, f in zip(real, fake, strict=True)]
-    if lazy:  # as SG2-ADA's `real_logits * 0`: every weight takes this step
-        for p in (p for side in sides for p in side.params()):
+    if lazy:  # as SG2-ADA's `real_logits * 0`: every weight of G or D takes this step
+        for p in (p for side in sides for p in side.module_params()):
             if p.grad is None:
                 p.grad = torch.zeros_like(p)
     for side in sides:

@@ -59,6 +59,10 @@ class Side:
     # The ids of the parameters the optimizer holds, when it holds some of the module's
     # only (InfoGAN's info optimizer over G and D); None: all of them.
     held: frozenset[int] | None = None
+    # Parameters the optimizer holds beside the module's, in neither G nor D: a head
+    # this side's loss terms call (InfoGAN's Q head, which Natsu6767's optimG holds with
+    # G's). Each backward of this side adds to them too, as the script's backward does.
+    outside: tuple[nn.Parameter, ...] = ()
     # The module's parameters, walked again only after a registration.
     _listed: ParameterList = field(init=False, repr=False)
     # Whether the module is compiled: a backward that keeps its graph then runs with
@@ -92,11 +96,18 @@ class Side:
         (one may have been replaced: the Step checks its optimizers again)."""
         return self._listed.moved()
 
-    def params(self) -> list[nn.Parameter]:
-        """The parameters this side trains now."""
+    def module_params(self) -> list[nn.Parameter]:
+        """The module's parameters this side trains now (not those ``outside`` it)."""
         held = self.held
         return [p for p in self.all_params()
                 if p.requires_grad and (held is None or id(p) in held)]  # fmt: skip
+
+    def params(self) -> list[nn.Parameter]:
+        """The parameters this side trains now: the module's, and those ``outside``."""
+        found = self.module_params()
+        if self.outside:
+            found += [p for p in self.outside if p.requires_grad]
+        return found
 
     def frozen(self) -> AbstractContextManager[None]:
         """Switch off the module's weight gradients (as :func:`frozen`)."""
@@ -115,7 +126,7 @@ class Side:
             )
         scaled = self.precision.scale(loss, self.key)
         inputs = self.params()
-        plain = self._listed.plain
+        plain = self._listed.plain and not self.outside
         if also:
             inputs, plain = [*inputs, *also], False
         backward_into(scaled, inputs, retain_graph, plain, self.compiled)

@@ -62,6 +62,7 @@ def steady_for(game: Game, schedule: Schedule, reals: list[Batch], D: nn.Module,
         and all(type(b.x) is Tensor and b.extra is None and (b.c is None or type(b.c) is Tensor)
                 for b in reals)
         and game.most_d_outputs == 1  # one adversarial output (not a multi-scale D)
+        and not game.g.outside and not game.d.outside  # (heads beside G and D: loss terms')
         and o.objective.penalty_at == "after" and o.g_forwards is None
     )  # fmt: skip
     return Steady(game, schedule, reals[0], D) if plain else None

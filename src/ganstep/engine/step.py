@@ -37,9 +37,11 @@ from .step_checks import (
     check_objective_fits,
     check_optimizer,
     check_options,
+    check_outside,
     check_sources,
     info_step,
     loss_terms,
+    outside_params,
 )
 from .views import Term
 
@@ -57,8 +59,11 @@ class Step:
         D: the discriminator, any ``nn.Module``: one logit per sample, or for ``began``
             and ``ebgan`` an autoencoder whose output is shaped like its input.
         opt_g: any ``torch.optim.Optimizer`` holding G's trainable parameters (and not
-            D's).
-        opt_d: the same for D's parameters (and not G's).
+            D's). It may hold parameters of neither G nor D too (a head G's loss terms
+            call: InfoGAN's Q head beside D's body, which Natsu6767's ``optimG`` holds
+            with G's): G's backward passes add to them, and G's steps move them.
+        opt_d: the same for D's parameters (and not G's); both optimizers may not hold
+            one parameter of neither.
         objective: a name (``minimax``, ``ns``, ``lsgan``, ``hinge``, ``wgan_gp``,
             ``wgan``, ``began``, ``softmax``, ``rsgan``, ``rasgan``, ``ralsgan``,
             ``rahinge``, ``bgan``, ``ebgan``) or an
@@ -299,8 +304,11 @@ class Step:
         )  # fmt: skip
         # The Step owns its progress; the game (what the phases read) shares it.
         self.progress = Progress()
-        self.game = Game(Side("G", compiled(G, compile), opt_g, self.precision),
-                         Side("D", compiled(D, compile, donate=False), opt_d, self.precision),
+        g_outside, d_outside = outside_params(opt_g, G, D), outside_params(opt_d, G, D)
+        check_outside(g_outside, d_outside)
+        self.game = Game(Side("G", compiled(G, compile), opt_g, self.precision, outside=g_outside),
+                         Side("D", compiled(D, compile, donate=False), opt_d, self.precision,
+                              outside=d_outside),
                          options, self.progress, info=info.side)  # fmt: skip
         self._d_observer = DObserver(D, d_profile, self.game, self.schedule)
         self._models = (G, D, opt_g, opt_d)

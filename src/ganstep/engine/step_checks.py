@@ -43,6 +43,27 @@ def check_optimizer(opt: object, module: nn.Module, own: str, other: nn.Module) 
         )
 
 
+def outside_params(opt: torch.optim.Optimizer, G: nn.Module,
+                   D: nn.Module) -> tuple[nn.Parameter, ...]:  # fmt: skip
+    """The parameters ``opt`` holds that are neither G's nor D's (a head a side's loss
+    terms call: InfoGAN's Q head beside D's body, which Natsu6767's ``optimG`` holds with
+    G's), in the optimizer's order: that side's backward passes add to them too."""
+    ours = {id(p) for p in (*G.parameters(), *D.parameters())}
+    return tuple(p for group in opt.param_groups for p in group["params"] if id(p) not in ours)
+
+
+def check_outside(g_outside: tuple[nn.Parameter, ...], d_outside: tuple[nn.Parameter, ...]) -> None:
+    """Refuse a parameter beside G and D that both optimizers hold: each side's step
+    would move it, on gradients each side's backward adds to it."""
+    shared = {id(p) for p in g_outside} & {id(p) for p in d_outside}
+    if shared:
+        raise ValueError(
+            f"opt_g and opt_d both hold {len(shared)} parameter(s) of neither G nor D: each "
+            "side's step would move them. Give such a module (a head a loss term calls) to "
+            "the optimizer of the side whose loss trains it"
+        )
+
+
 def check_compile_fits(compile: object, objective: Objective) -> None:
     """torch.compile's autograd (AOTAutograd) has no double backward, which gradient
     penalties take. A penalty on D forwards of its own (lazy R1, WGAN-GP's, G's path

@@ -1,7 +1,8 @@
 """The loops of other public codebases (Lightning, pytorch-CycleGAN-and-pix2pix,
 BigGAN-PyTorch, StyleGAN2-ADA, RelativisticGAN, BasicSR, data-efficient-gans,
 pytorch-gan-collections, taming-transformers, HiFi-GAN, Udacity's GAN notebook, the WGAN
-authors' WassersteinGAN, Self-Attention-GAN), each as its source file is."""
+authors' WassersteinGAN, Self-Attention-GAN, Natsu6767's InfoGAN-PyTorch), each as its
+source file is."""
 
 from __future__ import annotations
 
@@ -606,6 +607,96 @@ def udacity_gan_mnist(G, D, opt_g, opt_d, batches: Batches, rng: np.random.Rando
         g_loss.backward()
         opt_g.step()
         history.append({"loss_d": d_loss.item(), "loss_g": g_loss.item()})
+    return history
+
+
+def natsu6767_infogan(netG, discriminator, netD, netQ, optimG, optimD, batches: Batches,
+                      rng: np.random.RandomState, num_z: int, num_dis_c: int, dis_c_dim: int,
+                      num_con_c: int):  # fmt: skip
+    """Natsu6767/InfoGAN-PyTorch's ``train.py`` loop (commit 9bd36e1) with its
+    ``utils.py``'s ``noise_sample`` and ``NormalNLLLoss``: D is a body
+    (``discriminator``) and two heads, ``netD`` (a probability) and ``netQ`` (the codes'
+    logits, means and variances); ``optimD`` holds the body and ``netD``, ``optimG``
+    holds G and ``netQ``. D's step: BCE on ``netD(discriminator(real_data))`` against 1,
+    then on the detached fakes against 0, one backward each. G's step forwards the body
+    again on the fakes, BCE against 1 plus the info loss in one backward: the cross
+    entropy of each categorical code's logits (``q_logits[:, j*10 : j*10 + 10]``, as
+    written for 10-way codes) against its drawn index, and 0.1 times the Gaussian NLL
+    of the continuous codes. ``noise_sample`` draws z (``torch.randn``), each index by
+    ``np.random.randint`` (``rng`` stands for ``np.random``) and the continuous codes
+    (``torch.rand * 2 - 1``), on the real batch's device and dtype; the noise is
+    ``(b, channels, 1, 1)``. Its labels are ``torch.full(..., real_label)`` with
+    ``real_label = 1``, a float tensor in the PyTorch it was written for (an integer
+    one since 1.7, which BCELoss refuses): float here, as it trained. ganstep:
+    ``d_first()``, ``NS(probabilities=True)``, ``netQ`` in ``opt_g`` beside G (a module
+    of neither G nor D that G's loss terms call) and the info loss as G's terms."""
+
+    def noise_sample(batch_size, like):
+        z = torch.randn(batch_size, num_z, 1, 1, dtype=like.dtype, device=like.device)
+        idx = np.zeros((num_dis_c, batch_size))
+        if num_dis_c != 0:
+            dis_c = torch.zeros(batch_size, num_dis_c, dis_c_dim, dtype=like.dtype,
+                                device=like.device)  # fmt: skip
+            for i in range(num_dis_c):
+                idx[i] = rng.randint(dis_c_dim, size=batch_size)
+                dis_c[torch.arange(0, batch_size), i, idx[i]] = 1.0
+            dis_c.squeeze_()
+            if batch_size == 1:
+                dis_c.unsqueeze_(0)
+            dis_c = dis_c.view(batch_size, -1, 1, 1)
+        if num_con_c != 0:
+            con_c = torch.rand(batch_size, num_con_c, 1, 1, dtype=like.dtype,
+                               device=like.device) * 2 - 1  # fmt: skip
+        noise = z
+        if num_dis_c != 0:
+            noise = torch.cat((z, dis_c), dim=1)
+        if num_con_c != 0:
+            noise = torch.cat((noise, con_c), dim=1)
+        return noise, idx
+
+    def normal_nll(x, mu, var):  # its NormalNLLLoss
+        logli = -0.5 * (var.mul(2 * np.pi) + 1e-6).log() - (x - mu).pow(2).div(var.mul(2.0) + 1e-6)
+        return -(logli.sum(1).mean())
+
+    criterionD, criterionQ_dis = nn.BCELoss(), nn.CrossEntropyLoss()
+    real_label, fake_label = 1.0, 0.0
+    history = []
+    for data in batches:
+        b_size = data.size(0)
+        real_data = data
+        optimD.zero_grad()
+        label = torch.full((b_size,), real_label, dtype=data.dtype, device=data.device)
+        output1 = discriminator(real_data)
+        probs_real = netD(output1).view(-1)
+        loss_real = criterionD(probs_real, label)
+        loss_real.backward()
+        label.fill_(fake_label)
+        noise, idx = noise_sample(b_size, data)
+        fake_data = netG(noise)
+        output2 = discriminator(fake_data.detach())
+        probs_fake = netD(output2).view(-1)
+        loss_fake = criterionD(probs_fake, label)
+        loss_fake.backward()
+        D_loss = loss_real + loss_fake
+        optimD.step()
+        optimG.zero_grad()
+        output = discriminator(fake_data)
+        label.fill_(real_label)
+        probs_fake = netD(output).view(-1)
+        gen_loss = criterionD(probs_fake, label)
+        q_logits, q_mu, q_var = netQ(output)
+        target = torch.LongTensor(idx).to(data.device)
+        dis_loss = 0
+        for j in range(num_dis_c):
+            dis_loss += criterionQ_dis(q_logits[:, j * 10 : j * 10 + 10], target[j])
+        con_loss = 0
+        if num_con_c != 0:
+            con_loss = normal_nll(noise[:, num_z + num_dis_c * dis_c_dim :].view(-1, num_con_c),
+                                  q_mu, q_var) * 0.1  # fmt: skip
+        G_loss = gen_loss + dis_loss + con_loss
+        G_loss.backward()
+        optimG.step()
+        history.append({"loss_d": D_loss.item(), "loss_g": G_loss.item()})
     return history
 
 
