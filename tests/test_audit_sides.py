@@ -186,6 +186,48 @@ def test_two_optimizers_each_over_a_g_and_a_d_are_not_read_as_sides(tmp_path):
     ) in proc.stderr, proc.stderr
 
 
+NATSU_INFOGAN = """
+import numpy as np
+import torch
+from torch import nn
+
+torch.manual_seed(0)
+netG, discriminator = nn.Linear(3 + 4, 6), nn.Sequential(nn.Linear(6, 8), nn.LeakyReLU(0.1))
+netD, netQ = nn.Sequential(nn.Linear(8, 1), nn.Sigmoid()), nn.Linear(8, 4)
+optimD = torch.optim.Adam([{"params": discriminator.parameters()}, {"params": netD.parameters()}])
+optimG = torch.optim.Adam([{"params": netG.parameters()}, {"params": netQ.parameters()}])
+bce, ce = nn.BCELoss(), nn.CrossEntropyLoss()
+for data in torch.randn(4, 5, 6):
+    optimD.zero_grad()
+    loss_real = bce(netD(discriminator(data)).view(-1), torch.ones(5))
+    loss_real.backward()
+    idx = np.random.randint(4, size=5)
+    noise = torch.cat((torch.randn(5, 3), nn.functional.one_hot(torch.from_numpy(idx), 4)), 1)
+    fake_data = netG(noise)
+    loss_fake = bce(netD(discriminator(fake_data.detach())).view(-1), torch.zeros(5))
+    loss_fake.backward()
+    optimD.step()
+    optimG.zero_grad()
+    output = discriminator(fake_data)
+    G_loss = bce(netD(output).view(-1), torch.ones(5)) + ce(netQ(output), torch.from_numpy(idx))
+    G_loss.backward()
+    optimG.step()
+"""
+
+
+def test_a_q_head_in_gs_optimizer_is_named_with_the_step_that_takes_it(tmp_path):
+    """Natsu6767/InfoGAN-PyTorch's sides: optimD over D's body and D head, optimG over G
+    and the Q head on the body's features. The audit does not read such sides (it said
+    it cannot tell G from D, and no more); it now names the head, G and the page whose
+    Step trains them."""
+    proc = ganstep("audit", written(tmp_path, NATSU_INFOGAN), cache=tmp_path, cwd=tmp_path,
+                   check=False)  # fmt: skip
+    assert proc.returncode != 0
+    assert ("so the audit cannot tell G from D. If netQ is a head on D's features trained with "
+            "G (InfoGAN's Q head), a Step takes it in opt_g beside G (netG), D's modules as "
+            "one: docs/loops.md#infogan-in-one-g-step") in proc.stderr, proc.stderr  # fmt: skip
+
+
 def test_an_encoder_trained_with_g_in_one_optimizer_is_read_as_gs_side(tmp_path):
     """A VAE-GAN's one optimizer over its encoder and decoder: the two are G's side (D is
     called on the decoder's outputs, neither on D's), read in D's order; no Step trains

@@ -1308,9 +1308,28 @@ def _joint(script: str | Path, rec: ScriptRecorder) -> str:
             f"{said}: two optimizers over two modules each, but not CycleGAN's two sides "
             "(its generators in one optimizer, each called on the other's outputs, its "
             "discriminators on theirs and never the other way round), so the audit cannot "
-            "tell G from D"
+            f"tell G from D{_head_beside_g(rec, name)}"
         )
     return f"{said}: the audit reads G's and D's steps apart; give each its own optimizer"
+
+
+def _head_beside_g(rec: ScriptRecorder, name: Callable[[str], str]) -> str:
+    """Where one of two optimizers over two modules each holds a module called on draws
+    alone (G) and one called on an output of the other optimizer's (InfoGAN's Q head on
+    D's body, as Natsu6767's optimG holds netQ): what a Step takes for it; else ""."""
+    groups = {s.modules for s in rec.joint_opt_steps}
+    fed = {f.label: f.producer.label for f in rec.forwards
+           if f.producer is not None and f.producer.label != f.label}  # fmt: skip
+    for group in groups:
+        others = frozenset().union(*(g for g in groups if g != group))
+        g = [label for label in group if label not in fed]
+        head = [label for label in group if fed.get(label) in others]
+        if len(g) == 1 and len(head) == 1 and head != g:
+            return (f". If {name(head[0])} is a head on D's features trained with G (InfoGAN's "
+                    f"Q head), a Step takes it in opt_g beside G ({name(g[0])}), D's modules "
+                    "as one: docs/loops.md#infogan-in-one-g-step; the audit does not read such "
+                    "sides yet")  # fmt: skip
+    return ""
 
 
 def _describe(error: BaseException) -> str:
