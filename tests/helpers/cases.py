@@ -31,6 +31,9 @@ CASES = {
     # ADA's p moves from the signs of every rank's real scores: the ranks agree on it.
     # (Each process augments with its own random draws: no single-process twin.)
     "g_first-ns-ada": ("ns", g_first, {"augment": "ada"}, False),
+    # A head beside G and D in G's optimizer, which G's loss term calls (InfoGAN's Q
+    # head as Natsu6767 trains it): its gradients averaged, rank 0's weights broadcast.
+    "d_first-ns-head": ("ns", d_first, {"head": True}, False),
 }
 # Step's options in a case's options; the rest are the schedule's.
 STEP_OPTIONS = ("condition", "accumulate", "augment")
@@ -71,6 +74,7 @@ def run_case(name: str, rank: int, world: int):
     objective, schedule, options, batchnorm = CASES[name]
     step_options = {k: options[k] for k in STEP_OPTIONS if k in options}
     options = {k: v for k, v in options.items() if k not in STEP_OPTIONS}
+    with_head = options.pop("head", False)
     if objective == "lsgan_r1":
         objective = objectives.LSGAN(r1=0.3)
     d_out = X_DIM if objective == "began" else 1
@@ -88,7 +92,11 @@ def run_case(name: str, rank: int, world: int):
         G = torch.nn.Sequential(G, torch.nn.Unflatten(1, (1, 1, X_DIM)))
         D = torch.nn.Sequential(torch.nn.Flatten(), D)
         step_options["augment"] = Adaptive("color", p=0.5, interval=2, kimg=0.16)
-    opt_g = torch.optim.Adam(G.parameters(), lr=0.02, betas=(0.5, 0.9))
+    head = torch.nn.Linear(X_DIM, Z_DIM).double() if with_head else torch.nn.Identity()
+    if with_head:  # how well z is read back from G's samples, G's and the head's loss
+        read_back = lambda v: (head(v.fake.x) - v.fake.z).pow(2).mean()  # noqa: E731
+        step_options["g_terms"] = {"head": (0.5, read_back)}
+    opt_g = torch.optim.Adam([*G.parameters(), *head.parameters()], lr=0.02, betas=(0.5, 0.9))
     opt_d = torch.optim.Adam(D.parameters(), lr=0.02, betas=(0.5, 0.9))
     latent = share_of_global_draw(torch.randn, 1, Z_DIM, rank, world)
     share = GLOBAL_BATCH // world
@@ -110,5 +118,5 @@ def run_case(name: str, rank: int, world: int):
             reals.append(real)
         out = step(reals if len(reals) > 1 else reals[0])
         logs.append({k: float(v) for k, v in out.items()})
-    params = [p.detach().clone() for p in (*G.parameters(), *D.parameters())]
+    params = [p.detach().clone() for p in (*G.parameters(), *D.parameters(), *head.parameters())]
     return params, logs

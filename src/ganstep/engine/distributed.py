@@ -88,8 +88,13 @@ def exit_now(code: int = 0) -> None:
 
 def broadcast_module(module: nn.Module, src: int = 0) -> None:
     """Copy ``src``'s parameters and buffers into every process."""
+    broadcast_tensors([*module.parameters(), *module.buffers()], src)
+
+
+def broadcast_tensors(tensors: list[Tensor], src: int = 0) -> None:
+    """Copy ``src``'s ``tensors`` (parameters: a head beside G and D) into every process."""
     with torch.no_grad():
-        for tensor in [*module.parameters(), *module.buffers()]:
+        for tensor in tensors:
             dist.broadcast(tensor.data, src)
 
 

@@ -286,9 +286,12 @@ class Step:
         self.precision = Precision(precision, next(G.parameters()).device.type)
         self.distributed, self._group_checked = bool(distributed), distributed is not None
         info = info_step(G, D, info_optimizer, info_terms, info_latent, latent, self.precision)
+        g_outside, d_outside = outside_params(opt_g, G, D), outside_params(opt_d, G, D)
+        check_outside(g_outside, d_outside)
         if distributed:
             data_parallel.broadcast_module(G)
             data_parallel.broadcast_module(D)
+            data_parallel.broadcast_tensors([*g_outside, *d_outside])
         options = Options(
             objective, latent, condition=condition, g_terms=g_terms, d_terms=d_terms,
             d_scale=weight(d_scale, "d_scale"), g_scale=weight(g_scale, "g_scale"),
@@ -304,8 +307,6 @@ class Step:
         )  # fmt: skip
         # The Step owns its progress; the game (what the phases read) shares it.
         self.progress = Progress()
-        g_outside, d_outside = outside_params(opt_g, G, D), outside_params(opt_d, G, D)
-        check_outside(g_outside, d_outside)
         self.game = Game(Side("G", compiled(G, compile), opt_g, self.precision, outside=g_outside),
                          Side("D", compiled(D, compile, donate=False), opt_d, self.precision,
                               outside=d_outside),
