@@ -143,8 +143,9 @@ class Side:
         """One optimizer step on the gradients its phase computed, after ``sync`` (which
         averages them across processes under data parallelism) and the user's
         ``before(module)`` hook (which sees them unscaled: gradient clipping)."""
-        if sync is not None:
-            sync(self.params())
+        if sync is not None:  # (a head beside the module that no loss of this phase
+            # reached, as in a lazy regularization step, has no gradient on any process)
+            sync([*self.module_params(), *(p for p in self.outside if p.grad is not None)])
         if before is not None:
             self.precision.unscale(self.optimizer, self.key)
             before(self.module)
