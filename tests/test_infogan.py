@@ -342,3 +342,43 @@ def test_a_head_beside_g_and_d_is_one_sides_and_not_captured():
                 latent=natsu_noise(np.random.RandomState(0)), g_terms=natsu_info(q))  # fmt: skip
     with pytest.raises(ValueError, match="opt_g holds parameters of neither G nor D"):
         check_capturable(step)
+
+
+def test_a_head_in_ds_optimizer_is_trained_by_ds_terms_alone():
+    """The other side: a head beside D in D's optimizer, which D's terms call on D's
+    features of the fakes (a code read back in D's step). A hand-written d_first loop
+    with one backward a step: D's loss and the head's, then G's adversarial loss alone,
+    which the head takes no part in (float64, every parameter and moment)."""
+
+    def sides():
+        G, body, head, q, _ = natsu_models()
+        adam = lambda *ms: torch.optim.Adam([p for m in ms for p in m.parameters()], 2e-3)  # noqa: E731
+        return G, body, head, q, adam(G), adam(body, head, q)
+
+    def read_back(q, features, z):
+        return F.mse_loss(q(features)[1], z[:, NZ + DIS :, 0, 0])
+
+    G, body, head, q, opt_g, opt_d = theirs = sides()
+    rng = np.random.RandomState(4)
+    latent = natsu_noise(rng)
+    torch.manual_seed(1)
+    for x in batches(3):
+        opt_d.zero_grad()
+        z = latent(x.shape[0])
+        fake = G(z).detach()
+        features = body(fake)
+        loss_d = (F.binary_cross_entropy(head(body(x)).view(-1), torch.ones(N, dtype=x.dtype))
+                  + F.binary_cross_entropy(head(features).view(-1), torch.zeros(N, dtype=x.dtype))
+                  + 0.5 * read_back(q, features, z))  # fmt: skip
+        loss_d.backward()
+        opt_d.step()
+        opt_g.zero_grad()
+        F.binary_cross_entropy(head(body(G(z))).view(-1), torch.ones(N, dtype=x.dtype)).backward()
+        opt_g.step()
+    G, body, head, q, opt_g, opt_d = ours = sides()
+    step = Step(G, BodyAndHead(body, head), opt_g, opt_d, objective=NS(probabilities=True),
+                schedule=d_first(), latent=natsu_noise(np.random.RandomState(4)),
+                d_terms={"code": (0.5, lambda v: read_back(q, v.d_fake[1], v.fake.z))})  # fmt: skip
+    torch.manual_seed(1)
+    run_step(step, batches(3))
+    assert_same_sides(ours, theirs)
