@@ -1868,6 +1868,37 @@ def test_a_real_batch_made_in_the_loop_is_named_for_the_call_of_step(tmp_path, w
         assert "so give step(...) the batch made so (real_batch below)" in note
     else:
         assert f"(noisy.py:65: real_cpu = {noise})" in note
-        assert "keep it before each call of step(...)" in note
+        assert "so give step(...) the batch made so (real_batch below)" in note
     plain = port_of_source(tmp_path, "plain", source, script_args=("--niter", "1"))
     assert plain["code"] and not any("real batch made" in n for n in plain["notes"])
+
+
+def test_a_real_batch_noised_between_ds_dropout_draws_is_named_as_the_likely_cause(tmp_path):
+    """PyTorch-GAN's cgan.py with instance noise drawn by torch's generator in D's real
+    call, between the Dropout masks of D's forwards: no Step given the noised batch
+    equals it, and the port blamed the losses alone. The made batch is named beside them
+    with what a Step cannot do. The same noise from a generator of the script's own
+    ports, with the note that the Step takes the batch made so."""
+    source = (SCRIPTS / "pytorch_gan_cgan.py").read_text()
+    call = "validity_real = discriminator(real_imgs, labels)"
+    assert source.count(call) == 1
+    noised = source.replace(
+        call, call.replace("real_imgs,", "real_imgs + 0.05 * torch.randn_like(real_imgs),")
+    )
+    port = port_of_source(
+        tmp_path, "noised", noised, "--verify", "2", script_args=("--n_epochs", "1")
+    )
+    assert port["code"] is None
+    assert port["notes"][0].startswith("no objective, scale and term tried equals")
+    assert port["notes"][1].startswith(
+        "D was given its real batch made from the DataLoader's, as "
+        "`lambda x: x + 0.05 * torch.randn_like(x)` (noised.py:"
+    )
+    assert "a change of the real batch alone is no Step's option" in port["notes"][1]
+    own = noised.replace(
+        "torch.randn_like(real_imgs)", "torch.randn(real_imgs.shape, generator=gen)"
+    )
+    own = own.replace("\nfor epoch in", "\ngen = torch.Generator().manual_seed(5)\nfor epoch in", 1)
+    port = port_of_source(tmp_path, "own", own, "--verify", "2", script_args=("--n_epochs", "1"))
+    assert port["max_difference"] == 0, port["notes"]
+    assert any(n.startswith("D was given its real batch made") for n in port["notes"])

@@ -2195,16 +2195,19 @@ def port(rec, report, capture: Capture, names: dict[str, str], *,
                         vary=only is None, ignore=ignore)  # fmt: skip
     finally:
         torch.random.set_rng_state(state)
-    if found.code is None and found.notes[0] == TRIED:  # none equal: name the losses' lines
+    none_equal = found.code is None and found.notes[0] == TRIED
+    if none_equal:  # name the losses' lines
         modes = _modes_mixed(rec, n)  # (or the modes its G or D ran in, where they part)
         found.notes.insert(0, _loss_lines(rec) if modes is None else modes)
         if unread is not None:  # what D returned besides its scores was left unread
             found.notes.insert(0, f"{unread}; its first output was tried as its scores")
     if settings and found.code is not None:
         found.notes.append(settings)
-    made_real = None if not found.code or augment or pair else _real_made(rec, capture, n)
-    if made_real is not None:
-        found.notes.append(made_real)
+    made_real = None if augment or pair else _real_made(rec, capture, n)
+    if made_real is not None and found.code is not None:
+        found.notes.append(_real_made_note(made_real, ported=True))
+    elif made_real is not None and none_equal:  # (after the losses' lines)
+        found.notes.insert(1, _real_made_note(made_real, ported=False))
     copies = _copies_of_g(script) if found.code is not None else None
     if copies is not None:
         found.notes.append(copies)
@@ -2685,11 +2688,11 @@ def _changed(rec, capture: Capture, iterations: int) -> str | None:
 
 
 def _real_made(rec, capture: Capture, iterations: int) -> str | None:
-    """A note where D was given its real batch not as a DataLoader gave it but made from
-    it (instance noise, a reshape: ``D(real + sigma * torch.randn_like(real))``, or
-    ``real = real + noise`` written over before D's call): the Step was verified on each
-    real batch as D was given it, so step(...) must be given it made so. None where D
-    was given its real batches as they came (cast or copied), or no DataLoader was seen."""
+    """Where D was given its real batch not as a DataLoader gave it but made from it
+    (instance noise, a reshape: ``D(real + sigma * torch.randn_like(real))``, or ``real =
+    real + noise`` written over before D's call): that, with the change and its line.
+    None where D was given its real batches as they came (cast or copied), or no
+    DataLoader was seen."""
     script_file = getattr(rec, "script_file", None)
     for f in _update_forwards(rec, iterations, "D"):
         if f.producer is not None or f.input_grad:  # G's output, or a penalty's points
@@ -2698,20 +2701,32 @@ def _real_made(rec, capture: Capture, iterations: int) -> str | None:
         loaded = (_place(given[0], (t,), ("",)) is not None for t in capture.loader_tensors)
         if not given or not capture.loader_tensors or any(loaded):
             continue
-        verified = "the Step was verified on each real batch as D was given it"
         if f.seq in capture.written_over:
             return (f"D was given its real batch made from the DataLoader's and written over "
-                    f"before D's call ({capture.written_over[f.seq]}): {verified}, after that "
-                    "line: keep it before each call of step(...)")  # fmt: skip
+                    f"before D's call ({capture.written_over[f.seq]})")  # fmt: skip
         line = capture.sites.get(f.seq)
         if f.seq not in capture.arguments or script_file is None or line is None:
             continue
         text = linecache.getline(script_file, line).strip()
-        return (f"D was given its real batch made from the DataLoader's, as "
-                f"`{capture.arguments[f.seq][0]}` ({Path(script_file).name}:{line}: {text}): "
-                f"{verified}, so give step(...) the batch made so (real_batch below), as the "
-                "script makes it before each call")  # fmt: skip
+        return (
+            f"D was given its real batch made from the DataLoader's, as "
+            f"`{capture.arguments[f.seq][0]}` ({Path(script_file).name}:{line}: {text})"
+        )
     return None
+
+
+def _real_made_note(made: str, ported: bool) -> str:
+    """What ``made`` (:func:`_real_made`) means for a port found (``ported``) or not."""
+    if ported:
+        return (f"{made}: the Step was verified on each real batch as D was given it, so give "
+                "step(...) the batch made so (real_batch below), as the script makes it before "
+                "each call")  # fmt: skip
+    return (
+        f"{made}; the Steps tried were given each real batch so made, which equals no "
+        "script whose other losses read the batch as it came (an L1 term against it) or "
+        "whose change draws between D's own draws (Dropout): a change of the real batch "
+        "alone is no Step's option (augment= changes every batch D reads)"
+    )
 
 
 def _copies_of_g(script: _Script) -> str | None:
