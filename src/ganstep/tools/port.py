@@ -144,9 +144,9 @@ class Capture:
     # in its batch as code: '["hr"]' in a dict, "[1]" in a tuple
     batches: list[tuple[Tensor, ...]] = field(default_factory=list)
     batch_places: list[tuple[str, ...]] = field(default_factory=list)
-    # every tensor the DataLoaders gave, a batch of one tensor too: whether D's real
-    # batch is one of them as the loop held it, or made from one (instance noise)
-    loader_tensors: list[Tensor] = field(default_factory=list)
+    # the batches of one tensor the DataLoaders gave (``batches`` keeps the others): with
+    # those, whether D's real batch came as a DataLoader gave it, or made from one
+    single_batches: list[Tensor] = field(default_factory=list)
     # the script's number globals before each optimizer step (by the steps taken before
     # it) and where its run ended: state it keeps beside its models (BEGAN's k)
     numbers: dict[int, dict[str, float]] = field(default_factory=dict)
@@ -215,8 +215,8 @@ class Capture:
         else:
             items = [("", batch)]
         items = [(place, _plain(t)) for place, t in items if isinstance(t, Tensor)]
-        if len(self.loader_tensors) < MAX_BATCHES:
-            self.loader_tensors += [t for _, t in items]
+        if len(items) == 1 and len(self.single_batches) < MAX_BATCHES:
+            self.single_batches.append(items[0][1])
         if len(items) > 1 and len(self.batches) < MAX_BATCHES:
             self.batches.append(tuple(t for _, t in items))
             self.batch_places.append(tuple(place for place, _ in items))
@@ -2698,8 +2698,9 @@ def _real_made(rec, capture: Capture, iterations: int) -> str | None:
         if f.producer is not None or f.input_grad:  # G's output, or a penalty's points
             continue
         given = _call_tensors(capture, f.seq)[:1]
-        loaded = (_place(given[0], (t,), ("",)) is not None for t in capture.loader_tensors)
-        if not given or not capture.loader_tensors or any(loaded):
+        loaded = [*capture.single_batches, *(t for batch in capture.batches for t in batch)]
+        if not given or not loaded or any(_place(given[0], (t,), ("",)) is not None
+                                          for t in loaded):  # fmt: skip
             continue
         if f.seq in capture.written_over:
             return (f"D was given its real batch made from the DataLoader's and written over "
