@@ -215,17 +215,61 @@ for data in torch.randn(4, 5, 6):
 """
 
 
+ONE_D_Q_HEAD = """
+import numpy as np
+import torch
+from torch import nn
+
+
+class D(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.body, self.head = nn.Sequential(nn.Linear(6, 8), nn.LeakyReLU(0.1)), nn.Linear(8, 1)
+
+    def forward(self, x):
+        features = self.body(x)
+        return torch.sigmoid(self.head(features)).view(-1), features
+
+
+torch.manual_seed(0)
+netG, netD, netQ = nn.Linear(3 + 4, 6), D(), nn.Linear(8, 4)
+optimD = torch.optim.Adam(netD.parameters())
+optimG = torch.optim.Adam([*netG.parameters(), *netQ.parameters()])
+bce, ce = nn.BCELoss(), nn.CrossEntropyLoss()
+for data in torch.randn(4, 5, 6):
+    optimD.zero_grad()
+    idx = np.random.randint(4, size=5)
+    noise = torch.cat((torch.randn(5, 3), nn.functional.one_hot(torch.from_numpy(idx), 4)), 1)
+    fake_data = netG(noise)
+    loss_d = bce(netD(data)[0], torch.ones(5)) + bce(netD(fake_data.detach())[0], torch.zeros(5))
+    loss_d.backward()
+    optimD.step()
+    optimG.zero_grad()
+    probs, features = netD(fake_data)
+    (bce(probs, torch.ones(5)) + ce(netQ(features), torch.from_numpy(idx))).backward()
+    optimG.step()
+"""
+
+
 def test_a_q_head_in_gs_optimizer_is_named_with_the_step_that_takes_it(tmp_path):
     """Natsu6767/InfoGAN-PyTorch's sides: optimD over D's body and D head, optimG over G
     and the Q head on the body's features. The audit does not read such sides (it said
     it cannot tell G from D, and no more); it now names the head, G and the page whose
-    Step trains them."""
+    Step trains them. So where D is one module and G's optimizer holds the head: the
+    audit could not tell G from D, or, told, "ran no complete iteration", and no more."""
     proc = ganstep("audit", written(tmp_path, NATSU_INFOGAN), cache=tmp_path, cwd=tmp_path,
                    check=False)  # fmt: skip
     assert proc.returncode != 0
-    assert ("so the audit cannot tell G from D. If netQ is a head on D's features trained with "
-            "G (InfoGAN's Q head), a Step takes it in opt_g beside G (netG), D's modules as "
-            "one: docs/loops.md#infogan-in-one-g-step") in proc.stderr, proc.stderr  # fmt: skip
+    hint = ("If netQ is a head on D's features trained with G (InfoGAN's Q head), a Step "
+            "takes it in opt_g beside G (netG), with D one module that returns its features "
+            "too: docs/loops.md#infogan-in-one-g-step")  # fmt: skip
+    assert f"so the audit cannot tell G from D. {hint}" in proc.stderr, proc.stderr
+    # D one module returning its features, netQ in G's optimizer: named however the
+    # audit is told which modules are G and D
+    for flags in ((), ("--G", "netG", "--D", "netD")):
+        proc = ganstep("audit", written(tmp_path, ONE_D_Q_HEAD), *flags, cache=tmp_path,
+                       cwd=tmp_path, check=False)  # fmt: skip
+        assert proc.returncode != 0 and hint in proc.stderr, proc.stderr
 
 
 def test_an_encoder_trained_with_g_in_one_optimizer_is_read_as_gs_side(tmp_path):

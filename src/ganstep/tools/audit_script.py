@@ -1030,13 +1030,14 @@ def _report(rec: ScriptRecorder, path: Path, script, G, D, error) -> Report:
     unread = not rec.opt_steps and (not rec.joint_opt_steps or find_sides(rec) is None)
     if error is None and unread and (rec.exit_code is not None or rec.joint_opt_steps):
         raise AuditError(_untrained(rec, script))
+    head = _head_beside_g(rec)  # (read before the labels are renamed)
     try:
         roles = _find_g_and_d(rec, G, D)
     except AuditError as e:
         if error is not None:
             raise AuditError(f"{location or script}: {_describe(error)}, before G and D "
                              "were found") from error  # fmt: skip
-        raise AuditError(f"{script}: {e}{_ended(rec)}") from None
+        raise AuditError(f"{script}: {e}{_ended(rec)}{head}") from None
     names, members = _names(rec), side_members(rec, roles)
     _rename(rec, roles, names)
     done = _assign_iterations(rec, error is not None)
@@ -1045,7 +1046,7 @@ def _report(rec: ScriptRecorder, path: Path, script, G, D, error) -> Report:
     if done == 0:
         raise AuditError(
             f"{script} ran no complete iteration of G and D steps{_ended(rec)}: nothing to "
-            "audit (does it train, with the arguments given after --?)"
+            f"audit (does it train, with the arguments given after --?){head}"
         )
     report = analyse(rec, done, error, location)
     if members:
@@ -1308,27 +1309,31 @@ def _joint(script: str | Path, rec: ScriptRecorder) -> str:
             f"{said}: two optimizers over two modules each, but not CycleGAN's two sides "
             "(its generators in one optimizer, each called on the other's outputs, its "
             "discriminators on theirs and never the other way round), so the audit cannot "
-            f"tell G from D{_head_beside_g(rec, name)}"
+            f"tell G from D{_head_beside_g(rec)}"
         )
     return f"{said}: the audit reads G's and D's steps apart; give each its own optimizer"
 
 
-def _head_beside_g(rec: ScriptRecorder, name: Callable[[str], str]) -> str:
-    """Where one of two optimizers over two modules each holds a module called on draws
-    alone (G) and one called on an output of the other optimizer's (InfoGAN's Q head on
-    D's body, as Natsu6767's optimG holds netQ): what a Step takes for it; else ""."""
-    groups = {s.modules for s in rec.joint_opt_steps}
-    fed = {f.label: f.producer.label for f in rec.forwards
-           if f.producer is not None and f.producer.label != f.label}  # fmt: skip
-    for group in groups:
-        others = frozenset().union(*(g for g in groups if g != group))
-        g = [label for label in group if label not in fed]
-        head = [label for label in group if fed.get(label) in others]
-        if len(g) == 1 and len(head) == 1 and head != g:
-            return (f". If {name(head[0])} is a head on D's features trained with G (InfoGAN's "
-                    f"Q head), a Step takes it in opt_g beside G ({name(g[0])}), D's modules "
-                    "as one: docs/loops.md#infogan-in-one-g-step; the audit does not read such "
-                    "sides yet")  # fmt: skip
+def _head_beside_g(rec: ScriptRecorder) -> str:
+    """Where one optimizer holds a module called on draws alone (G) and a head called on
+    an output of a module it does not hold that was called on G's (InfoGAN's Q head on
+    D's body, which Natsu6767's optimG holds with netG): what a Step takes for it, as the
+    end of a sentence; else ""."""
+    fed: dict[str, set[str]] = {}  # a module's label -> those whose outputs it was given
+    for f in rec.forwards:
+        if f.producer is not None and f.producer.label != f.label:
+            fed.setdefault(f.label, set()).add(f.producer.label)
+    owned = {label: {id(p) for p in m.parameters()} for label, m in rec.modules.items()}
+    names = _names(rec)
+    for held in map(held_ids, rec.optimizers):
+        mine = [label for label, ids in owned.items() if ids and ids <= held]
+        for g, head in ((g, h) for g in mine if g not in fed for h in mine if h != g):
+            if any(d not in mine and g in fed.get(d, ()) for d in fed.get(head, ())):
+                return (f". If {names[head]} is a head on D's features trained with G "
+                        f"(InfoGAN's Q head), a Step takes it in opt_g beside G ({names[g]}), "
+                        "with D one module that returns its features too: "
+                        "docs/loops.md#infogan-in-one-g-step; the audit does not read such a "
+                        "head yet")  # fmt: skip
     return ""
 
 
