@@ -1379,10 +1379,15 @@ def test_pytorch_gans_srgan_ports_with_its_content_loss_and_its_low_resolution_b
 def test_srgans_adversarial_scale_and_content_loss_are_read_not_assumed(tmp_path, change,
                                                                         shown):  # fmt: skip
     """Its G loss's scale and its content loss are read from its gradient; its feature
-    network frozen, the same Step, and no gradient of it wasted."""
+    network frozen, the same Step, and no gradient of it wasted. Seeded: on some of its
+    random data (1 seed in 24, the frozen network's) a bias whose gradient is rounding
+    alone parts the Step from the script in float32, which --verify's float64 run
+    decides; the test reads the port of one data draw."""
     source = (SCRIPTS / "pytorch_gan_srgan.py").read_text()
     assert change[0] in source
-    port = port_of_source(tmp_path, "srgan", source.replace(*change))
+    script = tmp_path / "srgan.py"
+    script.write_text(source.replace(*change))
+    port = seeded_port(tmp_path, 0, script, "--port")
     assert_verified(port)
     assert shown in port["code"]
     hazards = json.loads((tmp_path / "srgan.json").read_text())["hazards"]
