@@ -2694,11 +2694,11 @@ def _real_made(rec, capture: Capture, iterations: int) -> str | None:
     None where D was given its real batches as they came (cast or copied), or no
     DataLoader was seen."""
     script_file = getattr(rec, "script_file", None)
+    loaded = [*capture.single_batches, *(t for batch in capture.batches for t in batch)]
     for f in _update_forwards(rec, iterations, "D"):
         if f.producer is not None or f.input_grad:  # G's output, or a penalty's points
             continue
         given = _call_tensors(capture, f.seq)[:1]
-        loaded = [*capture.single_batches, *(t for batch in capture.batches for t in batch)]
         if not given or not loaded or any(_place(given[0], (t,), ("",)) is not None
                                           for t in loaded):  # fmt: skip
             continue
