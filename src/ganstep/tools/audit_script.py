@@ -72,7 +72,7 @@ from .port import (
     tied,
 )
 from .port import port as port_of
-from .sides import find_sides, merge_phases, read_as_sides, read_cycle, side_members
+from .sides import fed_by, find_sides, merge_phases, read_as_sides, read_cycle, side_members
 
 
 class AuditError(ValueError):
@@ -486,10 +486,7 @@ def _find_g_and_d(rec: ScriptRecorder, g_name: str | None, d_name: str | None) -
     candidates = [label for label, m in rec.modules.items()
                   if any(id(p) in trained for p in m.parameters())]  # fmt: skip
     shown = _names(rec)
-    consumes = set()  # (consumer, producer)
-    for f in rec.forwards:
-        if f.producer is not None and f.producer.label != f.label:
-            consumes.add((f.label, f.producer.label))
+    consumes = fed_by(rec)  # (consumer, producer)
     for b in rec.backwards:
         labels = list(dict.fromkeys(f.label for f in b.through))
         consumes |= {(x, y) for i, x in enumerate(labels) for y in labels[i + 1 :]}
@@ -1319,16 +1316,14 @@ def _head_beside_g(rec: ScriptRecorder) -> str:
     an output of a module it does not hold that was called on G's (InfoGAN's Q head on
     D's body, which Natsu6767's optimG holds with netG): what a Step takes for it, as the
     end of a sentence; else ""."""
-    fed: dict[str, set[str]] = {}  # a module's label -> those whose outputs it was given
-    for f in rec.forwards:
-        if f.producer is not None and f.producer.label != f.label:
-            fed.setdefault(f.label, set()).add(f.producer.label)
+    pairs = fed_by(rec)  # (consumer, producer)
+    fed = {consumer for consumer, _ in pairs}
     owned = {label: {id(p) for p in m.parameters()} for label, m in rec.modules.items()}
     names = _names(rec)
     for held in map(held_ids, rec.optimizers):
         mine = [label for label, ids in owned.items() if ids and ids <= held]
         for g, head in ((g, h) for g in mine if g not in fed for h in mine if h != g):
-            if any(d not in mine and g in fed.get(d, ()) for d in fed.get(head, ())):
+            if any(c == head and d not in mine and (d, g) in pairs for c, d in pairs):
                 return (f". If {names[head]} is a head on D's features trained with G "
                         f"(InfoGAN's Q head), a Step takes it in opt_g beside G ({names[g]}), "
                         "with D one module that returns its features too: "

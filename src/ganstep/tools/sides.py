@@ -18,6 +18,12 @@ from ..engine.cycle import CYCLEGAN_G_ORDER
 from .audit import MODULES, Recorder, _Forward, _Step, stepped_through
 
 
+def fed_by(rec: Recorder) -> set[tuple[str, str]]:
+    """``(consumer, producer)`` labels: each module called on an output of another."""
+    return {(f.label, f.producer.label) for f in rec.forwards
+            if f.producer is not None and f.producer.label != f.label}  # fmt: skip
+
+
 def find_sides(rec: Recorder) -> dict[str, str] | None:
     """``{label: "G" or "D"}`` where one optimizer stepped several modules and the
     modules stepped split in two once: that optimizer's modules and any others read as
@@ -27,8 +33,7 @@ def find_sides(rec: Recorder) -> dict[str, str] | None:
     than one."""
     groups = {s.modules for s in [*rec.opt_steps, *rec.joint_opt_steps]}
     stepped = frozenset().union(*groups) if groups else frozenset()
-    made_from = {(f.label, f.producer.label) for f in rec.forwards
-                 if f.producer is not None and f.producer.label != f.label}  # fmt: skip
+    made_from = fed_by(rec)
     found = []
     for side in {g for g in groups if len(g) > 1}:
         rest = stepped - side
