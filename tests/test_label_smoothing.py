@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from torch import nn
 
 from ganstep import Step, d_first, g_first, reference, simultaneous
-from ganstep.engine.objectives import NS, Minimax
+from ganstep.engine.objectives import BGAN, NS, Minimax
 
 Z_SIZE = 5
 
@@ -117,3 +117,157 @@ def test_a_label_outside_0_to_1_is_refused_by_name(label):
         return
     with pytest.raises(ValueError, match=r"real_label \(D's target for real samples\)"):
         NS(real_label=label)
+
+
+# --- G trained against the smoothed label too: NS(g_label=...) ---------------------------
+
+LATENT, IMAGE = 5, (1, 4, 4)
+
+
+class ConvSmoothingGAN(nn.Module):
+    """rasbt's gan-conv-smoothing notebook's ``GAN``, narrow: G a bias-free Linear,
+    BatchNorm1d, LeakyReLU(1e-4), a reshape and a transposed convolution into Tanh; D a
+    bias-free convolution, BatchNorm2d, LeakyReLU(1e-4), Flatten and a Linear to one
+    logit. Its ``discriminator_forward`` reads the notebook's global ``model``: here
+    ``self``, the same module."""
+
+    def __init__(self):
+        super().__init__()
+        self.generator = nn.Sequential(
+            nn.Linear(LATENT, 16, bias=False), nn.BatchNorm1d(16), nn.LeakyReLU(1e-4),
+            nn.Unflatten(1, (4, 2, 2)), nn.ConvTranspose2d(4, 1, 2, stride=2, bias=False),
+            nn.Tanh(),
+        )  # fmt: skip
+        self.discriminator = nn.Sequential(
+            nn.Conv2d(1, 4, 3, stride=2, padding=1, bias=False), nn.BatchNorm2d(4),
+            nn.LeakyReLU(1e-4), nn.Flatten(), nn.Linear(16, 1),
+        )  # fmt: skip
+
+    def generator_forward(self, z):
+        return self.generator(z)
+
+    def discriminator_forward(self, img):
+        return self.discriminator(img).view(-1)
+
+
+def smoothing_models():
+    """Two identical notebook models in float64, each with its Adam pair (lr 1e-4 there;
+    1e-2 here, so that few iterations move the weights visibly)."""
+    made = []
+    for _ in range(2):
+        torch.manual_seed(0)
+        model = ConvSmoothingGAN().double()
+        made.append((model, torch.optim.Adam(model.generator.parameters(), lr=0.01),
+                     torch.optim.Adam(model.discriminator.parameters(), lr=0.01)))  # fmt: skip
+    return made
+
+
+def smoothing_run(objective, **options) -> tuple:
+    """The notebook's cell on one model and ``objective``'s Step (``options`` added) on
+    the other, z from torch's generator seeded alike, over 4 batches of (images in
+    [0, 1), labels). The Step is given the batches rescaled as the notebook rescales
+    them."""
+    (theirs, opt_g, opt_d), (ours, our_opt_g, our_opt_d) = smoothing_models()
+    torch.manual_seed(1)
+    pairs = [(torch.rand(6, *IMAGE, dtype=torch.float64), torch.randint(10, (6,)))
+             for _ in range(4)]  # fmt: skip
+    torch.manual_seed(5)
+    expected = reference.rasbt_gan_conv_smoothing(theirs, opt_g, opt_d, pairs, LATENT, IMAGE)
+    step = Step(
+        ours.generator,
+        ours.discriminator,
+        our_opt_g,
+        our_opt_d,
+        objective=objective,
+        schedule=simultaneous(),
+        d_scale=0.5,
+        **options,
+        latent=lambda n: torch.zeros((n, LATENT), dtype=torch.float64).uniform_(-1, 1),
+    )
+    torch.manual_seed(5)
+    got = run_step(step, [(x - 0.5) * 2.0 for x, _ in pairs])
+    return (ours, our_opt_g, our_opt_d), (theirs, opt_g, opt_d), got, expected
+
+
+SMOOTHED_BOTH = dict(real_label=0.9, g_label=0.9, bce_with_logits=True)
+
+
+def test_g_label_equals_rasbts_gan_conv_smoothing_notebook():
+    """Both steps against ``valid*0.9``, D's loss halved, G's step first and D's on its
+    fakes (simultaneous), BatchNorm in G and D, D forwarded three times as the notebook
+    does (``d_forwards="loop"``): every parameter, buffer and Adam state equal to 1e-12
+    after 4 float64 iterations, and the logged losses."""
+    ours, theirs, got, expected = smoothing_run(NS(**SMOOTHED_BOTH), d_forwards="loop")
+    assert_same_sides(ours, theirs)
+    assert_losses(got, expected)
+
+
+def test_g_label_with_ds_shared_forward_equals_the_notebooks_parameters():
+    """By default the Step shares D's fake forward between G's loss and D's (BatchNorm
+    reads its batch's statistics in training, not its running ones): the parameters
+    and Adam states equal the notebook's, D's running statistics advance twice per
+    iteration where the notebook's advance three times."""
+    ours, theirs, got, expected = smoothing_run(NS(**SMOOTHED_BOTH))
+    assert_same_sides([ours[0].generator, *ours[1:]], [theirs[0].generator, *theirs[1:]])
+    for (name, mine), source in zip(ours[0].discriminator.named_parameters(),
+                                    theirs[0].discriminator.parameters(), strict=True):  # fmt: skip
+        assert torch.allclose(mine, source, rtol=0, atol=1e-12), name
+    assert ours[0].discriminator[1].num_batches_tracked == 8  # notebook: 12
+    assert theirs[0].discriminator[1].num_batches_tracked == 12
+    assert_losses(got, expected)
+
+
+def test_g_label_is_what_makes_the_notebook_equal():
+    """The comparison can fail: with G's target left at 1 (one-sided smoothing, D's real
+    target alone) the Step parts from the notebook."""
+    ours, theirs, got, expected = smoothing_run(NS(real_label=0.9, bce_with_logits=True),
+                                                d_forwards="loop")  # fmt: skip
+    with pytest.raises(AssertionError):
+        assert_same_sides(ours, theirs)
+
+
+@pytest.mark.parametrize("form", [{}, {"bce_with_logits": True}, {"probabilities": True}],
+                         ids=["softplus", "bce_with_logits", "probabilities"])  # fmt: skip
+def test_g_label_moves_only_gs_loss(form):
+    """L_G is the BCE of D's fake scores against g_label (BCELoss on probabilities); L_D
+    is unchanged by it."""
+    fake = torch.randn(7, 1, dtype=torch.float64)
+    real = torch.randn(7, 1, dtype=torch.float64)
+    if form.get("probabilities"):
+        fake, real = fake.sigmoid(), real.sigmoid()
+        bce = nn.functional.binary_cross_entropy
+    else:
+        bce = nn.functional.binary_cross_entropy_with_logits
+    smoothed = NS(g_label=0.85, **form)
+    want = bce(fake, torch.full_like(fake, 0.85))
+    assert smoothed.g_loss(fake)[0].item() == pytest.approx(want.item(), rel=1e-14)
+    assert torch.equal(smoothed.d_loss(real, fake)[0], NS(**form).d_loss(real, fake)[0])
+    assert repr(smoothed).endswith("g_label=0.85)")
+
+
+def test_fused_step_takes_g_labels_slope():
+    """The fused simultaneous step computes G's gradient from D's through the slope
+    ratio: with g_label it equals the unfused step (a wrong ratio would part them)."""
+    from test_fused import assert_same_runs, run
+
+    objective = NS(real_label=0.9, g_label=0.8)
+    fused = run(objective, simultaneous(fused=True))
+    assert_same_runs(fused, run(NS(real_label=0.9, g_label=0.8), simultaneous()))
+    with pytest.raises(AssertionError):  # G's target makes a difference the runs see
+        assert_same_runs(fused, run(NS(real_label=0.9), simultaneous()))
+
+
+@pytest.mark.parametrize("objective", [Minimax, BGAN])
+def test_a_g_loss_without_a_target_refuses_g_label(objective):
+    with pytest.raises(ValueError, match="G loss has no target: g_label"):
+        objective(g_label=0.9)
+    assert objective(g_label=1.0).g_label == 1.0
+
+
+@given(st.one_of(st.floats(allow_nan=True), st.integers(), st.booleans(), st.text()))
+def test_a_g_label_outside_0_to_1_is_refused_by_name(label):
+    if not isinstance(label, bool) and isinstance(label, int | float) and 0 < label <= 1:
+        assert NS(g_label=label).g_label == float(label)
+        return
+    with pytest.raises(ValueError, match=r"g_label \(G's target for its fakes' scores\)"):
+        NS(g_label=label)

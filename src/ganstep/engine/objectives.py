@@ -185,7 +185,11 @@ class NS(WithR1, Objective):
     ``real_label`` < 1 is one-sided label smoothing (Salimans et al., 2016): D's target
     for the real batch, ``BCEWithLogitsLoss`` (or ``BCELoss``) against ``real_label``
     instead of 1, as ``real_loss(D_out, smooth=True)`` of Udacity's GAN notebooks writes
-    it (0.9). G's target stays 1.
+    it (0.9). G's target stays 1 unless ``g_label`` moves it: ``g_label`` < 1 is G's
+    target for D's scores of its fakes, where a script trains G against the smoothed
+    label too (rasbt/deeplearning-models' ``gan-conv-smoothing.ipynb``: both steps
+    against ``valid*0.9``). :class:`Minimax` and :class:`BGAN`, whose G losses have no
+    target, refuse it.
 
     ``bce_with_logits=True`` computes the same losses as ``BCEWithLogitsLoss`` (its
     functional form) computes them, against targets 1 and 0, as scripts that call it
@@ -197,10 +201,11 @@ class NS(WithR1, Objective):
     name = "ns"
     not_fusable = None
     applies_sigmoid = True
+    takes_g_label = True  # L_G is a BCE against a target (1, or g_label)
 
     def __init__(
         self, r1: float = 0.0, r1_every: int = 1, probabilities: bool = False,
-        real_label: float = 1.0, bce_with_logits: bool = False,
+        real_label: float = 1.0, bce_with_logits: bool = False, g_label: float = 1.0,
     ) -> None:  # fmt: skip
         super().__init__(r1, r1_every)
         for name, value in (("probabilities", probabilities), ("bce_with_logits", bce_with_logits)):
@@ -212,13 +217,22 @@ class NS(WithR1, Objective):
                 "probabilities=True takes BCELoss of its probabilities: choose one"
             )
         self.bce_with_logits = bce_with_logits
-        ok = not isinstance(real_label, bool) and isinstance(real_label, int | float)
-        if not (ok and 0 < real_label <= 1):
+        for name, value, what in (
+            ("real_label", real_label, "D's target for real samples"),
+            ("g_label", g_label, "G's target for its fakes' scores"),
+        ):
+            ok = not isinstance(value, bool) and isinstance(value, int | float)
+            if not (ok and 0 < value <= 1):
+                raise ValueError(
+                    f"{self.name} {name} ({what}) must be a number in (0, 1], got {value!r}"
+                )
+        if g_label != 1 and not self.takes_g_label:
             raise ValueError(
-                f"{self.name} real_label (D's target for real samples) must be a number in "
-                f"(0, 1], got {real_label!r}"
+                f"{self.name}'s G loss has no target: g_label (G's target for its fakes' "
+                f"scores) is NS's, got {g_label!r}"
             )
         self.probabilities, self.real_label = probabilities, float(real_label)
+        self.g_label = float(g_label)
         if probabilities:
             self.applies_sigmoid = False
             self.not_fusable = "its losses on probabilities have no closed-form slope ratio here"
@@ -228,6 +242,7 @@ class NS(WithR1, Objective):
         shown += ", probabilities=True" if self.probabilities else ""
         shown += f", real_label={self.real_label}" if self.real_label != 1.0 else ""
         shown += ", bce_with_logits=True" if self.bce_with_logits else ""
+        shown += f", g_label={self.g_label}" if self.g_label != 1.0 else ""
         return shown + ")"
 
     def d_loss(self, real: Tensor, fake: Tensor) -> tuple[Tensor, Logs]:
@@ -243,14 +258,19 @@ class NS(WithR1, Objective):
 
     def g_loss(self, fake: Tensor, real: Tensor | None = None) -> tuple[Tensor, Logs]:
         if self.probabilities:
-            return _bce(fake, 1.0), {}
-        if self.bce_with_logits:
-            return _mean_bce_with_logits(fake, 1.0), {}
+            return _bce(fake, self.g_label), {}
+        if self.bce_with_logits or self.g_label != 1.0:  # as BCEWithLogitsLoss computes it
+            return _mean_bce_with_logits(fake, self.g_label), {}
         return F.softplus(-fake).mean(), {}
 
     def fake_slopes(self, fake: Tensor) -> tuple[Tensor, Tensor]:
-        # h_D = softplus(s), h_G = softplus(-s): -sigmoid(-s) / sigmoid(s) = -exp(-s)
-        return torch.sigmoid(fake), -torch.exp(-fake)
+        # h_D = softplus(s), h_G = softplus(-s): -sigmoid(-s) / sigmoid(s) = -exp(-s);
+        # against G's target t, h_G = t softplus(-s) + (1 - t) softplus(s), whose ratio is
+        # (sigmoid(s) - t) / sigmoid(s) = (1 - t) - t exp(-s)
+        if self.g_label == 1.0:
+            return torch.sigmoid(fake), -torch.exp(-fake)
+        t = self.g_label
+        return torch.sigmoid(fake), (1.0 - t) - t * torch.exp(-fake)
 
 
 class Minimax(NS):
@@ -258,6 +278,7 @@ class Minimax(NS):
 
     name = "minimax"
     constant_ratio = True
+    takes_g_label = False
 
     def g_loss(self, fake: Tensor, real: Tensor | None = None) -> tuple[Tensor, Logs]:
         if self.probabilities:
@@ -278,6 +299,7 @@ class BGAN(NS):
     mean((log p - log(1 - p))^2)."""
 
     name = "bgan"
+    takes_g_label = False
 
     def g_loss(self, fake: Tensor, real: Tensor | None = None) -> tuple[Tensor, Logs]:
         if self.probabilities:

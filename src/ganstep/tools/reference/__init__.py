@@ -73,6 +73,7 @@ real features from D's step, before D's update), ``pytorch_gan_bgan``, ``pytorch
 (tests/test_pytorch_gan_loops.py), and the conditional, image-to-image and
 StyleGAN2-ADA loops, which docs/loops.md shows each beside its Step;
 ``udacity_gan_mnist`` (one-sided label smoothing, tests/test_label_smoothing.py);
+``rasbt_gan_conv_smoothing`` (G trained against the smoothed label too, the same file);
 ``natsu6767_infogan`` (Natsu6767/InfoGAN-PyTorch: the info loss in G's step, its Q head
 in G's optimizer, tests/test_infogan.py);
 ``dcgan_tensorflow`` (G's optimizer run twice on one z, tests/test_g_steps_share_z.py);
@@ -151,6 +152,7 @@ from .other_codebases import (  # noqa: F401
     martinarjovsky_wgan,
     natsu6767_infogan,
     pix2pix,
+    rasbt_gan_conv_smoothing,
     sagan,
     sngan_collections,
     stylegan2_r1,

@@ -610,6 +610,51 @@ def udacity_gan_mnist(G, D, opt_g, opt_d, batches: Batches, rng: np.random.Rando
     return history
 
 
+def rasbt_gan_conv_smoothing(model, optim_gener, optim_discr, batches: Pairs,
+                             latent_dim: int, img_shape: tuple[int, int, int]):  # fmt: skip
+    """rasbt/deeplearning-models ``pytorch_ipynb/gan/gan-conv-smoothing.ipynb``'s training
+    cell (commit 3a1262d): one ``model`` holding G and D, called through its
+    ``generator_forward`` and ``discriminator_forward`` (D's logits ``.view(-1)``), each
+    batch ``(features, targets)`` rescaled to [-1, 1] (``(features - 0.5)*2.``) and
+    flattened, then viewed as images again for D. G's step first: z uniform in [-1, 1)
+    (``torch.zeros(...).uniform_(-1.0, 1.0)``), BCE with logits of D's scores of G(z)
+    against ``valid*0.9`` (G trained against the smoothed label too); then D's step on
+    the real batch against ``valid*0.9`` and on G's fakes from G's step, detached,
+    against 0, its loss ``0.5*(real_loss + fake_loss)``. Each ``zero_grad`` sits right
+    before its backward, so G's backward leaves gradients in D that D's ``zero_grad``
+    drops. Its ``valid`` and ``fake`` are ``.float()``, the dtype of its float32 images:
+    made here in the batch's dtype, so float64 tests compare in float64. ganstep:
+    ``simultaneous()`` (D's step reads the fakes of G's parameters before G's step),
+    ``NS(real_label=0.9, g_label=0.9, bce_with_logits=True)``, ``d_scale=0.5``."""
+    history = []
+    for features, targets in batches:
+        # Normalize images to [-1, 1] range
+        features = (features - 0.5) * 2.0
+        features = features.view(-1, math.prod(img_shape))
+        valid = torch.ones(targets.size(0), dtype=features.dtype, device=features.device)
+        fake = torch.zeros(targets.size(0), dtype=features.dtype, device=features.device)
+        z = torch.zeros((targets.size(0), latent_dim), dtype=features.dtype).uniform_(-1.0, 1.0)
+        generated_features = model.generator_forward(z.to(features.device))
+        discr_pred = model.discriminator_forward(generated_features.view(targets.size(0),
+                                                                         *img_shape))  # fmt: skip
+        gener_loss = F.binary_cross_entropy_with_logits(discr_pred, valid * 0.9)
+        optim_gener.zero_grad()
+        gener_loss.backward()
+        optim_gener.step()
+        discr_pred_real = model.discriminator_forward(features.view(targets.size(0), *img_shape))
+        real_loss = F.binary_cross_entropy_with_logits(discr_pred_real, valid * 0.9)
+        discr_pred_fake = model.discriminator_forward(
+            generated_features.view(targets.size(0), *img_shape).detach()
+        )
+        fake_loss = F.binary_cross_entropy_with_logits(discr_pred_fake, fake)
+        discr_loss = 0.5 * (real_loss + fake_loss)
+        optim_discr.zero_grad()
+        discr_loss.backward()
+        optim_discr.step()
+        history.append({"loss_d": discr_loss.item(), "loss_g": gener_loss.item()})
+    return history
+
+
 def natsu6767_infogan(netG, discriminator, netD, netQ, optimG, optimD, batches: Batches,
                       rng: np.random.RandomState, num_z: int, num_dis_c: int, dis_c_dim: int,
                       num_con_c: int):  # fmt: skip
