@@ -1191,6 +1191,40 @@ def test_one_sided_label_smoothing_ports_to_ns_with_its_real_label(tmp_path):
     assert "d_order" not in port["code"]
 
 
+def test_label_smoothing_reaching_gs_target_ports_to_ns_with_g_label(tmp_path):
+    """The DCGAN example with ``real_label = 0.9``: its G step fills the same label
+    (``label.fill_(real_label)``), so G is trained against 0.9 too. No objective tried
+    moved G's target ("not mapped"); NS(g_label=0.9) does, 0 apart in float32 and
+    float64."""
+    source = (SCRIPTS / "dcgan_example.py").read_text()
+    assert source.count("real_label = 1.0\n") == 1
+    port = port_of_source(tmp_path, "smoothed", source.replace("real_label = 1.0\n",
+                          "real_label = 0.9\n"), "--verify", "2",
+                          script_args=("--niter", "1"))  # fmt: skip
+    assert port["max_difference"] == 0 and port["float64_difference"] <= 1e-12, port["notes"]
+    assert "objective=NS(probabilities=True, real_label=0.9, g_label=0.9)," in port["code"]
+
+
+def test_rasbts_label_smoothing_notebook_ports_with_its_rescaled_batch_named(tmp_path):
+    """rasbt's gan-conv-smoothing notebook: G and D against ``valid*0.9``, G's step
+    first and D's on its fakes, a BatchNorm D forwarded three times, D's loss halved.
+    The port prints NS with both labels (BCEWithLogitsLoss's form, 0 apart), and names
+    the batch D was given made from the DataLoader's (``(features - 0.5) * 2.0`` in the
+    loop, D called through the model's ``discriminator_forward``, where the audit cannot
+    read the change from D's call): read from its values, x * 2 - 1. Without the note a
+    user would give the Step the DataLoader's batch in [0, 1)."""
+    proc, port = ported(tmp_path, "rasbt_gan_conv_smoothing", flag=("--verify", 3))
+    assert port["max_difference"] == 0, port["notes"]
+    code = port["code"]
+    assert "objective=NS(real_label=0.9, g_label=0.9, bce_with_logits=True)," in code
+    assert "schedule=simultaneous()," in code and "d_scale=0.5," in code
+    assert 'd_forwards="loop",' in code
+    assert "latent=lambda n: torch.rand(n, 10) * 2 - 1," in code
+    [made] = [n for n in port["notes"] if n.startswith("D was given its real batch made")]
+    assert "read from its values as `x * 2 - 1` (D's call: rasbt_gan_conv_smoothing.py" in made
+    assert "so give step(...) the batch made so" in made
+
+
 def with_dropout(source: str) -> str:
     """The notebook's Discriminator and Generator as it writes them: Dropout(0.3) after
     each hidden layer's leaky ReLU."""

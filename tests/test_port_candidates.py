@@ -64,6 +64,10 @@ def test_rounding_variants_compute_as_bce_with_logits_and_keep_the_label():
     ((smoothed,),) = [rounding_variants(by_code["NS(real_label=0.9)"])]
     assert smoothed.objective == "NS(real_label=0.9, bce_with_logits=True)"
     assert smoothed.make().real_label == 0.9 and smoothed.make().bce_with_logits
+    ((both,),) = [rounding_variants(by_code["NS(real_label=0.9, g_label=0.9)"])]
+    assert both.objective == "NS(real_label=0.9, g_label=0.9, bce_with_logits=True)"
+    made = both.make()
+    assert (made.real_label, made.g_label, made.bce_with_logits) == (0.9, 0.9, True)
     ((minimax,),) = [rounding_variants(by_code["Minimax()"])]
     assert type(minimax.make()) is Minimax and minimax.make().bce_with_logits
     assert rounding_variants(by_code["LSGAN()"]) == []
@@ -415,3 +419,27 @@ def test_the_printed_latent_says_its_law_was_read_from_the_scripts_z(draw, code,
     assert _draw(torch.nn.functional.one_hot(torch.tensor([0, 3, 1]), 4).double()) == (
         "torch.nn.functional.one_hot(torch.randint(0, 4, (n,)), 4).to(torch.float64)",
         "one-hot labels of 4 classes")  # fmt: skip
+
+
+@pytest.mark.parametrize(("made", "shown"), [
+    (lambda x: x * 2 - 1, "x * 2 - 1"),
+    (lambda x: (x - 0.5) * 2.0, "x * 2 - 1"),
+    (lambda x: x / 255, "x / 255"),
+    (lambda x: x * 0.3 + 0.2, "x * 0.3 + 0.2"),
+    (lambda x: x.view(len(x), -1), "x.reshape(6, 16)"),
+    (lambda x: (x * 2 - 1).view(len(x), -1), "(x * 2 - 1).reshape(6, 16)"),
+    (lambda x: x.clone(), None),  # the batch as it came
+    (lambda x: x + 0.1 * torch.randn_like(x), None),  # noise: no rescaling of x
+    (lambda x: x.flip(0), None),  # other samples' values
+])  # fmt: skip
+def test_a_real_batch_made_is_read_from_its_values(made, shown):
+    """Where the script made D's real batch in lines the audit cannot read it from (a
+    function of its own calling D), the batch is read from its values as the
+    DataLoader's rescaled or reshaped; anything else is not named so."""
+    from ganstep.tools.port import _made_from
+
+    torch.manual_seed(0)
+    x = torch.rand(6, 1, 4, 4)
+    assert _made_from(made(x), x) == shown
+    assert _made_from(made(x), torch.rand(5, 1, 4, 4)) is None  # another batch size
+    assert _made_from(made(x), torch.ones(6, 1, 4, 4)) is None  # a constant: nothing to fit

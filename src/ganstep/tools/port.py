@@ -410,10 +410,11 @@ def rounding_variants(candidate: Candidate) -> list[Candidate]:
     NS and Minimax computed as ``BCEWithLogitsLoss`` computes them (Lightning's GAN
     example), which parts from their softplus form where a gradient is rounding alone (a
     bias before BatchNorm: Adam makes it steps)."""
-    found = re.fullmatch(r"(NS|Minimax)\((real_label=[0-9.]+)?\)", candidate.objective)
+    found = re.fullmatch(r"(NS|Minimax)\(((?:(?:real|g)_label=[0-9.]+(?:, )?)*)\)",
+                         candidate.objective)  # fmt: skip
     if found is None:
         return []
-    options = {"real_label": float(found[2].split("=")[1])} if found[2] else {}
+    options = {name: float(value) for name, value in re.findall(r"(\w+)=([0-9.]+)", found[2])}
     shown = (f"{found[2]}, " if found[2] else "") + "bce_with_logits=True"
     make = NS if found[1] == "NS" else Minimax
     return [replace(candidate, objective=f"{found[1]}({shown})",
@@ -617,6 +618,7 @@ def candidates(d_output: Tensor, penalty: str | None, clip: float | None,
                       "steps (np.random.random)")
             for w in GP_WEIGHTS if numpy_alpha]  # fmt: skip
     smoothed = "; D's target for real samples 0.9 (one-sided label smoothing)"
+    both = "; D's target for real samples and G's for its fakes 0.9 (label smoothing in both steps)"
     if ends_in_sigmoid(d_output):
         why = "D's output comes out of a Sigmoid: BCE on its probabilities"
         found = [Candidate("NS(probabilities=True)", partial(NS, probabilities=True), d, 1.0, why)
@@ -624,6 +626,11 @@ def candidates(d_output: Tensor, penalty: str | None, clip: float | None,
         return found + [
             Candidate("NS(probabilities=True, real_label=0.9)",
                       partial(NS, probabilities=True, real_label=0.9), d, 1.0, why + smoothed)
+            for d in (1.0, 0.5)
+        ] + [
+            Candidate("NS(probabilities=True, real_label=0.9, g_label=0.9)",
+                      partial(NS, probabilities=True, real_label=0.9, g_label=0.9), d, 1.0,
+                      why + both)
             for d in (1.0, 0.5)
         ] + [Candidate("Minimax(probabilities=True)", partial(Minimax, probabilities=True),
                        1.0, 1.0, why + SATURATING)] + [
@@ -634,6 +641,9 @@ def candidates(d_output: Tensor, penalty: str | None, clip: float | None,
     why = "BCE with logits on D's output"
     found = [Candidate("NS()", NS, d, 1.0, why) for d in (1.0, 0.5)]
     found += [Candidate("NS(real_label=0.9)", partial(NS, real_label=0.9), d, 1.0, why + smoothed)
+              for d in (1.0, 0.5)]  # fmt: skip
+    found += [Candidate("NS(real_label=0.9, g_label=0.9)",
+                        partial(NS, real_label=0.9, g_label=0.9), d, 1.0, why + both)
               for d in (1.0, 0.5)]  # fmt: skip
     found.append(Candidate("Minimax()", Minimax, 1.0, 1.0, why + SATURATING))
     found.append(Candidate("BGAN()", BGAN, 1.0, 1.0, why + BOUNDARY_SEEKING))
@@ -2706,14 +2716,48 @@ def _real_made(rec, capture: Capture, iterations: int) -> str | None:
             return (f"D was given its real batch made from the DataLoader's and written over "
                     f"before D's call ({capture.written_over[f.seq]})")  # fmt: skip
         line = capture.sites.get(f.seq)
-        if f.seq not in capture.arguments or script_file is None or line is None:
+        if script_file is None or line is None:
             continue
-        text = linecache.getline(script_file, line).strip()
-        return (
-            f"D was given its real batch made from the DataLoader's, as "
-            f"`{capture.arguments[f.seq][0]}` ({Path(script_file).name}:{line}: {text})"
-        )
+        at = f"{Path(script_file).name}:{line}: {linecache.getline(script_file, line).strip()}"
+        if f.seq in capture.arguments:
+            return (f"D was given its real batch made from the DataLoader's, as "
+                    f"`{capture.arguments[f.seq][0]}` ({at})")  # fmt: skip
+        made = next(filter(None, (_made_from(given[0], t) for t in loaded)), None)
+        if made is not None:  # made in lines the audit cannot read it from (a function's)
+            return (f"D was given its real batch made from the DataLoader's x, read from its "
+                    f"values as `{made}` (D's call: {at})")  # fmt: skip
     return None
+
+
+def _made_from(given: Tensor, loaded: Tensor) -> str | None:
+    """``given`` as code of ``x``, a DataLoader's tensor ``loaded`` of as many values,
+    where its values are that tensor's rescaled (``x * 2 - 1``: a fit of ``a x + b``
+    within float32's rounding) or reshaped; None otherwise."""
+    if (given.numel() != loaded.numel() or given.numel() < 2 or not given.is_floating_point()
+            or not loaded.is_floating_point()):  # fmt: skip
+        return None
+    x, y = loaded.detach().flatten().double().cpu(), given.detach().flatten().double().cpu()
+    spread = float(x.var(correction=0))
+    if spread == 0:
+        return None
+    a = float(((x - x.mean()) * (y - y.mean())).mean()) / spread
+    b = float(y.mean()) - a * float(x.mean())
+    scale = max(1.0, float(y.abs().max()))
+    if float((a * x + b - y).abs().max()) > 1e-5 * scale:
+        return None
+    whole = round(1 / a) if a != 0 else 0  # x / 255 reads better than x * 0.00392157
+    if abs(a - 1) <= 1e-6:
+        shown = "x"
+    elif abs(whole) > 1 and abs(1 / a - whole) <= 1e-6 * abs(whole):
+        shown = f"x / {whole}"
+    else:
+        shown = f"x * {a:.6g}"
+    if abs(b) > 1e-6 * scale:  # (a fit's rounding is no offset)
+        shown += f" {'-' if b < 0 else '+'} {abs(b):.6g}"
+    if tuple(given.shape) != tuple(loaded.shape):
+        shape = ", ".join(str(d) for d in given.shape)
+        shown = f"({shown}).reshape({shape})" if shown != "x" else f"x.reshape({shape})"
+    return None if shown == "x" else shown
 
 
 def _real_made_note(made: str, ported: bool) -> str:
