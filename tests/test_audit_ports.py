@@ -1223,6 +1223,10 @@ def test_rasbts_label_smoothing_notebook_ports_with_its_rescaled_batch_named(tmp
     [made] = [n for n in port["notes"] if n.startswith("D was given its real batch made")]
     assert "read from its values as `x * 2 - 1` (D's call: rasbt_gan_conv_smoothing.py" in made
     assert "so give step(...) the batch made so" in made
+    # its float64 repeat keeps the losses float32 (valid and fake are .float()): named
+    [repeat] = [n for n in port["notes"] if n.startswith("float64 (the script run again")]
+    assert "not equal to 1e-12" in repeat and port["float64_difference"] is None
+    assert "a backward of a float32 loss at rasbt_gan_conv_smoothing.py:" in repeat
 
 
 def with_dropout(source: str) -> str:

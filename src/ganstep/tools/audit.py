@@ -148,6 +148,9 @@ class _Backward:
     # the loss it took: its roots' sum where each is one number and no gradient was given
     # for them (kept where the recorder's ``loss_values`` says so, for the port)
     value: float | None = None
+    # its roots' floating dtypes (a script's float64 repeat may keep a loss float32: the
+    # port names it where that repeat parts from the Step)
+    dtypes: frozenset[torch.dtype] = frozenset()
     # a torch.autograd.grad call with create_graph (a penalty): the keys of the tensors it
     # took the gradient at (:meth:`Recorder.key`)
     inputs: list[tuple] = field(default_factory=list)
@@ -836,8 +839,10 @@ class Recorder:
             roots = bound.get("tensors", bound.get("outputs"))
             roots = [roots] if isinstance(roots, Tensor) else list(roots or [])
             roots = [t for t in roots if isinstance(t, Tensor)]
+            dtypes = frozenset(t.dtype for t in roots if t.is_floating_point())
             b = _Backward(len(self.backwards), self._next(), retain, create, roots,
-                          iteration=self.iteration, where=self.call_site())  # fmt: skip
+                          iteration=self.iteration, where=self.call_site(),
+                          dtypes=dtypes)  # fmt: skip
             self.backwards.append(b)
             self.events.append(("backward", b))
             outer, self.current = self.current, b

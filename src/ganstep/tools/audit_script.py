@@ -741,6 +741,19 @@ def _float64_run(report: Report, run, path: Path, script, G, D,
     return repeated if isinstance(repeated, str) else (*repeated, FLOAT64_HEAD)
 
 
+def _kept_float32(rec: ScriptRecorder) -> str:
+    """Where a backward of the float64 repeat took a loss of another floating dtype (the
+    script's ``.float()`` targets keep its losses float32 under any default dtype): that,
+    as the cause the repeat cannot rule out; "" otherwise."""
+    kept = next((b for b in rec.backwards if b.dtypes - {torch.float64}), None)
+    if kept is None:
+        return ""
+    dtype = str(min(kept.dtypes - {torch.float64}, key=str)).removeprefix("torch.")
+    return (f"; that run's losses were not all float64 (a backward of a {dtype} loss at "
+            f"{kept.where}: a tensor the script makes {dtype} itself, such as .float() "
+            f"targets), so it rounds as {dtype} there and cannot decide to 1e-12")  # fmt: skip
+
+
 def _float32_given(rec: ScriptRecorder) -> bool:
     """Whether a call of G or D in the run was given a floating tensor not float64."""
     return any(isinstance(t, torch.Tensor) and t.is_floating_point() and t.dtype != torch.float64
@@ -794,7 +807,7 @@ def _in_float64(report: Report, run, path: Path, script, G, D, first: ScriptReco
         swapped = _float64_variant(report, again, rec, first)
         if swapped is not None:
             return f"{head}: {swapped}"
-        return f"{head}: not equal to {FLOAT64_TOLERANCE:g}: {why}"
+        return f"{head}: not equal to {FLOAT64_TOLERANCE:g}: {why}{_kept_float32(rec)}"
     found.float64_difference = again.port.max_difference
     return (
         f"{head}: equal too, largest difference {found.float64_difference:.3g} "
