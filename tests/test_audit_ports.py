@@ -1229,6 +1229,24 @@ def test_rasbts_label_smoothing_notebook_ports_with_its_rescaled_batch_named(tmp
     assert "a backward of a float32 loss at rasbt_gan_conv_smoothing.py:" in repeat
 
 
+def test_a_real_batch_made_otherwise_in_unread_lines_is_named_as_none_of_the_loaders(
+    tmp_path,
+):
+    """rasbt's notebook with instance noise added where it rescales its batch: D's call
+    (in ``discriminator_forward``) does not show the change and its values are no
+    rescaling of the DataLoader's. The port is verified on the batch as D took it, so
+    the note says the batch is none of the DataLoader's, for step(...) to be given it."""
+    source = (SCRIPTS / "rasbt_gan_conv_smoothing.py").read_text()
+    rescaled = "        features = (features - 0.5) * 2.0\n"
+    assert source.count(rescaled) == 1
+    noisy = rescaled[:-1] + " + 0.05 * torch.randn_like(features)\n"
+    port = port_of_source(tmp_path, "noisy", source.replace(rescaled, noisy))
+    assert port["max_difference"] == 0, port["notes"]
+    [made] = [n for n in port["notes"] if n.startswith("D was given a real batch")]
+    assert "none of the DataLoader's tensors, made in lines the audit cannot read" in made
+    assert "(noisy.py:" in made and "so give step(...) the batch made so" in made
+
+
 def with_dropout(source: str) -> str:
     """The notebook's Discriminator and Generator as it writes them: Dropout(0.3) after
     each hidden layer's leaky ReLU."""

@@ -2700,9 +2700,11 @@ def _changed(rec, capture: Capture, iterations: int) -> str | None:
 def _real_made(rec, capture: Capture, iterations: int) -> str | None:
     """Where D was given its real batch not as a DataLoader gave it but made from it
     (instance noise, a reshape: ``D(real + sigma * torch.randn_like(real))``, or ``real =
-    real + noise`` written over before D's call): that, with the change and its line.
-    None where D was given its real batches as they came (cast or copied), or no
-    DataLoader was seen."""
+    real + noise`` written over before D's call): that, with the change and its line;
+    where D's call does not show the change (D called in a function of the script's
+    own), the change read from the batch's values (:func:`_made_from`), or else that the
+    batch is none of the DataLoader's. None where D was given its real batches as they
+    came (cast or copied), or no DataLoader was seen."""
     script_file = getattr(rec, "script_file", None)
     loaded = [*capture.single_batches, *(t for batch in capture.batches for t in batch)]
     for f in _update_forwards(rec, iterations, "D"):
@@ -2726,6 +2728,8 @@ def _real_made(rec, capture: Capture, iterations: int) -> str | None:
         if made is not None:  # made in lines the audit cannot read it from (a function's)
             return (f"D was given its real batch made from the DataLoader's x, read from its "
                     f"values as `{made}` (D's call: {at})")  # fmt: skip
+        return (f"D was given a real batch that is none of the DataLoader's tensors, made in "
+                f"lines the audit cannot read from D's call ({at})")  # fmt: skip
     return None
 
 
