@@ -239,13 +239,18 @@ def test_wgan_gp_eps_0_computes_the_norm_as_before():
     assert repr(WGANGP()) == "WGANGP(weight=10.0)"
 
 
-def _lynnho(interpolate: str, n_d: int):
-    """LynnHo's train.py (wgan, 1-gp, line) and the Step, float64, over 2 of its G steps."""
+def _lynnho(interpolate: str, n_d: int, gp_mode: str = "1-gp", d_gain: float = 1.0, **form):
+    """LynnHo's train.py (wgan, ``gp_mode``, line) and the Step (WGANGP with ``form``),
+    float64, over 2 of its G steps; D's weights times ``d_gain`` in both first."""
     theirs, ours = (Run("wgan_gp", batchnorm=False) for _ in range(2))
+    with torch.no_grad():
+        for p in (*theirs.D.parameters(), *ours.D.parameters()):
+            p.mul_(d_gain)
     batches = real_batches(2 * n_d, dtype=torch.float64)
     torch.manual_seed(7)  # alpha's torch.rand
-    expected = reference.lynnho_wgan_gp(*theirs.models(), batches, theirs.latent, n_d=n_d)
-    step = Step(*ours.models(), objective=WGANGP(10.0, interpolate=interpolate),
+    expected = reference.lynnho_wgan_gp(*theirs.models(), batches, theirs.latent, n_d=n_d,
+                                        gp_mode=gp_mode)  # fmt: skip
+    step = Step(*ours.models(), objective=WGANGP(10.0, interpolate=interpolate, **form),
                 schedule=d_first(d_steps=n_d, reuse_fake=False), latent=ours.latent)  # fmt: skip
     torch.manual_seed(7)
     got = [step(batches[i * n_d : (i + 1) * n_d] if n_d > 1 else batches[i]) for i in range(2)]
@@ -263,6 +268,52 @@ def test_wgan_gp_interpolating_from_the_real_batch_equals_lynnhos_loop(n_d):
     for mine, source in zip(got, expected, strict=True):
         assert mine["loss_d"].item() == pytest.approx(source["loss_d"], rel=1e-12)
         assert mine["loss_g"].item() == pytest.approx(source["loss_g"], rel=1e-12)
+
+
+@pytest.mark.parametrize(("gp_mode", "form"), [("lp", {"one_sided": True}),
+                                              ("0-gp", {"center": 0.0})])  # fmt: skip
+def test_lynnhos_lipschitz_and_zero_centered_penalties_equal_wgan_gps_forms(gp_mode, form):
+    """LynnHo's wgan-lp (``max(0, norm - 1)**2``) and 0-gp (``norm**2``) at its line
+    samples: WGANGP(one_sided=True) and WGANGP(center=0) equal them in float64 over 3 D
+    steps a G step; the two-sided penalty parts from each. D's weights are scaled so
+    that its gradient's norm is above 1 at some samples and below at others (the
+    one-sided penalty neither 0 nor the two-sided one)."""
+    ours, theirs, got, expected = _lynnho("difference", 3, gp_mode, d_gain=2.0, **form)
+    assert_same_sides(ours.models(), theirs.models())
+    for mine, source in zip(got, expected, strict=True):
+        assert mine["loss_d"].item() == pytest.approx(source["loss_d"], rel=1e-12)
+        assert mine["gp"].item() > 0
+    two_sided, theirs, *_ = _lynnho("difference", 3, gp_mode, d_gain=2.0)
+    pairs = zip(two_sided.D.parameters(), theirs.D.parameters(), strict=True)
+    assert max((p - q).abs().max().item() for p, q in pairs) > 1e-6
+
+
+def test_wgan_gp_forms_compute_their_penalties():
+    """The penalty at one point whose gradient norm is known: D(x) = w . x, norm |w|."""
+    D = nn.Linear(3, 1, bias=False).double()
+    with torch.no_grad():
+        D.weight.copy_(torch.tensor([[0.3, 0.0, 0.4]], dtype=torch.float64))  # |w| = 0.5
+    real = fake = torch.zeros(2, 3, dtype=torch.float64)
+    for objective, want in ((WGANGP(2.0), 2 * 0.25), (WGANGP(2.0, one_sided=True), 0.0),
+                            (WGANGP(2.0, center=0.0), 2 * 0.25),
+                            (WGANGP(2.0, center=0.2, one_sided=True), 2 * 0.09)):  # fmt: skip
+        got = objective.penalty(D, real, fake).item()
+        assert got == pytest.approx(want, rel=1e-12), objective
+    assert repr(WGANGP(one_sided=True, center=0.0)) == (
+        "WGANGP(weight=10.0, one_sided=True, center=0.0)")  # fmt: skip
+
+
+@given(st.one_of(st.floats(max_value=-1e-300), st.just(float("nan")), st.just(float("inf")),
+                 st.booleans(), st.text(max_size=3)))  # fmt: skip
+def test_wgan_gp_center_is_a_finite_number_at_least_0(center):
+    with pytest.raises(ValueError, match="wgan_gp center must be a number >= 0"):
+        WGANGP(center=center)
+
+
+@given(st.one_of(st.integers(), st.none(), st.text(max_size=3)))
+def test_wgan_gp_one_sided_is_true_or_false(one_sided):
+    with pytest.raises(ValueError, match="wgan_gp one_sided must be True or False"):
+        WGANGP(one_sided=one_sided)
 
 
 def test_wgan_gp_mixing_parts_from_lynnhos_loop():

@@ -434,6 +434,12 @@ class WGANGP(Wasserstein):
     batches compute it (Zeleni9/pytorch-wgan: a norm over channels at each pixel); the
     same where D's input is flat, ``(n, features)``.
 
+    ``one_sided``: penalize norms above ``center`` alone, ``max(0, ||grad|| - 1)^2``
+    (WGAN-LP, Petzka et al., 2018: LynnHo/DCGAN-LSGAN-WGAN-GP-DRAGAN-Pytorch's ``lp``,
+    ``torch.max(torch.zeros_like(norm), norm - 1)**2``). ``center``: the norm the
+    penalty pulls toward, 1 (default) or another; 0 is the zero-centered penalty
+    ``||grad||^2`` at the interpolates (LynnHo's ``0-gp``).
+
     ``penalty_at``: ``"after"`` (default: the class's) D's loss forwards, in D's step;
     ``"before"`` them, in D's step (PyTorch-GAN's ``dualgan.py``: a D with BatchNorm sees
     the interpolates first); or
@@ -451,9 +457,15 @@ class WGANGP(Wasserstein):
     def __init__(
         self, weight: float = 10.0, alpha: Callable[[tuple[int, ...]], Tensor] | None = None,
         eps: float = 0.0, interpolate: str = "mix", flatten: bool = True,
-        penalty_at: str | None = None,
+        penalty_at: str | None = None, one_sided: bool = False, center: float = 1.0,
     ) -> None:  # fmt: skip
         self.weight = non_negative(weight, f"{self.name} weight")
+        if not isinstance(one_sided, bool):
+            raise ValueError(f"{self.name} one_sided must be True or False, got {one_sided!r}")
+        self.one_sided = one_sided
+        self.center = non_negative(center, f"{self.name} center")
+        if self.center == float("inf"):
+            raise ValueError(f"{self.name} center must be a number >= 0, got {center!r}")
         if penalty_at is not None:  # (None: the class's, which a subclass may set)
             if penalty_at not in ("after", "before", "own_step"):
                 raise ValueError(
@@ -503,6 +515,10 @@ class WGANGP(Wasserstein):
             norms = torch.sqrt(torch.sum(flat**2, dim=1) + self.eps)
         else:
             norms = flat.norm(2, dim=1)
+        if self.one_sided:  # (LynnHo's torch.max(torch.zeros_like(norm), norm - 1)**2)
+            return self.weight * (norms - self.center).clamp(min=0).square().mean()
+        if self.center != 1.0:
+            return self.weight * (norms - self.center).square().mean()
         return self.weight * (norms - 1).square().mean()
 
     def __repr__(self) -> str:
@@ -511,6 +527,8 @@ class WGANGP(Wasserstein):
         form = f", interpolate={self.interpolate!r}" if self.interpolate != "mix" else ""
         form += "" if self.flatten else ", flatten=False"
         form += f", penalty_at={self.penalty_at!r}" if self.penalty_at != "after" else ""
+        form += ", one_sided=True" if self.one_sided else ""
+        form += f", center={self.center!r}" if self.center != 1.0 else ""
         return f"WGANGP(weight={self.weight}{alpha}{eps}{form})"
 
 

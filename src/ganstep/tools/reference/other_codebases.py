@@ -790,7 +790,7 @@ def emilien_dupont_wgan_gp(G, D, opt_g, opt_d, batches: Batches, latent: Latent,
 
 
 def lynnho_wgan_gp(G, D, opt_g, opt_d, batches: Batches, latent: Latent, n_d: int = 1,
-                   gradient_penalty_weight: float = 10.0):  # fmt: skip
+                   gradient_penalty_weight: float = 10.0, gp_mode: str = "1-gp"):  # fmt: skip
     """LynnHo/DCGAN-LSGAN-WGAN-GP-DRAGAN-Pytorch's ``train.py`` with
     ``--adversarial_loss_mode wgan --gradient_penalty_mode 1-gp
     --gradient_penalty_sample_mode line``: per batch ``train_D`` (z, ``G(z).detach()``,
@@ -799,9 +799,18 @@ def lynnho_wgan_gp(G, D, opt_g, opt_d, batches: Batches, latent: Latent, n_d: in
     real)`` with ``alpha = torch.rand([n, 1, ..., 1])``, the norm of
     ``grad.view(n, -1)``, ``((norm - 1) ** 2).mean()``), then ``train_G`` (a fresh z)
     where D's optimizer's step count is a multiple of ``n_d``
-    (``D_optimizer.state_dict()['state'][0]['step'] % n_d == 0``). ganstep:
-    ``d_first(d_steps=n_d, reuse_fake=False)`` with ``WGANGP(weight,
-    interpolate="difference")``, called with ``n_d`` batches."""
+    (``D_optimizer.state_dict()['state'][0]['step'] % n_d == 0``). ``gp_mode`` is its
+    penalty's form (``torchprob/gan/gradient_penalty.py``, commit edf855b): ``"1-gp"``
+    (``_one_mean_gp``), ``"0-gp"`` (``_zero_mean_gp``: ``(norm**2).mean()``) or ``"lp"``
+    (``_lipschitz_penalty``: ``(torch.max(torch.zeros_like(norm), norm - 1)**2).mean()``,
+    its ``wgan-lp``). ganstep: ``d_first(d_steps=n_d, reuse_fake=False)`` with
+    ``WGANGP(weight, interpolate="difference")`` (and ``center=0`` or
+    ``one_sided=True``), called with ``n_d`` batches."""
+    gp_fns = {
+        "1-gp": lambda norm: ((norm - 1) ** 2).mean(),
+        "0-gp": lambda norm: (norm**2).mean(),
+        "lp": lambda norm: (torch.max(torch.zeros_like(norm), norm - 1) ** 2).mean(),
+    }
     history, row = [], {}
     for x_real in batches:
         n = x_real.size(0)
@@ -815,7 +824,7 @@ def lynnho_wgan_gp(G, D, opt_g, opt_d, batches: Batches, latent: Latent, n_d: in
         pred = D(sample)
         grad = torch.autograd.grad(pred, sample, grad_outputs=torch.ones_like(pred),
                                    create_graph=True)[0]  # fmt: skip
-        gp = ((grad.view(grad.size(0), -1).norm(p=2, dim=1) - 1) ** 2).mean()
+        gp = gp_fns[gp_mode](grad.view(grad.size(0), -1).norm(p=2, dim=1))
         D_loss = (r_loss + f_loss) + gp * gradient_penalty_weight
         D.zero_grad()
         D_loss.backward()
