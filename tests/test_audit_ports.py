@@ -1247,6 +1247,29 @@ def test_a_real_batch_made_otherwise_in_unread_lines_is_named_as_none_of_the_loa
     assert "(noisy.py:" in made and "so give step(...) the batch made so" in made
 
 
+@pytest.mark.parametrize(("penalty", "printed"), [
+    ("(torch.max(torch.zeros_like(grad_norm), grad_norm - 1) ** 2).mean()", "one_sided=True"),
+    ("(grad_norm**2).mean()", "center=0.0"),
+])  # fmt: skip
+def test_lynnhos_lipschitz_and_zero_centered_penalties_port(tmp_path, penalty, printed):
+    """LynnHo's train.py with its wgan-lp and 0-gp penalties (its gradient_penalty.py's
+    ``_lipschitz_penalty`` and ``_zero_mean_gp``): the port tried the two-sided penalty
+    alone ("not mapped"); where none equals it tries each WGAN-GP candidate's one-sided
+    and zero-centered forms. D's weights are doubled so that its gradients' norms are
+    above 1 at some interpolates and below at others (where all are below, every
+    one-sided form's penalty is 0 and the port says they tie)."""
+    source = (SCRIPTS / "lynnho_wgan_gp.py").read_text()
+    two_sided = "    gp = ((grad_norm - 1) ** 2).mean()\n"
+    gain = "D_optimizer = torch.optim.Adam("
+    assert source.count(two_sided) == 1 and source.count(gain) == 1
+    source = source.replace(two_sided, f"    gp = {penalty}\n").replace(
+        gain, f"with torch.no_grad():\n    for p in D.parameters():\n        p.mul_(2.0)\n{gain}"
+    )
+    port = port_of_source(tmp_path, "lynnho", source, "--verify", "3")
+    assert port["max_difference"] == 0 and port["float64_difference"] <= 1e-12, port["notes"]
+    assert f'objective=WGANGP(10.0, interpolate="difference", {printed}),' in port["code"]
+
+
 def with_dropout(source: str) -> str:
     """The notebook's Discriminator and Generator as it writes them: Dropout(0.3) after
     each hidden layer's leaky ReLU."""

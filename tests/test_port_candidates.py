@@ -443,3 +443,24 @@ def test_a_real_batch_made_is_read_from_its_values(made, shown):
     assert _made_from(made(x), x) == shown
     assert _made_from(made(x), torch.rand(5, 1, 4, 4)) is None  # another batch size
     assert _made_from(made(x), torch.ones(6, 1, 4, 4)) is None  # a constant: nothing to fit
+
+
+def test_penalty_forms_are_each_wgan_gp_candidates_one_sided_and_zero_centered():
+    """Tried where no candidate equals: every WGAN-GP candidate's two other forms (its
+    weight, interpolation and alpha kept); none for other objectives or a form already
+    chosen."""
+    from ganstep.tools.port import penalty_forms
+
+    found = candidates(torch.randn(8, 1), "gp", None, images=True, numpy_alpha=True)
+    assert len(found) == 12  # 3 weights: mix, difference, channel norms, numpy's alpha
+    for c in found:
+        one_sided, zero = penalty_forms(c)
+        assert one_sided.objective == c.objective[:-1] + ", one_sided=True)"
+        assert zero.objective == c.objective[:-1] + ", center=0.0)"
+        made, plain = one_sided.make(), c.make()
+        assert made.one_sided and made.center == 1.0 and not zero.make().one_sided
+        assert zero.make().center == 0.0
+        assert (made.weight, made.interpolate, made.flatten, made.alpha) == (
+            plain.weight, plain.interpolate, plain.flatten, plain.alpha)  # fmt: skip
+        assert penalty_forms(one_sided) == [] and penalty_forms(zero) == []
+    assert all(penalty_forms(c) == [] for c in candidates(torch.randn(8, 1), None, None))

@@ -404,6 +404,24 @@ def float64_variants(candidate: Candidate) -> list[Candidate]:
     ]  # fmt: skip
 
 
+def penalty_forms(candidate: Candidate) -> list[Candidate]:
+    """A WGAN-GP candidate's other penalty forms, tried where no candidate equals the
+    script: one-sided (WGAN-LP, ``max(0, norm - 1) ** 2``) and zero-centered (``norm **
+    2``), as LynnHo's ``lp`` and ``0-gp`` write them."""
+    make = candidate.make
+    if not (candidate.objective.startswith("WGANGP(") and isinstance(make, partial)
+            and make.func is WGANGP and not {"one_sided", "center"} & set(make.keywords)):  # fmt: skip
+        return []
+    head = candidate.objective[:-1]
+    return [
+        replace(candidate, objective=f"{head}, one_sided=True)",
+                make=partial(make, one_sided=True),
+                why=candidate.why + "; one-sided: norms above 1 alone (WGAN-LP)"),
+        replace(candidate, objective=f"{head}, center=0.0)", make=partial(make, center=0.0),
+                why=candidate.why + "; zero-centered: the norm pulled toward 0"),
+    ]  # fmt: skip
+
+
 def rounding_variants(candidate: Candidate) -> list[Candidate]:
     """The candidates that compute what ``candidate`` does but round as another form of
     its losses does, tried where it parts from the script by little (``ROUNDING_GAP``):
@@ -3300,8 +3318,8 @@ def _search(script: _Script, capture: Capture, data: Replay, report, n: int,
     part by little); the one that equals the script printed (with ``vary``, its
     rounding variant where that is nearer still), or none where none does, or where
     several do (the iterations verified cannot tell them apart)."""
-    parted, equal, states, logged, raised, near = [], [], {}, {}, [], []
-    for schedule, candidate in _then(tried, lambda: [] if equal else near):
+    parted, equal, states, logged, raised, near, forms = [], [], {}, {}, [], [], []
+    for schedule, candidate in _then(tried, lambda: [] if equal else near + forms):
         label = _label(schedule, candidate)
         if candidate.parted:  # its D steps parted in a probe of G's terms (_fit_terms)
             parted.append(f"{label}: {candidate.parted}")
@@ -3323,6 +3341,7 @@ def _search(script: _Script, capture: Capture, data: Replay, report, n: int,
             parted.append(f"{label}: {where}")
             if gap <= ROUNDING_GAP:
                 near.extend((schedule, v) for v in rounding_variants(candidate))
+            forms.extend((schedule, v) for v in penalty_forms(candidate))
     equal = _fewest_passes(equal, data.image_to_image)
     told = (_told_apart(equal, states, capture, data.ends, tolerance)
             or _told_apart_by_losses(equal, logged, data.losses))  # fmt: skip
