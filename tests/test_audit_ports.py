@@ -1270,6 +1270,23 @@ def test_lynnhos_lipschitz_and_zero_centered_penalties_port(tmp_path, penalty, p
     assert f'objective=WGANGP(10.0, interpolate="difference", {printed}),' in port["code"]
 
 
+def test_yunjeys_tutorial_gan_ports_with_its_flattened_batch_named(tmp_path):
+    """yunjey/pytorch-tutorial's GAN: D's real forward first, G's fakes not detached in
+    D's step (reset_grad zeroes G's gradients), G's step on a fresh z, BCELoss on a
+    Sigmoid D. Its batch is flattened where it is written over (``images =
+    images.reshape(batch_size, -1).to(device)``), which the audit does not read as a
+    change from D's call: read from the values, it is named for step(...)."""
+    proc, port = ported(tmp_path, "yunjey_gan", flag=("--verify", 3))
+    assert port["max_difference"] == 0 and port["float64_difference"] <= 1e-12, port["notes"]
+    code = port["code"]
+    assert "G, D, g_optimizer, d_optimizer," in code
+    assert "objective=NS(probabilities=True)," in code
+    assert "schedule=d_first(reuse_fake=False)," in code
+    [made] = [n for n in port["notes"] if n.startswith("D was given its real batch made")]
+    assert "read from its values as `x.reshape(len(x), -1)` (D's call: yunjey_gan.py:" in made
+    assert "a whole backward through G ran in D's step" in proc.stdout
+
+
 def with_dropout(source: str) -> str:
     """The notebook's Discriminator and Generator as it writes them: Dropout(0.3) after
     each hidden layer's leaky ReLU."""

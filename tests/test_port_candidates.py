@@ -426,8 +426,10 @@ def test_the_printed_latent_says_its_law_was_read_from_the_scripts_z(draw, code,
     (lambda x: (x - 0.5) * 2.0, "x * 2 - 1"),
     (lambda x: x / 255, "x / 255"),
     (lambda x: x * 0.3 + 0.2, "x * 0.3 + 0.2"),
-    (lambda x: x.view(len(x), -1), "x.reshape(6, 16)"),
-    (lambda x: (x * 2 - 1).view(len(x), -1), "(x * 2 - 1).reshape(6, 16)"),
+    (lambda x: x.view(len(x), -1), "x.reshape(len(x), -1)"),
+    (lambda x: (x * 2 - 1).view(len(x), -1), "(x * 2 - 1).reshape(len(x), -1)"),
+    (lambda x: x.view(len(x), 4, 4), "x.reshape(len(x), 4, 4)"),
+    (lambda x: x.view(-1), "x.reshape(96)"),
     (lambda x: x.clone(), None),  # the batch as it came
     (lambda x: x + 0.1 * torch.randn_like(x), None),  # noise: no rescaling of x
     (lambda x: x.flip(0), None),  # other samples' values

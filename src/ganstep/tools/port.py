@@ -409,8 +409,9 @@ def penalty_forms(candidate: Candidate) -> list[Candidate]:
     script: one-sided (WGAN-LP, ``max(0, norm - 1) ** 2``) and zero-centered (``norm **
     2``), as LynnHo's ``lp`` and ``0-gp`` write them."""
     make = candidate.make
-    if not (candidate.objective.startswith("WGANGP(") and isinstance(make, partial)
-            and make.func is WGANGP and not {"one_sided", "center"} & set(make.keywords)):  # fmt: skip
+    plain = isinstance(make, partial) and make.func is WGANGP
+    if not (plain and candidate.objective.startswith("WGANGP(")
+            and not {"one_sided", "center"} & set(make.keywords)):  # fmt: skip
         return []
     head = candidate.objective[:-1]
     return [
@@ -2777,7 +2778,11 @@ def _made_from(given: Tensor, loaded: Tensor) -> str | None:
     if abs(b) > 1e-6 * scale:  # (a fit's rounding is no offset)
         shown += f" {'-' if b < 0 else '+'} {abs(b):.6g}"
     if tuple(given.shape) != tuple(loaded.shape):
-        shape = ", ".join(str(d) for d in given.shape)
+        dims = [str(d) for d in given.shape]
+        if given.dim() and loaded.dim() and given.shape[0] == loaded.shape[0]:
+            dims[0] = "len(x)"  # a batch of its own size, whatever the loader's last one
+            dims[1:] = ["-1"] if given.dim() == 2 else dims[1:]
+        shape = ", ".join(dims)
         shown = f"({shown}).reshape({shape})" if shown != "x" else f"x.reshape({shape})"
     return None if shown == "x" else shown
 
