@@ -332,21 +332,43 @@ class LSGAN(WithR1, Objective):
 
 
 class Hinge(WithR1, Objective):
-    """Hinge loss: L_D = mean(relu(1-D(x))) + mean(relu(1+D(G(z)))), L_G = -mean(D(G(z)))."""
+    """Hinge loss: L_D = mean(relu(1-D(x))) + mean(relu(1+D(G(z)))), L_G = -mean(D(G(z))).
+
+    ``g_hinge=True``: G's loss a hinge too, L_G = mean(relu(1 - D(G(z)))), as
+    LynnHo/DCGAN-LSGAN-WGAN-GP-DRAGAN-Pytorch's ``hinge_v1`` writes it
+    (``torch.max(1 - f_logit, torch.zeros_like(f_logit)).mean()``): G's gradient stops
+    where D scores a fake above 1.
+    """
 
     name = "hinge"
     not_fusable = None
     constant_ratio = True  # -1 wherever relu(1 + s) has slope 1; the rest go apart
 
+    def __init__(self, r1: float = 0.0, r1_every: int = 1, g_hinge: bool = False) -> None:
+        super().__init__(r1, r1_every)
+        if not isinstance(g_hinge, bool):
+            raise ValueError(f"{self.name} g_hinge must be True or False, got {g_hinge!r}")
+        self.g_hinge = g_hinge
+        if g_hinge:  # the ratio is -1 below 1 and 0 above: not one constant
+            self.constant_ratio = False
+
+    def __repr__(self) -> str:
+        return super().__repr__()[:-1] + (", g_hinge=True)" if self.g_hinge else ")")
+
     def d_loss(self, real: Tensor, fake: Tensor) -> tuple[Tensor, Logs]:
         return F.relu(1 - real).mean() + F.relu(1 + fake).mean(), {}
 
     def g_loss(self, fake: Tensor, real: Tensor | None = None) -> tuple[Tensor, Logs]:
+        if self.g_hinge:
+            return F.relu(1 - fake).mean(), {}
         return -fake.mean(), {}
 
     def fake_slopes(self, fake: Tensor) -> tuple[Tensor, Tensor]:
         # relu(1 + s) has slope 0 for s <= -1 (as autograd computes it): the ratio -1
         # holds only where D's slope is 1; the step treats the other samples apart.
+        # G's hinge relu(1 - s) has slope -1 below 1 and 0 from 1 on (as autograd's).
+        if self.g_hinge:
+            return (fake > -1).to(fake.dtype), -(fake < 1).to(fake.dtype)
         return (fake > -1).to(fake.dtype), torch.full_like(fake, -1.0)
 
 

@@ -77,6 +77,7 @@ StyleGAN2-ADA loops, which docs/loops.md shows each beside its Step;
 ``natsu6767_infogan`` (Natsu6767/InfoGAN-PyTorch: the info loss in G's step, its Q head
 in G's optimizer, tests/test_infogan.py);
 ``dcgan_tensorflow`` (G's optimizer run twice on one z, tests/test_g_steps_share_z.py);
+``lynnho_gan`` (LynnHo's five adversarial losses, tests/test_lynnho_losses.py);
 ``emilien_dupont_wgan_gp`` (the penalty's norm as ``sqrt(sum + 1e-12)``),
 ``lynnho_wgan_gp`` (its interpolates as
 ``real + alpha * (fake - real)``), ``zeleni9_wgan_gp`` (the norm over channels of an
@@ -148,6 +149,7 @@ from .other_codebases import (  # noqa: F401
     lightning_conditional_g_first,
     lightning_g_first,
     lightning_gan_example,
+    lynnho_gan,
     lynnho_wgan_gp,
     martinarjovsky_wgan,
     natsu6767_infogan,

@@ -839,6 +839,64 @@ def lynnho_wgan_gp(G, D, opt_g, opt_d, batches: Batches, latent: Latent, n_d: in
     return history
 
 
+def lynnho_gan(G, D, opt_g, opt_d, batches: Batches, latent: Latent,
+               adversarial_loss_mode: str = "gan", n_d: int = 1):  # fmt: skip
+    """LynnHo/DCGAN-LSGAN-WGAN-GP-DRAGAN-Pytorch's ``train.py`` (commit 736f2ad) with
+    ``--gradient_penalty_mode none`` and each ``--adversarial_loss_mode`` of its
+    ``torchprob/gan/loss.py`` (commit 69d1bfd), as written: ``gan`` (``BCEWithLogitsLoss``
+    against ones and zeros), ``hinge_v1`` (``torch.max(1 - r_logit, zeros)`` and
+    ``torch.max(1 + f_logit, zeros)`` for D, ``torch.max(1 - f_logit, zeros)`` for G),
+    ``hinge_v2`` (D's the same, G's ``-f_logit.mean()``), ``lsgan`` (``MSELoss`` against
+    ones and zeros) and ``wgan``. Per batch ``train_D`` (z, ``G(z).detach()``, D on the
+    real batch then on the fakes, ``D_loss = (r_loss + f_loss) + gp * weight`` with its
+    ``gp`` the 0 tensor of mode ``none``), then ``train_G`` on a fresh z where ``it_d %
+    n_d == 0``. ganstep: ``d_first(d_steps=n_d, reuse_fake=False)`` with
+    ``NS(bce_with_logits=True)``, ``Hinge(g_hinge=True)``, ``Hinge()``, ``LSGAN()`` with
+    ``d_scale=g_scale=2`` (``MSELoss`` is twice ganstep's halved squares) or
+    ``Wasserstein()``, called with ``n_d`` batches."""
+    bce, mse = nn.BCEWithLogitsLoss(), nn.MSELoss()
+
+    def losses(r_logit, f_logit):  # its get_adversarial_losses_fn(mode): (d_loss_fn, g_loss_fn)
+        if adversarial_loss_mode == "gan":
+            return (bce(r_logit, torch.ones_like(r_logit)), bce(f_logit, torch.zeros_like(f_logit)))
+        if adversarial_loss_mode in ("hinge_v1", "hinge_v2"):
+            return (torch.max(1 - r_logit, torch.zeros_like(r_logit)).mean(),
+                    torch.max(1 + f_logit, torch.zeros_like(f_logit)).mean())  # fmt: skip
+        if adversarial_loss_mode == "lsgan":
+            return (mse(r_logit, torch.ones_like(r_logit)), mse(f_logit, torch.zeros_like(f_logit)))
+        return -r_logit.mean(), f_logit.mean()  # wgan
+
+    def g_loss_fn(f_logit):
+        if adversarial_loss_mode == "gan":
+            return bce(f_logit, torch.ones_like(f_logit))
+        if adversarial_loss_mode == "hinge_v1":
+            return torch.max(1 - f_logit, torch.zeros_like(f_logit)).mean()
+        if adversarial_loss_mode == "lsgan":
+            return mse(f_logit, torch.ones_like(f_logit))
+        return -f_logit.mean()  # hinge_v2, wgan
+
+    history, it_d = [], 0
+    for x_real in batches:
+        n = x_real.size(0)
+        x_fake = G(latent(n)).detach()
+        x_real_d_logit = D(x_real)
+        x_fake_d_logit = D(x_fake)
+        x_real_d_loss, x_fake_d_loss = losses(x_real_d_logit, x_fake_d_logit)
+        gp = torch.tensor(0, dtype=x_real.dtype, device=x_real.device)  # mode "none"
+        D_loss = (x_real_d_loss + x_fake_d_loss) + gp * 10.0
+        D.zero_grad()
+        D_loss.backward()
+        opt_d.step()
+        it_d += 1
+        if it_d % n_d == 0:
+            G_loss = g_loss_fn(D(G(latent(n))))
+            G.zero_grad()
+            G_loss.backward()
+            opt_g.step()
+            history.append({"loss_d": D_loss.item(), "loss_g": G_loss.item()})
+    return history
+
+
 def zeleni9_wgan_gp(G, D, opt_g, opt_d, batches: Batches, latent: Latent, z_shape: tuple,
                     critic_iter: int = 5, lambda_term: float = 10.0):  # fmt: skip
     """Zeleni9/pytorch-wgan ``models/wgan_gradient_penalty.py``'s ``train`` (``batches``:
