@@ -1287,6 +1287,44 @@ def test_yunjeys_tutorial_gan_ports_with_its_flattened_batch_named(tmp_path):
     assert "a whole backward through G ran in D's step" in proc.stdout
 
 
+HINGE_V1 = """def get_hinge_v1_losses_fn():
+    def d_loss_fn(r_logit, f_logit):
+        r_loss = torch.max(1 - r_logit, torch.zeros_like(r_logit)).mean()
+        f_loss = torch.max(1 + f_logit, torch.zeros_like(f_logit)).mean()
+        return r_loss, f_loss
+
+    def g_loss_fn(f_logit):
+        f_loss = torch.max(1 - f_logit, torch.zeros_like(f_logit)).mean()
+        return f_loss
+
+    return d_loss_fn, g_loss_fn
+"""
+
+
+@pytest.mark.parametrize("gain", [1.0, 3.0])
+def test_lynnhos_hinge_v1_ports_to_g_hinge(tmp_path, gain):
+    """LynnHo's train.py with --adversarial_loss_mode hinge_v1 and no penalty: G's loss a
+    hinge too (its torchprob/gan/loss.py). Where every fake scores below 1 (D as made)
+    Hinge() moves the weights as it does, and the losses the script backpropagated tell
+    the two apart (G's hinge is 1 above -mean); with D's weights tripled, fakes score
+    above 1 and only Hinge(g_hinge=True) equals it."""
+    source = (SCRIPTS / "lynnho_wgan_gp.py").read_text()
+    wgan = source[source.index("def get_wgan_losses_fn():") : source.index("\n\ndef _gradient")]
+    penalty = "    gp = _gradient_penalty(functools.partial(D), x_real, x_fake)\n"
+    optimizer = "D_optimizer = torch.optim.Adam("
+    assert source.count(penalty) == 1 and source.count(optimizer) == 1
+    source = (source.replace(wgan, HINGE_V1.rstrip("\n"))
+              .replace("get_wgan_losses_fn()", "get_hinge_v1_losses_fn()")
+              .replace(penalty, "    gp = torch.tensor(0, dtype=x_real.dtype)\n")
+              .replace(optimizer, f"with torch.no_grad():\n    for p in D.parameters():\n"
+                                  f"        p.mul_({gain})\n{optimizer}"))  # fmt: skip
+    port = port_of_source(tmp_path, "hinge_v1", source, "--verify", "3")
+    assert port["max_difference"] == 0 and port["float64_difference"] <= 1e-12, port["notes"]
+    assert "objective=Hinge(g_hinge=True)," in port["code"], port["code"]
+    told = [n for n in port["notes"] if "candidates equal the script in its models" in n]
+    assert bool(told) == (gain == 1.0), port["notes"]
+
+
 def with_dropout(source: str) -> str:
     """The notebook's Discriminator and Generator as it writes them: Dropout(0.3) after
     each hidden layer's leaky ReLU."""

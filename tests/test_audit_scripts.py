@@ -721,12 +721,12 @@ def test_port_says_where_each_candidate_parts_from_a_loss_it_does_not_know(tmp_p
 
 @subclass_counted
 def test_hinge_inside_its_margin_is_told_from_wasserstein_by_the_losses_taken(tmp_path):
-    """While every score is inside the hinge's margin (|s| < 1), Hinge(), RaHinge() and
-    Wasserstein() give G and D the same gradients: the models cannot tell them apart
-    (biggan.py's port
-    said so about once in 40 runs of its random data). The losses the script
-    backpropagated can: its hinge L_D is 2 above the Wasserstein one there. Here D's
-    output is scaled by 1e-3, so that every score stays inside."""
+    """While every score is inside the hinge's margin (|s| < 1), Hinge(), Hinge(g_hinge=True),
+    RaHinge() and Wasserstein() give G and D the same gradients: the models cannot tell
+    them apart (biggan.py's port said so about once in 40 runs of its random data). The
+    losses the script backpropagated can: its hinge L_D is 2 above the Wasserstein one
+    there, and G's hinge 1 above its -mean. Here D's output is scaled by 1e-3, so that
+    every score stays inside."""
     source = (SCRIPTS / "biggan.py").read_text()
     line = "return self.linear(h) + torch.sum(self.embed(y) * h, 1, keepdim=True)"
     assert line in source
@@ -738,7 +738,7 @@ def test_hinge_inside_its_margin_is_told_from_wasserstein_by_the_losses_taken(tm
     port = json.loads(out.read_text())["port"]
     assert "objective=Hinge()" in port["code"] and port["max_difference"] <= 1e-6
     assert port["notes"][0] == (
-        "3 candidates equal the script in its models; their loss values told them apart: "
+        "4 candidates equal the script in its models; their loss values told them apart: "
         "this one's L_D and L_G are the values the script's backward passes took at each "
         "iteration")  # fmt: skip
 

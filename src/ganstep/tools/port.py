@@ -479,11 +479,12 @@ def with_r1(found: list[Candidate], every: int, rounds: int) -> list[Candidate]:
     micro-batches, the losses summed over them (StyleGAN2-ADA adds each round's mean) or
     averaged."""
     out = []
-    for c in found:  # (label smoothing beside R1 is not tried: no script seen does both)
+    for c in found:  # (label smoothing or G's hinge beside R1 is not tried: no script seen
+        # does both)
         takes_r1 = c.make in (NS, LSGAN, Hinge) or (  # (not a relativistic one, nor WGAN-GP)
             isinstance(c.make, partial) and issubclass(c.make.func, WithR1)
         )
-        if not takes_r1 or "real_label" in c.objective:
+        if not takes_r1 or "real_label" in c.objective or "g_hinge" in c.objective:
             continue
         for gamma in R1_WEIGHTS:
             shown = c.objective[:-1] + (", " if c.objective[-2] != "(" else "")
@@ -669,6 +670,8 @@ def candidates(d_output: Tensor, penalty: str | None, clip: float | None,
     found += [Candidate("LSGAN()", LSGAN, d, g, "least squares on D's output")
               for d in (1.0, 2.0) for g in (1.0, 2.0)]  # fmt: skip
     found.append(Candidate("Hinge()", Hinge, 1.0, 1.0, "hinge losses on D's output"))
+    found.append(Candidate("Hinge(g_hinge=True)", partial(Hinge, g_hinge=True), 1.0, 1.0,
+                           "hinge losses on D's output, G's a hinge too"))  # fmt: skip
     found.append(Candidate("Wasserstein()", Wasserstein, 1.0, 1.0, "Wasserstein losses"))
     found.append(
         Candidate(
