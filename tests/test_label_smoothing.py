@@ -1,5 +1,6 @@
-"""One-sided label smoothing, ``NS(real_label=...)``: D's target for real samples below
-1 (Salimans et al., 2016), as Udacity's GAN notebook writes it (float64)."""
+"""Label smoothing: ``NS(real_label=...)``, D's target for real samples below 1
+(Salimans et al., 2016), as Udacity's GAN notebook writes it, and ``NS(g_label=...)``,
+G's target too, as rasbt's gan-conv-smoothing notebook writes it (float64)."""
 
 from __future__ import annotations
 

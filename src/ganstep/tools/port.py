@@ -3323,7 +3323,8 @@ def _search(script: _Script, capture: Capture, data: Replay, report, n: int,
             tried: list[tuple], tolerance: float, vary: bool = True,
             ignore: frozenset[str] = frozenset()) -> Port:  # fmt: skip
     """Every candidate run (where none equals, then the rounding variants of those that
-    part by little); the one that equals the script printed (with ``vary``, its
+    part by little and the penalty forms of the WGAN-GP ones, :func:`penalty_forms`);
+    the one that equals the script printed (with ``vary``, its
     rounding variant where that is nearer still), or none where none does, or where
     several do (the iterations verified cannot tell them apart)."""
     parted, equal, states, logged, raised, near, forms = [], [], {}, {}, [], [], []
