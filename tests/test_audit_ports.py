@@ -1220,7 +1220,7 @@ def test_rasbts_label_smoothing_notebook_ports_with_its_rescaled_batch_named(tmp
     assert "schedule=simultaneous()," in code and "d_scale=0.5," in code
     assert 'd_forwards="loop",' in code
     assert "latent=lambda n: torch.rand(n, 10) * 2 - 1," in code
-    [made] = [n for n in port["notes"] if n.startswith("D was given its real batch made")]
+    [made] = [n for n in port["notes"] if n.startswith("D's real batch was made from")]
     assert "read from its values as `x * 2 - 1` (D's call: rasbt_gan_conv_smoothing.py" in made
     assert "so give step(...) the batch made so" in made
     # its float64 repeat keeps the losses float32 (valid and fake are .float()): named
@@ -1242,8 +1242,8 @@ def test_a_real_batch_made_otherwise_in_unread_lines_is_named_as_none_of_the_loa
     noisy = rescaled[:-1] + " + 0.05 * torch.randn_like(features)\n"
     port = port_of_source(tmp_path, "noisy", source.replace(rescaled, noisy))
     assert port["max_difference"] == 0, port["notes"]
-    [made] = [n for n in port["notes"] if n.startswith("D was given a real batch")]
-    assert "none of the DataLoader's tensors, made in lines the audit cannot read" in made
+    [made] = [n for n in port["notes"] if n.startswith("D's real batch is none of")]
+    assert "the DataLoader's tensors, made in lines the audit cannot read" in made
     assert "(noisy.py:" in made and "so give step(...) the batch made so" in made
 
 
@@ -1270,6 +1270,23 @@ def test_lynnhos_lipschitz_and_zero_centered_penalties_port(tmp_path, penalty, p
     assert f'objective=WGANGP(10.0, interpolate="difference", {printed}),' in port["code"]
 
 
+def test_a_real_batch_made_before_an_augmentation_in_unread_lines_is_named(tmp_path):
+    """rasbt's notebook with instance noise added in its discriminator_forward, on every
+    batch D reads: the port prints it as augment=, and the Step is given each real batch
+    before that change, which the script made from the DataLoader's (x * 2 - 1): no
+    note said so while an augmentation was printed; now the batch is named."""
+    source = (SCRIPTS / "rasbt_gan_conv_smoothing.py").read_text()
+    call = "        pred = model.discriminator(img)\n"
+    assert source.count(call) == 1
+    noised = call.replace("(img)", "(img + 0.05 * torch.randn_like(img))")
+    port = port_of_source(tmp_path, "noised", source.replace(call, noised))
+    assert port["max_difference"] == 0, port["notes"]
+    assert "augment=lambda x: x + 0.05 * torch.randn_like(x)," in port["code"]
+    [made] = [n for n in port["notes"] if n.startswith("the real batch that the script's")]
+    assert "change of D's batches (augment= below) was applied to was made from" in made
+    assert "read from its values as `x * 2 - 1`" in made and "give step(...) the batch" in made
+
+
 def test_yunjeys_tutorial_gan_ports_with_its_flattened_batch_named(tmp_path):
     """yunjey/pytorch-tutorial's GAN: D's real forward first, G's fakes not detached in
     D's step (reset_grad zeroes G's gradients), G's step on a fresh z, BCELoss on a
@@ -1282,7 +1299,7 @@ def test_yunjeys_tutorial_gan_ports_with_its_flattened_batch_named(tmp_path):
     assert "G, D, g_optimizer, d_optimizer," in code
     assert "objective=NS(probabilities=True)," in code
     assert "schedule=d_first(reuse_fake=False)," in code
-    [made] = [n for n in port["notes"] if n.startswith("D was given its real batch made")]
+    [made] = [n for n in port["notes"] if n.startswith("D's real batch was made from")]
     assert "read from its values as `x.reshape(len(x), -1)` (D's call: yunjey_gan.py:" in made
     assert "a whole backward through G ran in D's step" in proc.stdout
 

@@ -2235,7 +2235,7 @@ def port(rec, report, capture: Capture, names: dict[str, str], *,
             found.notes.insert(0, f"{unread}; its first output was tried as its scores")
     if settings and found.code is not None:
         found.notes.append(settings)
-    made_real = None if augment or pair else _real_made(rec, capture, n)
+    made_real = None if pair else _real_made(rec, capture, n, augmented=augment is not None)
     if made_real is not None and found.code is not None:
         found.notes.append(_real_made_note(made_real, ported=True))
     elif made_real is not None and none_equal:  # (after the losses' lines)
@@ -2719,20 +2719,25 @@ def _changed(rec, capture: Capture, iterations: int) -> str | None:
     )
 
 
-def _real_made(rec, capture: Capture, iterations: int) -> str | None:
+def _real_made(rec, capture: Capture, iterations: int, augmented: bool = False) -> str | None:
     """Where D was given its real batch not as a DataLoader gave it but made from it
     (instance noise, a reshape: ``D(real + sigma * torch.randn_like(real))``, or ``real =
     real + noise`` written over before D's call): that, with the change and its line;
     where D's call does not show the change (D called in a function of the script's
     own), the change read from the batch's values (:func:`_made_from`), or else that the
-    batch is none of the DataLoader's. None where D was given its real batches as they
-    came (cast or copied), or no DataLoader was seen."""
+    batch is none of the DataLoader's. With ``augmented`` (the Step takes the script's
+    change of every batch D reads as ``augment=``), the batch that change was applied to
+    is the one compared. None where D was given its real batches as they came (cast or
+    copied), or no DataLoader was seen."""
     script_file = getattr(rec, "script_file", None)
     loaded = [*capture.single_batches, *(t for batch in capture.batches for t in batch)]
     for f in _update_forwards(rec, iterations, "D"):
         if f.producer is not None or f.input_grad:  # G's output, or a penalty's points
             continue
-        given = _call_tensors(capture, f.seq)[:1]
+        if augmented:  # the batch before the change, as the Step is given it
+            given = [capture.arguments[f.seq][1]] if f.seq in capture.arguments else []
+        else:
+            given = _call_tensors(capture, f.seq)[:1]
         if not given or not loaded or any(_place(given[0], (t,), ("",)) is not None
                                           for t in loaded):  # fmt: skip
             continue
@@ -2743,15 +2748,17 @@ def _real_made(rec, capture: Capture, iterations: int) -> str | None:
         if script_file is None or line is None:
             continue
         at = f"{Path(script_file).name}:{line}: {linecache.getline(script_file, line).strip()}"
-        if f.seq in capture.arguments:
+        if f.seq in capture.arguments and not augmented:
             return (f"D was given its real batch made from the DataLoader's, as "
                     f"`{capture.arguments[f.seq][0]}` ({at})")  # fmt: skip
         made = next(filter(None, (_made_from(given[0], t) for t in loaded)), None)
+        batch = ("the real batch that the script's change of D's batches (augment= below) "
+                 "was applied to" if augmented else "D's real batch")  # fmt: skip
         if made is not None:  # made in lines the audit cannot read it from (a function's)
-            return (f"D was given its real batch made from the DataLoader's x, read from its "
-                    f"values as `{made}` (D's call: {at})")  # fmt: skip
-        return (f"D was given a real batch that is none of the DataLoader's tensors, made in "
-                f"lines the audit cannot read from D's call ({at})")  # fmt: skip
+            return (f"{batch} was made from the DataLoader's x, read from its values as "
+                    f"`{made}` (D's call: {at})")  # fmt: skip
+        return (f"{batch} is none of the DataLoader's tensors, made in lines the audit cannot "
+                f"read from D's call ({at})")  # fmt: skip
     return None
 
 
@@ -2793,9 +2800,9 @@ def _made_from(given: Tensor, loaded: Tensor) -> str | None:
 def _real_made_note(made: str, ported: bool) -> str:
     """What ``made`` (:func:`_real_made`) means for a port found (``ported``) or not."""
     if ported:
-        return (f"{made}: the Step was verified on each real batch as D was given it, so give "
-                "step(...) the batch made so (real_batch below), as the script makes it before "
-                "each call")  # fmt: skip
+        return (f"{made}: the Step was verified on each real batch as the script made it, so "
+                "give step(...) the batch made so (real_batch below), as the script makes it "
+                "before each call")  # fmt: skip
     return (
         f"{made}; the Steps tried were given each real batch so made, which equals no "
         "script whose other losses read the batch as it came (an L1 term against it) or "
