@@ -1287,6 +1287,34 @@ def test_a_real_batch_made_before_an_augmentation_in_unread_lines_is_named(tmp_p
     assert "read from its values as `x * 2 - 1`" in made and "give step(...) the batch" in made
 
 
+def test_torchs_parametrizations_are_the_weights_not_modules_called(tmp_path):
+    """The DCGAN example with D's layers under torch.nn.utils.parametrizations'
+    spectral_norm (the API torch recommends over the hook-based one) and G's first under
+    its weight_norm: each read of a parametrized weight runs a ParametrizationList,
+    which the audit took for calls of modules of their own, so D's optimizer trained
+    "other" modules and the script "ran no complete iteration". Those reads are the
+    weights' now: D is read as stateful (its power iteration's vectors), and the port
+    equals the script in float32 and float64."""
+    source = (SCRIPTS / "dcgan_example.py").read_text()
+    d_layers = "nn.Linear(nx, nh), nn.LeakyReLU(0.2, inplace=True), nn.Linear(nh, 1), nn.Sigmoid()"
+    g_layer = "nn.Sequential(nn.Linear(nz, nh), nn.ReLU(True)"
+    assert source.count(d_layers) == 1 and source.count(g_layer) == 1
+    sn, wn = (f"nn.utils.parametrizations.{f}" for f in ("spectral_norm", "weight_norm"))
+    spectral = d_layers.replace("nn.Linear(nx, nh)", f"{sn}(nn.Linear(nx, nh))")
+    spectral = spectral.replace("nn.Linear(nh, 1)", f"{sn}(nn.Linear(nh, 1))")
+    weight = g_layer.replace("nn.Linear(nz, nh)", f"{wn}(nn.Linear(nz, nh))")
+    source = source.replace(d_layers, spectral).replace(g_layer, weight)
+    out = tmp_path / "parametrized.json"
+    script = tmp_path / "parametrized.py"
+    script.write_text(source)
+    proc = ganstep("audit", script, "--port", "--verify", "2", "--json", out, "--", "--niter", 1,
+                   cache=tmp_path, cwd=tmp_path)  # fmt: skip
+    assert "D: stateful (a forward changes main.0.parametrizations.weight.0._u" in proc.stdout
+    port = json.loads(out.read_text())["port"]
+    assert port["max_difference"] <= 1e-6 and port["float64_difference"] <= 1e-12, port["notes"]
+    assert "netG, netD, optimizerG, optimizerD," in port["code"]
+
+
 def test_yunjeys_tutorial_gan_ports_with_its_flattened_batch_named(tmp_path):
     """yunjey/pytorch-tutorial's GAN: D's real forward first, G's fakes not detached in
     D's step (reset_grad zeroes G's gradients), G's step on a fresh z, BCELoss on a

@@ -35,6 +35,7 @@ from pathlib import Path
 
 import torch
 from torch import nn
+from torch.nn.utils import parametrize
 
 from ..engine.checks import positive_int
 from ..engine.d_profile import observing
@@ -337,7 +338,11 @@ class ScriptRecorder(Recorder):
         inside = any(call is not None for call in self.calls)
         scope = next((s for s in reversed(self.scopes) if s is not None), None)
         units = None
-        if inside or observing() or (scope is not None and id(module) not in scope):
+        # torch's parametrizations (parametrizations.spectral_norm) run a module each time
+        # the parametrized weight is read, inside a forward or out of one: the weight's,
+        # not a model's call
+        weight_read = isinstance(module, parametrize.ParametrizationList)
+        if inside or observing() or weight_read or (scope is not None and id(module) not in scope):
             label = None  # (observing: a Step's own one-time look at D, not the user's loop)
         elif self._container(module):
             label, units = None, self._units(module)
