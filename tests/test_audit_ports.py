@@ -1315,6 +1315,23 @@ def test_torchs_parametrizations_are_the_weights_not_modules_called(tmp_path):
     assert "netG, netD, optimizerG, optimizerD," in port["code"]
 
 
+def test_a_lazy_module_materialized_by_a_dry_run_is_audited_and_ported(tmp_path):
+    """The DCGAN example with D's first layer an nn.LazyLinear, given its shape by a
+    forward on a dummy batch before the optimizers are made (as torch asks): the audit
+    hooked and copied D's parameters at that first call, while they had no values, and
+    the script failed under it (ValueError: Attempted to use an uninitialized
+    parameter). They are followed, and D's state taken, once the first forward has
+    given them values; the port equals the script."""
+    source = (SCRIPTS / "dcgan_example.py").read_text()
+    layer, made = "nn.Linear(nx, nh), nn.LeakyReLU(0.2", "netD = Discriminator()\n"
+    assert source.count(layer) == 1 and source.count(made) == 1
+    source = source.replace(layer, layer.replace("nn.Linear(nx, nh)", "nn.LazyLinear(nh)"))
+    source = source.replace(made, f"{made}netD(torch.zeros(2, nx))  # its shape, for LazyLinear\n")
+    port = port_of_source(tmp_path, "lazy", source, "--verify", "2", script_args=("--niter", "1"))
+    assert port["max_difference"] == 0 and port["float64_difference"] <= 1e-12, port["notes"]
+    assert "netG, netD, optimizerG, optimizerD," in port["code"]
+
+
 def test_yunjeys_tutorial_gan_ports_with_its_flattened_batch_named(tmp_path):
     """yunjey/pytorch-tutorial's GAN: D's real forward first, G's fakes not detached in
     D's step (reset_grad zeroes G's gradients), G's step on a fresh z, BCELoss on a

@@ -35,6 +35,7 @@ from pathlib import Path
 
 import torch
 from torch import Tensor, nn
+from torch.nn.parameter import UninitializedParameter
 from torch.nn.utils import parametrize
 
 from ..engine.batch import Batch
@@ -544,6 +545,8 @@ class Recorder:
         self.modules: dict[str, nn.Module] = {}
         self._kept_args: set[str] = set()
         self.owner: dict[int, str] = {}  # parameter id -> label
+        # a lazy module's parameters before its first forward, and their labels
+        self.lazy: list[tuple[nn.Parameter, str]] = []
         self.steps: Counter[str] = Counter()
         self.seq = 0
         self.iteration = 0  # function mode: the call of fn; scripts: assigned afterwards
@@ -620,23 +623,38 @@ class Recorder:
             if id(p) in self.owner:
                 continue
             self.owner[id(p)] = label
-            # a hook needs requires_grad when it is registered, and outlives its switching
-            # off: StyleGAN2-ADA keeps G and D frozen between phases
-            frozen = not p.requires_grad
+            if isinstance(p, UninitializedParameter):  # a lazy module's, before its first
+                self.lazy.append((p, label))  # forward: followed once it has values
+            else:
+                self._follow(p, label)
 
-            def on_param_grad(grad, p=p, label=label):
-                b = self.current
-                if b is None:
-                    return grad
-                if p.grad is None or not bool(p.grad.any()):
-                    self.contrib[id(p)] = set()  # cleared since: a fresh accumulation
-                self.contrib.setdefault(id(p), set()).add(b.index)
-                b.produced.add(label)
+    def _follow(self, p: nn.Parameter, label: str) -> None:
+        """A hook on ``p`` that tells which backward computed its gradient."""
+        # a hook needs requires_grad when it is registered, and outlives its switching
+        # off: StyleGAN2-ADA keeps G and D frozen between phases
+        frozen = not p.requires_grad
+
+        def on_param_grad(grad, p=p, label=label):
+            b = self.current
+            if b is None:
                 return grad
+            if p.grad is None or not bool(p.grad.any()):
+                self.contrib[id(p)] = set()  # cleared since: a fresh accumulation
+            self.contrib.setdefault(id(p), set()).add(b.index)
+            b.produced.add(label)
+            return grad
 
-            p.requires_grad_(True)
-            self.handles.append(p.register_hook(on_param_grad))
-            p.requires_grad_(not frozen)
+        p.requires_grad_(True)
+        self.handles.append(p.register_hook(on_param_grad))
+        p.requires_grad_(not frozen)
+
+    def _follow_materialized(self) -> None:
+        """Follow the lazy modules' parameters that a forward has given values since."""
+        waiting = [(p, label) for p, label in self.lazy if isinstance(p, UninitializedParameter)]
+        for p, label in self.lazy:
+            if not isinstance(p, UninitializedParameter):
+                self._follow(p, label)
+        self.lazy = waiting
 
     def hook_module(self, label: str, module: nn.Module) -> None:
         """Record every call of ``module`` under ``label`` (function mode)."""
@@ -662,6 +680,8 @@ class Recorder:
                     keywords: dict | None = None) -> None:  # fmt: skip
         """Record a finished call of ``module`` (by default the module under ``label``);
         ``keywords``: those it was given, where known (its tensors are in ``args`` too)."""
+        if self.lazy:  # (a lazy module's first forward gives its parameters values)
+            self._follow_materialized()
         flops, states = start
         tensors = [a for a in args if isinstance(a, Tensor)]
         x = tensors[0] if tensors else None

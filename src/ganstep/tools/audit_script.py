@@ -249,6 +249,8 @@ class ScriptRecorder(Recorder):
             self.add_module(label, self._whole(module))
         elif label not in self.modules:
             self.modules[label] = module
+        elif self.capture is not None:  # (a lazy module's state: taken once it has values)
+            self.capture.module_seen(self.modules[label])
         return label
 
     def _whole(self, part: nn.Module) -> nn.Module:

@@ -74,6 +74,7 @@ from types import ModuleType
 
 import torch
 from torch import Tensor, nn
+from torch.nn.parameter import is_lazy
 
 from ..engine.objectives import (
     BEGAN,
@@ -181,8 +182,13 @@ class Capture:
     joint_after: dict[int, dict] = field(default_factory=dict)
 
     def module_seen(self, module: nn.Module) -> None:
-        if id(module) not in self.first_state:
-            self.first_state[id(module)] = _cloned(module.state_dict())
+        """``module``'s state at its first call with values: a lazy module's first call
+        gives its parameters theirs, so its state is taken at its next."""
+        if id(module) in self.first_state:
+            return
+        state = module.state_dict()
+        if not any(is_lazy(v) for v in state.values() if isinstance(v, Tensor)):
+            self.first_state[id(module)] = _cloned(state)
 
     def optimizer_made(self, opt: torch.optim.Optimizer) -> None:
         self.made_state[id(opt)] = copy.deepcopy(opt.state_dict())
