@@ -622,8 +622,9 @@ def rasbt_gan_conv_smoothing(model, optim_gener, optim_discr, batches: Pairs,
     the real batch against ``valid*0.9`` and on G's fakes from G's step, detached,
     against 0, its loss ``0.5*(real_loss + fake_loss)``. Each ``zero_grad`` sits right
     before its backward, so G's backward leaves gradients in D that D's ``zero_grad``
-    drops. Its ``valid`` and ``fake`` are ``.float()``, the dtype of its float32 images:
-    made here in the batch's dtype, so float64 tests compare in float64. ganstep:
+    drops. Its ``valid`` and ``fake`` are ``.float()`` and its z torch's default dtype,
+    that of its float32 images: made here in the batch's dtype, so float64 tests compare
+    in float64. ganstep:
     ``simultaneous()`` (D's step reads the fakes of G's parameters before G's step),
     ``NS(real_label=0.9, g_label=0.9, bce_with_logits=True)``, ``d_scale=0.5``."""
     history = []
