@@ -188,7 +188,11 @@ def _g_loss_loop(g_input: str):
 
         def g_loss():
             opt_g.zero_grad()
-            loss = -D(fake.detach() if g_input == "detached" else G(torch.randn(4, 4))).mean()
+            if g_input == "checkpointed":  # reentrant, on a z that needs no gradient
+                made = torch.utils.checkpoint.checkpoint(G, torch.randn(4, 4), use_reentrant=True)
+            else:
+                made = fake.detach() if g_input == "detached" else G(torch.randn(4, 4))
+            loss = -D(made).mean()
             loss.backward()
             return loss
 
@@ -208,9 +212,14 @@ def test_a_step_with_no_gradient_is_a_hazard_not_a_regularizer():
     assert report.hazards[0] == (
         "G's optimizer stepped 2 time(s) with no gradient in any of G's parameters: no "
         "backward since their last zero_grad() reached them, so G learns nothing there. Did "
-        "G's loss take G's output detached (.detach(), .data) or made under torch.no_grad()?"
+        "G's loss take G's output detached (.detach(), .data) or made under torch.no_grad()? "
+        "(A reentrant torch.utils.checkpoint, use_reentrant=True, whose inputs need no "
+        "gradient makes such an output too: give it use_reentrant=False.)"
     )
     assert report.regularization == {"G": 0, "D": 0}
+    with pytest.warns(UserWarning, match="None of the inputs have requires_grad=True"):
+        checkpointed = _g_loss_loop("checkpointed")  # (torch warns; G gets no gradient)
+    assert any("G learns nothing there" in h for h in checkpointed.hazards)
     for g_input in ("kept", "closure"):  # a gradient, or one a closure computes in the step
         assert not any("learns nothing" in h for h in _g_loss_loop(g_input).hazards), g_input
 

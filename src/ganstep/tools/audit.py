@@ -1311,7 +1311,9 @@ class _Analysis:
                 f"{m}'s optimizer stepped {len(empty)} time(s){at} with no gradient in any of "
                 f"{m}'s parameters: no backward since their last zero_grad() reached them, so "
                 f"{m} learns nothing there. Did {m}'s loss take {m}'s output detached "
-                f"(.detach(), .data) or made under torch.no_grad()?"
+                f"(.detach(), .data) or made under torch.no_grad()? (A reentrant "
+                f"torch.utils.checkpoint, use_reentrant=True, whose inputs need no gradient "
+                f"makes such an output too: give it use_reentrant=False.)"
             )
         return hazards
 
