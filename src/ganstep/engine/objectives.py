@@ -537,11 +537,10 @@ class WGANGP(Wasserstein):
             norms = torch.sqrt(torch.sum(flat**2, dim=1) + self.eps)
         else:
             norms = flat.norm(2, dim=1)
+        off = norms - self.center  # (1.0 by default: the very subtraction norms - 1 makes)
         if self.one_sided:  # (LynnHo's torch.max(torch.zeros_like(norm), norm - 1)**2)
-            return self.weight * (norms - self.center).clamp(min=0).square().mean()
-        if self.center != 1.0:
-            return self.weight * (norms - self.center).square().mean()
-        return self.weight * (norms - 1).square().mean()
+            off = off.clamp(min=0)
+        return self.weight * off.square().mean()
 
     def __repr__(self) -> str:
         alpha = "" if self.alpha is None else f", alpha={self.alpha!r}"
