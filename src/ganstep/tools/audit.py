@@ -650,9 +650,11 @@ class Recorder:
 
     def _follow_materialized(self) -> None:
         """Follow the lazy modules' parameters that a forward has given values since."""
-        waiting = [(p, label) for p, label in self.lazy if isinstance(p, UninitializedParameter)]
+        waiting = []
         for p, label in self.lazy:
-            if not isinstance(p, UninitializedParameter):
+            if isinstance(p, UninitializedParameter):
+                waiting.append((p, label))
+            else:
                 self._follow(p, label)
         self.lazy = waiting
 

@@ -415,8 +415,7 @@ def penalty_forms(candidate: Candidate) -> list[Candidate]:
     script: one-sided (WGAN-LP, ``max(0, norm - 1) ** 2``) and zero-centered (``norm **
     2``), as LynnHo's ``lp`` and ``0-gp`` write them."""
     make = candidate.make
-    plain = isinstance(make, partial) and make.func is WGANGP
-    if not (plain and candidate.objective.startswith("WGANGP(")
+    if not (isinstance(make, partial) and make.func is WGANGP
             and not {"one_sided", "center"} & set(make.keywords)):  # fmt: skip
         return []
     head = candidate.objective[:-1]
@@ -3337,9 +3336,9 @@ def _search(script: _Script, capture: Capture, data: Replay, report, n: int,
             ignore: frozenset[str] = frozenset()) -> Port:  # fmt: skip
     """Every candidate run (where none equals, then the rounding variants of those that
     part by little and the penalty forms of the WGAN-GP ones, :func:`penalty_forms`);
-    the one that equals the script printed (with ``vary``, its
-    rounding variant where that is nearer still), or none where none does, or where
-    several do (the iterations verified cannot tell them apart)."""
+    the one that equals the script printed (with ``vary``, its rounding variant where
+    that is nearer still), or none where none does, or where several do (the iterations
+    verified cannot tell them apart)."""
     parted, equal, states, logged, raised, near, forms = [], [], {}, {}, [], [], []
     for schedule, candidate in _then(tried, lambda: [] if equal else near + forms):
         label = _label(schedule, candidate)

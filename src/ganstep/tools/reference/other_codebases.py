@@ -851,10 +851,11 @@ def lynnho_gan(G, D, opt_g, opt_d, batches: Batches, latent: Latent,
     ones and zeros) and ``wgan``. Per batch ``train_D`` (z, ``G(z).detach()``, D on the
     real batch then on the fakes, ``D_loss = (r_loss + f_loss) + gp * weight`` with its
     ``gp`` the 0 tensor of mode ``none``), then ``train_G`` on a fresh z where ``it_d %
-    n_d == 0``. ganstep: ``d_first(d_steps=n_d, reuse_fake=False)`` with
-    ``NS(bce_with_logits=True)``, ``Hinge(g_hinge=True)``, ``Hinge()``, ``LSGAN()`` with
-    ``d_scale=g_scale=2`` (``MSELoss`` is twice ganstep's halved squares) or
-    ``Wasserstein()``, called with ``n_d`` batches."""
+    n_d == 0``. Its z are ``args.batch_size`` rows in both steps: here the real batch's
+    size, the same wherever a batch is full. ganstep: ``d_first(d_steps=n_d,
+    reuse_fake=False)`` with ``NS(bce_with_logits=True)``, ``Hinge(g_hinge=True)``,
+    ``Hinge()``, ``LSGAN()`` with ``d_scale=g_scale=2`` (``MSELoss`` is twice ganstep's
+    halved squares) or ``Wasserstein()``, called with ``n_d`` batches."""
     bce, mse = nn.BCEWithLogitsLoss(), nn.MSELoss()
 
     def losses(r_logit, f_logit):  # its get_adversarial_losses_fn(mode): (d_loss_fn, g_loss_fn)
