@@ -1105,6 +1105,58 @@ def test_an_amp_loop_ports_to_a_step_of_its_precision(tmp_path, dtype, scaled, p
     assert len(scaling) == (precision == "fp16")
 
 
+SPLIT_AMP_LOOP = f"""{SCRIPT_HEAD}ones, zeros = torch.ones(32, 1), torch.zeros(32, 1)
+bf16 = dict(device_type="cpu", dtype=torch.bfloat16)
+
+for i in range(4):
+    real = torch.randn(32, 2)
+    opt_d.zero_grad()
+    with torch.autocast(**bf16):
+        loss_real = bce(D(real), ones)
+    loss_real.backward()
+    with torch.autocast(**bf16):
+        fake = G(torch.randn(32, 4))
+        loss_fake = bce(D(fake.detach()), zeros)
+    loss_fake.backward()
+    opt_d.step()
+    opt_g.zero_grad()
+    with torch.autocast(**bf16):
+        loss_g = bce(D(fake), ones)
+    loss_g.backward()
+    opt_g.step()
+"""
+
+
+@pytest.mark.parametrize("flag", ["--port", "--verify"])
+def test_an_amp_loop_casting_d_per_forward_is_told_apart_by_its_rounding(tmp_path, flag):
+    """The DCGAN example's loop under autocast as it is often written: a block and a
+    backward per D forward. Each cast's bfloat16 gradient comes back to float32 before
+    the script sums them, where a Step's phase (one block, one backward) sums them in
+    bfloat16: no Step equals its float32 run. --port says so and what --verify does;
+    --verify finds the Step equal in float64 (where autocast changes nothing) and names
+    bfloat16's rounding, not float32's, with the two forwards' lines."""
+    script, out = tmp_path / "split_amp.py", tmp_path / "split.json"
+    script.write_text(SPLIT_AMP_LOOP)
+    args = ("--port", "--iterations", 3) if flag == "--port" else ("--verify", 3)
+    text = ganstep("audit", script, *args, "--json", out, cache=tmp_path, cwd=tmp_path).stdout
+    port = json.loads(out.read_text())["port"]
+    said = (
+        "D's step in iteration 0 took its gradient from 2 casts of D's weights to bfloat16 "
+        "(split_amp.py:18: loss_real = bce(D(real), ones); split_amp.py:22: loss_fake = "
+        "bce(D(fake.detach()), zeros): forwards in autocast blocks or backward calls of "
+        "their own), each brought back to float32 before the script summed them"
+    )
+    assert sum(said in n for n in port["notes"]) == 1
+    if flag == "--port":
+        assert port["code"] is None
+        assert any(n.startswith("--verify N") and "(and by bfloat16's" in n for n in port["notes"])
+        return
+    assert port["equal_in"] == "float64" and port["float64_difference"] <= 1e-12
+    assert port["max_difference"] > 1e-5
+    assert 'precision="bf16"' in port["code"] and "schedule=d_first()" in port["code"]
+    assert "bfloat16's rounding under the script's autocast (see the notes)" in text
+
+
 INSTANCE_NOISE_LOOP = f"""{SCRIPT_HEAD}ones, zeros = torch.ones(32, 1), torch.zeros(32, 1)
 
 

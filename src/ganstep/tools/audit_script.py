@@ -70,6 +70,7 @@ from .port import (
     path_to,
     rounding_entries,
     script_moved,
+    split_casts,
     tied,
 )
 from .port import port as port_of
@@ -667,10 +668,13 @@ def _audited(script, args, iterations, G, D, on_swallowed, timeout, port, float6
             if report.port.equal_in != "float64":
                 report.port.notes.append(said)
         elif _parted(report.port):
-            report.port.notes.append(
+            hint = (
                 "--verify N (in place of --port) runs the search again on the script run "
                 "in float64 too, where a Step that parts only by float32's rounding equals"
             )
+            if split := split_casts(rec, report.port.iterations):  # and autocast's
+                hint += f" (and by {split[0]}'s, where autocast changes nothing): {split[1]}"
+            report.port.notes.append(hint)
         elif tied(report.port):
             report.port.notes.append(
                 "--verify N (in place of --port) runs the search again on the script run "
@@ -903,6 +907,9 @@ def _decided_in_float64(report: Report, run, path: Path, script, G, D,
             said += (": its gradient is float32's rounding alone (0 in exact arithmetic: a "
                      "bias before BatchNorm or a softmax over its rows), which Adam makes "
                      "steps of, and no computation in another order can follow it")  # fmt: skip
+    if split := split_casts(first, report.port.iterations):  # autocast's rounding
+        found.rounding = f"{split[0]}'s rounding under the script's autocast"
+        said += f": {split[1]}"
     found.notes = [n for n in there.notes if n not in found.notes] + found.notes + [said]
     found.float64_difference, found.equal_in = there.max_difference, "float64"
     report.port = found

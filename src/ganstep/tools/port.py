@@ -309,8 +309,10 @@ class Port:
     float64_difference: float | None = None
     # the run it was found equal on: "float32" (the script's own); "float64" where it
     # parts from that by float32's rounding alone and equals the script's float64 repeat
-    # (``max_difference`` stays the script's own run's, past TOLERANCE then)
+    # (``max_difference`` stays the script's own run's, past TOLERANCE then), and what
+    # rounding parts them there
     equal_in: str = "float32"
+    rounding: str = "float32's rounding"
     # a CycleStep's options where one was found (tools.cycle_port): its label in notes
     step_options: dict | None = field(default=None, repr=False)
 
@@ -329,7 +331,7 @@ class Port:
                     f"float64 over {self.iterations} iteration(s) (largest difference in "
                     f"parameters, buffers and optimizer states: {self.float64_difference:.3g}); "
                     f"in the script's float32 run it parts by {self.max_difference:.3g}, "
-                    "float32's rounding (see the notes)")  # fmt: skip
+                    f"{self.rounding} (see the notes)")  # fmt: skip
         else:
             head = (f"ganstep audit --port: this Step equals the script's update over "
                     f"{self.iterations} iteration(s) (largest difference in parameters, "
@@ -2532,6 +2534,39 @@ def _precision(rec, iterations: int, hazards: list[str]) -> tuple[str, str] | st
             "is one of bfloat16 ('bf16') and float16 ('fp16'): not mapped"
         )
     return PRECISIONS[first.autocast], first.where
+
+
+def split_casts(rec, iterations: int) -> tuple[str, str] | None:
+    """Where the script's update ran under torch.autocast and a step of G or D took its
+    gradient from more than one cast of its weights (forwards in autocast blocks of their
+    own, or backward calls of their own), that step, said as why a Step's precision parts
+    from the script by the reduced dtype's rounding: the script brings each cast's gradient
+    back to float32 before summing them, where a Step's phase is one autocast block and one
+    backward, whose forwards share one cast (or are one forward, on the joined batch) and
+    so meet in the reduced dtype: (the dtype's name, what is said). None where no step
+    did."""
+    casts: dict[tuple[str, int], dict[tuple[int, int], object]] = {}
+    for b in rec.backwards:
+        for f in b.through:
+            if f.autocast is not None and f.label in b.used_by and b.iteration < iterations:
+                key = (b.index, f.cast_block)
+                casts.setdefault((f.label, b.iteration), {}).setdefault(key, f)
+    for (label, iteration), found in casts.items():
+        if len(found) < 2:
+            continue
+        first, second = list(found.values())[:2]
+        dtype = str(first.autocast).removeprefix("torch.")
+        lines = "; ".join(f.where for f in (first, second) if f.where)
+        return dtype, (
+            f"{label}'s step in iteration {iteration} took its gradient from {len(found)} "
+            f"casts of {label}'s weights to {dtype} ({lines}: forwards in autocast blocks or "
+            "backward calls of their own), each brought back to float32 before the script "
+            "summed them; a Step's precision runs each phase as one autocast block and one "
+            f"backward, where those gradients meet in {dtype} (one autocast block around a "
+            "step's forwards and losses, then one backward, as PyTorch's AMP recipe writes "
+            "it, is the Step's update)"
+        )
+    return None
 
 
 def _update_forwards(rec, iterations: int, *labels: str) -> list:
