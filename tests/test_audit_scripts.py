@@ -2050,17 +2050,41 @@ def test_progans_modules_called_with_alpha_and_step_are_audited(tmp_path, g_step
     traceback: its estimate of the critic's wasted backward called a copy of the critic
     on tensors alone. It re-calls it with the plain arguments the call had, and where
     it cannot (steps= given as a keyword, which module hooks do not see), it takes a
-    forward's FLOPs per gradient; the port says what it does not map."""
+    forward's FLOPs per gradient. The port reads the plain values by the forward's
+    parameter names (the keyword too) and equals the loop, alpha growing each iteration,
+    with G and D in an AtStage given the script's values before each call, and ProGAN's
+    drift as a D term on the Wasserstein losses."""
     script, out = tmp_path / "progan.py", tmp_path / "progan.json"
     script.write_text(PROGAN_CALLS.replace("critic(fake, alpha, steps=step)", g_step_call))
-    ganstep("audit", script, "--port", "--json", out, cache=tmp_path, cwd=tmp_path)
+    ganstep("audit", script, "--verify", 3, "--json", out, cache=tmp_path, cwd=tmp_path)
     report = json.loads(out.read_text())
     assert report["order"] == "d_first" and report["forwards"] == {"G": 1, "D": 3}
     assert report["wasted_flops"] > 0  # D's weight gradients in G's step
-    assert report["port"]["notes"] == [
-        "G is called with arguments besides its tensors (1e-05, 1): the port maps G(z), "
-        "G(z, c), D(x) and D(x, c) so far (a module of yours that passes them can be a "
-        "Step's G or D): not mapped"
+    port = report["port"]
+    assert port["max_difference"] == 0 and port["float64_difference"] <= 1e-12
+    code = port["code"]
+    assert "G_at = AtStage(gen, alpha=1e-05, steps=1)" in code
+    assert "D_at = AtStage(critic, alpha=1e-05, steps=1)" in code
+    assert "objective=Wasserstein()" in code and "schedule=d_first()" in code
+    assert 'd_terms={"drift": (0.001, lambda v: v.d_real.pow(2).mean())}' in code
+    assert code.endswith(
+        "once per iteration: G_at.arguments = dict(alpha=alpha, steps=step); D_at.arguments"
+        " = dict(alpha=alpha, steps=step) (the script's step, not this Step: rename one); "
+        "step(real_batch)"
+    )
+
+
+def test_plain_values_that_differ_within_an_iteration_are_not_mapped(tmp_path):
+    """A Step calls D with one set of plain values a call: a loop that gives D's calls
+    in one iteration two alphas is named as not mapped, with the values."""
+    script, out = tmp_path / "progan.py", tmp_path / "progan.json"
+    script.write_text(PROGAN_CALLS.replace("critic(fake, alpha, steps=step)",
+                                           "critic(fake, alpha * 2, steps=step)"))  # fmt: skip
+    ganstep("audit", script, "--port", "--json", out, cache=tmp_path, cwd=tmp_path)
+    assert json.loads(out.read_text())["port"]["notes"] == [
+        "D is called with other plain values within iteration 0 ([{'alpha': 1e-05, 'steps': "
+        "1}, {'alpha': 1e-05, 'steps': 1}, {'alpha': 2e-05, 'steps': 1}]): a Step calls it "
+        "with one set a call: not mapped"
     ]
 
 

@@ -59,6 +59,7 @@ from __future__ import annotations
 import argparse
 import ast
 import copy
+import inspect
 import json
 import linecache
 import random
@@ -365,6 +366,8 @@ class Candidate:
     path_length: tuple[float, int] | None = None
     # EBGAN-PT: the weight of the pulling-away term on D's embedding of the fakes
     pull_away: float | None = None
+    # ProGAN's drift term, the mean of D's squared scores on the real batch: its weight
+    drift: float | None = None
     # G's terms read from its first gradient (:func:`_fit_terms`), each (key, weight):
     # "l1", FEATURES (a multi-scale D's feature matching) or a loss module's printed name
     g_fit: tuple[tuple[str, float], ...] = ()
@@ -412,11 +415,21 @@ def float64_variants(candidate: Candidate) -> list[Candidate]:
     ]  # fmt: skip
 
 
+# ProGAN's drift weight (Karras et al.'s eps_drift, as its ports write it)
+DRIFT = 0.001
+
+
 def penalty_forms(candidate: Candidate) -> list[Candidate]:
     """A WGAN-GP candidate's other penalty forms, tried where no candidate equals the
     script: one-sided (WGAN-LP, ``max(0, norm - 1) ** 2``) and zero-centered (``norm **
-    2``), as LynnHo's ``lp`` and ``0-gp`` write them."""
+    2``), as LynnHo's ``lp`` and ``0-gp`` write them; and, for it or the Wasserstein
+    losses alone, ProGAN's drift term in D's loss, ``0.001 * mean(D(x) ** 2)`` on the real
+    batch (Aladdin Persson's ProGAN)."""
     make = candidate.make
+    if candidate.drift is not None:
+        return []
+    if make is Wasserstein:  # (the Wasserstein losses alone: no penalty to vary)
+        return [replace(candidate, drift=DRIFT)]
     if not (isinstance(make, partial) and make.func is WGANGP
             and not {"one_sided", "center"} & set(make.keywords)):  # fmt: skip
         return []
@@ -427,7 +440,12 @@ def penalty_forms(candidate: Candidate) -> list[Candidate]:
                 why=candidate.why + "; one-sided: norms above 1 alone (WGAN-LP)"),
         replace(candidate, objective=f"{head}, center=0.0)", make=partial(make, center=0.0),
                 why=candidate.why + "; zero-centered: the norm pulled toward 0"),
+        replace(candidate, drift=DRIFT),
     ]  # fmt: skip
+
+
+# ProGAN's drift term as printed (and run: the two cannot drift apart)
+DRIFT_TEXT = "lambda v: v.d_real.pow(2).mean()"
 
 
 def rounding_variants(candidate: Candidate) -> list[Candidate]:
@@ -851,6 +869,11 @@ class Replay:
     # (a penalty's alpha by np.random: PyTorch-GAN's WGAN-GP)
     np_states: list[object] = field(default_factory=list)
     numpy_in_d: bool = False
+    # G or D called with plain values beside its tensors (ProGAN's ``critic(x, alpha,
+    # step)``), by role: each iteration's values by the forward's parameter names, and
+    # the script's code for each (its first call's): the Step's G or D is an AtStage
+    staged: dict[str, list[dict[str, object]]] | None = None
+    staged_text: dict[str, dict[str, str]] | None = None
     # D given G's source and the image joined along the channels, and how (_paired_d):
     # the Step's D is a PairedD, called D(x, c)
     d_pair: tuple[str, int] | None = None
@@ -922,6 +945,75 @@ def _same(a: object, b: object) -> bool:
     return False
 
 
+def _plain_arguments(module: nn.Module, args: tuple, keywords: dict) -> dict | str:
+    """The plain values a call of G or D gave beside its tensors (ProGAN's ``critic(x,
+    alpha, step)``), by the names of ``module``'s forward's parameters, its plain keywords
+    too (``critic(fake, alpha, steps=step)``); or why they cannot be read so."""
+    first = next(i for i, a in enumerate(args) if not isinstance(a, Tensor))
+    values = args[first:]
+    if any(isinstance(a, Tensor) for a in values) or any(
+            type(a) not in PLAIN_VALUES for a in values):  # fmt: skip
+        shown = ", ".join(repr(a)[:20] for a in values if not isinstance(a, Tensor))
+        return (f"({shown}) among or after them, not plain numbers, strings or None after its "
+                "tensors: not mapped")  # fmt: skip
+    try:
+        bound = inspect.signature(module.forward).bind(*args, **keywords)
+    except (TypeError, ValueError) as e:
+        return f"they do not bind to its forward's parameters ({e}): not mapped"
+    named = list(bound.arguments.items())[first:]
+    if any(p.kind is inspect.Parameter.VAR_POSITIONAL
+           for p in inspect.signature(module.forward).parameters.values()
+           if p.name in dict(named)):  # fmt: skip
+        return "they are taken by its forward's *args, which have no names: not mapped"
+    return dict(named)
+
+
+def _stages(rec, capture: Capture, staged: dict, iterations: int) -> dict | str:
+    """Replay's ``staged`` and ``staged_text`` from the plain values each update call of
+    G or D gave (:func:`_plain_arguments`): the same in every call of one in an iteration
+    (a Step calls G and D with one set a call); where not, why."""
+    if not staged:
+        return {}
+    values, texts = {}, {}
+    for role, by_iteration in staged.items():
+        calls = [f for f in rec.forwards if f.label == role and f.used
+                 and f.iteration < iterations and not f.continues]  # fmt: skip
+        if sum(map(len, by_iteration.values())) != len(calls):
+            return (f"{role} is called with plain values beside its tensors in some calls of "
+                    "the update and not in others: not mapped")  # fmt: skip
+        values[role] = []
+        for i in range(iterations):
+            found = [plain for plain, _ in by_iteration.get(i, [])]
+            if not found or any(p != found[0] for p in found):
+                return (f"{role} is called with other plain values within iteration {i} "
+                        f"({found}): a Step calls it with one set a call: not mapped")  # fmt: skip
+            values[role].append(found[0])
+        texts[role] = _plain_texts(rec, capture, by_iteration[0][0][1], values[role][0])
+    return {"staged": values, "staged_text": texts}
+
+
+def _plain_texts(rec, capture: Capture, seq: int, plain: dict) -> dict[str, str]:
+    """The script's code for each of ``plain``'s values at the call ``seq`` (``alpha``,
+    ``step``), read from its line; a value's literal where the line does not say."""
+    texts = {name: _literal(value) for name, value in plain.items()}
+    script_file, line = getattr(rec, "script_file", None), capture.sites.get(seq)
+    if script_file is None or line is None:
+        return texts
+    try:
+        tree = ast.parse(linecache.getline(script_file, line).strip())
+    except SyntaxError:  # (a call over several lines)
+        return texts
+    for call in (c for c in ast.walk(tree) if isinstance(c, ast.Call)):  # outermost first
+        given = {k.arg: ast.unparse(k.value) for k in call.keywords if k.arg in plain}
+        count = len(plain) - len(given)  # the values given by position, last
+        if len(call.args) <= count or any(isinstance(a, ast.Starred) for a in call.args):
+            continue
+        unnamed = [name for name in plain if name not in given]
+        shown = [ast.unparse(a) for a in call.args[len(call.args) - count :]]
+        return {**texts, **dict(zip(unnamed, shown, strict=True)), **given}
+    return texts
+
+
 def replay(rec, capture: Capture, iterations: int, d_order: str = "real_first",
            augment: tuple[str, str] | None = None, pair: tuple[str, int] | None = None,
            g_join: tuple[str, int] | None = None) -> Replay | str:  # fmt: skip
@@ -941,6 +1033,7 @@ def replay(rec, capture: Capture, iterations: int, d_order: str = "real_first",
     listed: set[bool] = set()  # whether each G call was given its z in a list
     style_sets: list[tuple[Tensor, ...] | None] = []  # G's z given in a list, each call
     z_iterations: list[int] = []
+    staged: dict[str, dict[int, list[tuple[dict, int]]]] = {}  # by role, then iteration
     groups = _call_groups(rec, iterations)
     if isinstance(groups, str):
         return groups
@@ -963,12 +1056,12 @@ def replay(rec, capture: Capture, iterations: int, d_order: str = "real_first",
             return (f"{f.label} is called with {len(tensors)} tensors: the port maps G(z), "
                     "G(z, c), D(x) and D(x, c) so far, and G(z, c, code) beside InfoGAN's "
                     "info step")  # fmt: skip
-        others = [a for a in args if not isinstance(a, Tensor)]
-        if f.label in ("G", "D") and others:  # ProGAN's critic(x, alpha, step)
-            shown = ", ".join(repr(a)[:20] for a in others)
-            return (f"{f.label} is called with arguments besides its tensors ({shown}): "
-                    "the port maps G(z), G(z, c), D(x) and D(x, c) so far (a module of "
-                    "yours that passes them can be a Step's G or D): not mapped")  # fmt: skip
+        if f.label in ("G", "D") and any(not isinstance(a, Tensor) for a in args):
+            plain = _plain_arguments(rec.modules[f.label], args, capture.keywords.get(f.seq, {}))
+            if isinstance(plain, str):  # ProGAN's critic(x, alpha, step) reads as names
+                return f"{f.label} is called with arguments besides its tensors: {plain}"
+            staged.setdefault(f.label, {}).setdefault(f.iteration, []).append((plain, f.seq))
+            args = tuple(a for a in args if isinstance(a, Tensor))
         if f.label == "G" and zs and _same(zs[-1][0], tensors):
             z_reused = True
         elif f.label == "G":
@@ -1038,6 +1131,9 @@ def replay(rec, capture: Capture, iterations: int, d_order: str = "real_first",
     clips = _clips(rec, iterations)
     if isinstance(clips, str):
         return clips
+    stages = _stages(rec, capture, staged, iterations)
+    if isinstance(stages, str):
+        return stages
     condition_real = len(zs[0][0]) == 2 and zs[0][0][1].numel() > 0 and all(
         any(isinstance(r, tuple) and _same(z[1], r[1]) for r in reals[it])
         for (z, _), it in zip(zs, z_iterations, strict=True))  # fmt: skip
@@ -1055,7 +1151,7 @@ def replay(rec, capture: Capture, iterations: int, d_order: str = "real_first",
                   g_join=g_join, g_listed=listed == {True}, np_states=np_states,
                   numpy_in_d=_numpy_drew_in_d_steps(rec, capture), g_seqs=z_seqs,
                   stepped=[st.label for st in rec.opt_steps], info=_info_calls(rec, z_seqs),
-                  **_mixed_styles(capture, style_sets, z_seqs))  # fmt: skip
+                  **stages, **_mixed_styles(capture, style_sets, z_seqs))  # fmt: skip
 
 
 def _graded_fakes(rec, iterations: int) -> bool:
@@ -1712,9 +1808,13 @@ def _run(script: _Script, capture: Capture, data: Replay, schedule: tuple[str, b
         sources["augment"] = eval(data.augment[0], dict(script.namespace))  # noqa: S307
     if opt_info is not None:  # the info step draws the script's next G call, as G's step
         sources.update(info_latent=latent)
-    step = _step(G, D, opt_g, opt_d, data, schedule[0], candidate, sources, opt_info)
+    staged = {"G": _staged(G, data, "G"), "D": _staged(D, data, "D")}
+    step = _step(staged["G"], staged["D"], opt_g, opt_d, data, schedule[0], candidate, sources,
+                 opt_info)  # fmt: skip
     worst = (0.0, "")
     for i in range(iterations):
+        for role, values in (data.staged or {}).items():  # as the script gave them there
+            staged[role].arguments = dict(values[i])
         calls_logged: list[dict[str, float]] = []
         calls = _step_calls(data, candidate, schedule[1], step.schedule.real_batches, i)
         for j, call in enumerate(calls):
@@ -2015,6 +2115,8 @@ def _terms(candidate: Candidate, data: Replay) -> dict:
         return {"g_terms": {"l1": (candidate.l1, _l1)}}
     if candidate.pull_away is not None:
         return {"g_terms": {"pt": (candidate.pull_away, pull_away())}}
+    if candidate.drift is not None:
+        return {"d_terms": {"drift": (candidate.drift, Printed(DRIFT_TEXT).fn)}}
     if candidate.classifier is not None:
         g, d = candidate.classifier
         return {"g_terms": {"aux": (g, _class_loss("fake"))},
@@ -2962,8 +3064,8 @@ def _d_output(script: _Script, capture: Capture, data: Replay) -> object:
     """What D, as the Step is given it, returns on the first real batch: trainable,
     whatever the script left it switched to (a G step with D frozen stopped it), so
     that its output's graph tells whether a Sigmoid made it."""
-    probe = _d_taking(_copy(script.D, capture.first_state[id(script.D)]).requires_grad_(True),
-                      data)  # fmt: skip
+    copied = _copy(script.D, capture.first_state[id(script.D)]).requires_grad_(True)
+    probe = _d_taking(_staged(copied, data, "D"), data)
     with torch.enable_grad():
         real = data.reals[0][0]
         if isinstance(real, tuple):  # (x, c): D(x, c), or D(x) where G alone takes c
@@ -3355,6 +3457,8 @@ def _label(schedule: tuple[str, bool], candidate: Candidate) -> str:
         extra += " path_length={}/{}".format(*candidate.path_length)
     if candidate.pull_away is not None:
         extra += f" pull_away={candidate.pull_away}"
+    if candidate.drift is not None:
+        extra += f" drift={candidate.drift}"
     extra += "".join(f" {_term_name(k)}={_weight_text(w)}" for k, w in candidate.g_fit)
     return (f"{schedule[0]}, {candidate.objective} d_scale={candidate.d_scale} "
             f"g_scale={candidate.g_scale}{extra}")  # fmt: skip
@@ -3720,6 +3824,8 @@ def _code(script: _Script, schedule: tuple[str, bool], candidate: Candidate,
         call += "  (its labels as G is given them; FilledD fills them for D)"
     if data.d_scales:
         d, wrapper = f"ScalesD({d})", wrapper + SCALES_WRAPPER
+    if data.staged:  # ProGAN's alpha and step, given anew each iteration
+        g, d, wrapper, call = _staged_code(data, g, d, wrapper, call)
     features = next((key for key, _ in candidate.g_fit if _term_name(key) == FEATURES), None)
     if features is not None:
         wrapper += f"\n{_feature_matching(features)}\n\n"
@@ -3781,6 +3887,9 @@ def _options(candidate: Candidate, data: Replay, g_name: str = "G",
     if candidate.pull_away is not None:
         more += (f'\n    g_terms={{"pt": ({candidate.pull_away}, views.pull_away())}},  # '
                  "EBGAN-PT's pulling-away term on D's embedding of the fakes")  # fmt: skip
+    if candidate.drift is not None:
+        more += (f'\n    d_terms={{"drift": ({candidate.drift}, {DRIFT_TEXT})}},  # ProGAN\'s '
+                 "drift term: D's scores on the real batch, squared")  # fmt: skip
     if candidate.classifier is not None:
         g, d = candidate.classifier
         ce = "torch.nn.functional.cross_entropy"
@@ -3936,6 +4045,49 @@ def _wrapper(name: str) -> str:
         f"G(z, G.{name}(y)): G given its labels' embedding, as the script calls it.",
         "z, y", f"self.G(z, self.G.{name}(y))",
     )  # fmt: skip
+
+
+STAGED_WRAPPER = '''
+class AtStage(torch.nn.Module):
+    """G or D called as a Step calls it (G(z), D(x)) with the plain values the script
+    gives it beside its tensors (ProGAN's alpha and step), set before each call."""
+
+    def __init__(self, net, **arguments):
+        super().__init__()
+        self.net, self.arguments = net, arguments
+
+    def forward(self, *inputs):
+        return self.net(*inputs, **self.arguments)
+
+
+'''
+
+
+def _staged_code(data: Replay, g: str, d: str, wrapper: str, call: str) -> tuple[str, ...]:
+    """The printed Step's G and D, wrappers and call where the script gives G or D plain
+    values beside its tensors: each an ``AtStage`` (``G_at``, ``D_at``) made with the
+    first iteration's values, set to the script's before each call."""
+    made, told = "", []
+    for role in ("G", "D"):
+        if role not in data.staged:
+            continue
+        first = ", ".join(f"{k}={_literal(v)}" for k, v in data.staged[role][0].items())
+        made += f"{role}_at = AtStage({g if role == 'G' else d}, {first})\n"
+        texts = ", ".join(f"{k}={v}" for k, v in data.staged_text[role].items())
+        told.append(f"{role}_at.arguments = dict({texts})")
+        g, d = ("G_at", d) if role == "G" else (g, "D_at")
+    clash = any(v == "step" for texts in data.staged_text.values() for v in texts.values())
+    told[-1] += " (the script's step, not this Step: rename one)" if clash else ""
+    return g, d, wrapper + STAGED_WRAPPER + made + "\n", "; ".join([*told, call])
+
+
+def _staged(module: nn.Module, data: Replay, role: str) -> nn.Module:
+    """``module`` as an ``AtStage`` made from the very text printed, holding the plain
+    values of the script's first iteration, where the script gives ``role`` some; else
+    ``module``."""
+    if data.staged is None or role not in data.staged:
+        return module
+    return _made("AtStage", STAGED_WRAPPER)(module, **data.staged[role][0])
 
 
 def _d_taking(D: nn.Module, data: Replay) -> nn.Module:

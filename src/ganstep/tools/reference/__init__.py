@@ -78,6 +78,8 @@ StyleGAN2-ADA loops, which docs/loops.md shows each beside its Step;
 in G's optimizer, tests/test_infogan.py);
 ``dcgan_tensorflow`` (G's optimizer run twice on one z, tests/test_g_steps_share_z.py);
 ``lynnho_gan`` (LynnHo's five adversarial losses, tests/test_lynnho_losses.py);
+``persson_progan`` (aladdinpersson's ProGAN: G and the critic called with a growing fade-in
+``alpha``, ProGAN's drift term, a minibatch-std critic, tests/test_progan.py);
 ``emilien_dupont_wgan_gp`` (the penalty's norm as ``sqrt(sum + 1e-12)``),
 ``lynnho_wgan_gp`` (its interpolates as
 ``real + alpha * (fake - real)``), ``zeleni9_wgan_gp`` (the norm over channels of an
@@ -153,6 +155,7 @@ from .other_codebases import (  # noqa: F401
     lynnho_wgan_gp,
     martinarjovsky_wgan,
     natsu6767_infogan,
+    persson_progan,
     pix2pix,
     rasbt_gan_conv_smoothing,
     sagan,

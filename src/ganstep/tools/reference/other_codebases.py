@@ -1535,3 +1535,68 @@ def hifigan(G, mpd, msd, opt_g, opt_d, batches, mel_spectrogram: Callable[[Tenso
         history.append({"loss_d": loss_disc_all.item(), "loss_g": loss_gen_all.item(),
                         "mel": loss_mel.item()})  # fmt: skip
     return history
+
+
+def persson_progan(gen, critic, opt_gen, opt_critic, batches: Batches, latent: Latent,
+                   step: int, alpha: float, dataset_size: int, progressive_epochs: int,
+                   lambda_gp: float = 10.0):  # fmt: skip
+    """aladdinpersson/Machine-Learning-Collection's ProGAN ``train.py`` (commit dbab15d,
+    ``ML/Pytorch/GANs/ProGAN``): ``train_fn`` over ``batches`` at one resolution ``step``
+    with its fade-in ``alpha``, as written. G and the critic are called ``(x, alpha,
+    step)``. Per batch: z (``latent``, its ``torch.randn(n, Z_DIM, 1, 1)``), ``fake =
+    gen(noise, alpha, step)``, the critic on the real batch, then on ``fake.detach()``,
+    then ``utils.gradient_penalty``'s (``beta = torch.rand((n, 1, 1, 1))`` in the default
+    dtype, repeated over the image, ``real * beta + fake.detach() * (1 - beta)``, the norm
+    of the flattened gradient, ``mean((norm - 1) ** 2)``), and ``loss_critic =
+    -(mean(critic_real) - mean(critic_fake)) + lambda_gp * gp + 0.001 *
+    mean(critic_real ** 2)`` (ProGAN's drift term); then G on ``critic(fake, alpha,
+    step)``, ``-mean``; then ``alpha += n / ((progressive_epochs * 0.5) * dataset_size)``,
+    at most 1. Its ``torch.cuda.amp.autocast()`` and GradScalers are on where the models
+    are on CUDA (as the source's, which torch disables without CUDA). Returns a row per
+    batch with the ``alpha`` it was trained at. ganstep: ``d_first()``, ``WGANGP`` with
+    ``d_terms={"drift": (0.001, mean of D's real scores squared)}``, G and the critic
+    wrapped so that the Step calls them with the loop's ``(alpha, step)``."""
+    on_cuda = next(critic.parameters()).is_cuda
+    scaler_critic = torch.amp.GradScaler("cuda", enabled=on_cuda)
+    scaler_gen = torch.amp.GradScaler("cuda", enabled=on_cuda)
+    history = []
+    for real in batches:
+        cur_batch_size = real.shape[0]
+        noise = latent(cur_batch_size)
+        with torch.autocast("cuda", enabled=on_cuda):
+            fake = gen(noise, alpha, step)
+            critic_real = critic(real, alpha, step)
+            critic_fake = critic(fake.detach(), alpha, step)
+            n, c, h, w = real.shape
+            beta = torch.rand((n, 1, 1, 1)).repeat(1, c, h, w).to(real.device)
+            interpolated_images = real * beta + fake.detach() * (1 - beta)
+            interpolated_images.requires_grad_(True)
+            mixed_scores = critic(interpolated_images, alpha, step)
+            gradient = torch.autograd.grad(
+                inputs=interpolated_images, outputs=mixed_scores,
+                grad_outputs=torch.ones_like(mixed_scores), create_graph=True,
+                retain_graph=True,
+            )[0]  # fmt: skip
+            gradient = gradient.view(gradient.shape[0], -1)
+            gp = torch.mean((gradient.norm(2, dim=1) - 1) ** 2)
+            loss_critic = (
+                -(torch.mean(critic_real) - torch.mean(critic_fake))
+                + lambda_gp * gp
+                + (0.001 * torch.mean(critic_real**2))
+            )
+        opt_critic.zero_grad()
+        scaler_critic.scale(loss_critic).backward()
+        scaler_critic.step(opt_critic)
+        scaler_critic.update()
+        with torch.autocast("cuda", enabled=on_cuda):
+            gen_fake = critic(fake, alpha, step)
+            loss_gen = -torch.mean(gen_fake)
+        opt_gen.zero_grad()
+        scaler_gen.scale(loss_gen).backward()
+        scaler_gen.step(opt_gen)
+        scaler_gen.update()
+        history.append({"loss_d": loss_critic.item(), "loss_g": loss_gen.item(),
+                        "gp": gp.item(), "alpha": alpha})  # fmt: skip
+        alpha += cur_batch_size / ((progressive_epochs * 0.5) * dataset_size)
+        alpha = min(alpha, 1)
+    return history
