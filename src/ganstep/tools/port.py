@@ -972,13 +972,12 @@ def _stages(rec, capture: Capture, staged: dict, iterations: int) -> dict | str:
     """Replay's ``staged`` and ``staged_text`` from the plain values each update call of
     G or D gave (:func:`_plain_arguments`): the same in every call of one in an iteration
     (a Step calls G and D with one set a call); where not, why."""
-    if not staged:
-        return {}
     values, texts = {}, {}
     for role, by_iteration in staged.items():
-        calls = [f for f in rec.forwards if f.label == role and f.used
-                 and f.iteration < iterations and not f.continues]  # fmt: skip
-        if sum(map(len, by_iteration.values())) != len(calls):
+        given = [plain is not None for calls in by_iteration.values() for plain, _ in calls]
+        if not any(given):
+            continue
+        if not all(given):
             return (f"{role} is called with plain values beside its tensors in some calls of "
                     "the update and not in others: not mapped")  # fmt: skip
         values[role] = []
@@ -989,7 +988,7 @@ def _stages(rec, capture: Capture, staged: dict, iterations: int) -> dict | str:
                         f"({found}): a Step calls it with one set a call: not mapped")  # fmt: skip
             values[role].append(found[0])
         texts[role] = _plain_texts(rec, capture, by_iteration[0][0][1], values[role][0])
-    return {"staged": values, "staged_text": texts}
+    return {"staged": values, "staged_text": texts} if values else {}
 
 
 def _plain_texts(rec, capture: Capture, seq: int, plain: dict) -> dict[str, str]:
@@ -1033,7 +1032,9 @@ def replay(rec, capture: Capture, iterations: int, d_order: str = "real_first",
     listed: set[bool] = set()  # whether each G call was given its z in a list
     style_sets: list[tuple[Tensor, ...] | None] = []  # G's z given in a list, each call
     z_iterations: list[int] = []
-    staged: dict[str, dict[int, list[tuple[dict, int]]]] = {}  # by role, then iteration
+    # G's and D's calls by iteration: each one's plain values beside its tensors (None
+    # where it has none) and its seq
+    staged: dict[str, dict[int, list[tuple[dict | None, int]]]] = {}
     groups = _call_groups(rec, iterations)
     if isinstance(groups, str):
         return groups
@@ -1056,12 +1057,13 @@ def replay(rec, capture: Capture, iterations: int, d_order: str = "real_first",
             return (f"{f.label} is called with {len(tensors)} tensors: the port maps G(z), "
                     "G(z, c), D(x) and D(x, c) so far, and G(z, c, code) beside InfoGAN's "
                     "info step")  # fmt: skip
+        plain = None  # ProGAN's critic(x, alpha, step): its values by their names
         if f.label in ("G", "D") and any(not isinstance(a, Tensor) for a in args):
             plain = _plain_arguments(rec.modules[f.label], args, capture.keywords.get(f.seq, {}))
-            if isinstance(plain, str):  # ProGAN's critic(x, alpha, step) reads as names
+            if isinstance(plain, str):
                 return f"{f.label} is called with arguments besides its tensors: {plain}"
+        if f.label in ("G", "D"):
             staged.setdefault(f.label, {}).setdefault(f.iteration, []).append((plain, f.seq))
-            args = tuple(a for a in args if isinstance(a, Tensor))
         if f.label == "G" and zs and _same(zs[-1][0], tensors):
             z_reused = True
         elif f.label == "G":
