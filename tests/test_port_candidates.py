@@ -449,14 +449,15 @@ def test_a_real_batch_made_is_read_from_its_values(made, shown):
 
 def test_penalty_forms_are_each_wgan_gp_candidates_one_sided_and_zero_centered():
     """Tried where no candidate equals: every WGAN-GP candidate's two other forms (its
-    weight, interpolation and alpha kept); none for other objectives or a form already
-    chosen."""
-    from ganstep.tools.port import penalty_forms
+    weight, interpolation and alpha kept) and itself with ProGAN's drift term; the
+    Wasserstein losses alone with the drift term; none for other objectives or a form
+    already chosen."""
+    from ganstep.tools.port import DRIFT, penalty_forms
 
     found = candidates(torch.randn(8, 1), "gp", None, images=True, numpy_alpha=True)
     assert len(found) == 12  # 3 weights: mix, difference, channel norms, numpy's alpha
     for c in found:
-        one_sided, zero = penalty_forms(c)
+        one_sided, zero, drifted = penalty_forms(c)
         assert one_sided.objective == c.objective[:-1] + ", one_sided=True)"
         assert zero.objective == c.objective[:-1] + ", center=0.0)"
         made, plain = one_sided.make(), c.make()
@@ -464,5 +465,14 @@ def test_penalty_forms_are_each_wgan_gp_candidates_one_sided_and_zero_centered()
         assert zero.make().center == 0.0
         assert (made.weight, made.interpolate, made.flatten, made.alpha) == (
             plain.weight, plain.interpolate, plain.flatten, plain.alpha)  # fmt: skip
-        assert penalty_forms(one_sided) == [] and penalty_forms(zero) == []
-    assert all(penalty_forms(c) == [] for c in candidates(torch.randn(8, 1), None, None))
+        assert (drifted.objective, drifted.make, drifted.drift) == (c.objective, c.make, 0.001)
+        assert c.drift is None and one_sided.drift is None and zero.drift is None
+        assert penalty_forms(one_sided) == penalty_forms(zero) == penalty_forms(drifted) == []
+    plain = candidates(torch.randn(8, 1), None, None)
+    for c in plain:
+        forms = penalty_forms(c)
+        if c.objective == "Wasserstein()":
+            assert [(f.objective, f.drift) for f in forms] == [("Wasserstein()", DRIFT)]
+        else:
+            assert forms == [], c.objective
+    assert any(c.objective == "Wasserstein()" for c in plain)
