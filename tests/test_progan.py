@@ -102,10 +102,10 @@ def latent(n: int) -> torch.Tensor:  # the source's torch.randn(n, Z_DIM, 1, 1)
 
 @pytest.mark.parametrize("steps", [1, 0])
 def test_persson_progan_equals_a_step_on_its_staged_modules(steps):
-    """Four batches at one resolution, alpha growing from 0.2 by 0.25 a batch (capped at
-    1 on the last): every parameter and Adam moment equal to 1e-12 in float64, and each
-    batch's losses, penalty and alpha. The source draws its penalty's beta in the
-    default dtype (float32 here): ``WGANGP``'s ``alpha=`` draws it so too."""
+    """Four batches at one resolution, alpha growing from 0.2 by 0.25 a batch: every
+    parameter and Adam moment equal to 1e-12 in float64, and each batch's losses, penalty
+    and alpha. The source draws its penalty's beta in the default dtype (float32 here):
+    ``WGANGP``'s ``alpha=`` draws it so too."""
     theirs, ours = sides()
     data, dataset_size, epochs = batches(4, steps), 64, 1
     torch.manual_seed(5)
