@@ -2074,6 +2074,24 @@ def test_progans_modules_called_with_alpha_and_step_are_audited(tmp_path, g_step
     )
 
 
+def test_plain_values_taken_by_a_forwards_kwargs_are_not_mapped(tmp_path):
+    """A value a forward takes through ``**kwargs`` has no parameter of its own to be
+    given by: the port names it as not mapped (it had printed ``options={'steps': 1}``
+    as a name of D's forward)."""
+    script, out = tmp_path / "progan.py", tmp_path / "progan.json"
+    source = PROGAN_CALLS.replace(
+        "    def forward(self, x, alpha, steps):\n        return self.body(x)",
+        "    def forward(self, x, alpha, **options):\n        return self.body(x)",
+    ).replace("alpha, step)", "alpha, steps=step)")
+    assert source.count("**options") == 1 and "critic(real, alpha, steps=step)" in source
+    script.write_text(source)
+    ganstep("audit", script, "--port", "--json", out, cache=tmp_path, cwd=tmp_path)
+    assert json.loads(out.read_text())["port"]["notes"] == [
+        "D is called with arguments besides its tensors: they are taken by its forward's "
+        "*args or **kwargs, not by names of their own: not mapped"
+    ]
+
+
 def test_plain_values_that_differ_within_an_iteration_are_not_mapped(tmp_path):
     """A Step calls D with one set of plain values a call: a loop that gives D's calls
     in one iteration two alphas is named as not mapped, with the values."""

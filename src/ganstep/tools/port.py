@@ -951,21 +951,22 @@ def _plain_arguments(module: nn.Module, args: tuple, keywords: dict) -> dict | s
     too (``critic(fake, alpha, steps=step)``); or why they cannot be read so."""
     first = next(i for i, a in enumerate(args) if not isinstance(a, Tensor))
     values = args[first:]
-    if any(isinstance(a, Tensor) for a in values) or any(
-            type(a) not in PLAIN_VALUES for a in values):  # fmt: skip
+    if any(type(a) not in PLAIN_VALUES for a in values):  # (a tensor among them too)
         shown = ", ".join(repr(a)[:20] for a in values if not isinstance(a, Tensor))
         return (f"({shown}) among or after them, not plain numbers, strings or None after its "
                 "tensors: not mapped")  # fmt: skip
+    signature = inspect.signature(module.forward)
     try:
-        bound = inspect.signature(module.forward).bind(*args, **keywords)
+        bound = signature.bind(*args, **keywords)
     except (TypeError, ValueError) as e:
         return f"they do not bind to its forward's parameters ({e}): not mapped"
-    named = list(bound.arguments.items())[first:]
-    if any(p.kind is inspect.Parameter.VAR_POSITIONAL
-           for p in inspect.signature(module.forward).parameters.values()
-           if p.name in dict(named)):  # fmt: skip
-        return "they are taken by its forward's *args, which have no names: not mapped"
-    return dict(named)
+    named = dict(list(bound.arguments.items())[first:])
+    if any(signature.parameters[name].kind in (inspect.Parameter.VAR_POSITIONAL,
+                                               inspect.Parameter.VAR_KEYWORD)
+           for name in named):  # fmt: skip
+        return ("they are taken by its forward's *args or **kwargs, not by names of their "
+                "own: not mapped")  # fmt: skip
+    return named
 
 
 def _stages(rec, capture: Capture, staged: dict, iterations: int) -> dict | str:
