@@ -1397,8 +1397,10 @@ def test_pytorch_gans_srgan_ports_with_its_content_loss_and_its_low_resolution_b
     real batch, not a draw (latent=None, the pairs given to the Step); the content term
     and the adversarial loss's scale from the script's first G gradient: LSGAN() with
     g_scale=0.002, as docs/loops.md's SRGAN Step; 0 apart in float32 and float64, and
-    the printed code runs beside the script's names."""
-    proc, port = ported(tmp_path, "pytorch_gan_srgan", flag=("--verify", 3))
+    the printed code runs beside the script's names. Seeded: its data is random, and on
+    some draws its feature network gives G no gradient (the next test)."""
+    port = seeded_port(tmp_path, 0, SCRIPTS / "pytorch_gan_srgan.py", "--iterations", 3,
+                       "--verify", 3)  # fmt: skip
     r = json.loads((tmp_path / "pytorch_gan_srgan.json").read_text())
     # its VGG's weights require grad and no optimizer holds them: their gradients, waste
     (features,) = [h for h in r["hazards"] if h.startswith("feature_extractor's weight")]
@@ -1419,6 +1421,30 @@ def test_pytorch_gans_srgan_ports_with_its_content_loss_and_its_low_resolution_b
     step = beside_pytorch_gans_names(code, G, D, feature_extractor=features)["step"]
     logs = step((torch.rand(2, 1, 16, 16), torch.rand(2, 1, 4, 4)))
     assert logs["content"] > 0
+
+
+def test_a_g_term_that_gave_no_gradient_is_weighed_on_the_float64_run(tmp_path):
+    """srgan.py on the data of seed 100: its feature network's ReLU is off on every fake
+    of the audited iterations (gen_hr near tanh of one bias at G's init), so its content
+    loss gives G no gradient and no weight of it can be read: --port prints the Step
+    without it, equal to that run, and says so; --verify weighs it on the float64 run
+    (other draws, where it gives one), and prints the Step with it, equal in both."""
+    script = SCRIPTS / "pytorch_gan_srgan.py"
+    port = seeded_port(tmp_path, 100, script, "--iterations", 3, "--port")
+    assert port["max_difference"] == 0 and "content" not in port["code"], port["notes"]
+    assert ("the script's feature_extractor's content loss gave G no gradient in its first "
+            "iteration (every entry 0") in port["notes"][-1]  # fmt: skip
+    assert "--verify N weighs it on the script's float64 run" in port["notes"][-1]
+    (tmp_path / "pytorch_gan_srgan.json").unlink()
+    port = seeded_port(tmp_path, 100, script, "--iterations", 3, "--verify", 3)
+    assert port["max_difference"] == 0 and port["float64_difference"] == 0, port["notes"]
+    assert f"        {SR_CONTENT}  # feature_extractor's features" in port["code"]
+    assert "    g_scale=0.002,  # the script scales G's loss by this" in port["code"]
+    (said,) = [n for n in port["notes"] if n.startswith("float64")]
+    assert ("LSGAN() d_scale=1.0 g_scale=0.002 parts from it: the script's feature_extractor's "
+            "content loss gave G no gradient in the script's own run (no weight read there), "
+            "and this run's first G gradient weighs it (content=1.0); so weighed, the Step "
+            "equals it (largest difference 0 <= 1e-12)") in said  # fmt: skip
 
 
 @pytest.mark.parametrize(("change", "shown"), [

@@ -68,6 +68,7 @@ from .port import (
     not_compared,
     parted_line,
     path_to,
+    refit_said,
     rounding_entries,
     script_moved,
     split_casts,
@@ -727,14 +728,15 @@ def _float64_default(float_tensor_doubled: bool = False) -> Iterator[None]:
 
 
 def _port_in_float64(rec: ScriptRecorder, again: Report, only: tuple | None = None,
-                     ignore: frozenset[str] = frozenset()) -> Port:  # fmt: skip
+                     ignore: frozenset[str] = frozenset(),
+                     refit: bool = False) -> Port:  # fmt: skip
     """The port of the float64 repeat ``rec`` (reported as ``again``) to FLOAT64_TOLERANCE,
     under the default dtype it ran with: what the Step makes too (StyleGAN2's style mixing
     draws torch.rand([]) in it: a double takes two words of the generator); the entries
-    ``ignore`` names not compared."""
+    ``ignore`` names not compared; ``refit``: ``only``'s G terms weighed on this run."""
     with _float64_default(rec.float_tensor_doubled):
         return port_of(rec, again, rec.capture, _names(rec), only=only,
-                       tolerance=FLOAT64_TOLERANCE, ignore=ignore)  # fmt: skip
+                       tolerance=FLOAT64_TOLERANCE, ignore=ignore, refit=refit)  # fmt: skip
 
 
 def _float64_run(report: Report, run, path: Path, script, G, D,
@@ -815,7 +817,8 @@ def _in_float64(report: Report, run, path: Path, script, G, D, first: ScriptReco
         why = again.port.notes[-1]
         if "they part at iteration" not in why:  # it raised: the run's inputs, not the math
             return f"{head}: not repeated, the Step refuses that run's inputs ({why})"
-        swapped = _float64_variant(report, again, rec, first)
+        swapped = (_float64_variant(report, again, rec, first)
+                   or _float64_refit(report, again, rec, first))  # fmt: skip
         if swapped is not None:
             return f"{head}: {swapped}"
         return f"{head}: not equal to {FLOAT64_TOLERANCE:g}: {why}{_kept_float32(rec)}"
@@ -847,6 +850,26 @@ def _float64_variant(report: Report, again: Report, rec: ScriptRecorder,
             f"printed takes {variant.objective}, which float32 cannot tell apart"
         )
     return None
+
+
+def _float64_refit(report: Report, again: Report, rec: ScriptRecorder,
+                   first: ScriptRecorder) -> str | None:  # fmt: skip
+    """Where the chosen candidate left G terms unread (no gradient through them in the
+    script's own run: ``Candidate.unread``): their weights read from the float64 run, and
+    that Step, equal there and verified on the float32 run too, put in ``report.port``;
+    what was done (None where it does not equal)."""
+    if not report.port.chosen[1].unread:
+        return None
+    tried = _port_in_float64(rec, again, only=report.port.chosen, refit=True)
+    if tried.code is None:
+        return None
+    found = port_of(first, report, first.capture, _names(first), only=tried.chosen)
+    if found.code is None:  # (its terms gave no gradient there: not expected)
+        return None
+    found.float64_difference = tried.max_difference
+    said = refit_said(report.port.chosen, tried.chosen, tried.max_difference)
+    report.port = found
+    return said
 
 
 def _parted(found: Port) -> bool:

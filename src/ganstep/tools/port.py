@@ -374,6 +374,11 @@ class Candidate:
     # where :func:`_fit_terms`' first probe showed D's steps parting from the script's
     # whatever G's terms weigh, as the search says a candidate parts (it is not run again)
     parted: str = ""
+    # G's terms the fit could not read: each gave G no gradient in the script's first
+    # iteration (SRGAN's content loss through a feature network whose ReLU is 0 on every
+    # fake), so any weight fits that run; left out of ``g_fit``, read again where the
+    # script's float64 run gives them one (:func:`port`'s ``refit``)
+    unread: tuple[str, ...] = ()
 
 
 # style mixing probabilities tried (StyleGAN2-ADA's StyleGAN2Loss default, and a half)
@@ -2258,10 +2263,12 @@ def _verifiable(rec, report) -> int:
 
 def port(rec, report, capture: Capture, names: dict[str, str], *,
          only: tuple | None = None, tolerance: float = TOLERANCE,
-         ignore: frozenset[str] = frozenset()) -> Port:  # fmt: skip
+         ignore: frozenset[str] = frozenset(), refit: bool = False) -> Port:  # fmt: skip
     """The verified Step of an audited script (see the module's docstring); with
-    ``only`` (a found Port's ``chosen``), that Step alone, verified to ``tolerance``;
-    the entries ``ignore`` names not compared (:func:`rounding_entries`)."""
+    ``only`` (a found Port's ``chosen``), that Step alone, verified to ``tolerance``,
+    and with ``refit`` too, the weights of its G terms (those it left ``unread`` too)
+    read again from this run's first G gradient; the entries ``ignore`` names not
+    compared (:func:`rounding_entries`)."""
     n = _verifiable(rec, report)
     warm_up = _warm_up(rec)
     if warm_up is not None:
@@ -2331,8 +2338,13 @@ def port(rec, report, capture: Capture, names: dict[str, str], *,
             data = replace(data, d_scales=True, real_in_g_step=_real_in_g_step(rec, n))
         data = replace(data, loss_modules=_loss_modules(rec, capture, n, names, data),
                        feature_modules=_feature_modules(rec, capture, n, names, data))  # fmt: skip
-        tried, unread = ([only], None) if only is not None else _tried(
-            script, capture, data, report, first_g_moments(rec, capture, script.opt_g))  # fmt: skip
+        moments = first_g_moments(rec, capture, script.opt_g)
+        if only is not None and refit:
+            tried, unread = [_refitted(script, capture, data, only, moments)], None
+        elif only is not None:
+            tried, unread = [only], None
+        else:
+            tried, unread = _tried(script, capture, data, report, moments)
         if isinstance(tried, str):
             return Port(None, n, notes=[tried])
         found = _search(script, capture, data, report, n, tried, tolerance,
@@ -2345,6 +2357,8 @@ def port(rec, report, capture: Capture, names: dict[str, str], *,
         found.notes.insert(0, _loss_lines(rec) if modes is None else modes)
         if unread is not None:  # what D returned besides its scores was left unread
             found.notes.insert(0, f"{unread}; its first output was tried as its scores")
+    if found.code is not None and found.chosen[1].unread:
+        found.notes.append(_unread_note(found.chosen[1]))
     if settings and found.code is not None:
         found.notes.append(settings)
     made_real = None if pair else _real_made(rec, capture, n, augmented=augment is not None)
@@ -2365,6 +2379,48 @@ def port(rec, report, capture: Capture, names: dict[str, str], *,
             "loss scaling (a scaler shared by G and D grows twice as often)"
         )
     return found
+
+
+def _refitted(script: _Script, capture: Capture, data: Replay, chosen: tuple,
+              moments: dict[int, Tensor] | None) -> tuple:  # fmt: skip
+    """``chosen`` (schedule, candidate) with its G terms' weights, those it left unread
+    too, fitted again to this run's first G ``moments`` (as it is where there are none)."""
+    schedule, candidate = chosen
+    keys = [key for key, _ in candidate.g_fit] + list(candidate.unread)
+    if not keys or moments is None:
+        return chosen
+    bare = replace(candidate, g_fit=(), unread=())
+    return schedule, _fit_terms(script, capture, data, schedule, bare, keys, moments)
+
+
+def _unread_terms(candidate: Candidate) -> str:
+    """A candidate's unread G terms, as the port's notes name them."""
+    return ", ".join(dict.fromkeys(
+        f"{key.split(':', 2)[2]}'s content loss" if key.startswith(CONTENT) else _term_name(key)
+        for key in candidate.unread))  # fmt: skip
+
+
+def _unread_note(candidate: Candidate) -> str:
+    """What the port says of a found Step's G terms whose weight the script's run could
+    not give (:attr:`Candidate.unread`)."""
+    return (f"the script's {_unread_terms(candidate)} gave G no gradient in its first "
+            "iteration (every entry 0: a ReLU off on every fake, say), so no weight of it can "
+            "be read there: left out, and this Step equals the run without it, which may not "
+            "hold on other data; --verify N weighs it on the script's float64 run (other "
+            "draws)")  # fmt: skip
+
+
+def refit_said(chosen: tuple, refitted: tuple, difference: float) -> str:
+    """What the float64 run's verification says where ``chosen`` left G terms unread and
+    ``refitted`` (the same Step, their weights read from that run) equals it."""
+    unread = chosen[1].unread
+    read = [f"{_term_name(key)}={_weight_text(w)}" for key, w in refitted[1].g_fit
+            if key in unread]  # fmt: skip
+    return (f"{_label(*chosen)} parts from it: the script's {_unread_terms(chosen[1])} gave G "
+            "no gradient in the script's own run (no weight read there), and this run's first G "
+            f"gradient weighs it ({', '.join(read) or 'none'}); so weighed, the Step equals it "
+            f"(largest difference {difference:.3g} <= {FLOAT64_TOLERANCE:g}) and the script's "
+            "own run: the Step printed")  # fmt: skip
 
 
 def _warm_up(rec) -> str | None:
@@ -3213,7 +3269,8 @@ def _fit_terms(script: _Script, capture: Capture, data: Replay, schedule: tuple[
     iteration without the terms, and with each alone at weight 1, give the adversarial
     part and each term's, and the weights are the least squares fit of the script's
     moment (:func:`_read_weight`); a term whose weight is not above 1e-4 of the largest
-    is left out. ``candidate`` as it is where a probe fails (verification then says
+    is left out, and one whose probe gave G no gradient at all is ``unread`` (any weight
+    fits this run). ``candidate`` as it is where a probe fails (verification then says
     where it parts), and with ``parted`` where the first probe's D steps part from the
     script's by more than a rounding form could (:func:`_d_parted`): no weight of G's
     terms can bring them back, and the search takes that as the candidate's run."""
@@ -3245,7 +3302,8 @@ def _fit_terms(script: _Script, capture: Capture, data: Replay, schedule: tuple[
             g_scale, fit = _read_weight(candidate.g_scale * scaled[0]), scaled[1:]
     weights = tuple((key, w) for key, w in zip(keys, _weights_read(fit, terms, whole),
                                                strict=True) if w is not None)  # fmt: skip
-    return replace(candidate, g_fit=weights, g_scale=g_scale)
+    unread = tuple(key for key, column in zip(keys, terms, strict=True) if not column.any())
+    return replace(candidate, g_fit=weights, g_scale=g_scale, unread=unread)
 
 
 # the share of the script's first G moment a fit of G's terms may leave (float32's
