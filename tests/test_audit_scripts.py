@@ -1425,7 +1425,7 @@ def test_pytorch_gans_srgan_ports_with_its_content_loss_and_its_low_resolution_b
 
 def test_a_g_term_that_gave_no_gradient_is_weighed_on_the_float64_run(tmp_path):
     """srgan.py on the data of seed 100: its feature network's ReLU is off on every fake
-    of the audited iterations (gen_hr near tanh of one bias at G's init), so its content
+    of the audited iterations (G's fakes close to one value at its init), so its content
     loss gives G no gradient and no weight of it can be read: --port prints the Step
     without it, equal to that run, and says so; --verify weighs it on the float64 run
     (other draws, where it gives one), and prints the Step with it, equal in both."""
