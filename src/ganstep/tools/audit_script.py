@@ -837,18 +837,12 @@ def _float64_variant(report: Report, again: Report, rec: ScriptRecorder,
     schedule, candidate = report.port.chosen
     for variant in float64_variants(candidate):
         tried = _port_in_float64(rec, again, only=(schedule, variant))
-        if tried.code is None:
-            continue
-        found = port_of(first, report, first.capture, _names(first), only=(schedule, variant))
-        if found.code is None:  # (float32 cannot tell them apart: not expected)
-            continue
-        found.float64_difference = tried.max_difference  # (its own notes: the same kinds)
-        report.port = found
-        return (
-            f"{candidate.objective} parts from it, {variant.objective} equals it (largest "
-            f"difference {tried.max_difference:.3g} <= {FLOAT64_TOLERANCE:g}): the Step "
-            f"printed takes {variant.objective}, which float32 cannot tell apart"
-        )
+        if _adopted(report, first, tried, (schedule, variant)):
+            return (
+                f"{candidate.objective} parts from it, {variant.objective} equals it (largest "
+                f"difference {tried.max_difference:.3g} <= {FLOAT64_TOLERANCE:g}): the Step "
+                f"printed takes {variant.objective}, which float32 cannot tell apart"
+            )
     return None
 
 
@@ -858,18 +852,27 @@ def _float64_refit(report: Report, again: Report, rec: ScriptRecorder,
     script's own run: ``Candidate.unread``): their weights read from the float64 run, and
     that Step, equal there and verified on the float32 run too, put in ``report.port``;
     what was done (None where it does not equal)."""
-    if not report.port.chosen[1].unread:
+    chosen = report.port.chosen
+    if not chosen[1].unread:
         return None
-    tried = _port_in_float64(rec, again, only=report.port.chosen, refit=True)
+    tried = _port_in_float64(rec, again, only=chosen, refit=True)
+    if not _adopted(report, first, tried, tried.chosen):
+        return None
+    return refit_said(chosen, tried.chosen, tried.max_difference)
+
+
+def _adopted(report: Report, first: ScriptRecorder, tried: Port, chosen: tuple) -> bool:
+    """Where ``tried`` (a port of the float64 run) found a Step and ``chosen`` equals the
+    script's own run too: that Step put in ``report.port``, with ``tried``'s difference as
+    its float64 one; whether it was."""
     if tried.code is None:
-        return None
-    found = port_of(first, report, first.capture, _names(first), only=tried.chosen)
-    if found.code is None:  # (its terms gave no gradient there: not expected)
-        return None
-    found.float64_difference = tried.max_difference
-    said = refit_said(report.port.chosen, tried.chosen, tried.max_difference)
+        return False
+    found = port_of(first, report, first.capture, _names(first), only=chosen)
+    if found.code is None:  # (float32 tells apart what float64 cannot: not expected)
+        return False
+    found.float64_difference = tried.max_difference  # (its own notes: the same kinds)
     report.port = found
-    return said
+    return True
 
 
 def _parted(found: Port) -> bool:

@@ -2338,13 +2338,14 @@ def port(rec, report, capture: Capture, names: dict[str, str], *,
             data = replace(data, d_scales=True, real_in_g_step=_real_in_g_step(rec, n))
         data = replace(data, loss_modules=_loss_modules(rec, capture, n, names, data),
                        feature_modules=_feature_modules(rec, capture, n, names, data))  # fmt: skip
-        moments = first_g_moments(rec, capture, script.opt_g)
-        if only is not None and refit:
+        if only is None:
+            tried, unread = _tried(script, capture, data, report,
+                                   first_g_moments(rec, capture, script.opt_g))  # fmt: skip
+        elif refit:
+            moments = first_g_moments(rec, capture, script.opt_g)
             tried, unread = [_refitted(script, capture, data, only, moments)], None
-        elif only is not None:
-            tried, unread = [only], None
         else:
-            tried, unread = _tried(script, capture, data, report, moments)
+            tried, unread = [only], None
         if isinstance(tried, str):
             return Port(None, n, notes=[tried])
         found = _search(script, capture, data, report, n, tried, tolerance,
