@@ -610,3 +610,122 @@ def test_ebgan_refuses_micro_batches_and_the_fused_step():
     with pytest.raises(ValueError, match="fake batch's mean energy"):
         Step(*ours, objective="ebgan", schedule=simultaneous(fused=True),
              latent=lambda n: torch.randn(n, 4, dtype=torch.float64))  # fmt: skip
+
+
+# --- AAE: G an encoder, D's real batch a prior sample, the decoder in a G term ------------
+
+AAE_LATENT = 3
+
+
+def _reparameterization(rng: np.random.RandomState, mu, logvar):
+    """aae.py's, its noise from ``rng`` (the script's ``np.random``) in mu's dtype."""
+    std = torch.exp(logvar / 2)
+    sampled_z = torch.from_numpy(rng.normal(0, 1, (mu.size(0), AAE_LATENT))).to(mu)
+    return sampled_z * std + mu
+
+
+class AaeEncoder(nn.Module):
+    """aae.py's Encoder in small: Linear, LeakyReLU, Linear, BatchNorm1d, LeakyReLU, then
+    mu and logvar heads and the reparameterization, drawing from ``rng``."""
+
+    def __init__(self, rng: np.random.RandomState) -> None:
+        super().__init__()
+        self.rng = rng
+        self.model = nn.Sequential(nn.Linear(16, 8), nn.LeakyReLU(0.2), nn.Linear(8, 8),
+                                   nn.BatchNorm1d(8), nn.LeakyReLU(0.2))  # fmt: skip
+        self.mu, self.logvar = nn.Linear(8, AAE_LATENT), nn.Linear(8, AAE_LATENT)
+
+    def forward(self, img):
+        x = self.model(img.view(img.shape[0], -1))
+        return _reparameterization(self.rng, self.mu(x), self.logvar(x))
+
+
+def aae_decoder() -> nn.Module:
+    """aae.py's Decoder in small: Linear blocks with BatchNorm1d, Tanh, 1x4x4 images."""
+    return nn.Sequential(nn.Linear(AAE_LATENT, 8), nn.LeakyReLU(0.2), nn.Linear(8, 8),
+                         nn.BatchNorm1d(8), nn.LeakyReLU(0.2), nn.Linear(8, 16), nn.Tanh(),
+                         nn.Unflatten(1, (1, 4, 4)))  # fmt: skip
+
+
+def aae_d() -> nn.Module:
+    """aae.py's Discriminator in small: an MLP on codes ending in a Sigmoid."""
+    return nn.Sequential(nn.Linear(AAE_LATENT, 8), nn.LeakyReLU(0.2), nn.Linear(8, 8),
+                         nn.LeakyReLU(0.2), nn.Linear(8, 1), nn.Sigmoid())  # fmt: skip
+
+
+def aae_sides(seed: int):
+    """Two identical (encoder, decoder, D, optimizer_G, optimizer_D), in float64, each
+    encoder drawing from a numpy stream of its own seeded ``seed``; optimizer_G holds
+    the encoder's and the decoder's parameters, as aae.py's ``itertools.chain``."""
+    sides = []
+    for _ in range(2):
+        torch.manual_seed(0)
+        encoder = AaeEncoder(np.random.RandomState(seed)).double()
+        decoder, D = aae_decoder().double(), aae_d().double()
+        g_params = [*encoder.parameters(), *decoder.parameters()]
+        sides.append((encoder, decoder, D, torch.optim.Adam(g_params, 0.01, betas=(0.5, 0.9)),
+                      torch.optim.Adam(D.parameters(), 0.01, betas=(0.5, 0.9))))  # fmt: skip
+    return sides
+
+
+def aae_step(side, schedule=None) -> Step:
+    """The documented Step of aae.py (docs/loops.md, AAE): G is the encoder, each real
+    batch ``(prior sample, images)``, the decoder called in G's reconstruction term."""
+    encoder, decoder, D, opt_g, opt_d = side
+    recon = lambda v: F.l1_loss(decoder(v.fake.x), v.fake.c)  # noqa: E731
+    return Step(encoder, D, opt_g, opt_d, objective=objectives.NS(probabilities=True),
+                schedule=schedule or simultaneous(), latent=None, condition="real",
+                d_conditional=False, g_scale=0.001, d_scale=0.5,
+                g_terms={"reconstruction": (0.999, recon)})  # fmt: skip
+
+
+def aae_prior(rng: np.random.RandomState, n: int):
+    """The prior sample aae.py draws in D's step, made before the Step's call: the stream
+    drawn past the encoder's noise (same shape, drawn first in G's step), the prior drawn,
+    and the stream put back for the encoder's own draw; with the state to leave it in
+    after the call, where the script's two draws leave it."""
+    start = rng.get_state()
+    rng.normal(0, 1, (n, AAE_LATENT))  # the encoder's noise, drawn again in its forward
+    prior = torch.from_numpy(rng.normal(0, 1, (n, AAE_LATENT)))
+    after = rng.get_state()
+    rng.set_state(start)
+    return prior, after
+
+
+def aae_run(step: Step, rng: np.random.RandomState, batches) -> list[dict]:
+    rows = []
+    for imgs in batches:
+        prior, after = aae_prior(rng, imgs.shape[0])
+        rows.append({k: v.item() for k, v in step((prior, imgs)).items()})
+        rng.set_state(after)
+    return rows
+
+
+def test_pytorch_gan_aae_as_written_equals_simultaneous_with_its_decoder_in_a_g_term():
+    """aae.py: G's step on 0.001 BCE(D(codes), 1) + 0.999 L1(decoder(codes), images), its
+    optimizer over the encoder and the decoder; then D on a prior sample and the codes
+    detached, 0.5 (real + fake): both at (g_t, d_t), the numpy draws in the script's
+    order (the encoder's noise, then the prior), BatchNorm in both G modules."""
+    theirs, ours = aae_sides(seed=4)
+    batches = small_images(4)
+    expected = reference.pytorch_gan_aae(*theirs, batches, theirs[0].rng, AAE_LATENT)
+    got = aae_run(aae_step(ours), ours[0].rng, batches)
+    assert_losses(got, expected)
+    assert_same_sides(ours, theirs)  # encoder, decoder (and their BatchNorm), D, both Adams
+    assert ours[0].rng.normal() == theirs[0].rng.normal()  # the streams drew alike
+    torch.manual_seed(0)
+    untrained = aae_decoder().double()
+    assert not torch.equal(ours[1][0].weight, untrained[0].weight)  # the term stepped it
+
+
+def test_aae_is_not_the_d_first_order():
+    """The check can fail: D stepping before G's loss (d_first) is another update."""
+    from ganstep import d_first
+
+    theirs, ours = aae_sides(seed=4)
+    batches = small_images(3)
+    reference.pytorch_gan_aae(*theirs, batches, theirs[0].rng, AAE_LATENT)
+    aae_run(aae_step(ours, d_first()), ours[0].rng, batches)
+    with pytest.raises(AssertionError):
+        assert_same_sides(ours, theirs)
+    assert torch.isfinite(ours[0].mu.weight).all()

@@ -69,8 +69,8 @@ with these, never with a re-writing of them: ``pytorch_examples_dcgan``,
 ``pytorch_gan_stargan``, ``pytorch_gan_cyclegan``, ``pytorch_gan_discogan``,
 ``pytorch_gan_dualgan``, ``pytorch_gan_bicyclegan``, ``diffaugment`` with ``diff_augment``,
 ``taming_vqgan``, ``hifigan``, ``descript_melgan`` (its feature matching against D's
-real features from D's step, before D's update), ``pytorch_gan_bgan``, ``pytorch_gan_ebgan``
-(tests/test_pytorch_gan_loops.py), and the conditional, image-to-image and
+real features from D's step, before D's update), ``pytorch_gan_bgan``, ``pytorch_gan_ebgan``,
+``pytorch_gan_aae`` (tests/test_pytorch_gan_loops.py), and the conditional, image-to-image and
 StyleGAN2-ADA loops, which docs/loops.md shows each beside its Step;
 ``udacity_gan_mnist`` (one-sided label smoothing, tests/test_label_smoothing.py);
 ``rasbt_gan_conv_smoothing`` (G trained against the smoothed label too, the same file);
@@ -172,6 +172,7 @@ from .pytorch_examples import (  # noqa: F401
     pytorch_examples_dcgan,
 )
 from .pytorch_gan import (  # noqa: F401
+    pytorch_gan_aae,
     pytorch_gan_acgan,
     pytorch_gan_bgan,
     pytorch_gan_bicyclegan,

@@ -1008,3 +1008,46 @@ def pytorch_gan_infogan(G, D, opt_g, opt_d, opt_info, batches: Batches,
         history.append({"loss_d": d_loss.item(), "loss_g": g_loss.item(),
                         "loss_info": info_loss.item()})  # fmt: skip
     return history
+
+
+def pytorch_gan_aae(encoder, decoder, D, opt_g, opt_d, batches: Batches,
+                    rng: np.random.RandomState, latent_dim: int):  # fmt: skip
+    """eriklindernoren/PyTorch-GAN ``implementations/aae/aae.py`` (commit c5d6be1), one
+    epoch of it: an adversarial autoencoder. ``optimizer_G`` holds the encoder's and the
+    decoder's parameters (``itertools.chain``); D judges codes. The encoder draws its
+    reparameterization noise from ``np.random`` in its forward (``rng`` stands for it:
+    the caller's encoder draws from the same stream). G's step first:
+    ``0.001 * BCE(D(encoded), 1) + 0.999 * L1(decoder(encoded), real_imgs)`` (D ends in
+    a Sigmoid); then D's step on a prior sample ``z`` drawn then (``np.random.normal(0,
+    1, (n, latent_dim))``, after the encoder's draw) as its real batch and
+    ``encoded_imgs.detach()`` as its fakes, ``0.5 * (real_loss + fake_loss)``: both
+    gradients at (g_t, d_t). ganstep: G is the encoder, ``simultaneous()``,
+    ``NS(probabilities=True)``, ``latent=None``, ``condition="real"`` (each real batch
+    ``(z, real_imgs)``), ``d_conditional=False``, ``g_scale=0.001``, ``d_scale=0.5`` and
+    the reconstruction as a G term of weight 0.999 calling the decoder, which G's
+    optimizer holds too."""
+    adversarial_loss, pixelwise_loss = nn.BCELoss(), nn.L1Loss()
+    history = []
+    for imgs in batches:
+        valid = torch.ones(imgs.shape[0], 1, dtype=imgs.dtype)
+        fake = torch.zeros(imgs.shape[0], 1, dtype=imgs.dtype)
+        real_imgs = imgs
+        # Train Generator
+        opt_g.zero_grad()
+        encoded_imgs = encoder(real_imgs)
+        decoded_imgs = decoder(encoded_imgs)
+        g_loss = 0.001 * adversarial_loss(D(encoded_imgs), valid) + 0.999 * pixelwise_loss(
+            decoded_imgs, real_imgs
+        )
+        g_loss.backward()
+        opt_g.step()
+        # Train Discriminator
+        opt_d.zero_grad()
+        z = _as_floats(rng.normal(0, 1, (imgs.shape[0], latent_dim)), imgs)
+        real_loss = adversarial_loss(D(z), valid)
+        fake_loss = adversarial_loss(D(encoded_imgs.detach()), fake)
+        d_loss = 0.5 * (real_loss + fake_loss)
+        d_loss.backward()
+        opt_d.step()
+        history.append({"loss_d": d_loss.item(), "loss_g": g_loss.item()})
+    return history
