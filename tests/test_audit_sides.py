@@ -302,6 +302,35 @@ for i in range(20):
     assert r["sides"] == {"G": ["E", "G"], "D": ["D"]}
     assert r["forwards"] == {"G": 2, "D": 3}
     assert "ganstep: no ganstep Step trains these sides" in proc.stdout
+    assert "g_and_heads" not in r  # D judges the decoder's outputs, fed by E from data
+
+
+def test_pytorch_gan_aae_names_the_step_that_trains_its_encoder_and_decoder(tmp_path):
+    """PyTorch-GAN's aae.py: one Adam over its encoder and decoder (G's side), D judging
+    the encoder's codes alone and the decoder called on them in G's loss alone. The
+    audit had said no Step trains such sides; a Step does (G the encoder, the decoder in
+    its optimizer and a G term: docs/loops.md#aae, equal to the script in
+    tests/test_pytorch_gan_loops.py), and the report names it; --port says it does not
+    write it. CycleGAN's side, each generator judged, is not read so."""
+    proc, r = audited(tmp_path, SCRIPTS / "pytorch_gan_aae.py", "--iterations", 3, "--port")
+    assert r["order"] == "simultaneous" and r["sides"] == {"G": ["encoder", "decoder"],
+                                                           "D": ["discriminator"]}  # fmt: skip
+    assert r["g_and_heads"] == {"judged": "encoder", "heads": ["decoder"],
+                                "schedule": "simultaneous()"}  # fmt: skip
+    advice = ("a Step trains these sides with G = encoder (the module whose outputs D judges) "
+              "and schedule simultaneous(): decoder, called on encoder's outputs in G's loss "
+              "alone, goes in G's terms (g_terms), G's optimizer holding its parameters as the "
+              "script's does; docs/loops.md#aae")  # fmt: skip
+    assert f"  ganstep: {advice}" in proc.stdout
+    assert "no ganstep Step trains these sides" not in proc.stdout
+    assert r["port"]["code"] is None
+    assert r["port"]["notes"] == [
+        "its G and D are sides of several modules: the port maps a G of one module, so write "
+        f"the Step by hand: {advice} shows PyTorch-GAN's aae.py so (its encoder's inputs the "
+        "Step's condition, D's real batch a prior sample)"
+    ]
+    _, cycle = audited(tmp_path, SCRIPTS / "pytorch_gan_cyclegan.py")
+    assert cycle["sides"] and "g_and_heads" not in cycle
 
 
 def ported(tmp_path: Path, script: str, *args) -> tuple:

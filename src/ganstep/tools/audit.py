@@ -260,6 +260,9 @@ class Report:
     sides: dict[str, list[str]] | None = None
     # such a script read as CycleStep takes it (ganstep.tools.sides.Cycle), if it is
     cycle: object = None
+    # a G side of one module D judges and heads G's loss calls on its outputs (an
+    # adversarial autoencoder's encoder and decoder: ganstep.tools.sides.GAndItsHeads)
+    g_and_heads: object = None
     # steps of one optimizer over G's and D's parameters (InfoGAN's info step) per
     # iteration, and the script's line of the first (:data:`INFO`)
     info_steps: float = 0.0
@@ -293,6 +296,7 @@ class Report:
             "regularization": self.regularization,
             "regularization_at": self.regularization_at,
             "sides": self.sides,
+            **({} if self.g_and_heads is None else {"g_and_heads": self.g_and_heads.as_dict()}),
             "info_steps": self.info_steps,
             "warm_up": self.warm_up,
             **({} if self.port is None else {"port": self.port.as_dict()}),
@@ -365,6 +369,8 @@ class Report:
             )
         elif self.sides and self.cycle is not None:
             lines.append("  ganstep: no CycleStep matches this update order.")
+        elif self.sides and self.g_and_heads is not None:
+            lines.append(f"  ganstep: {self.g_and_heads.advice()}.")
         elif self.sides:
             lines.append("  ganstep: no ganstep Step trains these sides (a Step takes one G "
                          "and one D, CycleStep two of each).")  # fmt: skip

@@ -75,7 +75,16 @@ from .port import (
     tied,
 )
 from .port import port as port_of
-from .sides import fed_by, find_sides, merge_phases, read_as_sides, read_cycle, side_members
+from .sides import (
+    GAndItsHeads,
+    fed_by,
+    find_sides,
+    g_and_its_heads,
+    merge_phases,
+    read_as_sides,
+    read_cycle,
+    side_members,
+)
 
 
 class AuditError(ValueError):
@@ -1003,6 +1012,9 @@ def _cycle_port(rec: ScriptRecorder, report: Report, tolerance: float = TOLERANC
     if report.cycle is None or report.schedule is None or n == 0:
         why = ("no CycleStep matches its update order" if report.cycle is not None else
                "a Step takes one G and one D, CycleStep two of each")  # fmt: skip
+        heads = report.g_and_heads
+        if heads is not None:  # the Step is written by hand: the port maps a G of one module
+            why = f"the port maps a G of one module, so write the Step by hand: {heads.advice()}"
         return Port(None, n, notes=[f"its G and D are sides of several modules: {why}"])
     try:
         return cycle_port(rec, report, rec.capture, n, tolerance, ignore)
@@ -1089,6 +1101,7 @@ def _report(rec: ScriptRecorder, path: Path, script, G, D, error) -> Report:
                              "were found") from error  # fmt: skip
         raise AuditError(f"{script}: {e}{_ended(rec)}{head}") from None
     names, members = _names(rec), side_members(rec, roles)
+    heads = g_and_its_heads(rec, roles, members)  # (by the labels before the renaming)
     _rename(rec, roles, names)
     done = _assign_iterations(rec, error is not None)
     if done == 0 and (both := _stepped_together(rec, roles)):
@@ -1100,7 +1113,12 @@ def _report(rec: ScriptRecorder, path: Path, script, G, D, error) -> Report:
         )
     report = analyse(rec, done, error, location)
     if members:
+        schedule = report.schedule  # (of G's side as one G)
         _read_sides(report, rec, names, roles, members)
+        if heads is not None and report.cycle is None:
+            judged, others = heads
+            report.g_and_heads = GAndItsHeads(names[judged], tuple(names[h] for h in others),
+                                              schedule)  # fmt: skip
     return report
 
 

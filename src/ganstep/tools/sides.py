@@ -79,6 +79,57 @@ def read_as_sides(rec: Recorder, roles: dict[str, str], members: dict[str, list[
     rec.opt_steps = sorted([*rec.opt_steps, *joint], key=lambda s: s.seq)
 
 
+@dataclass(frozen=True)
+class GAndItsHeads:
+    """A G side of several modules of which D judges the outputs of one alone
+    (``judged``), the others (``heads``) called on G's outputs in G's loss only: an
+    adversarial autoencoder's encoder and decoder (PyTorch-GAN's ``aae.py``), by the
+    script's names. A Step takes the judged module as G; G's optimizer may hold the
+    heads too, and G's terms call them (docs/loops.md#aae)."""
+
+    judged: str
+    heads: tuple[str, ...]
+    schedule: str | None  # the schedule of the update order read with G as one side
+
+    def as_dict(self) -> dict:
+        """As the JSON report's ``g_and_heads`` holds it."""
+        return {"judged": self.judged, "heads": list(self.heads), "schedule": self.schedule}
+
+    def advice(self) -> str:
+        """What a Step of it is, as the report says."""
+        heads = " and ".join(self.heads)
+        order = f" and schedule {self.schedule}" if self.schedule else ""
+        return (f"a Step trains these sides with G = {self.judged} (the module whose outputs "
+                f"D judges){order}: {heads}, called on {self.judged}'s outputs in G's loss "
+                "alone, goes in G's terms (g_terms), G's optimizer holding its parameters as "
+                "the script's does; docs/loops.md#aae shows PyTorch-GAN's aae.py so (its "
+                "encoder's inputs the Step's condition, D's real batch a prior "
+                "sample)")  # fmt: skip
+
+
+def g_and_its_heads(rec: Recorder, roles: dict[str, str],
+                    members: dict[str, list[str]]) -> tuple[str, list[str]] | None:  # fmt: skip
+    """``(judged, heads)`` labels where G's side is several modules (``members``) and D
+    one, D was called on the outputs of one of G's modules alone, and each other one was
+    called on a G module's outputs and none of D's, D never on its outputs; else None
+    (CycleGAN's two generators, each judged)."""
+    g_side = members.get("G")
+    if not g_side or "D" in members:
+        return None
+    made_from = fed_by(rec)  # (consumer, producer)
+    d_side = [label for label, role in roles.items() if role == "D"]
+    judged = [g for g in g_side if any((d, g) in made_from for d in d_side)]
+    if len(judged) != 1:
+        return None
+    heads = [g for g in g_side if g != judged[0]]
+    for head in heads:
+        fed_by_g = any((head, g) in made_from for g in g_side if g != head)
+        fed_by_d = any((head, d) in made_from for d in d_side)
+        if not fed_by_g or fed_by_d:
+            return None
+    return judged[0], heads
+
+
 def merge_phases(rec: Recorder) -> None:
     """After relabelling: one side's steps in a row, each over other modules than the
     ones before it in the row, are one step of that side (its last's place; its
