@@ -1440,6 +1440,8 @@ def test_a_g_term_that_gave_no_gradient_is_weighed_on_the_float64_run(tmp_path):
     assert port["max_difference"] == 0 and port["float64_difference"] == 0, port["notes"]
     assert f"        {SR_CONTENT}  # feature_extractor's features" in port["code"]
     assert "    g_scale=0.002,  # the script scales G's loss by this" in port["code"]
+    assert ("    g_terms={  # weights as the script's float64 run's first G gradient "
+            "says") in port["code"]  # fmt: skip
     (said,) = [n for n in port["notes"] if n.startswith("float64")]
     assert ("LSGAN() d_scale=1.0 g_scale=0.002 parts from it: the script's feature_extractor's "
             "content loss gave G no gradient in the script's own run (no weight read there), "

@@ -379,6 +379,8 @@ class Candidate:
     # fake), so any weight fits that run; left out of ``g_fit``, read again where the
     # script's float64 run gives them one (:func:`port`'s ``refit``)
     unread: tuple[str, ...] = ()
+    # the run whose first G gradient ``g_fit`` was read from, as the printed code says it
+    fitted_on: str = "the script's"
 
 
 # style mixing probabilities tried (StyleGAN2-ADA's StyleGAN2Loss default, and a half)
@@ -2390,8 +2392,14 @@ def _refitted(script: _Script, capture: Capture, data: Replay, chosen: tuple,
     keys = [key for key, _ in candidate.g_fit] + list(candidate.unread)
     if not keys or moments is None:
         return chosen
-    bare = replace(candidate, g_fit=(), unread=())
+    run = "the script's float64 run's" if _in_float64(script) else "this run's"
+    bare = replace(candidate, g_fit=(), unread=(), fitted_on=run)
     return schedule, _fit_terms(script, capture, data, schedule, bare, keys, moments)
+
+
+def _in_float64(script: _Script) -> bool:
+    """Whether the script's G is in float64 (its float64 run, --verify's)."""
+    return any(p.dtype == torch.float64 for p in script.G.parameters())
 
 
 def _unread_terms(candidate: Candidate) -> str:
@@ -3934,9 +3942,10 @@ def _options(candidate: Candidate, data: Replay, g_name: str = "G",
         more += f"\n    g_terms={{{_l1_entry(candidate.l1)}}},  # G's L1 to the target"
     if tuple(key for key, _ in candidate.g_fit) == ("l1",):  # one line, as a chosen weight's
         more += (f"\n    g_terms={{{_l1_entry(_weight_text(candidate.g_fit[0][1]))}}},  # G's L1 "
-                 "to the target, weighted as the script's first G gradient says")  # fmt: skip
+                 f"to the target, weighted as {candidate.fitted_on} first G gradient "
+                 "says")  # fmt: skip
     elif candidate.g_fit:
-        more += "\n    g_terms={  # weights as the script's first G gradient says"
+        more += f"\n    g_terms={{  # weights as {candidate.fitted_on} first G gradient says"
         more += "".join(f"\n        {_fitted_line(key, weight)}" for key, weight in candidate.g_fit)
         more += "\n    },"
     if data.conditional and data.condition_real:
