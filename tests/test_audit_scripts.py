@@ -1449,6 +1449,40 @@ def test_a_g_term_that_gave_no_gradient_is_weighed_on_the_float64_run(tmp_path):
             "equals it (largest difference 0 <= 1e-12)") in said  # fmt: skip
 
 
+def test_a_g_term_that_gives_a_gradient_only_later_is_named_and_weighed_on_the_float64_run(
+        tmp_path):  # fmt: skip
+    """srgan.py on the data of seed 100 over 16 iterations: its feature network's ReLU,
+    off on every fake at first, wakes at iteration 15, so the Step without the content
+    term (all that G's first gradient can say) parts there. --port had said no Step
+    equals and not why; it now names the term it left out. --verify weighs the term on the
+    float64 run, whose Step equals the script's own run too: printed as equal in both,
+    its comment naming the run that weighed the term (it had printed it as equal in
+    float64 alone, "float32's rounding" parting it by 0)."""
+    script = SCRIPTS / "pytorch_gan_srgan.py"
+    port = seeded_port(tmp_path, 100, script, "--iterations", 16, "--port")
+    assert port["code"] is None
+    assert ("the script's feature_extractor's content loss gave G no gradient in its first "
+            "iteration (every entry 0: a ReLU off on every fake, say), so no weight of it can "
+            "be read there and the Steps tried left it out: where it gives one in a later "
+            "iteration, they part there") in port["notes"][1]  # fmt: skip
+    assert any("LSGAN() d_scale=1.0 g_scale=0.002: they part at iteration 15" in n
+               for n in port["notes"])  # fmt: skip
+    (tmp_path / "pytorch_gan_srgan.json").unlink()
+    port = seeded_port(tmp_path, 100, script, "--verify", 16)
+    assert port["equal_in"] == "float32", port["notes"]
+    assert port["max_difference"] == 0 and port["float64_difference"] == 0, port["notes"]
+    assert f"        {SR_CONTENT}  # feature_extractor's features" in port["code"]
+    assert ("    g_terms={  # weights as the script's float64 run's first G gradient "
+            "says") in port["code"]  # fmt: skip
+    (said,) = [n for n in port["notes"] if n.startswith("float64")]
+    assert said.endswith(
+        "this Step equals it, largest difference 0 (<= 1e-12), and the script's own run too "
+        "(largest difference 0 <= 1e-05), which no Step tried there equalled: the Steps tried "
+        "there left out a G term that gave G no gradient in the script's first iteration, and "
+        "this run's first G gradient weighs it"
+    ), said
+
+
 @pytest.mark.parametrize(("change", "shown"), [
     (("1e-3 * loss_GAN", "5e-3 * loss_GAN"), "    g_scale=0.01,"),
     (("criterion_content = torch.nn.L1Loss()", "criterion_content = torch.nn.MSELoss()"),

@@ -58,6 +58,7 @@ from .cycle_port import cycle_modules, cycle_port
 from .cycle_port import said as said_cycle
 from .port import (
     FLOAT64_TOLERANCE,
+    LEFT_OUT,
     TOLERANCE,
     Capture,
     Port,
@@ -928,6 +929,8 @@ def _decided_in_float64(report: Report, run, path: Path, script, G, D,
                     tolerance=math.inf)  # fmt: skip
     if found.code is None:  # (it ran on the float64 run: not expected)
         return f"{head}: a Step equals that run, but not the script's own: {where}"
+    if found.max_difference <= TOLERANCE:  # the script's own run's too, untried there
+        return _equal_in_both(report, there, found, head)
     key = re.search(r"most in (\S+) \(", where)
     moved = [script_moved(r, r.capture, _names(r), key[1]) if key else None
              for r in (first, rec)]  # fmt: skip
@@ -949,6 +952,24 @@ def _decided_in_float64(report: Report, run, path: Path, script, G, D,
     found.float64_difference, found.equal_in = there.max_difference, "float64"
     report.port = found
     return said
+
+
+def _equal_in_both(report: Report, there: Port, found: Port, head: str) -> str:
+    """Where the Step found equal to the script's float64 run (``there``) equals its own
+    float32 run too (``found``), though no Step the search tried there did (it left out
+    a G term that gave G no gradient in the script's first iteration, which the float64
+    run's weighs): that Step put in ``report.port``, equal in both; what came of it."""
+    why = (": the Steps tried there left out a G term that gave G no gradient in the "
+           "script's first iteration, and this run's first G gradient weighs it"
+           if any(LEFT_OUT in n for n in report.port.notes) else "")  # fmt: skip
+    said = (f"{head}: this Step equals it, largest difference {there.max_difference:.3g} (<= "
+            f"{FLOAT64_TOLERANCE:g}), and the script's own run too (largest difference "
+            f"{found.max_difference:.3g} <= {TOLERANCE:g}), which no Step tried there "
+            f"equalled{why}")  # fmt: skip
+    found.notes = [n for n in there.notes if n not in found.notes] + found.notes
+    found.float64_difference = there.max_difference
+    report.port = found
+    return said  # (the caller notes it)
 
 
 def _tie_broken(report: Report, there: Port, head: str, first: ScriptRecorder,

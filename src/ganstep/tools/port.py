@@ -380,6 +380,7 @@ class Candidate:
     # script's float64 run gives them one (:func:`port`'s ``refit``)
     unread: tuple[str, ...] = ()
     # the run whose first G gradient ``g_fit`` was read from, as the printed code says it
+    # (:func:`_fit_terms`: the script's own, or its float64 run, --verify's)
     fitted_on: str = "the script's"
 
 
@@ -2360,6 +2361,9 @@ def port(rec, report, capture: Capture, names: dict[str, str], *,
         found.notes.insert(0, _loss_lines(rec) if modes is None else modes)
         if unread is not None:  # what D returned besides its scores was left unread
             found.notes.insert(0, f"{unread}; its first output was tried as its scores")
+        left_out = [c for _, c in tried if c.unread]  # (where a later iteration parts them)
+        if left_out:
+            found.notes.insert(1, _left_out_note(left_out[0]))
     if found.code is not None and found.chosen[1].unread:
         found.notes.append(_unread_note(found.chosen[1]))
     if settings and found.code is not None:
@@ -2392,8 +2396,7 @@ def _refitted(script: _Script, capture: Capture, data: Replay, chosen: tuple,
     keys = [key for key, _ in candidate.g_fit] + list(candidate.unread)
     if not keys or moments is None:
         return chosen
-    run = "the script's float64 run's" if _in_float64(script) else "this run's"
-    bare = replace(candidate, g_fit=(), unread=(), fitted_on=run)
+    bare = replace(candidate, g_fit=(), unread=())
     return schedule, _fit_terms(script, capture, data, schedule, bare, keys, moments)
 
 
@@ -2409,14 +2412,30 @@ def _unread_terms(candidate: Candidate) -> str:
         for key in candidate.unread))  # fmt: skip
 
 
-def _unread_note(candidate: Candidate) -> str:
-    """What the port says of a found Step's G terms whose weight the script's run could
-    not give (:attr:`Candidate.unread`)."""
+def _unread_said(candidate: Candidate, then: str) -> str:
+    """The port's note on G terms whose weight the script's run could not give
+    (:attr:`Candidate.unread`), ``then`` saying what came of it."""
     return (f"the script's {_unread_terms(candidate)} gave G no gradient in its first "
             "iteration (every entry 0: a ReLU off on every fake, say), so no weight of it can "
-            "be read there: left out, and this Step equals the run without it, which may not "
-            "hold on other data; --verify N weighs it on the script's float64 run (other "
+            f"be read there{then}; --verify N weighs it on the script's float64 run (other "
             "draws)")  # fmt: skip
+
+
+def _unread_note(candidate: Candidate) -> str:
+    """What the port says of a found Step's unread G terms."""
+    return _unread_said(candidate, ": left out, and this Step equals the run without it, "
+                                   "which may not hold on other data")  # fmt: skip
+
+
+# how the notes of a port that found no Step say the Steps tried left out an unread term
+LEFT_OUT = "the Steps tried left it out"
+
+
+def _left_out_note(candidate: Candidate) -> str:
+    """What the port says where no Step was found and the Steps tried left out G terms
+    that gave G no gradient in the script's first iteration (:attr:`Candidate.unread`)."""
+    return _unread_said(candidate, f" and {LEFT_OUT}: where it gives one in a later "
+                                   "iteration, they part there")  # fmt: skip
 
 
 def refit_said(chosen: tuple, refitted: tuple, difference: float) -> str:
@@ -3312,7 +3331,8 @@ def _fit_terms(script: _Script, capture: Capture, data: Replay, schedule: tuple[
     weights = tuple((key, w) for key, w in zip(keys, _weights_read(fit, terms, whole),
                                                strict=True) if w is not None)  # fmt: skip
     unread = tuple(key for key, column in zip(keys, terms, strict=True) if not column.any())
-    return replace(candidate, g_fit=weights, g_scale=g_scale, unread=unread)
+    run = "the script's float64 run's" if _in_float64(script) else "the script's"
+    return replace(candidate, g_fit=weights, g_scale=g_scale, unread=unread, fitted_on=run)
 
 
 # the share of the script's first G moment a fit of G's terms may leave (float32's
