@@ -729,3 +729,119 @@ def test_aae_is_not_the_d_first_order():
     with pytest.raises(AssertionError):
         assert_same_sides(ours, theirs)
     assert torch.isfinite(ours[0].mu.weight).all()
+
+
+# --- CoGAN: coupled G and D over two domains, through modules that join them ------------
+
+COGAN_LATENT = 4
+
+
+class CoupledGenerators(nn.Module):
+    """cogan.py's CoupledGenerators in small: a Linear and shared upsampling convolutions
+    with BatchNorm, then a head per domain, three-channel images of 8x8."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = nn.Linear(COGAN_LATENT, 8 * 2 * 2)
+        self.shared_conv = nn.Sequential(
+            nn.BatchNorm2d(8), nn.Upsample(scale_factor=2), nn.Conv2d(8, 8, 3, 1, 1),
+            nn.BatchNorm2d(8, 0.8), nn.LeakyReLU(0.2), nn.Upsample(scale_factor=2),
+        )  # fmt: skip
+
+        def head() -> nn.Module:
+            layers = (nn.Conv2d(8, 4, 3, 1, 1), nn.BatchNorm2d(4, 0.8), nn.LeakyReLU(0.2),
+                      nn.Conv2d(4, 3, 3, 1, 1), nn.Tanh())  # fmt: skip
+            return nn.Sequential(*layers)
+
+        self.G1, self.G2 = head(), head()
+
+    def forward(self, noise):
+        img_emb = self.shared_conv(self.fc(noise).view(noise.shape[0], 8, 2, 2))
+        return self.G1(img_emb), self.G2(img_emb)
+
+
+class CoupledDiscriminators(nn.Module):
+    """cogan.py's CoupledDiscriminators in small: shared strided convolutions (BatchNorm
+    after the first, LeakyReLU and Dropout2d(0.25) after each) run on each domain's
+    image in turn, then a Linear head per domain."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.shared_conv = nn.Sequential(
+            nn.Conv2d(3, 4, 3, 2, 1), nn.LeakyReLU(0.2), nn.Dropout2d(0.25),
+            nn.Conv2d(4, 8, 3, 2, 1), nn.BatchNorm2d(8, 0.8), nn.LeakyReLU(0.2),
+            nn.Dropout2d(0.25),
+        )  # fmt: skip
+        self.D1, self.D2 = nn.Linear(8 * 2 * 2, 1), nn.Linear(8 * 2 * 2, 1)
+
+    def forward(self, img1, img2):
+        validity1 = self.D1(self.shared_conv(img1).view(img1.shape[0], -1))
+        return validity1, self.D2(self.shared_conv(img2).view(img2.shape[0], -1))
+
+
+class BothDomains(nn.Module):
+    """The Step's G: the coupled generators' two images joined along the channels."""
+
+    def __init__(self, coupled: nn.Module) -> None:
+        super().__init__()
+        self.coupled = coupled
+
+    def forward(self, z):
+        return torch.cat(self.coupled(z), 1)
+
+
+class EachDomain(nn.Module):
+    """The Step's D: the coupled discriminators on each domain's channels, in the
+    script's order, their two scores per sample side by side (a map: ``d_map=True``)."""
+
+    def __init__(self, coupled: nn.Module) -> None:
+        super().__init__()
+        self.coupled = coupled
+
+    def forward(self, x):
+        return torch.cat(self.coupled(x[:, :3], x[:, 3:]), 1)
+
+
+def domain_pairs(count: int):
+    """(imgs1, imgs2) pairs: grey 1x8x8 images (MNIST's, expanded by the script) and
+    three-channel ones (MNIST-M's)."""
+    gen = torch.Generator().manual_seed(9)
+    return [(torch.rand(6, 1, 8, 8, generator=gen, dtype=torch.float64) * 2 - 1,
+             torch.rand(6, 3, 8, 8, generator=gen, dtype=torch.float64) * 2 - 1)
+            for _ in range(count)]  # fmt: skip
+
+
+def cogan_run(d_forwards: str = "loop"):
+    """cogan.py and its Step from identical sides, torch's generator (D's Dropout2d) and
+    numpy's (z) seeded alike for each: both sides, the Step's logs and the script's."""
+    theirs, ours = build(CoupledGenerators, CoupledDiscriminators)
+    pairs = domain_pairs(4)
+    torch.manual_seed(13)
+    expected = reference.pytorch_gan_cogan(*theirs, pairs, np.random.RandomState(2),
+                                           COGAN_LATENT)  # fmt: skip
+    rng = np.random.RandomState(2)
+    G, D, opt_g, opt_d = ours
+    step = Step(BothDomains(G), EachDomain(D), opt_g, opt_d, objective="lsgan",
+                schedule=simultaneous(), d_map=True, g_scale=2.0, d_forwards=d_forwards,
+                latent=lambda n: torch.from_numpy(rng.normal(0, 1, (n, COGAN_LATENT))))  # fmt: skip
+    torch.manual_seed(13)
+    joined = [torch.cat((imgs1.expand(-1, 3, -1, -1), imgs2), 1) for imgs1, imgs2 in pairs]
+    return theirs, ours, expected, run_step(step, joined)
+
+
+def test_pytorch_gan_cogan_as_written_equals_simultaneous_lsgan_over_both_domains():
+    """cogan.py: G first on (MSE(D1, 1) + MSE(D2, 1)) / 2 of the coupled fakes, then D on
+    both real images and both fakes detached, its four MSEs' mean: both at (g_t, d_t). D's
+    shared convolutions (BatchNorm, Dropout2d) run on each domain in turn in each of its
+    three calls, as the script's: statistics and masks alike with d_forwards="loop"."""
+    theirs, ours, expected, got = cogan_run()
+    assert_losses(got, expected)
+    assert_same_sides(ours, theirs)  # parameters, BatchNorm statistics, Adam states
+
+
+def test_cogan_with_ds_forwards_merged_is_another_update():
+    """The check can fail: merged, D's forwards draw other Dropout2d masks (and move its
+    statistics otherwise) than the script's three calls."""
+    theirs, ours, _, _ = cogan_run(d_forwards="merged")
+    with pytest.raises(AssertionError):
+        assert_same_sides(ours, theirs)

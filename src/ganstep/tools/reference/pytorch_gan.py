@@ -1051,3 +1051,49 @@ def pytorch_gan_aae(encoder, decoder, D, opt_g, opt_d, batches: Batches,
         opt_d.step()
         history.append({"loss_d": d_loss.item(), "loss_g": g_loss.item()})
     return history
+
+
+def pytorch_gan_cogan(G, D, opt_g, opt_d, batches: Pairs, rng: np.random.RandomState,
+                      latent_dim: int):  # fmt: skip
+    """eriklindernoren/PyTorch-GAN ``implementations/cogan/cogan.py`` (commit e0a8f3c),
+    one epoch of it: coupled GANs over two domains (MNIST and MNIST-M there). G is
+    ``coupled_generators(z)``, returning an image of each domain from shared layers; D is
+    ``coupled_discriminators(img1, img2)``, scoring each through its shared convolutions
+    (BatchNorm, Dropout2d) and a head per domain. ``batches`` are (imgs1, imgs2) pairs,
+    imgs1 grey and expanded to three channels as the script does; ``rng`` stands for
+    ``np.random``. G's step first, on the mean of the two domains' MSE against ones; then
+    D's on both real images and both fakes detached, the mean of its four MSEs: both
+    gradients at (g_t, d_t). ganstep: ``simultaneous()``, ``lsgan`` with ``g_scale=2``
+    (its MSE is twice lsgan's 0.5 (s - 1)^2; its D loss is lsgan's), G and D through
+    modules joining the two domains along the channels and D's two scores per sample
+    (``d_map=True``), ``d_forwards="loop"`` (D's draws and statistics as its three
+    forwards make them)."""
+    adversarial_loss = nn.MSELoss()
+    history = []
+    for imgs1, imgs2 in batches:
+        batch_size = imgs1.shape[0]
+        valid = torch.ones(batch_size, 1, dtype=imgs2.dtype)
+        fake = torch.zeros(batch_size, 1, dtype=imgs2.dtype)
+        imgs1 = imgs1.expand(imgs1.size(0), 3, *imgs1.shape[2:])
+        # Train Generators
+        opt_g.zero_grad()
+        z = _as_floats(rng.normal(0, 1, (batch_size, latent_dim)), imgs2)
+        gen_imgs1, gen_imgs2 = G(z)
+        validity1, validity2 = D(gen_imgs1, gen_imgs2)
+        g_loss = (adversarial_loss(validity1, valid) + adversarial_loss(validity2, valid)) / 2
+        g_loss.backward()
+        opt_g.step()
+        # Train Discriminators
+        opt_d.zero_grad()
+        validity1_real, validity2_real = D(imgs1, imgs2)
+        validity1_fake, validity2_fake = D(gen_imgs1.detach(), gen_imgs2.detach())
+        d_loss = (
+            adversarial_loss(validity1_real, valid)
+            + adversarial_loss(validity1_fake, fake)
+            + adversarial_loss(validity2_real, valid)
+            + adversarial_loss(validity2_fake, fake)
+        ) / 4
+        d_loss.backward()
+        opt_d.step()
+        history.append({"loss_d": d_loss.item(), "loss_g": g_loss.item()})
+    return history
