@@ -2314,3 +2314,24 @@ def assert_verified(port: dict) -> None:
     """A Step was printed, within float32's tolerance of the script."""
     assert port["max_difference"] is not None, port["notes"]
     assert port["max_difference"] <= 1e-6, port["notes"]
+
+
+def test_pytorch_gans_cogan_is_read_and_its_coupled_modules_named(tmp_path):
+    """cogan.py: its coupled G returns an image of each domain, its coupled D is called on
+    both together. The audit reads the update (simultaneous, D's Dropout2d and BatchNorm
+    making each of its three calls count); --port had said "D takes a condition that G
+    does not", and now says what the call is and how a Step trains it (docs/loops.md#cogan,
+    equal to the script in tests/test_pytorch_gan_loops.py)."""
+    proc, port = ported(tmp_path, "pytorch_gan_cogan")
+    report = json.loads((tmp_path / "pytorch_gan_cogan.json").read_text())
+    assert report["order"] == "simultaneous" and report["schedule"] == "simultaneous()"
+    assert report["forwards"] == {"G": 1, "D": 3}
+    assert port["code"] is None
+    assert port["notes"] == [
+        "G returns several tensors and D is called on two of them together (coupled GANs: "
+        "cogan.py's coupled_discriminators(gen_imgs1, gen_imgs2)), where a Step takes one "
+        "batch of fakes: a Step trains it through two small modules of your own, G's joining "
+        "its outputs along the channels and D's splitting them again and returning each "
+        "score (d_map=True), as docs/loops.md#cogan shows for PyTorch-GAN's cogan.py; not "
+        "mapped"
+    ]

@@ -1138,7 +1138,7 @@ def replay(rec, capture: Capture, iterations: int, d_order: str = "real_first",
         sources = [r[1] for it in reals for r in it if isinstance(r, tuple)]
         image_to_image = all(any(_same(z[0], c) for c in sources) for z, _ in zs)
         if not image_to_image:
-            return "D takes a condition that G does not: not mapped"
+            return COUPLED if _coupled(rec) else "D takes a condition that G does not: not mapped"
     clips = _clips(rec, iterations)
     if isinstance(clips, str):
         return clips
@@ -2262,6 +2262,28 @@ def _verifiable(rec, report) -> int:
         else:
             break
     return count
+
+
+# why the port maps no G whose outputs D takes together (CoGAN's coupled modules)
+COUPLED = (
+    "G returns several tensors and D is called on two of them together (coupled GANs: "
+    "cogan.py's coupled_discriminators(gen_imgs1, gen_imgs2)), where a Step takes one "
+    "batch of fakes: a Step trains it through two small modules of your own, G's joining "
+    "its outputs along the channels and D's splitting them again and returning each "
+    "score (d_map=True), as docs/loops.md#cogan shows for PyTorch-GAN's cogan.py; not "
+    "mapped"
+)
+
+
+def _coupled(rec) -> bool:
+    """Whether a call of D on G's output was given another output of that G call
+    beside it (:data:`COUPLED`)."""
+    for f in rec.forwards:
+        if f.label != "D" or f.producer is None or f.producer.label != "G" or not f.rest:
+            continue
+        if any(rec.made_by.get(key[0]) is f.producer for key in f.rest[0]):
+            return True
+    return False
 
 
 def port(rec, report, capture: Capture, names: dict[str, str], *,
