@@ -957,11 +957,18 @@ def _decided_in_float64(report: Report, run, path: Path, script, G, D,
 def _equal_in_both(report: Report, there: Port, found: Port, head: str) -> str:
     """Where the Step found equal to the script's float64 run (``there``) equals its own
     float32 run too (``found``), though no Step the search tried there did (it left out
-    a G term that gave G no gradient in the script's first iteration, which the float64
-    run's weighs): that Step put in ``report.port``, equal in both; what came of it."""
-    why = (": the Steps tried there left out a G term that gave G no gradient in the "
-           "script's first iteration, and this run's first G gradient weighs it"
-           if any(LEFT_OUT in n for n in report.port.notes) else "")  # fmt: skip
+    a G term that gave G no gradient in the script's first iteration, or read G's terms'
+    weights otherwise from float32's rounding of G's first gradient): that Step put in
+    ``report.port``, equal in both; what came of it."""
+    if any(LEFT_OUT in n for n in report.port.notes):
+        why = (": the Steps tried there left out a G term that gave G no gradient in the "
+               "script's first iteration, and this run's first G gradient weighs it")  # fmt: skip
+    elif found.chosen[1].g_fit:
+        why = (": there G's terms were weighed from its own first G gradient, whose "
+               "float32 rounding read them otherwise, and this run's reads the weights "
+               "printed")  # fmt: skip
+    else:
+        why = ""
     said = (f"{head}: this Step equals it, largest difference {there.max_difference:.3g} (<= "
             f"{FLOAT64_TOLERANCE:g}), and the script's own run too (largest difference "
             f"{found.max_difference:.3g} <= {TOLERANCE:g}), which no Step tried there "
