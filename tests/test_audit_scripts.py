@@ -1689,8 +1689,9 @@ def test_pytorch_gans_context_encoder_ports_with_its_weights_read(tmp_path):
                      "    g_scale=0.002,",
                      "once per iteration: step((batch[2], batch[1]))"):  # fmt: skip
         assert fragment in code, code
-    # its own run's first G gradient, or its float64 run's where that run chose among Steps
-    # equal in float32 (its data is new each run: the launcher seeds it from the OS)
+    # its own run's first G gradient, or its float64 run's where float32's rounding read
+    # the L1 otherwise (its data is new each run, the launcher seeding it from the OS: the
+    # next test pins that draw)
     assert re.search(r"weighted as the script's (float64 run's )?first G gradient says", code)
     assert "d_scale" not in code  # 0.5 * (real + fake) of MSE: ganstep's LSGAN
     G = torch.nn.Conv2d(1, 1, 3, 2, 1)  # a 32-pixel image in, a 16-pixel part out
