@@ -2341,22 +2341,41 @@ def assert_verified(port: dict) -> None:
     assert port["max_difference"] <= 1e-6, port["notes"]
 
 
-def test_pytorch_gans_cogan_is_read_and_its_coupled_modules_named(tmp_path):
+def test_pytorch_gans_cogan_ports_through_modules_joining_its_domains(tmp_path):
     """cogan.py: its coupled G returns an image of each domain, its coupled D is called on
-    both together. The audit reads the update (simultaneous, D's Dropout2d and BatchNorm
-    making each of its three calls count); --port had said "D takes a condition that G
-    does not", and now says what the call is and how a Step trains it (docs/loops.md#cogan,
-    equal to the script in tests/test_pytorch_gan_loops.py)."""
-    proc, port = ported(tmp_path, "pytorch_gan_cogan")
+    both together. --port had said "D takes a condition that G does not"; it now gives
+    the Step G and D through two printed modules, BothDomains (G's images joined along
+    the channels) and EachDomain (D on each domain's channels, both scores per sample:
+    d_map=True), each real batch the script's two joined: equal in float32 and float64
+    (docs/loops.md#cogan shows the same Step beside the script), D's Dropout2d and
+    BatchNorm as its three calls make them, and the code runs among the script's names."""
+    proc, port = ported(tmp_path, "pytorch_gan_cogan", flag=("--verify", 3))
     report = json.loads((tmp_path / "pytorch_gan_cogan.json").read_text())
-    assert report["order"] == "simultaneous" and report["schedule"] == "simultaneous()"
-    assert report["forwards"] == {"G": 1, "D": 3}
-    assert port["code"] is None
-    assert port["notes"] == [
-        "G returns several tensors and D is called on two of them together (coupled GANs: "
-        "cogan.py's coupled_discriminators(gen_imgs1, gen_imgs2)), where a Step takes one "
-        "batch of fakes: a Step trains it through two small modules of your own, G's joining "
-        "its outputs along the channels and D's splitting them again and returning each "
-        "score (d_map=True), as docs/loops.md#cogan shows for PyTorch-GAN's cogan.py; not "
-        "mapped"
-    ]
+    assert report["order"] == "simultaneous" and report["forwards"] == {"G": 1, "D": 3}
+    assert port["max_difference"] <= 1e-6 and port["float64_difference"] == 0, port["notes"]
+    code = port["code"]
+    for fragment in ("class BothDomains(torch.nn.Module):", "class EachDomain(torch.nn.Module):",
+                     "    BothDomains(coupled_generators), EachDomain(coupled_discriminators, "
+                     "(3, 3)), optimizer_G, optimizer_D,",
+                     "objective=LSGAN(),", "schedule=simultaneous(),", "    g_scale=2.0,",
+                     "    d_map=True,", '    d_forwards="loop",',
+                     "step(torch.cat((real_batch_1, real_batch_2), 1))"):  # fmt: skip
+        assert fragment in code, code
+
+    class Coupled(torch.nn.Module):  # stand-ins of the script's coupled modules: a head
+        def __init__(self, head, domains):  # for each of D's images, or each of G's on z
+            super().__init__()
+            self.head, self.domains = head, domains
+
+        def forward(self, *x):
+            return tuple(self.head(t) for t in (x * self.domains if len(x) == 1 else x))
+
+    image = torch.nn.Sequential(torch.nn.Linear(4, 3 * 8 * 8), torch.nn.Unflatten(1, (3, 8, 8)))
+    G = Coupled(image, 2)
+    D = Coupled(torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(3 * 8 * 8, 1)), 2)
+    names = {"torch": torch, "coupled_generators": G, "coupled_discriminators": D,
+             "optimizer_G": torch.optim.Adam(G.parameters()),
+             "optimizer_D": torch.optim.Adam(D.parameters())}  # fmt: skip
+    exec(code, names)  # noqa: S102 - the code the port printed
+    logs = names["step"](torch.cat((torch.rand(5, 3, 8, 8), torch.rand(5, 3, 8, 8)), 1))
+    assert {"loss_d", "loss_g"} <= set(logs)

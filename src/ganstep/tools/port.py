@@ -890,6 +890,10 @@ class Replay:
     g_join: tuple[str, int] | None = None
     # G given its z in a list of one (G([z]), rosinality's): the Step's G is a ListedG
     g_listed: bool = False
+    # G returning an image per domain and D called on them together (CoGAN's coupled
+    # modules): the channels of each of D's inputs; the Step's G is a BothDomains, its D
+    # an EachDomain, each real batch D's inputs joined along the channels
+    coupled: tuple[int, ...] | None = None
     # the script forwarded D in each phase of a simultaneous update on its own and D's
     # forward moves statistics (BatchNorm's): d_forwards="loop" keeps them the script's
     d_forwards_loop: bool = False
@@ -1024,14 +1028,16 @@ def _plain_texts(rec, capture: Capture, seq: int, plain: dict) -> dict[str, str]
 
 def replay(rec, capture: Capture, iterations: int, d_order: str = "real_first",
            augment: tuple[str, str] | None = None, pair: tuple[str, int] | None = None,
-           g_join: tuple[str, int] | None = None) -> Replay | str:  # fmt: skip
+           g_join: tuple[str, int] | None = None,
+           coupled: tuple[int, ...] | None = None) -> Replay | str:  # fmt: skip
     """Each iteration's real batches (D's inputs not made by G, nor requiring grad as a
     penalty's interpolates do; the real rows of a D input concatenated with G's) and
     G's inputs with the generator states at those calls (the same z given again is one
     draw); or why not. With ``augment`` (``_augment_of``), a real batch is the one
     before the script's change in D's call; with ``pair`` (``_paired_d``), each D input
     is read as the image and G's source it joins, ``D(x, c)``; with ``g_join``
-    (``_joined_condition``), G's one input as its z and condition, ``G(z, c)``."""
+    (``_joined_condition``), G's one input as its z and condition, ``G(z, c)``; with
+    ``coupled`` (:func:`_coupled`), D's inputs joined along the channels, one tensor."""
     reals: list[list[object]] = [[] for _ in range(iterations)]
     real_rng: list[list[list[Tensor]]] = [[] for _ in range(iterations)]  # at D(real)
     graded: list[list[object]] = [[] for _ in range(iterations)]  # data requiring grad
@@ -1088,6 +1094,8 @@ def replay(rec, capture: Capture, iterations: int, d_order: str = "real_first",
             if pair is not None and len(tensors) == 1 and tensors[0].dim() >= 2 and (
                     tensors[0].shape[1] > pair[1]):  # fmt: skip
                 tensors = _unpaired(tensors[0], pair)
+            if coupled is not None and len(tensors) == len(coupled):  # one image a domain
+                tensors = (torch.cat(tensors, 1),)
             d_takes.add(len(tensors))
             concat |= {f.concat} - {None}
             real, labels = _split_d_input(f, tensors, capture)
@@ -1138,7 +1146,7 @@ def replay(rec, capture: Capture, iterations: int, d_order: str = "real_first",
         sources = [r[1] for it in reals for r in it if isinstance(r, tuple)]
         image_to_image = all(any(_same(z[0], c) for c in sources) for z, _ in zs)
         if not image_to_image:
-            return COUPLED if _coupled(rec) else "D takes a condition that G does not: not mapped"
+            return "D takes a condition that G does not: not mapped"
     clips = _clips(rec, iterations)
     if isinstance(clips, str):
         return clips
@@ -1158,7 +1166,7 @@ def replay(rec, capture: Capture, iterations: int, d_order: str = "real_first",
                   graded_fake=_graded_fakes(rec, iterations),
                   clips=clips, g_reals=_g_phase_reals(rec, capture, iterations),
                   real_rng=real_rng, z_reused=z_reused, d_fill=d_fill,
-                  condition_real=condition_real, augment=augment, d_pair=pair,
+                  condition_real=condition_real, augment=augment, d_pair=pair, coupled=coupled,
                   g_join=g_join, g_listed=listed == {True}, np_states=np_states,
                   numpy_in_d=_numpy_drew_in_d_steps(rec, capture), g_seqs=z_seqs,
                   stepped=[st.label for st in rec.opt_steps], info=_info_calls(rec, z_seqs),
@@ -2054,6 +2062,9 @@ def _step(G, D, opt_g, opt_d, data: Replay, code: str, candidate: Candidate,
     g = G if data.embedding is None else _Embedded(G, data.embedding)
     if data.g_join is not None or data.g_listed:  # the printed class: the two cannot drift
         g = _made(*_g_wrapper(data))(G)
+    if data.coupled is not None:  # the printed class: the two cannot drift
+        g = _made("BothDomains", BOTH_DOMAINS)(G)
+        options.update(d_map=True)
     D = _d_taking(D, data)
     if candidate.style_mixing is not None:  # the printed class itself: the two cannot drift
         g = _made("StyleMixedG", _mixing_wrapper(*data.g_parts))(G, candidate.style_mixing)
@@ -2264,26 +2275,52 @@ def _verifiable(rec, report) -> int:
     return count
 
 
-# why the port maps no G whose outputs D takes together (CoGAN's coupled modules)
-COUPLED = (
-    "G returns several tensors and D is called on two of them together (coupled GANs: "
-    "cogan.py's coupled_discriminators(gen_imgs1, gen_imgs2)), where a Step takes one "
-    "batch of fakes: a Step trains it through two small modules of your own, G's joining "
-    "its outputs along the channels and D's splitting them again and returning each "
-    "score (d_map=True), as docs/loops.md#cogan shows for PyTorch-GAN's cogan.py; not "
-    "mapped"
-)
-
-
-def _coupled(rec) -> bool:
-    """Whether a call of D on G's output was given another output of that G call
-    beside it (:data:`COUPLED`)."""
+def _coupled(rec) -> tuple[int, ...] | None:
+    """The channels of each of D's inputs where a call of D on G's output was given
+    another output of that G call beside it (CoGAN's ``coupled_discriminators(gen_imgs1,
+    gen_imgs2)``) and every call of D took tensors of the same shapes, alike but in their
+    channels (dimension 1); else None. The Step then takes G and D through
+    :data:`BOTH_DOMAINS`' modules, each real batch D's inputs joined along the channels."""
+    found, shapes = False, set()
     for f in rec.forwards:
-        if f.label != "D" or f.producer is None or f.producer.label != "G" or not f.rest:
+        if f.label != "D":
             continue
-        if any(rec.made_by.get(key[0]) is f.producer for key in f.rest[0]):
-            return True
-    return False
+        shapes.add(tuple(shape for shape, _ in f.inputs))
+        if f.producer is None or f.producer.label != "G" or not f.rest:
+            continue
+        found |= any(rec.made_by.get(key[0]) is f.producer for key in f.rest[0])
+    if not found or len(shapes) != 1:
+        return None
+    (inputs,) = shapes
+    if len(inputs) < 2 or any(len(i) < 2 or i[0] != inputs[0][0] or i[2:] != inputs[0][2:]
+                              for i in inputs):  # fmt: skip
+        return None
+    return tuple(i[1] for i in inputs)
+
+
+BOTH_DOMAINS = '''class BothDomains(torch.nn.Module):
+    """G's images, one a domain, joined along the channels: one batch of fakes."""
+
+    def __init__(self, coupled):
+        super().__init__()
+        self.coupled = coupled
+
+    def forward(self, z):
+        return torch.cat(self.coupled(z), 1)
+
+
+class EachDomain(torch.nn.Module):
+    """D on each domain's channels, as the script calls it, its scores side by side."""
+
+    def __init__(self, coupled, channels):
+        super().__init__()
+        self.coupled, self.channels = coupled, channels
+
+    def forward(self, x):
+        return torch.cat(self.coupled(*x.split(self.channels, 1)), 1)
+
+
+'''
 
 
 def port(rec, report, capture: Capture, names: dict[str, str], *,
@@ -2311,13 +2348,14 @@ def port(rec, report, capture: Capture, names: dict[str, str], *,
     notes = []
     capture.numbers_end = _numbers(rec.namespace or {})  # as the script's run left them
     script = _find(rec, names, set(capture.settings))
-    pair, g_join = _paired_d(rec, capture, n), None
-    if pair is None:  # a condition joined to G's z, or its maps to D's image
+    coupled = _coupled(rec)  # (G's images of two domains, D called on both together)
+    pair, g_join = (None, None) if coupled else (_paired_d(rec, capture, n), None)
+    if pair is None and not coupled:  # a condition joined to G's z, or its maps to D's image
         g_join, pair = _joined_condition(rec, capture, n)
-    augment = None if pair is not None else _augment_of(rec, capture, n)
+    augment = None if pair is not None or coupled else _augment_of(rec, capture, n)
     # an augmentation's draws in D's real call, then z's, then the fakes': as D's own
     d_order = "real_g_fake" if augment is not None and report.d_g_between else report.step_d_order
-    data = replay(rec, capture, n, d_order, augment, pair, g_join)
+    data = replay(rec, capture, n, d_order, augment, pair, g_join, coupled)
     precision = _precision(rec, n, report.hazards)
     changed = None if augment is not None or pair is not None else _changed(rec, capture, n)
     notes += [problem for problem in (script, data, precision, changed)
@@ -2390,7 +2428,8 @@ def port(rec, report, capture: Capture, names: dict[str, str], *,
         found.notes.append(_unread_note(found.chosen[1]))
     if settings and found.code is not None:
         found.notes.append(settings)
-    made_real = None if pair else _real_made(rec, capture, n, augmented=augment is not None)
+    made_real = (None if pair or coupled  # (the caller joins the real batches itself)
+                 else _real_made(rec, capture, n, augmented=augment is not None))  # fmt: skip
     if made_real is not None and found.code is not None:
         found.notes.append(_real_made_note(made_real, ported=True))
     elif made_real is not None and none_equal:  # (after the losses' lines)
@@ -3931,6 +3970,11 @@ def _code(script: _Script, schedule: tuple[str, bool], candidate: Candidate,
         g, wrapper = f"{name}({g})", wrapper + text
     if data.d_pair is not None:
         d, wrapper = f"PairedD({d})", wrapper + _pair_wrapper(data.d_pair[0])
+    if data.coupled is not None:  # G's images of each domain, D on them together
+        g, d, wrapper = f"BothDomains({g})", f"EachDomain({d}, {data.coupled})", BOTH_DOMAINS
+        joined = ", ".join(f"real_batch_{i + 1}" for i in range(len(data.coupled)))
+        call = (f"step(torch.cat(({joined}), 1))  (the real batches D was given together, "
+                "joined along the channels)")  # fmt: skip
     if data.d_fill is not None:
         d, wrapper = f"FilledD({d})", wrapper + _fill_wrapper(*data.d_fill)
         call += "  (its labels as G is given them; FilledD fills them for D)"
@@ -3990,6 +4034,8 @@ def _options(candidate: Candidate, data: Replay, g_name: str = "G",
         more += f"\n    g_terms={{  # weights as {candidate.fitted_on} first G gradient says"
         more += "".join(f"\n        {_fitted_line(key, weight)}" for key, weight in candidate.g_fit)
         more += "\n    },"
+    if data.coupled is not None:
+        more += "\n    d_map=True,  # EachDomain's scores: one a domain, per sample"
     if data.conditional and data.condition_real:
         more += ('\n    condition="real",  # each fake made for its real batch\'s condition, as '
                  "the script makes them")  # fmt: skip
@@ -4209,6 +4255,8 @@ def _d_taking(D: nn.Module, data: Replay) -> nn.Module:
     image for D, in a ``ScalesD`` where D returns a list per scale; else D itself."""
     if data.d_pair is not None:
         D = _made("PairedD", _pair_wrapper(data.d_pair[0]))(D)
+    if data.coupled is not None:
+        D = _made("EachDomain", BOTH_DOMAINS)(D, data.coupled)
     if data.d_fill is not None:
         D = _made("FilledD", _fill_wrapper(*data.d_fill))(D)
     return _made("ScalesD", SCALES_WRAPPER)(D) if data.d_scales else D
