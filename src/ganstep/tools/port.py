@@ -3971,7 +3971,8 @@ def _code(script: _Script, schedule: tuple[str, bool], candidate: Candidate,
     if data.d_pair is not None:
         d, wrapper = f"PairedD({d})", wrapper + _pair_wrapper(data.d_pair[0])
     if data.coupled is not None:  # G's images of each domain, D on them together
-        g, d, wrapper = f"BothDomains({g})", f"EachDomain({d}, {data.coupled})", BOTH_DOMAINS
+        g, d = f"BothDomains({g})", f"EachDomain({d}, {data.coupled})"
+        wrapper += BOTH_DOMAINS
         joined = ", ".join(f"real_batch_{i + 1}" for i in range(len(data.coupled)))
         call = (f"step(torch.cat(({joined}), 1))  (the real batches D was given together, "
                 "joined along the channels)")  # fmt: skip
@@ -4252,7 +4253,8 @@ def _staged(module: nn.Module, data: Replay, role: str) -> nn.Module:
 def _d_taking(D: nn.Module, data: Replay) -> nn.Module:
     """D as the Step is given it: a ``FilledD`` made from the very text printed where the
     script fills G's condition for D, a ``PairedD`` where it joins G's source and the
-    image for D, in a ``ScalesD`` where D returns a list per scale; else D itself."""
+    image for D, an ``EachDomain`` where it calls D on G's images of each domain together
+    (:func:`_coupled`), in a ``ScalesD`` where D returns a list per scale; else D itself."""
     if data.d_pair is not None:
         D = _made("PairedD", _pair_wrapper(data.d_pair[0]))(D)
     if data.coupled is not None:
