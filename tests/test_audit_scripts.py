@@ -1469,17 +1469,23 @@ def test_a_g_term_that_gives_a_gradient_only_later_is_named_and_weighed_on_the_f
                for n in port["notes"])  # fmt: skip
     (tmp_path / "pytorch_gan_srgan.json").unlink()
     port = seeded_port(tmp_path, 100, script, "--verify", 16)
+    assert f"        {SR_CONTENT}  # feature_extractor's features" in port["code"]
+    assert_equal_in_both(port, "    g_terms={  # weights as the script's float64 run's first G "
+                         "gradient says", "the Steps tried there left out a G term that gave G "
+                         "no gradient in the script's first iteration, and this run's first G "
+                         "gradient weighs it")  # fmt: skip
+
+
+def assert_equal_in_both(port: dict, printed: str, why: str) -> None:
+    """``port`` found by --verify's float64 search and equal to the script's own run too,
+    0 apart in both, ``printed`` in its code, its float64 note ending with ``why``."""
     assert port["equal_in"] == "float32", port["notes"]
     assert port["max_difference"] == 0 and port["float64_difference"] == 0, port["notes"]
-    assert f"        {SR_CONTENT}  # feature_extractor's features" in port["code"]
-    assert ("    g_terms={  # weights as the script's float64 run's first G gradient "
-            "says") in port["code"]  # fmt: skip
+    assert printed in port["code"], port["code"]
     (said,) = [n for n in port["notes"] if n.startswith("float64")]
     assert said.endswith(
         "this Step equals it, largest difference 0 (<= 1e-12), and the script's own run too "
-        "(largest difference 0 <= 1e-05), which no Step tried there equalled: the Steps tried "
-        "there left out a G term that gave G no gradient in the script's first iteration, and "
-        "this run's first G gradient weighs it"
+        f"(largest difference 0 <= 1e-05), which no Step tried there equalled: {why}"
     ), said
 
 
@@ -1708,17 +1714,11 @@ def test_weights_float32_reads_otherwise_are_read_on_the_float64_run_and_equal_b
     weighed its terms (it had been printed as equal in float64 alone, "parts by 0")."""
     script = SCRIPTS / "pytorch_gan_context_encoder.py"
     port = seeded_port(tmp_path, 9, script, "--iterations", 3, "--verify", 3)
-    assert port["equal_in"] == "float32", port["notes"]
-    assert port["max_difference"] == 0 and port["float64_difference"] == 0, port["notes"]
-    assert ('    g_terms={"l1": (0.999, lambda v: torch.nn.functional.l1_loss(v.fake.x, '
-            "v.real.x))},  # G's L1 to the target, weighted as the script's float64 run's "
-            "first G gradient says") in port["code"]  # fmt: skip
-    (said,) = [n for n in port["notes"] if n.startswith("float64")]
-    assert said.endswith(
-        "and the script's own run too (largest difference 0 <= 1e-05), which no Step tried "
-        "there equalled: there G's terms were weighed from its own first G gradient, whose "
-        "float32 rounding read them otherwise, and this run's reads the weights printed"
-    ), said
+    assert_equal_in_both(port, '    g_terms={"l1": (0.999, lambda v: torch.nn.functional.l1_loss('
+                         "v.fake.x, v.real.x))},  # G's L1 to the target, weighted as the "
+                         "script's float64 run's first G gradient says", "there G's terms were "
+                         "weighed from its own first G gradient, whose float32 rounding read "
+                         "them otherwise, and this run's reads the weights printed")  # fmt: skip
 
 
 def test_pytorch_gans_ccgan_ports_with_gs_inputs_as_the_script_names_them(tmp_path):
