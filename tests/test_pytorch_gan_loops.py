@@ -845,3 +845,17 @@ def test_cogan_with_ds_forwards_merged_is_another_update():
     theirs, ours, _, _ = cogan_run(d_forwards="merged")
     with pytest.raises(AssertionError):
         assert_same_sides(ours, theirs)
+
+
+def test_aae_with_its_prior_drawn_before_the_encoders_noise_parts():
+    """Why aae_prior hands the encoder's draw back: the script draws the encoder's noise,
+    then the prior, from one stream; a Step given a prior drawn first (other values for
+    both) does not equal it."""
+    theirs, ours = aae_sides(seed=4)
+    batches = small_images(3)
+    reference.pytorch_gan_aae(*theirs, batches, theirs[0].rng, AAE_LATENT)
+    step = aae_step(ours)
+    for imgs in batches:
+        step((torch.from_numpy(ours[0].rng.normal(0, 1, (imgs.shape[0], AAE_LATENT))), imgs))
+    with pytest.raises(AssertionError):
+        assert_same_sides(ours, theirs)
