@@ -2401,14 +2401,13 @@ def port(rec, report, capture: Capture, names: dict[str, str], *,
             data = replace(data, d_scales=True, real_in_g_step=_real_in_g_step(rec, n))
         data = replace(data, loss_modules=_loss_modules(rec, capture, n, names, data),
                        feature_modules=_feature_modules(rec, capture, n, names, data))  # fmt: skip
+        # G's first moments: what the search's fit and the refit read G's terms from
+        moments = first_g_moments(rec, capture, script.opt_g) if only is None or refit else None
         if only is None:
-            tried, unread = _tried(script, capture, data, report,
-                                   first_g_moments(rec, capture, script.opt_g))  # fmt: skip
-        elif refit:
-            moments = first_g_moments(rec, capture, script.opt_g)
-            tried, unread = [_refitted(script, capture, data, only, moments)], None
+            tried, unread = _tried(script, capture, data, report, moments)
         else:
-            tried, unread = [only], None
+            chosen = _refitted(script, capture, data, only, moments) if refit else only
+            tried, unread = [chosen], None
         if isinstance(tried, str):
             return Port(None, n, notes=[tried])
         found = _search(script, capture, data, report, n, tried, tolerance,
@@ -3952,6 +3951,9 @@ def _code(script: _Script, schedule: tuple[str, bool], candidate: Candidate,
         batch = "(batch{}, batch{})".format(*data.g_given)
     if data.g_named is not None:
         batch = f"(real_batch, ({', '.join(data.g_named[0])}))"
+    if data.coupled is not None:  # each domain's real batch, joined as EachDomain splits them
+        joined = ", ".join(f"real_batch_{i + 1}" for i in range(len(data.coupled)))
+        batch = f"torch.cat(({joined}), 1)"
     call, k = f"step({batch})", _schedule(code).real_batches
     if _one_batch_for_d_steps(data, per_batch, k):
         call = f"step([{batch}] * {k})  (the script's one real batch for each of its {k} D steps)"
@@ -3973,9 +3975,7 @@ def _code(script: _Script, schedule: tuple[str, bool], candidate: Candidate,
     if data.coupled is not None:  # G's images of each domain, D on them together
         g, d = f"BothDomains({g})", f"EachDomain({d}, {data.coupled})"
         wrapper += BOTH_DOMAINS
-        joined = ", ".join(f"real_batch_{i + 1}" for i in range(len(data.coupled)))
-        call = (f"step(torch.cat(({joined}), 1))  (the real batches D was given together, "
-                "joined along the channels)")  # fmt: skip
+        call += "  (the real batches D was given together, joined along the channels)"
     if data.d_fill is not None:
         d, wrapper = f"FilledD({d})", wrapper + _fill_wrapper(*data.d_fill)
         call += "  (its labels as G is given them; FilledD fills them for D)"
