@@ -859,3 +859,127 @@ def test_aae_with_its_prior_drawn_before_the_encoders_noise_parts():
         step((torch.from_numpy(ours[0].rng.normal(0, 1, (imgs.shape[0], AAE_LATENT))), imgs))
     with pytest.raises(AssertionError):
         assert_same_sides(ours, theirs)
+
+
+# --- PixelDA: a source image and noise in, the task classifier trained beside G ---------
+
+PIXELDA_LATENT, PIXELDA_CLASSES, PIXELDA_PATCH = 3, 4, (1, 2, 2)
+
+
+class PixeldaG(nn.Module):
+    """pixelda.py's Generator in small: noise through a Linear to an image's shape, joined
+    to the source image along the channels, a convolution, a residual block with
+    BatchNorm, a convolution and Tanh; called ``generator(img, z)``."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = nn.Linear(PIXELDA_LATENT, 3 * 8 * 8)
+        self.l1 = nn.Sequential(nn.Conv2d(6, 4, 3, 1, 1), nn.ReLU())
+        self.block = nn.Sequential(nn.Conv2d(4, 4, 3, 1, 1), nn.BatchNorm2d(4), nn.ReLU(),
+                                   nn.Conv2d(4, 4, 3, 1, 1), nn.BatchNorm2d(4))  # fmt: skip
+        self.l2 = nn.Sequential(nn.Conv2d(4, 3, 3, 1, 1), nn.Tanh())
+
+    def forward(self, img, z):
+        out = self.l1(torch.cat((img, self.fc(z).view(*img.shape)), 1))
+        return self.l2(out + self.block(out))
+
+
+def pixelda_convs() -> list[nn.Module]:
+    """pixelda.py's blocks of D and of the classifier in small: strided convolutions,
+    LeakyReLU, InstanceNorm after all but the first; 8x8 to 2x2."""
+    return [nn.Conv2d(3, 4, 3, 2, 1), nn.LeakyReLU(0.2), nn.Conv2d(4, 8, 3, 2, 1),
+            nn.LeakyReLU(0.2), nn.InstanceNorm2d(8)]  # fmt: skip
+
+
+def pixelda_d() -> nn.Module:
+    """pixelda.py's PatchGAN Discriminator in small: a 1x2x2 map per image."""
+    return nn.Sequential(*pixelda_convs(), nn.Conv2d(8, 1, 3, 1, 1))
+
+
+def pixelda_classifier() -> nn.Module:
+    """pixelda.py's Classifier in small: its blocks, a Linear and a Softmax, whose output
+    the script gives CrossEntropyLoss (softmax twice, as written; its implicit dim is 1)."""
+    return nn.Sequential(*pixelda_convs(), nn.Flatten(), nn.Linear(8 * 2 * 2, PIXELDA_CLASSES),
+                         nn.Softmax(dim=1))  # fmt: skip
+
+
+def pixelda_sides():
+    """Two identical (generator, classifier, D, optimizer_G, optimizer_D) in float64;
+    optimizer_G holds the generator's and the classifier's parameters, as pixelda.py's
+    ``itertools.chain``."""
+    sides = []
+    for _ in range(2):
+        torch.manual_seed(0)
+        G, classifier, D = PixeldaG().double(), pixelda_classifier().double(), pixelda_d().double()
+        g_params = [*G.parameters(), *classifier.parameters()]
+        sides.append((G, classifier, D, torch.optim.Adam(g_params, 0.01, betas=(0.5, 0.9)),
+                      torch.optim.Adam(D.parameters(), 0.01, betas=(0.5, 0.9))))  # fmt: skip
+    return sides
+
+
+def pixelda_batches(count: int):
+    """The two loaders zipped: ((grey source images, their labels), (target images, labels))."""
+    gen = torch.Generator().manual_seed(11)
+
+    def labelled(channels: int):
+        x = torch.rand(6, channels, 8, 8, generator=gen, dtype=torch.float64) * 2 - 1
+        return x, torch.randint(PIXELDA_CLASSES, (6,), generator=gen)
+
+    return [(labelled(1), labelled(3)) for _ in range(count)]
+
+
+def pixelda_step(side, schedule=None) -> Step:
+    """The documented Step of pixelda.py (docs/loops.md, PixelDA): each condition the
+    source image and z, D's real batch the target images, the task loss a G term."""
+    G, classifier, D, opt_g, opt_d = side
+
+    def task(v):  # the script's task_loss_: the translated image's and the source's
+        labels = v.real.extra["label"]
+        return (F.cross_entropy(classifier(v.fake.x), labels)
+                + F.cross_entropy(classifier(v.fake.c[0]), labels)) / 2  # fmt: skip
+
+    return Step(G, D, opt_g, opt_d, objective="lsgan", schedule=schedule or simultaneous(),
+                latent=None, condition="real", d_conditional=False, g_scale=2.0,
+                g_terms={"task": (0.1, task)})  # fmt: skip
+
+
+def pixelda_run(step: Step, rng: np.random.RandomState, batches) -> list[dict]:
+    rows = []
+    for (imgs_A, labels_A), (imgs_B, _) in batches:
+        imgs_A = imgs_A.expand(-1, 3, -1, -1)
+        z = torch.from_numpy(rng.uniform(-1, 1, (imgs_A.shape[0], PIXELDA_LATENT)))
+        logs = step({"x": imgs_B, "c": (imgs_A, z), "label": labels_A})
+        rows.append({k: v.item() for k, v in logs.items()})
+    return rows
+
+
+def test_pytorch_gan_pixelda_as_written_equals_simultaneous_with_its_task_term():
+    """pixelda.py: G's step on MSE(D(G(imgs_A, z)), 1) + 0.1 (CE(classifier(fake), y_A) +
+    CE(classifier(imgs_A), y_A)) / 2, its optimizer over G and the classifier; then D on
+    the target images and the fakes detached, its two MSEs' mean: both at (g_t, d_t), z
+    from numpy's uniform, BatchNorm in G, InstanceNorm in D and the classifier."""
+    theirs, ours = pixelda_sides()
+    batches = pixelda_batches(4)
+    expected = reference.pytorch_gan_pixelda(*theirs, batches, np.random.RandomState(3),
+                                             PIXELDA_LATENT, PIXELDA_PATCH)  # fmt: skip
+    got = pixelda_run(pixelda_step(ours), np.random.RandomState(3), batches)
+    assert_losses(got, expected)
+    assert_same_sides(ours, theirs)  # G (and its BatchNorm), the classifier, D, both Adams
+    torch.manual_seed(0)
+    PixeldaG()
+    untrained = pixelda_classifier().double()
+    assert not torch.equal(ours[1][0].weight, untrained[0].weight)  # the term stepped it
+
+
+def test_pixelda_is_not_the_d_first_order():
+    """The check can fail: D stepping before G's loss (d_first) is another update."""
+    from ganstep import d_first
+
+    theirs, ours = pixelda_sides()
+    batches = pixelda_batches(3)
+    reference.pytorch_gan_pixelda(*theirs, batches, np.random.RandomState(3), PIXELDA_LATENT,
+                                  PIXELDA_PATCH)  # fmt: skip
+    pixelda_run(pixelda_step(ours, d_first()), np.random.RandomState(3), batches)
+    with pytest.raises(AssertionError):
+        assert_same_sides(ours, theirs)
+    assert torch.isfinite(ours[0].fc.weight).all()

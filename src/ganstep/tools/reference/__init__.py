@@ -70,8 +70,9 @@ with these, never with a re-writing of them: ``pytorch_examples_dcgan``,
 ``pytorch_gan_dualgan``, ``pytorch_gan_bicyclegan``, ``diffaugment`` with ``diff_augment``,
 ``taming_vqgan``, ``hifigan``, ``descript_melgan`` (its feature matching against D's
 real features from D's step, before D's update), ``pytorch_gan_bgan``, ``pytorch_gan_ebgan``,
-``pytorch_gan_aae``, ``pytorch_gan_cogan`` (tests/test_pytorch_gan_loops.py), and the
-conditional, image-to-image and StyleGAN2-ADA loops, which docs/loops.md shows each beside its Step;
+``pytorch_gan_aae``, ``pytorch_gan_cogan``, ``pytorch_gan_pixelda``
+(tests/test_pytorch_gan_loops.py), and the conditional, image-to-image and StyleGAN2-ADA
+loops, which docs/loops.md shows each beside its Step;
 ``udacity_gan_mnist`` (one-sided label smoothing, tests/test_label_smoothing.py);
 ``rasbt_gan_conv_smoothing`` (G trained against the smoothed label too, the same file);
 ``natsu6767_infogan`` (Natsu6767/InfoGAN-PyTorch: the info loss in G's step, its Q head
@@ -188,6 +189,7 @@ from .pytorch_gan import (  # noqa: F401
     pytorch_gan_esrgan,
     pytorch_gan_g_first,
     pytorch_gan_infogan,
+    pytorch_gan_pixelda,
     pytorch_gan_relativistic,
     pytorch_gan_sgan,
     pytorch_gan_srgan,

@@ -1097,3 +1097,48 @@ def pytorch_gan_cogan(G, D, opt_g, opt_d, batches: Pairs, rng: np.random.RandomS
         opt_d.step()
         history.append({"loss_d": d_loss.item(), "loss_g": g_loss.item()})
     return history
+
+
+def pytorch_gan_pixelda(generator, classifier, D, opt_g, opt_d, batches, rng: np.random.RandomState,
+                        latent_dim: int, patch: tuple[int, ...]):  # fmt: skip
+    """eriklindernoren/PyTorch-GAN ``implementations/pixelda/pixelda.py`` (commit e0a8f3c),
+    one epoch of it: pixel-level domain adaptation (MNIST to MNIST-M there). ``batches``
+    are ``((imgs_A, labels_A), (imgs_B, labels_B))``, the two loaders zipped: source images
+    (grey, expanded to three channels as the script does) with their labels, and target
+    images. ``generator(imgs_A, z)`` translates a source image, z drawn from
+    ``np.random.uniform(-1, 1, ...)`` (``rng`` stands for it); ``optimizer_G`` holds the
+    generator's and the classifier's parameters (``itertools.chain``). G's step first, on
+    ``MSE(D(fake_B), 1) + 0.1 * (CE(classifier(fake_B), labels_A) + CE(classifier(imgs_A),
+    labels_A)) / 2`` (D a PatchGAN, its targets of shape ``(n, *patch)``); then D's on the
+    target images and ``fake_B.detach()``, ``(MSE(D(imgs_B), 1) + MSE(D(fake_B), 0)) / 2``:
+    both gradients at (g_t, d_t). The script's accuracy on the target images (a classifier
+    forward after D's step) changes nothing and is left out. ganstep: ``simultaneous()``,
+    ``lsgan`` with ``g_scale=2``, ``latent=None``, ``condition="real"`` with each condition
+    ``(imgs_A, z)``, ``d_conditional=False`` and the task loss as a G term of 0.1 calling the
+    classifier, which G's optimizer holds too."""
+    adversarial_loss, task_loss = nn.MSELoss(), nn.CrossEntropyLoss()
+    lambda_adv, lambda_task = 1, 0.1
+    history = []
+    for (imgs_A, labels_A), (imgs_B, _) in batches:
+        batch_size = imgs_A.size(0)
+        valid = torch.ones(batch_size, *patch, dtype=imgs_B.dtype)
+        fake = torch.zeros(batch_size, *patch, dtype=imgs_B.dtype)
+        imgs_A = imgs_A.expand(batch_size, 3, *imgs_A.shape[2:])
+        # Train Generator
+        opt_g.zero_grad()
+        z = _as_floats(rng.uniform(-1, 1, (batch_size, latent_dim)), imgs_B)
+        fake_B = generator(imgs_A, z)
+        label_pred = classifier(fake_B)
+        task_loss_ = (task_loss(label_pred, labels_A) + task_loss(classifier(imgs_A), labels_A)) / 2
+        g_loss = lambda_adv * adversarial_loss(D(fake_B), valid) + lambda_task * task_loss_
+        g_loss.backward()
+        opt_g.step()
+        # Train Discriminator
+        opt_d.zero_grad()
+        real_loss = adversarial_loss(D(imgs_B), valid)
+        fake_loss = adversarial_loss(D(fake_B.detach()), fake)
+        d_loss = (real_loss + fake_loss) / 2
+        d_loss.backward()
+        opt_d.step()
+        history.append({"loss_d": d_loss.item(), "loss_g": g_loss.item()})
+    return history
