@@ -983,3 +983,36 @@ def test_pixelda_is_not_the_d_first_order():
     with pytest.raises(AssertionError):
         assert_same_sides(ours, theirs)
     assert torch.isfinite(ours[0].fc.weight).all()
+
+
+def test_a_g_taking_its_condition_first_is_named_in_gs_shape_error():
+    """A user giving PixelDA's G a latent and the source images as the condition: ganstep
+    calls G(z, c), so z reaches G's ``img``; the shape error says so and how to give z
+    (the documented Step). A G(z, c) failing on its z's width keeps the plain question."""
+    G, classifier, D, opt_g, opt_d = pixelda_sides()[0]
+    noise = lambda n: torch.rand(n, PIXELDA_LATENT, dtype=torch.float64)  # noqa: E731
+    step = Step(G, D, opt_g, opt_d, objective="lsgan", schedule=simultaneous(), latent=noise,
+                condition="real", d_conditional=False)  # fmt: skip
+    (imgs_A, _), (imgs_B, _) = pixelda_batches(1)[0]
+    with pytest.raises(ValueError) as raised:
+        step((imgs_B, imgs_A.expand(-1, 3, -1, -1)))
+    said = str(raised.value)
+    assert said.startswith("G failed on z of shape (6, 3) from latent(6)")
+    assert ("G's forward(img, z) names its noise 'z' after 'img', so z went to 'img'" in said
+            and "condition (c, z)" in said and "docs/loops.md#pixelda" in said)  # fmt: skip
+    assert "Does latent(n)" not in said
+
+    class ZFirst(nn.Module):  # G(z, c) whose first layer expects another z width
+        def __init__(self) -> None:
+            super().__init__()
+            self.fc = nn.Linear(5, 3 * 8 * 8)
+
+        def forward(self, z, img):
+            return torch.tanh(self.fc(z).view(*img.shape) + img)
+
+    G2 = ZFirst().double()
+    step = Step(G2, D, torch.optim.Adam(G2.parameters()), opt_d, objective="lsgan",
+                schedule=simultaneous(), latent=noise, condition="real",
+                d_conditional=False)  # fmt: skip
+    with pytest.raises(ValueError, match=r"Does latent\(n\) return the input G takes\?"):
+        step((imgs_B, imgs_A.expand(-1, 3, -1, -1)))

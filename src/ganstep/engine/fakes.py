@@ -156,20 +156,56 @@ def _generate(game: Game, latents: Latents, like: Batch, graph: bool) -> Batch:
         shapes = (
             tuple(z.shape) if isinstance(latents.z, Tensor) else [tuple(t.shape) for t in latents.z]
         )
+        order = _condition_first(game.g.module, latents)
         raise ValueError(
             f"G failed on z of shape {shapes} from latent({z.shape[0]}): "
-            f"{str(e).splitlines()[0]}. Does latent(n) return the input G takes?"
+            f"{str(e).splitlines()[0]}. " + (order or "Does latent(n) return the input G takes?")
         ) from e
     fake, extra = checked_fake(game, fake, like)
     return Batch(fake, latents.c, latents.z, extra)
 
 
+# the names G's forward gives its noise, where a script names it so
+_NOISE_NAMES = ("z", "noise", "latent", "latents", "z_noise", "noise_z")
+
+
+def _condition_first(G: object, latents: Latents) -> str | None:
+    """Why G failed, where its forward names its noise after the condition's place
+    (PixelDA's ``generator(img, z)``): ganstep calls ``G(z, c)``, so z went to the
+    condition's parameter. None where its signature says nothing of the kind."""
+    if latents.c is None:
+        return None
+    signature = _signature(G)
+    if signature is None:
+        return None
+    names = list(signature.parameters)
+    z_count = len(_parts(latents.z))
+    noise = [i for i, name in enumerate(names) if name.lower() in _NOISE_NAMES]
+    if not noise or noise[0] < z_count:
+        return None
+    taken = ", ".join(names[:z_count])
+    return (
+        f"ganstep calls G(z, c), and G's forward{signature} names its noise "
+        f"{names[noise[0]]!r} after {taken!r}, so z went to {taken!r}: where G takes its "
+        "condition first, give z with the condition (latent=None, each real batch's "
+        "condition (c, z), drawn before the call: docs/loops.md#pixelda) or wrap G in a "
+        "module whose forward(z, c) calls it in its order"
+    )
+
+
+def _signature(G: object) -> inspect.Signature | None:
+    """G's forward's signature; None where it cannot be read (a builtin)."""
+    try:
+        return inspect.signature(G.forward if isinstance(G, torch.nn.Module) else G)
+    except (TypeError, ValueError):
+        return None
+
+
 def _signature_fits(G: object, args: list) -> str | None:
     """G's forward's signature, as text, where ``args`` do not bind to it; None where they
     do (the TypeError came from inside G) or its signature cannot be read."""
-    try:
-        signature = inspect.signature(G.forward if isinstance(G, torch.nn.Module) else G)
-    except (TypeError, ValueError):
+    signature = _signature(G)
+    if signature is None:
         return None
     try:
         signature.bind(*args)
