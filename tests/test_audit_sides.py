@@ -320,17 +320,40 @@ def test_pytorch_gan_aae_names_the_step_that_trains_its_encoder_and_decoder(tmp_
     advice = ("a Step trains these sides with G = encoder (the module whose outputs D judges) "
               "and schedule simultaneous(): decoder, called on encoder's outputs in G's loss "
               "alone, goes in G's terms (g_terms), G's optimizer holding its parameters as the "
-              "script's does; docs/loops.md#aae")  # fmt: skip
-    assert f"  ganstep: {advice}" in proc.stdout
+              "script's does; docs/loops.md shows PyTorch-GAN's aae.py so (#aae: its "
+              "encoder's inputs the Step's condition, D's real batch a prior sample) and "
+              "pixelda.py (#pixelda: its source images and z the condition, its classifier "
+              "in a G term)")  # fmt: skip
+    assert f"  ganstep: {advice}.\n" in proc.stdout
     assert "no ganstep Step trains these sides" not in proc.stdout
     assert r["port"]["code"] is None
     assert r["port"]["notes"] == [
         "its G and D are sides of several modules: the port maps a G of one module, so write "
-        f"the Step by hand: {advice} shows PyTorch-GAN's aae.py so (its encoder's inputs the "
-        "Step's condition, D's real batch a prior sample)"
+        f"the Step by hand: {advice}"
     ]
     _, cycle = audited(tmp_path, SCRIPTS / "pytorch_gan_cyclegan.py")
     assert cycle["sides"] and "g_and_heads" not in cycle
+
+
+def test_pytorch_gan_pixelda_names_its_generator_and_its_classifier(tmp_path):
+    """PyTorch-GAN's pixelda.py: optimizer_G over its generator and its task classifier,
+    D judging the generator's images alone, the classifier called on them (and on the
+    source images) in G's loss alone: the Step of docs/loops.md#pixelda, equal to the
+    script in tests/test_pytorch_gan_loops.py. Its passes are the script's: G's three
+    forwards (the generator, the classifier twice), D's three, D's weight gradients in
+    G's step wasted."""
+    proc, r = audited(tmp_path, SCRIPTS / "pytorch_gan_pixelda.py", "--iterations", 3, "--port")
+    assert r["order"] == "simultaneous" and r["sides"] == {"G": ["generator", "classifier"],
+                                                           "D": ["discriminator"]}  # fmt: skip
+    assert r["g_and_heads"] == {"judged": "generator", "heads": ["classifier"],
+                                "schedule": "simultaneous()"}  # fmt: skip
+    assert r["forwards"] == {"G": 3, "D": 3}
+    assert any("D's weight gradients were computed in G's step" in h for h in r["hazards"])
+    assert ("a Step trains these sides with G = generator (the module whose outputs D "
+            "judges) and schedule simultaneous(): classifier, called on generator's outputs "
+            "in G's loss alone, goes in G's terms (g_terms)") in proc.stdout  # fmt: skip
+    assert "#pixelda: its source images and z the condition" in proc.stdout
+    assert r["port"]["code"] is None and "write the Step by hand" in r["port"]["notes"][0]
 
 
 def ported(tmp_path: Path, script: str, *args) -> tuple:

@@ -85,7 +85,7 @@ class GAndItsHeads:
     (``judged``), the others (``heads``) called on G's outputs in G's loss only: an
     adversarial autoencoder's encoder and decoder (PyTorch-GAN's ``aae.py``), by the
     script's names. A Step takes the judged module as G; G's optimizer may hold the
-    heads too, and G's terms call them (docs/loops.md#aae)."""
+    heads too, and G's terms call them (docs/loops.md#aae, #pixelda)."""
 
     judged: str
     heads: tuple[str, ...]
@@ -102,9 +102,10 @@ class GAndItsHeads:
         return (f"a Step trains these sides with G = {self.judged} (the module whose outputs "
                 f"D judges){order}: {heads}, called on {self.judged}'s outputs in G's loss "
                 "alone, goes in G's terms (g_terms), G's optimizer holding its parameters as "
-                "the script's does; docs/loops.md#aae shows PyTorch-GAN's aae.py so (its "
-                "encoder's inputs the Step's condition, D's real batch a prior "
-                "sample)")  # fmt: skip
+                "the script's does; docs/loops.md shows PyTorch-GAN's aae.py so (#aae: its "
+                "encoder's inputs the Step's condition, D's real batch a prior sample) and "
+                "pixelda.py (#pixelda: its source images and z the condition, its classifier "
+                "in a G term)")  # fmt: skip
 
 
 def g_and_its_heads(rec: Recorder, roles: dict[str, str],
