@@ -1,6 +1,9 @@
 """Label smoothing: ``NS(real_label=...)``, D's target for real samples below 1
-(Salimans et al., 2016), as Udacity's GAN notebook writes it, and ``NS(g_label=...)``,
-G's target too, as rasbt's gan-conv-smoothing notebook writes it (float64)."""
+(Salimans et al., 2016), as Udacity's GAN notebook writes it, ``NS(g_label=...)``,
+G's target too, as rasbt's gan-conv-smoothing notebook writes it (float64), and
+``fake_label``, D's target for the fakes (two-sided: the DCGAN example's forks, in
+tests/test_real_g_fake.py; pytorch-CycleGAN-and-pix2pix's ``GANLoss`` with its target
+labels set, for NS and LSGAN)."""
 
 from __future__ import annotations
 
@@ -14,7 +17,8 @@ from hypothesis import strategies as st
 from torch import nn
 
 from ganstep import Step, d_first, g_first, reference, simultaneous
-from ganstep.engine.objectives import BGAN, NS, Minimax
+from ganstep.engine.objectives import BGAN, LSGAN, NS, Minimax
+from ganstep.tools.reference.other_codebases import GANLoss
 
 Z_SIZE = 5
 
@@ -272,3 +276,116 @@ def test_a_g_label_outside_0_to_1_is_refused_by_name(label):
         return
     with pytest.raises(ValueError, match=r"g_label \(G's target for its fakes' scores\)"):
         NS(g_label=label)
+
+
+# --- D's target for the fakes too: fake_label (two-sided label smoothing) --------------
+
+
+@pytest.mark.parametrize("form", [{}, {"bce_with_logits": True}, {"probabilities": True}],
+                         ids=["softplus", "bce_with_logits", "probabilities"])  # fmt: skip
+def test_fake_label_moves_only_ds_fake_term(form):
+    """L_D's fake term is the BCE of D's fake scores against fake_label (BCELoss on
+    probabilities); its real term and L_G are unchanged by it; 0 computes what NS did."""
+    fake = torch.randn(7, 1, dtype=torch.float64)
+    real = torch.randn(7, 1, dtype=torch.float64)
+    if form.get("probabilities"):
+        fake, real = fake.sigmoid(), real.sigmoid()
+        bce = nn.functional.binary_cross_entropy
+    else:
+        bce = nn.functional.binary_cross_entropy_with_logits
+    smoothed = NS(real_label=0.9, fake_label=0.15, **form)
+    want = bce(real, torch.full_like(real, 0.9)) + bce(fake, torch.full_like(fake, 0.15))
+    assert smoothed.d_loss(real, fake)[0].item() == pytest.approx(want.item(), rel=1e-14)
+    assert torch.equal(smoothed.g_loss(fake)[0], NS(**form).g_loss(fake)[0])
+    assert torch.equal(NS(fake_label=0.0, **form).d_loss(real, fake)[0],
+                       NS(**form).d_loss(real, fake)[0])  # fmt: skip
+    assert "real_label=0.9" in repr(smoothed) and repr(smoothed).endswith("fake_label=0.15)")
+    assert repr(Minimax(fake_label=0.1)) == "Minimax(r1=0.0, r1_every=1, fake_label=0.1)"
+
+
+@pytest.mark.parametrize("mode", ["vanilla", "lsgan"])
+def test_smoothed_targets_compute_cyclegan_and_pix2pixs_ganloss(mode):
+    """pytorch-CycleGAN-and-pix2pix's GANLoss with its target labels set: D's loss
+    ``(criterionGAN(pred_real, True) + criterionGAN(pred_fake, False)) * 0.5`` and G's
+    ``criterionGAN(pred_fake, True)``, against NS and LSGAN with the same targets (G's
+    the real label; LSGAN's losses halved, so its G loss scaled by 2 and its D loss the
+    source's halved sum). GANLoss keeps its labels as float32 buffers: labels exact in
+    float32 (0.875, 0.25) compare in float64 (0.9 there is 0.89999998)."""
+    criterion = GANLoss(mode, target_real_label=0.875, target_fake_label=0.25)
+    pred_real = torch.randn(5, 1, 3, 3, dtype=torch.float64)
+    pred_fake = torch.randn(5, 1, 3, 3, dtype=torch.float64)
+    loss_d = (criterion(pred_real, True) + criterion(pred_fake, False)) * 0.5
+    loss_g = criterion(pred_fake, True)
+    if mode == "vanilla":
+        objective = NS(real_label=0.875, fake_label=0.25, g_label=0.875, bce_with_logits=True)
+        d_scale, g_scale = 0.5, 1.0
+    else:
+        objective = LSGAN(real_label=0.875, fake_label=0.25, g_label=0.875)
+        d_scale, g_scale = 1.0, 2.0
+    got_d = d_scale * objective.d_loss(pred_real, pred_fake)[0]
+    got_g = g_scale * objective.g_loss(pred_fake)[0]
+    assert got_d.item() == pytest.approx(loss_d.item(), rel=1e-14)
+    assert got_g.item() == pytest.approx(loss_g.item(), rel=1e-14)
+
+
+def test_lsgans_default_targets_compute_what_lsgan_computed():
+    """LSGAN(1, 0, 1) is lsgan as it was, bit for bit; the paper's (-1, 1, 0) coding its
+    own losses."""
+    real, fake = torch.randn(8, dtype=torch.float64), torch.randn(8, dtype=torch.float64)
+    plain = 0.5 * (real - 1).square().mean() + 0.5 * fake.square().mean()
+    assert torch.equal(LSGAN().d_loss(real, fake)[0], plain)
+    assert torch.equal(LSGAN().g_loss(fake)[0], 0.5 * (fake - 1).square().mean())
+    assert repr(LSGAN()) == "LSGAN(r1=0.0, r1_every=1)"
+    coded = LSGAN(real_label=1, fake_label=-1, g_label=0)
+    want = 0.5 * (real - 1).square().mean() + 0.5 * (fake + 1).square().mean()
+    assert coded.d_loss(real, fake)[0].item() == pytest.approx(want.item(), rel=1e-14)
+    assert coded.g_loss(fake)[0].item() == pytest.approx(0.5 * fake.square().mean().item())
+    assert repr(coded) == "LSGAN(r1=0.0, r1_every=1, fake_label=-1.0, g_label=0.0)"
+
+
+@pytest.mark.parametrize(
+    "objective",
+    [NS(real_label=0.9, fake_label=0.1, g_label=0.9), NS(fake_label=0.2), Minimax(fake_label=0.1),
+     BGAN(fake_label=0.1), LSGAN(real_label=0.9, fake_label=0.1, g_label=0.9),
+     LSGAN(real_label=1, fake_label=-1, g_label=0)],
+    ids=["ns-both", "ns", "minimax", "bgan", "lsgan", "lsgan-coded"],
+)  # fmt: skip
+def test_fused_step_takes_the_fake_labels_slope(objective):
+    """The fused simultaneous step's G gradient comes from D's through h_G' / h_D' at
+    the fake scores, whose h_D' is sigmoid(s) - fake_label (s - fake_label for LSGAN):
+    with D's fake target moved it equals the unfused step (a ratio that ignored it would
+    part them: the runs see the target)."""
+    from test_fused import assert_same_runs, run
+
+    same = type(objective)(**{k: getattr(objective, k) for k in ("real_label", "fake_label",
+                                                                 "g_label")})  # fmt: skip
+    assert_same_runs(run(objective, simultaneous(fused=True)), run(same, simultaneous()))
+    plain = {k: getattr(objective, k) for k in ("real_label", "g_label")}
+    with pytest.raises(AssertionError):
+        assert_same_runs(run(same, simultaneous()), run(type(objective)(**plain),
+                                                        simultaneous()))  # fmt: skip
+
+
+@given(st.one_of(st.floats(allow_nan=True), st.integers(), st.booleans(), st.text()))
+def test_a_fake_label_outside_0_to_1_is_refused_by_name(label):
+    if not isinstance(label, bool) and isinstance(label, int | float) and 0 <= label < 1:
+        assert NS(fake_label=label).fake_label == float(label)
+        return
+    with pytest.raises(ValueError, match=r"fake_label \(D's target for fake samples\)"):
+        NS(fake_label=label)
+
+
+@given(st.sampled_from(["real_label", "fake_label", "g_label"]),
+       st.one_of(st.floats(allow_nan=True), st.integers(), st.booleans(), st.text()))  # fmt: skip
+def test_lsgans_targets_are_finite_numbers(name, label):
+    options = {name: label}
+    number = not isinstance(label, bool) and isinstance(label, int | float)
+    if number and abs(label) <= torch.finfo(torch.float64).max:
+        if name == "real_label" and label == 0 or name == "fake_label" and label == 1:
+            with pytest.raises(ValueError, match="equal"):
+                LSGAN(**options)
+            return
+        assert getattr(LSGAN(**options), name) == float(label)
+        return
+    with pytest.raises(ValueError, match=rf"lsgan {name} \(.*\) must be a finite number"):
+        LSGAN(**options)

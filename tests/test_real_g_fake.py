@@ -125,6 +125,37 @@ def test_the_dcgan_example_as_written_with_a_dropout_d(d_order):
     assert_losses(got, expected)
 
 
+def dcgan_forks_run(objective: NS) -> tuple:
+    """The DCGAN example with its label convention set to 0.9 and 0.1, as its forks set
+    it, and ``objective``'s Step: both sides and both logs."""
+    theirs, ours = twins(dcgan_g, DropoutDCGAND, lr=2e-4)
+    data = images(4)
+    torch.manual_seed(1)
+    expected = reference.pytorch_examples_dcgan(*theirs, data, nz=4, real_label=0.9,
+                                                fake_label=0.1)  # fmt: skip
+    step = Step(*ours, objective=objective, schedule=d_first(), d_order="real_g_fake",
+                latent=lambda n: torch.randn(n, 4, 1, 1, dtype=torch.float64))  # fmt: skip
+    torch.manual_seed(1)
+    fixed_noise = torch.randn(6, 4, 1, 1, dtype=torch.float64)
+    got = [{k: v.item() for k, v in step(data[0]).items()}]
+    ours[0](fixed_noise)  # the example's sample grid after its first batch, G training
+    got += run_step(step, data[1:])
+    return ours, theirs, got, expected
+
+
+def test_the_dcgan_examples_forks_with_two_sided_label_smoothing():
+    """dcgan/main.py with ``real_label = 0.9`` and ``fake_label = 0.1`` (two-sided label
+    smoothing, as its forks write it): BCELoss against 0.9 on the real batch, 0.1 on the
+    fakes, and 0.9 again in G's step (it fills ``real_label``): NS's fake_label and
+    g_label. Without fake_label the Step parts (the check can fail)."""
+    smoothed = dict(probabilities=True, real_label=0.9, g_label=0.9)
+    ours, theirs, got, expected = dcgan_forks_run(NS(**smoothed, fake_label=0.1))
+    assert_same_sides(ours, theirs)
+    assert_losses(got, expected)
+    ours, theirs, _, _ = dcgan_forks_run(NS(**smoothed))
+    assert largest_gap(ours[1], theirs[1]) > 1e-6
+
+
 def hand_loop(G, D, opt_g, opt_d, batches, latent, order: str):
     """The textbook loop with the D step's lines in the DCGAN example's order (D on the
     real batch, then z and G, then D on the fakes): ``g_first`` as Lightning's GAN example

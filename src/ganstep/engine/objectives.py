@@ -189,7 +189,10 @@ class NS(WithR1, Objective):
     target for D's scores of its fakes, where a script trains G against the smoothed
     label too (rasbt/deeplearning-models' ``gan-conv-smoothing.ipynb``: both steps
     against ``valid*0.9``). :class:`Minimax` and :class:`BGAN`, whose G losses have no
-    target, refuse it.
+    target, refuse it. ``fake_label`` > 0 is D's target for the fakes (two-sided label
+    smoothing): the DCGAN example's forks that set its ``real_label = 0.9`` and
+    ``fake_label = 0.1`` (its G step fills ``real_label`` too: ``g_label=0.9``), and
+    pytorch-CycleGAN-and-pix2pix's ``GANLoss(target_real_label, target_fake_label)``.
 
     ``bce_with_logits=True`` computes the same losses as ``BCEWithLogitsLoss`` (its
     functional form) computes them, against targets 1 and 0, as scripts that call it
@@ -206,6 +209,7 @@ class NS(WithR1, Objective):
     def __init__(
         self, r1: float = 0.0, r1_every: int = 1, probabilities: bool = False,
         real_label: float = 1.0, bce_with_logits: bool = False, g_label: float = 1.0,
+        fake_label: float = 0.0,
     ) -> None:  # fmt: skip
         super().__init__(r1, r1_every)
         for name, value in (("probabilities", probabilities), ("bce_with_logits", bce_with_logits)):
@@ -226,13 +230,21 @@ class NS(WithR1, Objective):
                 raise ValueError(
                     f"{self.name} {name} ({what}) must be a number in (0, 1], got {value!r}"
                 )
+        ok = not isinstance(fake_label, bool) and isinstance(fake_label, int | float)
+        if not (ok and 0 <= fake_label < 1):
+            raise ValueError(
+                f"{self.name} fake_label (D's target for fake samples) must be a number in "
+                f"[0, 1), got {fake_label!r}"
+            )
         if g_label != 1 and not self.takes_g_label:
             raise ValueError(
                 f"{self.name}'s G loss has no target: g_label (G's target for its fakes' "
                 f"scores) is NS's, got {g_label!r}"
             )
         self.probabilities, self.real_label = probabilities, float(real_label)
-        self.g_label = float(g_label)
+        self.g_label, self.fake_label = float(g_label), float(fake_label)
+        if self.fake_label:  # D's slope at a fake is sigmoid(s) - fake_label: not -G's
+            self.constant_ratio = False
         if probabilities:
             self.applies_sigmoid = False
             self.not_fusable = "its losses on probabilities have no closed-form slope ratio here"
@@ -243,18 +255,21 @@ class NS(WithR1, Objective):
         shown += f", real_label={self.real_label}" if self.real_label != 1.0 else ""
         shown += ", bce_with_logits=True" if self.bce_with_logits else ""
         shown += f", g_label={self.g_label}" if self.g_label != 1.0 else ""
+        shown += f", fake_label={self.fake_label}" if self.fake_label else ""
         return shown + ")"
 
     def d_loss(self, real: Tensor, fake: Tensor) -> tuple[Tensor, Logs]:
         if self.probabilities:
-            return _bce(real, self.real_label) + _bce(fake, 0.0), {}
+            return _bce(real, self.real_label) + _bce(fake, self.fake_label), {}
         if self.bce_with_logits:
             return _mean_bce_with_logits(real, self.real_label) + _mean_bce_with_logits(
-                fake, 0.0), {}  # fmt: skip
-        if self.real_label != 1.0:  # as BCEWithLogitsLoss computes it, against the label
-            target = torch.full_like(real, self.real_label)
-            return F.binary_cross_entropy_with_logits(real, target) + F.softplus(fake).mean(), {}
-        return F.softplus(-real).mean() + F.softplus(fake).mean(), {}
+                fake, self.fake_label), {}  # fmt: skip
+        # against a label other than 1 or 0, as BCEWithLogitsLoss computes it
+        on_real = (_mean_bce_with_logits(real, self.real_label) if self.real_label != 1.0
+                   else F.softplus(-real).mean())  # fmt: skip
+        on_fake = (_mean_bce_with_logits(fake, self.fake_label) if self.fake_label
+                   else F.softplus(fake).mean())  # fmt: skip
+        return on_real + on_fake, {}
 
     def g_loss(self, fake: Tensor, real: Tensor | None = None) -> tuple[Tensor, Logs]:
         if self.probabilities:
@@ -267,10 +282,23 @@ class NS(WithR1, Objective):
         # h_D = softplus(s), h_G = softplus(-s): -sigmoid(-s) / sigmoid(s) = -exp(-s);
         # against G's target t, h_G = t softplus(-s) + (1 - t) softplus(s), whose ratio is
         # (sigmoid(s) - t) / sigmoid(s) = (1 - t) - t exp(-s)
+        if self.fake_label:
+            return self.smoothed_slopes(fake)
         if self.g_label == 1.0:
             return torch.sigmoid(fake), -torch.exp(-fake)
         t = self.g_label
         return torch.sigmoid(fake), (1.0 - t) - t * torch.exp(-fake)
+
+    def g_slope(self, fake: Tensor) -> Tensor:
+        """h_G'(s), L_G's slope per fake score (against G's target t: sigmoid(s) - t)."""
+        return torch.sigmoid(fake) - self.g_label
+
+    def smoothed_slopes(self, fake: Tensor) -> tuple[Tensor, Tensor]:
+        """The fused step's slopes where D's target for the fakes is ``fake_label`` t_f:
+        h_D = BCE(s, t_f), whose slope sigmoid(s) - t_f is 0 at sigmoid(s) = t_f (the
+        ratio is infinite there: those samples take D's extra pass)."""
+        d_slope = torch.sigmoid(fake) - self.fake_label
+        return d_slope, self.g_slope(fake) / d_slope
 
 
 class Minimax(NS):
@@ -287,7 +315,12 @@ class Minimax(NS):
             return -_mean_bce_with_logits(fake, 0.0), {}
         return -F.softplus(fake).mean(), {}
 
+    def g_slope(self, fake: Tensor) -> Tensor:
+        return -torch.sigmoid(fake)
+
     def fake_slopes(self, fake: Tensor) -> tuple[Tensor, Tensor]:
+        if self.fake_label:
+            return self.smoothed_slopes(fake)
         return torch.sigmoid(fake), torch.full_like(fake, -1.0)  # h_G = -h_D
 
 
@@ -306,28 +339,82 @@ class BGAN(NS):
             return 0.5 * torch.mean((torch.log(fake) - torch.log(1 - fake)) ** 2), {}
         return 0.5 * fake.square().mean(), {}
 
+    def g_slope(self, fake: Tensor) -> Tensor:
+        return fake
+
     def fake_slopes(self, fake: Tensor) -> tuple[Tensor, Tensor]:
         # h_D = softplus(s), h_G = s^2 / 2: s / sigmoid(s) = s (1 + exp(-s))
+        if self.fake_label:
+            return self.smoothed_slopes(fake)
         return torch.sigmoid(fake), fake * (1 + torch.exp(-fake))
+
+
+_LARGEST = torch.finfo(torch.float64).max  # a finite target (an int past it is not a float)
 
 
 class LSGAN(WithR1, Objective):
     """Least squares GAN with targets 0 and 1.
 
     L_D = 0.5 mean((D(x)-1)^2) + 0.5 mean(D(G(z))^2), L_G = 0.5 mean((D(G(z))-1)^2).
+
+    ``real_label``, ``fake_label`` and ``g_label`` move the targets (the LSGAN paper's
+    b, a and c): L_D = 0.5 mean((D(x) - real_label)^2) + 0.5 mean((D(G(z)) -
+    fake_label)^2), L_G = 0.5 mean((D(G(z)) - g_label)^2), as pytorch-CycleGAN-and-pix2pix's
+    ``GANLoss("lsgan", target_real_label, target_fake_label)`` computes them (its G
+    loss against the real label: ``g_label`` equal to ``real_label``), or the paper's
+    ``(-1, 1, 0)`` coding.
     """
 
     name = "lsgan"
     not_fusable = None
 
+    def __init__(
+        self, r1: float = 0.0, r1_every: int = 1, real_label: float = 1.0,
+        fake_label: float = 0.0, g_label: float = 1.0,
+    ) -> None:  # fmt: skip
+        super().__init__(r1, r1_every)
+        for name, value, what in (
+            ("real_label", real_label, "D's target for real samples"),
+            ("fake_label", fake_label, "D's target for fake samples"),
+            ("g_label", g_label, "G's target for its fakes' scores"),
+        ):
+            ok = not isinstance(value, bool) and isinstance(value, int | float)
+            if not (ok and abs(value) <= _LARGEST):
+                raise ValueError(f"{self.name} {name} ({what}) must be a finite number, "
+                                 f"got {value!r}")  # fmt: skip
+        if real_label == fake_label:
+            raise ValueError(
+                f"{self.name} real_label and fake_label are D's targets for real and fake "
+                f"samples: equal ({real_label!r}), D has nothing to tell apart"
+            )
+        self.real_label, self.fake_label = float(real_label), float(fake_label)
+        self.g_label = float(g_label)
+        self.targets = (self.real_label, self.fake_label, self.g_label) != (1.0, 0.0, 1.0)
+
+    def __repr__(self) -> str:
+        shown = super().__repr__()[:-1]
+        for name, default in (("real_label", 1.0), ("fake_label", 0.0), ("g_label", 1.0)):
+            value = getattr(self, name)
+            shown += f", {name}={value}" if value != default else ""
+        return shown + ")"
+
     def d_loss(self, real: Tensor, fake: Tensor) -> tuple[Tensor, Logs]:
+        if self.targets:
+            return (0.5 * (real - self.real_label).square().mean()
+                    + 0.5 * (fake - self.fake_label).square().mean()), {}  # fmt: skip
         return 0.5 * (real - 1).square().mean() + 0.5 * fake.square().mean(), {}
 
     def g_loss(self, fake: Tensor, real: Tensor | None = None) -> tuple[Tensor, Logs]:
+        if self.targets:
+            return 0.5 * (fake - self.g_label).square().mean(), {}
         return 0.5 * (fake - 1).square().mean(), {}
 
     def fake_slopes(self, fake: Tensor) -> tuple[Tensor, Tensor]:
-        # h_D = s^2 / 2, h_G = (s - 1)^2 / 2; the ratio is infinite at s = 0
+        # h_D = s^2 / 2, h_G = (s - 1)^2 / 2; the ratio is infinite at s = 0 (at s =
+        # fake_label for targets of the user's: h_D' = s - a, h_G' = s - c)
+        if self.targets:
+            d_slope = fake - self.fake_label
+            return d_slope, (fake - self.g_label) / d_slope
         return fake, (fake - 1) / fake
 
 

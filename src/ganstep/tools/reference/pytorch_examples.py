@@ -42,7 +42,8 @@ def dcgan_example(G, D, opt_g, opt_d, batches: Batches, latent: Latent, objectiv
 
 
 def pytorch_examples_dcgan(G, D, opt_g, opt_d, batches: Batches, nz: int,
-                           sample_every: int = 100):  # fmt: skip
+                           sample_every: int = 100, real_label: float = 1,
+                           fake_label: float = 0):  # fmt: skip
     """pytorch/examples ``dcgan/main.py`` (commit 13caa07) as written, one epoch: netD
     ends in a ``Sigmoid`` (``output.view(-1, 1).squeeze(1)``) and ``nn.BCELoss`` reads
     it; ``fixed_noise = torch.randn(batch, nz, 1, 1)`` before the loop; per batch
@@ -52,9 +53,13 @@ def pytorch_examples_dcgan(G, D, opt_g, opt_d, batches: Batches, nz: int,
     ``netG(fixed_noise)`` (G in training mode: its BatchNorm statistics move).
     ganstep: ``d_first()`` with ``ns(probabilities=True)`` and
     ``latent=lambda n: torch.randn(n, nz, 1, 1)``, the sample forward in the user's loop.
+    ``real_label`` and ``fake_label`` are the file's label convention (``real_label = 1``,
+    ``fake_label = 0``), which its forks (and the DCGAN tutorial's, which writes them
+    ``1.`` and ``0.``) set to 0.9 and 0.1 for two-sided label smoothing; its G step fills
+    ``real_label`` too: ``NS(probabilities=True, real_label=0.9, fake_label=0.1,
+    g_label=0.9)``.
     """
     criterion = nn.BCELoss()
-    real_label, fake_label = 1, 0
     history = []
     fixed_noise = torch.randn(batches[0].size(0), nz, 1, 1, dtype=batches[0].dtype)
     for i, real_cpu in enumerate(batches):
