@@ -1205,6 +1205,22 @@ def test_label_smoothing_reaching_gs_target_ports_to_ns_with_g_label(tmp_path):
     assert "objective=NS(probabilities=True, real_label=0.9, g_label=0.9)," in port["code"]
 
 
+def test_two_sided_label_smoothing_ports_to_ns_with_fake_label(tmp_path):
+    """The DCGAN example with ``real_label = 0.9`` and ``fake_label = 0.1``, as its
+    forks set them: D's targets 0.9 and 0.1, G's 0.9 (it fills ``real_label``). No
+    objective tried moved D's target for the fakes; NS(fake_label=0.1) does, 0 apart in
+    float32 and float64."""
+    source = (SCRIPTS / "dcgan_example.py").read_text()
+    assert source.count("real_label = 1.0\nfake_label = 0.0\n") == 1
+    forked = source.replace("real_label = 1.0\nfake_label = 0.0\n",
+                            "real_label = 0.9\nfake_label = 0.1\n")  # fmt: skip
+    port = port_of_source(tmp_path, "two_sided", forked, "--verify", "2",
+                          script_args=("--niter", "1"))  # fmt: skip
+    assert port["max_difference"] == 0 and port["float64_difference"] <= 1e-12, port["notes"]
+    assert ("objective=NS(probabilities=True, real_label=0.9, g_label=0.9, fake_label=0.1),"
+            in port["code"]), port["code"]  # fmt: skip
+
+
 def test_rasbts_label_smoothing_notebook_ports_with_its_rescaled_batch_named(tmp_path):
     """rasbt's gan-conv-smoothing notebook: G and D against ``valid*0.9``, G's step
     first and D's on its fakes, a BatchNorm D forwarded three times, D's loss halved.

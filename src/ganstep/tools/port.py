@@ -672,6 +672,8 @@ def candidates(d_output: Tensor, penalty: str | None, clip: float | None,
             for w in GP_WEIGHTS if numpy_alpha]  # fmt: skip
     smoothed = "; D's target for real samples 0.9 (one-sided label smoothing)"
     both = "; D's target for real samples and G's for its fakes 0.9 (label smoothing in both steps)"
+    two_sided = ("; D's targets 0.9 for real samples and 0.1 for fakes, G's 0.9 (two-sided label "
+                 "smoothing, the DCGAN example's real_label and fake_label so set)")  # fmt: skip
     if ends_in_sigmoid(d_output):
         why = "D's output comes out of a Sigmoid: BCE on its probabilities"
         found = [Candidate("NS(probabilities=True)", partial(NS, probabilities=True), d, 1.0, why)
@@ -685,6 +687,11 @@ def candidates(d_output: Tensor, penalty: str | None, clip: float | None,
                       partial(NS, probabilities=True, real_label=0.9, g_label=0.9), d, 1.0,
                       why + both)
             for d in (1.0, 0.5)
+        ] + [
+            Candidate("NS(probabilities=True, real_label=0.9, g_label=0.9, fake_label=0.1)",
+                      partial(NS, probabilities=True, real_label=0.9, g_label=0.9,
+                              fake_label=0.1), d, 1.0, why + two_sided)
+            for d in (1.0, 0.5)
         ] + [Candidate("Minimax(probabilities=True)", partial(Minimax, probabilities=True),
                        1.0, 1.0, why + SATURATING)] + [
             Candidate("BGAN(probabilities=True)", partial(BGAN, probabilities=True), d, 1.0,
@@ -697,6 +704,10 @@ def candidates(d_output: Tensor, penalty: str | None, clip: float | None,
               for d in (1.0, 0.5)]  # fmt: skip
     found += [Candidate("NS(real_label=0.9, g_label=0.9)",
                         partial(NS, real_label=0.9, g_label=0.9), d, 1.0, why + both)
+              for d in (1.0, 0.5)]  # fmt: skip
+    found += [Candidate("NS(real_label=0.9, g_label=0.9, fake_label=0.1)",
+                        partial(NS, real_label=0.9, g_label=0.9, fake_label=0.1), d, 1.0,
+                        why + two_sided)
               for d in (1.0, 0.5)]  # fmt: skip
     found.append(Candidate("Minimax()", Minimax, 1.0, 1.0, why + SATURATING))
     found.append(Candidate("BGAN()", BGAN, 1.0, 1.0, why + BOUNDARY_SEEKING))
