@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from torch import nn
 
 from ganstep import Step, d_first, g_first, reference, simultaneous
-from ganstep.engine.objectives import BGAN, LSGAN, NS, Minimax
+from ganstep.engine.objectives import BGAN, LSGAN, NS, Minimax, Objective
 from ganstep.tools.reference.other_codebases import GANLoss
 
 Z_SIZE = 5
@@ -389,3 +389,87 @@ def test_lsgans_targets_are_finite_numbers(name, label):
         return
     with pytest.raises(ValueError, match=rf"lsgan {name} \(.*\) must be a finite number"):
         LSGAN(**options)
+
+
+# --- labml.ai's GAN: smoothed labels drawn once, one per row, in the user's loss modules --
+
+
+class LabmlLogits(Objective):
+    """An objective of the user's (docs/loops.md#labml-gan): labml's two loss
+    modules, as its experiment calls them, on the Step's scores."""
+
+    name = "labml_logits"
+    applies_sigmoid = True  # BCE with logits: a D ending in a sigmoid is refused
+
+    def __init__(self, discriminator_loss: nn.Module, generator_loss: nn.Module) -> None:
+        self.discriminator_loss, self.generator_loss = discriminator_loss, generator_loss
+
+    # the Step reads D's (n, 1) logits as n scores; labml's labels are a column
+    def d_loss(self, real, fake):
+        loss_true, loss_false = self.discriminator_loss(real.view(-1, 1), fake.view(-1, 1))
+        return loss_true + loss_false, {"true": loss_true.detach(), "false": loss_false.detach()}
+
+    def g_loss(self, fake, real=None):
+        return self.generator_loss(fake.view(-1, 1)), {}
+
+
+def labml_losses(smoothing: float):
+    """Its loss modules, their labels drawn from torch's generator seeded alike, twice;
+    in float64 (the labels drawn in float32, as the experiment draws them)."""
+    made = []
+    for _ in range(2):
+        torch.manual_seed(9)
+        made.append((reference.LabmlDiscriminatorLogitsLoss(smoothing).double(),
+                     reference.LabmlGeneratorLogitsLoss(smoothing).double()))  # fmt: skip
+    return made
+
+
+def labml_sides():
+    """labml's MLP Generator and Discriminator in small (LeakyReLU(0.2), a Tanh out; D's
+    one logit), their Adams at its betas (0.5, 0.999), twice in float64."""
+    made = []
+    for _ in range(2):
+        torch.manual_seed(0)
+        G = nn.Sequential(nn.Linear(Z_SIZE, 16), nn.LeakyReLU(0.2), nn.Linear(16, X_DIM),
+                          nn.Tanh()).double()  # fmt: skip
+        D = nn.Sequential(nn.Linear(X_DIM, 16), nn.LeakyReLU(0.2), nn.Linear(16, 1)).double()
+        made.append((G, D, torch.optim.Adam(G.parameters(), 0.01, betas=(0.5, 0.999)),
+                     torch.optim.Adam(D.parameters(), 0.01, betas=(0.5, 0.999))))  # fmt: skip
+    return made
+
+
+def labml_run(objective_of, smoothing: float = 0.2):
+    """labml's step over 4 batches and ``objective_of(losses)``'s Step, z from torch's
+    generator seeded alike: both sides and both logs."""
+    theirs, ours = labml_sides()
+    (d_loss, g_loss), (our_d_loss, our_g_loss) = labml_losses(smoothing)
+    batches = real_batches(4, dtype=torch.float64)
+    latent = lambda n: torch.randn(n, Z_SIZE, dtype=torch.float64)  # noqa: E731 (sample_z)
+    torch.manual_seed(3)
+    expected = reference.labml_gan(*theirs, batches, latent, d_loss, g_loss)
+    step = Step(*ours, objective=objective_of(our_d_loss, our_g_loss),
+                schedule=d_first(reuse_fake=False), latent=latent)  # fmt: skip
+    torch.manual_seed(3)
+    return ours, theirs, run_step(step, batches), expected
+
+
+def test_labmls_gan_equals_d_first_with_its_loss_modules_as_the_objective():
+    """labml_nn/gan/original's experiment: D's step on BCE with logits against its
+    smoothed labels drawn once (one per row: U(0.8, 1) for the real batch, U(0, 0.2) for
+    the fakes), G's on fresh z against its own U(0.8, 1) rows; an objective calling its
+    loss modules, d_first(reuse_fake=False): equal to 1e-12."""
+    ours, theirs, got, expected = labml_run(LabmlLogits)
+    assert_same_sides(ours, theirs)
+    assert_losses(got, expected)
+
+
+def test_labmls_labels_are_per_row_not_one_smoothed_value():
+    """The check can fail: NS with one label per side (the labels' means) is another
+    update than labml's rows."""
+    _, (d_loss, g_loss) = labml_losses(0.2)
+    real_label, fake_label = d_loss.labels_true.mean().item(), d_loss.labels_false.mean().item()
+    ours, theirs, _, _ = labml_run(
+        lambda *_: NS(real_label=real_label, fake_label=fake_label,
+                      g_label=g_loss.fake_labels.mean().item()))  # fmt: skip
+    with pytest.raises(AssertionError):
+        assert_same_sides(ours, theirs)

@@ -75,6 +75,8 @@ real features from D's step, before D's update), ``pytorch_gan_bgan``, ``pytorch
 loops, which docs/loops.md shows each beside its Step;
 ``udacity_gan_mnist`` (one-sided label smoothing, tests/test_label_smoothing.py);
 ``rasbt_gan_conv_smoothing`` (G trained against the smoothed label too, the same file);
+``labml_gan`` (labml.ai's annotated GAN: smoothed labels drawn once, one per row, read by
+an objective of the user's, tests/test_label_smoothing.py);
 ``natsu6767_infogan`` (Natsu6767/InfoGAN-PyTorch: the info loss in G's step, its Q head
 in G's optimizer, tests/test_infogan.py);
 ``dcgan_tensorflow`` (G's optimizer run twice on one z, tests/test_g_steps_share_z.py);
@@ -126,6 +128,8 @@ from .other_codebases import (  # noqa: F401
     _DIFF_AUGMENT,
     GANLoss,
     ImagePool,
+    LabmlDiscriminatorLogitsLoss,
+    LabmlGeneratorLogitsLoss,
     _brightness,
     _contrast,
     _cutout,
@@ -149,6 +153,7 @@ from .other_codebases import (  # noqa: F401
     esrgan,
     feature_matching,
     hifigan,
+    labml_gan,
     lightning_conditional_g_first,
     lightning_g_first,
     lightning_gan_example,

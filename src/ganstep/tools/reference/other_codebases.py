@@ -1600,3 +1600,93 @@ def persson_progan(gen, critic, opt_gen, opt_critic, batches: Batches, latent: L
         alpha += cur_batch_size / ((progressive_epochs * 0.5) * dataset_size)
         alpha = min(alpha, 1)
     return history
+
+
+def _labml_labels(n: int, r1: float, r2: float, device=None) -> Tensor:
+    """labml_nn's ``_create_labels``: n smoothed labels, one column, drawn once."""
+    return torch.empty(n, 1, requires_grad=False, device=device).uniform_(r1, r2)
+
+
+class LabmlDiscriminatorLogitsLoss(nn.Module):
+    """labml_nn/gan/original/__init__.py's ``DiscriminatorLogitsLoss`` (commit 4b85f36):
+    ``BCEWithLogitsLoss`` of D's logits on the real batch against labels drawn once at
+    construction from U(1 - smoothing, 1), on the fakes against U(0, smoothing), 256 of
+    each (non-persistent buffers), the first n of them read for a batch of n (drawn again,
+    as many as the batch, where one is larger). Returns both losses."""
+
+    def __init__(self, smoothing: float = 0.2):
+        super().__init__()
+        self.loss_true = nn.BCEWithLogitsLoss()
+        self.loss_false = nn.BCEWithLogitsLoss()
+        self.smoothing = smoothing
+        self.register_buffer("labels_true", _labml_labels(256, 1.0 - smoothing, 1.0), False)
+        self.register_buffer("labels_false", _labml_labels(256, 0.0, smoothing), False)
+
+    def forward(self, logits_true: Tensor, logits_false: Tensor):
+        n_true, n_false, s = len(logits_true), len(logits_false), self.smoothing
+        if n_true > len(self.labels_true):
+            labels = _labml_labels(n_true, 1.0 - s, 1.0, logits_true.device)
+            self.register_buffer("labels_true", labels, False)
+        if n_false > len(self.labels_false):
+            labels = _labml_labels(n_false, 0.0, s, logits_false.device)
+            self.register_buffer("labels_false", labels, False)
+        return (self.loss_true(logits_true, self.labels_true[: len(logits_true)]),
+                self.loss_false(logits_false, self.labels_false[: len(logits_false)]))  # fmt: skip
+
+
+class LabmlGeneratorLogitsLoss(nn.Module):
+    """labml_nn/gan/original/__init__.py's ``GeneratorLogitsLoss``: ``BCEWithLogitsLoss``
+    of D's logits on the fakes against labels drawn once from U(1 - smoothing, 1)."""
+
+    def __init__(self, smoothing: float = 0.2):
+        super().__init__()
+        self.loss_true = nn.BCEWithLogitsLoss()
+        self.smoothing = smoothing
+        self.register_buffer("fake_labels", _labml_labels(256, 1.0 - smoothing, 1.0), False)
+
+    def forward(self, logits: Tensor):
+        if len(logits) > len(self.fake_labels):
+            labels = _labml_labels(len(logits), 1.0 - self.smoothing, 1.0, logits.device)
+            self.register_buffer("fake_labels", labels, False)
+        return self.loss_true(logits, self.fake_labels[: len(logits)])
+
+
+def labml_gan(G, D, opt_g, opt_d, batches: Batches, latent: Latent,
+              discriminator_loss: nn.Module, generator_loss: nn.Module,
+              discriminator_k: int = 1):  # fmt: skip
+    """labmlai/annotated_deep_learning_paper_implementations
+    ``labml_nn/gan/original/experiment.py`` (commit 1b70252), ``Configs.step`` in training
+    mode over ``batches`` (its DCGAN experiment trains with the same step): D's step on
+    ``calc_discriminator_loss`` (z drawn, D on the data, D on ``G(z).detach()``, the sum
+    of ``discriminator_loss``'s two losses), then, every ``discriminator_k``-th batch, G's
+    on ``calc_generator_loss`` (z drawn anew, ``generator_loss`` of D on ``G(z)``; D's
+    gradients cleared before its next step). ``latent`` is its ``sample_z``
+    (``torch.randn(n, 100)`` there). The losses are :class:`LabmlDiscriminatorLogitsLoss`
+    and :class:`LabmlGeneratorLogitsLoss`: smoothed labels drawn once, one per row.
+    ganstep: ``d_first(reuse_fake=False)`` with an objective of the user's calling the
+    same loss modules (docs/loops.md#labml-gan); its ``discriminator_k`` (1 in the
+    experiment) steps G at the epoch's last batch too, which ``g_every`` does not."""
+    history = []
+    for i, data in enumerate(batches):
+        # calc_discriminator_loss
+        z = latent(data.shape[0])
+        logits_true = D(data)
+        logits_false = D(G(z).detach())
+        loss_true, loss_false = discriminator_loss(logits_true, logits_false)
+        loss = loss_true + loss_false
+        opt_d.zero_grad()
+        loss.backward()
+        opt_d.step()
+        row = {"loss_d": loss.item()}
+        # batch_idx.is_interval(discriminator_k): labml_helpers' BatchIndex, the epoch's
+        # last batch too
+        if i + 1 == len(batches) or (i + 1) % discriminator_k == 0:
+            # calc_generator_loss
+            generated_images = G(latent(data.shape[0]))
+            g_loss = generator_loss(D(generated_images))
+            opt_g.zero_grad()
+            g_loss.backward()
+            opt_g.step()
+            row["loss_g"] = g_loss.item()
+        history.append(row)
+    return history
