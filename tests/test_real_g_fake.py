@@ -156,6 +156,60 @@ def test_the_dcgan_examples_forks_with_two_sided_label_smoothing():
     assert largest_gap(ours[1], theirs[1]) > 1e-6
 
 
+class BoltsD(nn.Module):
+    """Lightning Bolts' DCGANDiscriminator, narrow: bias-free convolutions, BatchNorm
+    after all but the first, LeakyReLU(0.2, inplace), a last convolution into a Sigmoid,
+    ``.view(-1, 1).squeeze(1)``."""
+
+    def __init__(self):
+        super().__init__()
+        self.disc = nn.Sequential(
+            nn.Conv2d(1, 4, 4, 2, 1, bias=False), nn.Identity(), nn.LeakyReLU(0.2, True),
+            nn.Conv2d(4, 8, 4, 2, 1, bias=False), nn.BatchNorm2d(8), nn.LeakyReLU(0.2, True),
+            nn.Conv2d(8, 1, 2, 1, 0, bias=False), nn.Sigmoid(),
+        )  # fmt: skip
+
+    def forward(self, x):
+        return self.disc(x).view(-1, 1).squeeze(1)
+
+
+def bolts_run(schedule=None, **options) -> tuple:
+    """Bolts' DCGAN step over 4 labelled batches and its Step (``schedule``, by default
+    d_first(reuse_fake=False), ``options`` added), the noise from torch's generator
+    seeded alike: both sides and both logs."""
+    theirs, ours = twins(dcgan_g, BoltsD, lr=2e-4)
+    labelled = [(x, torch.arange(len(x))) for x in images(4)]
+    torch.manual_seed(2)
+    G, D, opt_g, opt_d = theirs
+    expected = reference.lightning_bolts_dcgan(G, D, opt_d, opt_g, labelled, latent_dim=4)
+    step = Step(*ours, objective=NS(probabilities=True),
+                schedule=schedule or d_first(reuse_fake=False),
+                latent=lambda n: torch.randn(n, 4, 1, 1, dtype=torch.float64),
+                **options)  # fmt: skip
+    torch.manual_seed(2)
+    return ours, theirs, run_step(step, [x for x, _ in labelled]), expected
+
+
+def test_lightning_bolts_dcgan_equals_d_first_with_fresh_fakes_for_g():
+    """Bolts' DCGAN (Lightning 1.x's automatic optimization, two optimizers): D's step on
+    BCELoss of its Sigmoid on the real batch, then on fakes of noise drawn after it (G
+    toggled off, the fakes not detached), G's on noise drawn anew with D toggled off:
+    BatchNorm in both, every parameter, statistic and Adam state equal to 1e-12. Its D
+    runs on the real batch before the noise is drawn (``d_order="real_g_fake"``); with
+    nothing else drawing, the default order draws the same noise."""
+    for options in ({}, {"d_order": "real_g_fake"}):
+        ours, theirs, got, expected = bolts_run(**options)
+        assert_same_sides(ours, theirs)
+        assert_losses(got, expected)
+
+
+def test_lightning_bolts_dcgan_reusing_ds_fakes_for_g_is_another_update():
+    """The check can fail: G's step on the D step's fakes (d_first's default) is not
+    Bolts' (its G step draws its noise anew and forwards G again)."""
+    ours, theirs, _, _ = bolts_run(d_first())
+    assert largest_gap(ours[0], theirs[0]) > 1e-6
+
+
 def hand_loop(G, D, opt_g, opt_d, batches, latent, order: str):
     """The textbook loop with the D step's lines in the DCGAN example's order (D on the
     real batch, then z and G, then D on the fakes): ``g_first`` as Lightning's GAN example

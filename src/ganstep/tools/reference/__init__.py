@@ -75,6 +75,8 @@ real features from D's step, before D's update), ``pytorch_gan_bgan``, ``pytorch
 loops, which docs/loops.md shows each beside its Step;
 ``udacity_gan_mnist`` (one-sided label smoothing, tests/test_label_smoothing.py);
 ``rasbt_gan_conv_smoothing`` (G trained against the smoothed label too, the same file);
+``lightning_bolts_dcgan`` (Lightning Bolts' DCGAN under Lightning 1.x's automatic
+optimization, tests/test_real_g_fake.py);
 ``labml_gan`` (labml.ai's annotated GAN: smoothed labels drawn once, one per row, read by
 an objective of the user's, tests/test_label_smoothing.py);
 ``natsu6767_infogan`` (Natsu6767/InfoGAN-PyTorch: the info loss in G's step, its Q head
@@ -154,6 +156,7 @@ from .other_codebases import (  # noqa: F401
     feature_matching,
     hifigan,
     labml_gan,
+    lightning_bolts_dcgan,
     lightning_conditional_g_first,
     lightning_g_first,
     lightning_gan_example,

@@ -90,6 +90,51 @@ def lightning_gan_example(G, D, opt_g, opt_d, batches: Batches, latent: Latent):
     return history
 
 
+def lightning_bolts_dcgan(generator, discriminator, opt_disc, opt_gen, batches: Pairs,
+                          latent_dim: int):  # fmt: skip
+    """Lightning-Universe/lightning-bolts ``src/pl_bolts/models/gans/dcgan/dcgan_module.py``
+    (commit 0df73ec), ``DCGAN.training_step`` under Lightning 1.x's automatic optimization
+    with two optimizers (``configure_optimizers`` returns ``[opt_disc, opt_gen]``): for
+    each in turn, its ``toggle_optimizer`` (the other module's parameters off), the
+    closure (``training_step``, ``zero_grad``, ``backward``), its step. ``batches`` are
+    ``(real, labels)``; the labels are dropped. D's step (``optimizer_idx == 0``):
+    ``BCELoss(D(real), 1)``, then noise ``torch.randn(n, latent_dim)`` viewed as
+    ``(n, latent_dim, 1, 1)`` (its ``forward``), ``BCELoss(D(G(noise)), 0)``, their sum
+    (the fakes not detached: G's parameters are toggled off); G's step (``optimizer_idx
+    == 1``) on noise drawn anew, ``BCELoss(D(G(noise)), 1)``. D ends in a Sigmoid.
+    ganstep: ``d_first(reuse_fake=False)``, ``ns(probabilities=True)`` (D's forward on
+    the real batch comes before the noise: ``d_order="real_g_fake"``, the same where
+    nothing in D draws)."""
+    criterion = nn.BCELoss()
+
+    def fake_pred(n: int, like: Tensor) -> Tensor:  # its _get_fake_pred
+        noise = torch.randn(n, latent_dim, dtype=like.dtype)  # its _get_noise
+        return discriminator(generator(noise.view(*noise.shape, 1, 1)))
+
+    history = []
+    for real, _ in batches:
+        # optimizer_idx 0: toggle_optimizer(opt_disc), the closure, opt_disc.step()
+        _set_requires_grad(generator, False)
+        real_pred = discriminator(real)
+        real_loss = criterion(real_pred, torch.ones_like(real_pred))
+        fake = fake_pred(len(real), real)
+        disc_loss = real_loss + criterion(fake, torch.zeros_like(fake))
+        opt_disc.zero_grad()
+        disc_loss.backward()
+        opt_disc.step()
+        _set_requires_grad(generator, True)
+        # optimizer_idx 1: toggle_optimizer(opt_gen), the closure, opt_gen.step()
+        _set_requires_grad(discriminator, False)
+        fake = fake_pred(len(real), real)
+        gen_loss = criterion(fake, torch.ones_like(fake))
+        opt_gen.zero_grad()
+        gen_loss.backward()
+        opt_gen.step()
+        _set_requires_grad(discriminator, True)
+        history.append({"loss_d": disc_loss.item(), "loss_g": gen_loss.item()})
+    return history
+
+
 def pix2pix(G, D, opt_g, opt_d, batches: Pairs, lambda_l1: float = 100.0):
     """junyanz/pytorch-CycleGAN-and-pix2pix ``Pix2PixModel.optimize_parameters``.
 
