@@ -80,7 +80,7 @@ def test_docs_public_loops_run_and_equal_their_sources():
         h.lower().replace(" ", "-").replace(",", "")
         for h in re.findall(r"^## (.+)$", text, flags=re.M)
     }
-    assert len(rows) == 40 and {anchor for _, anchor in rows} <= headings
+    assert len(rows) == 41 and {anchor for _, anchor in rows} <= headings
     assert len(blocks) == len(rows) + 1  # the shared helpers, then one block per row
     orders = (DOCS / "guide" / "orders.md").read_text()
     for name, anchor in rows:  # the orders page's table links every row here

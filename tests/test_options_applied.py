@@ -144,6 +144,7 @@ STEP_OPTIONS: dict[str, tuple] = {
     "before_step": ({"d": lambda D: [p.grad.mul_(0) for p in D.parameters()]}, params_differ),
     "after_step": ({"g": lambda G: [p.data.mul_(0.5) for p in G.parameters()]}, params_differ),
     "log_scores": (True, lambda a, b: a.log_keys > b.log_keys),
+    "d_step_if": (lambda v: False, lambda a, b: "d_step" in a.log_keys and params_differ(a, b)),
 }
 WITH = {"conditional": {}, "condition": {"condition": "real"}, "simultaneous": {},
         "map_d": {}, "float32": {}, "info_terms": {"info_terms": INFO_TERMS},

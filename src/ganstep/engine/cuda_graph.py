@@ -22,7 +22,8 @@ Capture refuses what a graph cannot replay (each for the reason given):
   scalers read their overflow flag on the host before any other optimizer's step;
   ``bf16`` is fine;
 - ``distributed=True`` (collectives are left out of the graph);
-- ``check_finite=True`` (each check reads a value on the host);
+- ``check_finite=True`` (each check reads a value on the host), and ``d_step_if``
+  (it decides on the host whether D steps);
 - the fake pool (it draws from Python's random);
 - a G regularizer or an adaptive augmentation of your own that does not say it is
   capturable (PathLength, whose running mean changes in place, is captured: one graph
@@ -263,6 +264,11 @@ def _check_options(options: Options) -> None:
         raise ValueError(
             "CUDA graph capture: check_finite reads each loss on the host; check the "
             "losses the graphed step returns instead"
+        )
+    if options.d_step_if is not None:
+        raise ValueError(
+            "CUDA graph capture: d_step_if decides on the host whether D steps, and a "
+            "replay would repeat the captured decision"
         )
 
 

@@ -77,6 +77,9 @@ class Options:
     info_latent: Callable[[int], Tensor] | None = None
     # G's lazy regularizer (path length), or None; D's is the objective's (R1).
     g_regularizer: Regularizer | None = None
+    # D steps only where this is true of the D step's view, after its losses (3D-GAN's
+    # D trained while its accuracy is below 0.8): a host sync per D step; None: always.
+    d_step_if: Callable[[object], object] | None = None
 
 
 @dataclass

@@ -72,17 +72,21 @@ def run_phase(
     micro: MicroBatchStep,
     *,
     lazy=False,
+    closed: list[bool] | None = None,
 ) -> Logs:
     """The outline every phase shares: clear the gradients of the ``sides`` it steps,
     add each micro-batch's (``micro``), step each side once, and return the mean of
     the micro-batches' logs. Around each side's optimizer step run the user's hooks
     for this phase (``"d"``, ``"g"``, or ``"d_reg"``, ``"g_reg"`` for a ``lazy`` phase,
     in which every weight of the sides takes part in the step). Each side's step is
-    followed by its lazy regularization when due."""
+    followed by its lazy regularization when due. Where ``micro`` put True in
+    ``closed`` (``d_step_if`` said no), no side steps."""
     for side in sides:
         side.zero_grad()
     k = len(real)
     parts = [micro(r, f, k) for r, f in zip(real, fake, strict=True)]
+    if closed:  # D's step was decided against: its losses logged, nothing stepped
+        return mean_logs(parts)
     if lazy:  # as SG2-ADA's `real_logits * 0`: every weight of G or D takes this step
         for p in (p for side in sides for p in side.module_params()):
             if p.grad is None:
@@ -148,7 +152,9 @@ def d_phase(game: Game, real: MicroBatches, fake: MicroBatches | list[FakesAfter
         game.d_step_real.clear()
     if game.options.fake_pool is not None:  # every micro-batch's before D's forwards
         fake = [f if isinstance(f, FakesAfterReal) else pooled(game, f) for f in fake]
-    logs = run_phase(game, [game.d], real, fake, partial(d_micro_batch, game))
+    closed: list[bool] = []
+    logs = run_phase(game, [game.d], real, fake, partial(d_micro_batch, game, closed=closed),
+                     closed=closed)  # fmt: skip
     if game.options.objective.penalty_at == "own_step":  # the fakes that step read
         seen = [detach(f.made)[0] if isinstance(f, FakesAfterReal) else f for f in fake]
         logs.update(penalty_phase(game, real, seen))
@@ -196,8 +202,11 @@ def d_phase_making_fakes(
     return d_phase(game, real, detach(fake)), latents, fake
 
 
-def d_micro_batch(game: Game, real: Batch, fake: Batch | FakesAfterReal, k: int) -> Logs:
-    """One micro-batch of D's step: D on real and fake, L_D, its share of D's gradients."""
+def d_micro_batch(game: Game, real: Batch, fake: Batch | FakesAfterReal, k: int,
+                  closed: list[bool] | None = None) -> Logs:  # fmt: skip
+    """One micro-batch of D's step: D on real and fake, L_D, its share of D's gradients;
+    with ``d_step_if``, none where it says no (True put in ``closed``; logged as
+    ``d_step``, 1 or 0)."""
     given = real
     with game.precision.autocast():
         if isinstance(fake, FakesAfterReal):  # d_order="real_g_fake": G between D's forwards
@@ -213,10 +222,34 @@ def d_micro_batch(game: Game, real: Batch, fake: Batch | FakesAfterReal, k: int)
         view = View("D", real, fake, out_real, out_fake, game.progress.iteration)
         loss, logs, _, _ = d_loss(game, view, early)
     guard(game, loss_d=loss)
-    game.d.backward(micro_batch_share(loss, k))
-    if game.keeps_d_step_real:
+    if game.keeps_d_step_real:  # (its forward ran, whether D steps or not)
         game.d_step_real.append((given, detached(out_real), game.progress.iteration))
+    if game.options.d_step_if is not None and closed is not None:
+        steps = d_steps_here(game.options.d_step_if, view)
+        logs["d_step"] = loss.new_tensor(float(steps)).detach()
+        if not steps:
+            closed.append(True)
+            return logs
+    game.d.backward(micro_batch_share(loss, k))
     return logs
+
+
+def d_steps_here(gate: Callable[[View], object], view: View) -> bool:
+    """What ``d_step_if`` says of this D step (a bool, or a tensor of one element read on
+    the host)."""
+    said = gate(view)
+    if isinstance(said, torch.Tensor) and said.numel() != 1:
+        raise ValueError(
+            f"d_step_if must return a bool or a tensor of one element (whether D steps); "
+            f"it returned a tensor of shape {tuple(said.shape)}"
+        )
+    try:
+        return bool(said)
+    except (TypeError, ValueError) as e:
+        raise TypeError(
+            f"d_step_if must return a bool or a tensor of one element (whether D steps); "
+            f"it returned {type(said).__name__} ({e})"
+        ) from e
 
 
 def g_phase(game: Game, fake: MicroBatches, real: MicroBatches) -> Logs:

@@ -44,7 +44,7 @@ def steady_for(game: Game, schedule: Schedule, reals: list[Batch], D: nn.Module,
     ``None`` where every call takes the general path: micro-batches, data parallelism,
     fp16's loss scalers, a sampler of conditions or a condition that is not one tensor,
     loss terms, weights that are functions of the iteration, augmentation, a fake pool,
-    hooks, finite checks, InfoGAN's step, G's regularizer, the fused step,
+    hooks, finite checks, InfoGAN's step, G's regularizer, ``d_step_if``, the fused step,
     ``fresh_real`` and ``g_batch``, or a user's schedule. With ``condition="real"`` each
     fake is made for the condition of the real batch it is judged with, so a real
     batch's condition ``c`` goes with its samples through G and D."""
@@ -56,7 +56,8 @@ def steady_for(game: Game, schedule: Schedule, reals: list[Batch], D: nn.Module,
         and not callable(o.d_scale) and not callable(o.g_scale)
         and o.augment is None and o.fake_pool is None and not o.before_step
         and not o.after_step and not o.check_finite and game.info is None and o.sync is None
-        and o.g_regularizer is None and kind in (DFirst, GFirst, Simultaneous)
+        and o.g_regularizer is None and o.d_step_if is None
+        and kind in (DFirst, GFirst, Simultaneous)
         and not (kind is DFirst and (schedule.fresh_real or schedule.g_batch > 1))
         and not (kind is Simultaneous and schedule.fused)
         and all(type(b.x) is Tensor and b.extra is None and (b.c is None or type(b.c) is Tensor)

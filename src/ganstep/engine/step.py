@@ -31,6 +31,7 @@ from .step_checks import (
     check_compile_fits,
     check_d_arity,
     check_d_order_fits,
+    check_d_step_if,
     check_g_forwards,
     check_g_regularizer,
     check_models,
@@ -43,7 +44,7 @@ from .step_checks import (
     loss_terms,
     outside_params,
 )
-from .views import Term
+from .views import Term, View
 
 Terms = dict[str, Term | tuple[float, Term]]  # extra loss terms: {"name": fn or (weight, fn)}
 
@@ -228,6 +229,15 @@ class Step:
             batch of the last D step and the mean of their signs (``score_real``,
             ``score_fake``, ``sign_real``, ``sign_fake``; StyleGAN2-ADA logs these), from
             the forwards the step runs anyway, on the device.
+        d_step_if: a function of the D step's :class:`~ganstep.engine.views.View`
+            (after its forwards and losses) that says whether D steps: where it
+            returns false (or a one-element tensor that is), D's gradients are not
+            taken and its optimizer does not step; its forwards were run (BatchNorm's
+            statistics move) and its loss is logged, with ``d_step`` (1 or 0). The 3D-GAN
+            trains D only while its accuracy is below 0.8 (``lambda v: ((v.d_real >=
+            0.5).sum() + (v.d_fake <= 0.5).sum()) / (2 * v.real.n) < 0.8``). It reads
+            the answer on the host (a sync per D step); ``d_first`` and ``g_first`` only,
+            one batch a step, one process.
         check_finite: raise :class:`~ganstep.engine.errors.NonFiniteError` at the first real
             batch with a NaN or infinite value (before anything is updated) or the first
             non-finite loss (before any optimizer steps on it), naming which. Off by
@@ -243,7 +253,7 @@ class Step:
     Returns a dict of detached tensors on the device (no host sync): ``loss_d``,
     ``loss_g`` (of the last D and G step; an iteration that updates only one module
     reports only its loss), plus ``gp`` for ``wgan_gp`` and ``l_real``, ``k`` (after the
-    update), ``m_global`` for ``began``.
+    update), ``m_global`` for ``began``, and ``d_step`` with ``d_step_if``.
 
     The other module's parameters are switched off (``requires_grad=False``) during
     each phase and restored exactly as they were; only parameters the user left
@@ -268,7 +278,7 @@ class Step:
         info_optimizer: Optimizer | None = None, info_terms: Terms | None = None,
         info_latent: Callable[[int], tuple[Tensor, ...]] | None = None,
         before_step: dict[str, Hook] | None = None, after_step: dict[str, Hook] | None = None,
-        log_scores: bool = False,
+        log_scores: bool = False, d_step_if: Callable[[View], object] | None = None,
     ) -> None:
         # fmt: on
         check_models(G, D, opt_g, opt_d)
@@ -304,6 +314,8 @@ class Step:
             after_step=check_hooks(after_step, "after_step"),
             log_scores=flag(log_scores, "log_scores", TypeError), info_terms=info.terms,
             info_latent=info.latent, sync=data_parallel.GradientAverager() if distributed else None,
+            d_step_if=check_d_step_if(d_step_if, self.schedule, self.accumulate, distributed,
+                                      objective),
         )  # fmt: skip
         # The Step owns its progress; the game (what the phases read) shares it.
         self.progress = Progress()

@@ -16,6 +16,7 @@ from .game import D_FORWARDS, D_ORDERS
 from .objectives import Objective, has_penalty
 from .precision import Precision
 from .regularizers import Regularizer
+from .schedules import Simultaneous
 from .sides import Side, trainable
 from .views import any_reads_d_step_real, any_reads_real, normalize_terms
 
@@ -318,6 +319,35 @@ def check_d_order_fits(d_order: str, concat: object, accumulate: int,
             "d_order='real_g_fake' makes a D step's fakes after D's forward on the real "
             f"batch, and {clash}"
         )
+
+
+def check_d_step_if(d_step_if: object, schedule: object, accumulate: int, distributed: object,
+                    objective: Objective) -> Callable | None:  # fmt: skip
+    """``d_step_if``: None or a function of the D step's view, where D steps of their own
+    (``d_first``, ``g_first``) are decided once per step, in one process, counted by
+    nothing else (a lazy R1, a penalty step of its own)."""
+    if d_step_if is None:
+        return None
+    if not callable(d_step_if):
+        raise TypeError(
+            "d_step_if must be a function of the D step's view returning whether D steps "
+            f"(lambda v: ...), got {type(d_step_if).__name__}"
+        )
+    clash = None
+    if isinstance(schedule, Simultaneous):
+        clash = ("simultaneous() takes D's and G's gradients from one forward: use "
+                 "d_first() or g_first(), whose D steps are their own")  # fmt: skip
+    elif accumulate > 1:
+        clash = f"accumulate={accumulate} would decide per micro-batch: use accumulate=1"
+    elif distributed:
+        clash = ("each process could decide otherwise, and D's gradients are averaged "
+                 "across processes: decide on the batch of every process in your loop")  # fmt: skip
+    elif objective.r1_every > 1 or objective.penalty_at == "own_step":
+        clash = (f"objective {objective!r} steps D on its penalty by D's own steps or "
+                 "after them")  # fmt: skip
+    if clash is not None:
+        raise ValueError(f"d_step_if decides whether each D step is taken, and {clash}")
+    return d_step_if
 
 
 class InfoStep(NamedTuple):

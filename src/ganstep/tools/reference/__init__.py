@@ -75,6 +75,8 @@ real features from D's step, before D's update), ``pytorch_gan_bgan``, ``pytorch
 loops, which docs/loops.md shows each beside its Step;
 ``udacity_gan_mnist`` (one-sided label smoothing, tests/test_label_smoothing.py);
 ``rasbt_gan_conv_smoothing`` (G trained against the smoothed label too, the same file);
+``xchhuang_3dgan`` (a 3D-GAN stepping D only while its accuracy is below 0.8,
+tests/test_d_step_if.py);
 ``lightning_bolts_dcgan`` (Lightning Bolts' DCGAN under Lightning 1.x's automatic
 optimization, tests/test_real_g_fake.py);
 ``labml_gan`` (labml.ai's annotated GAN: smoothed labels drawn once, one per row, read by
@@ -172,6 +174,7 @@ from .other_codebases import (  # noqa: F401
     stylegan2_r1,
     taming_vqgan,
     udacity_gan_mnist,
+    xchhuang_3dgan,
     zeleni9_wgan_gp,
 )
 from .pix2pixhd import nvidia_pix2pixhd  # noqa: F401

@@ -135,6 +135,59 @@ def lightning_bolts_dcgan(generator, discriminator, opt_disc, opt_gen, batches: 
     return history
 
 
+def xchhuang_3dgan(G, D, D_solver, G_solver, batches: Batches, latent: Latent,
+                   d_thresh: float = 0.8, soft_label: bool = False):  # fmt: skip
+    """xchhuang/simple-pytorch-3dgan ``src/trainer.py`` (commit 927360a), one epoch of its
+    loop: Z drawn (``generateZ``: ``latent``, ``torch.Tensor(n, z_dim).normal_(0, 0.33)``
+    there), ``D(X)``, then ``D(G(Z))`` not detached; ``BCELoss`` against ones and zeros
+    (D ends in a Sigmoid, its output squeezed); D's accuracy, the share of real scores
+    >= 0.5 and fake scores <= 0.5, and only while it is below ``d_thresh`` (0.8, its
+    ``params.py``) ``D.zero_grad()``, the backward and ``D_solver.step()``. Then G's step
+    on Z drawn anew, ``BCELoss(D(G(Z)), real_labels)`` (``D.zero_grad()`` and
+    ``G.zero_grad()`` before its backward, which takes D's weight gradients too). With
+    ``soft_label`` (False in its ``params.py``) the labels are drawn each iteration from
+    U(0.7, 1.2) and U(0, 0.3) after D's forwards, G trained against the drawn real ones:
+    no Step draws labels so. ganstep: ``d_first(reuse_fake=False)``,
+    ``ns(probabilities=True)``, ``d_step_if`` reading D's accuracy from the step's view."""
+    criterion_D = nn.BCELoss()
+    history = []
+    for X in batches:
+        batch = X.size()[0]
+        Z = latent(batch)
+        # Train the discriminator
+        d_real = D(X)
+        fake = G(Z)
+        d_fake = D(fake)
+        real_labels = torch.ones_like(d_real)
+        fake_labels = torch.zeros_like(d_fake)
+        if soft_label:
+            real_labels = torch.Tensor(batch).uniform_(0.7, 1.2).to(X)
+            fake_labels = torch.Tensor(batch).uniform_(0, 0.3).to(X)
+        d_real_loss = criterion_D(d_real, real_labels)
+        d_fake_loss = criterion_D(d_fake, fake_labels)
+        d_loss = d_real_loss + d_fake_loss
+        d_real_acu = torch.ge(d_real.squeeze(), 0.5).float()
+        d_fake_acu = torch.le(d_fake.squeeze(), 0.5).float()
+        d_total_acu = torch.mean(torch.cat((d_real_acu, d_fake_acu), 0))
+        stepped = bool(d_total_acu < d_thresh)
+        if stepped:
+            D.zero_grad()
+            d_loss.backward()
+            D_solver.step()
+        # Train the generator
+        Z = latent(batch)
+        fake = G(Z)
+        d_fake = D(fake)
+        adv_g_loss = criterion_D(d_fake, real_labels)
+        D.zero_grad()
+        G.zero_grad()
+        adv_g_loss.backward()
+        G_solver.step()
+        history.append({"loss_d": d_loss.item(), "loss_g": adv_g_loss.item(),
+                        "d_step": float(stepped)})  # fmt: skip
+    return history
+
+
 def pix2pix(G, D, opt_g, opt_d, batches: Pairs, lambda_l1: float = 100.0):
     """junyanz/pytorch-CycleGAN-and-pix2pix ``Pix2PixModel.optimize_parameters``.
 
