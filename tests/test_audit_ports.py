@@ -2119,3 +2119,25 @@ def test_a_real_batch_noised_between_ds_dropout_draws_is_named_as_the_likely_cau
     port = port_of_source(tmp_path, "own", own, "--verify", "2", script_args=("--n_epochs", "1"))
     assert port["max_difference"] == 0, port["notes"]
     assert any(n.startswith("D was given its real batch made") for n in port["notes"])
+
+
+@pytest.mark.parametrize(("draw", "code", "law"), [
+    (lambda g: torch.rand(64, 4, generator=g) * 2 - 1, "torch.rand(n, 4) * 2 - 1",
+     "uniform on [-1, 1)"),
+    (lambda g: torch.rand(64, 4, generator=g), "torch.rand(n, 4)", "uniform on [0, 1)"),
+    (lambda g: torch.randn(64, 4, generator=g), "torch.randn(n, 4)", "normal"),
+    (lambda g: torch.randn(64, 4, generator=g) - 1, "torch.randn(n, 4) - 1", "normal about -1"),
+    (lambda g: torch.randn(64, 4, generator=g) * 0.33, "torch.randn(n, 4) * 0.31",
+     "normal with a standard deviation of 0.31"),  # (as these 256 values' spread reads)
+    (lambda g: torch.randn(64, 4, generator=g) * 5, "torch.randn(n, 4) * 4.7",
+     "normal with a standard deviation of 4.7"),
+], ids=["uniform(-1, 1)", "uniform(0, 1)", "normal", "normal(-1, 1)", "normal(0, 0.33)",
+        "normal(0, 5)"])  # fmt: skip
+def test_the_latents_law_is_read_from_the_scripts_draws(draw, code, law):
+    """The printed latent's law, read from the values the script drew: the 3D-GAN's
+    normal(0, 0.33) lies within [-1, 1] but is not uniform there (its spread says so),
+    and a normal of another spread than 1 is printed with it."""
+    from ganstep.tools.port import _draw
+
+    z = draw(torch.Generator().manual_seed(0))
+    assert _draw(z) == (code, law)

@@ -4407,11 +4407,24 @@ def _mixing_wrapper(first: str, then: str) -> str:
     )
 
 
+# the standard deviation of uniform(-1, 1)
+UNIFORM_STD = 3**-0.5
+
+
+def _spread_unlike(seen: Tensor, std: float) -> bool:
+    """Whether the values' spread is not that of a law of standard deviation ``std``: off
+    by more than a fifth and by more than 4 standard errors of a normal sample's."""
+    n = seen.numel()
+    return n > 1 and abs(float(seen.std()) / std - 1) > max(0.2, 4 / (2 * n) ** 0.5)
+
+
 def _draw(z: Tensor) -> tuple[str, str]:
     """A draw of ``z``'s rows as code, and its law, read from the values the script drew
     (with numpy, often): uniform on [0, 1) or [-1, 1), normal (about a mean of its own
-    where the values sit away from 0: infogan.py's code, normal(-1, 1)), or a float
-    one-hot of classes."""
+    where the values sit away from 0: infogan.py's code, normal(-1, 1); with a standard
+    deviation of its own where theirs is far from 1: the 3D-GAN's normal(0, 0.33), whose
+    values all lie in [-1, 1] but are not uniform there), or a float one-hot of
+    classes."""
     shape = ", ".join(str(s) for s in z.shape[1:])
     if _one_hot(z):
         k, dtype = z.shape[1], str(z.dtype).removeprefix("torch.")
@@ -4419,17 +4432,23 @@ def _draw(z: Tensor) -> tuple[str, str]:
                 f"one-hot labels of {k} classes")  # fmt: skip
     if not bool((z < 0).any()):  # [0, 1): torch.rand's
         return f"torch.rand(n, {shape})", "uniform on [0, 1)"
-    if bool((z.abs() <= 1).all()) and z.numel() > 1:  # np.random.uniform(-1, 1)'s
+    seen = z.double().flatten()
+    within = bool((z.abs() <= 1).all()) and z.numel() > 1
+    if within and not _spread_unlike(seen, UNIFORM_STD):  # np.random.uniform(-1, 1)'s
         return f"torch.rand(n, {shape}) * 2 - 1", "uniform on [-1, 1)"
     # a mean of its own where it is 5 standard errors from 0 (a batch of 4 draws from
-    # normal(0, 1) often sits 0.4 off), read to the nearest half
-    seen = z.double().flatten()
+    # normal(0, 1) often sits 0.4 off), read to the nearest half; a spread of its own to
+    # two significant figures
     error = float(seen.std() / seen.numel() ** 0.5) if seen.numel() > 1 else float("inf")
     mean = round(float(seen.mean()) * 2) / 2 if abs(float(seen.mean())) > 5 * error else 0.0
+    std = float(f"{float(seen.std()):.2g}") if _spread_unlike(seen, 1.0) else 1.0
+    draw, law = f"torch.randn(n, {shape})", "normal"
+    if std != 1.0:
+        draw, law = f"{draw} * {std:g}", f"normal with a standard deviation of {std:g}"
     if mean == 0:
-        return f"torch.randn(n, {shape})", "normal"
+        return draw, law
     shift = f"{'+' if mean > 0 else '-'} {abs(mean):g}"
-    return f"torch.randn(n, {shape}) {shift}", f"normal about {mean:g}"
+    return f"{draw} {shift}", f"{law} about {mean:g}"
 
 
 def _seen(z: Tensor) -> str:
