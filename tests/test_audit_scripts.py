@@ -1817,6 +1817,7 @@ def test_pytorch_gans_dragan_is_told_its_d_learns_from_its_penalty_alone(tmp_pat
         "was forwarded on G's output before it in that step and no backward took that forward"
     )
     assert r["other_forwards"] == {"G": 0, "D": 2} and r["regularization"] == {"G": 0, "D": 1}
+    assert r["d_steps_skipped"] == 0  # its D steps on the penalty are D steps: none skipped
     assert r["port"]["code"] is None and r["port"]["notes"] == [
         "no ganstep schedule matches this update order (see above): D stepped on its penalty "
         "alone (the first hazard), which a Step writes as its D loss weighted 0 (d_scale=0) "
@@ -2383,3 +2384,28 @@ def test_pytorch_gans_cogan_ports_through_modules_joining_its_domains(tmp_path):
     exec(code, names)  # noqa: S102 - the code the port printed
     logs = names["step"](torch.cat((torch.rand(5, 3, 8, 8), torch.rand(5, 3, 8, 8)), 1))
     assert {"loss_d", "loss_g"} <= set(logs)
+
+
+def test_a_d_step_under_a_condition_is_read_as_one_and_named_so(tmp_path):
+    """simple-pytorch-3dgan's trainer.py steps D only while its accuracy is below 0.8:
+    where it skipped D's step, G stepped twice with D's forwards and loss between and no
+    backward. The audit had read that as irregular G steps and advised
+    d_first(g_steps=5); it now says D's step was skipped (in how many of the script's
+    iterations), names d_step_if, and --port, which does not read the condition, says to
+    write that Step by hand (docs/loops.md#3d-gan: equal to the script, seeded so that
+    D's accuracy reaches 0.8 within the iterations audited)."""
+    out = tmp_path / "r.json"
+    proc = seeded_ganstep(0, "audit", SCRIPTS / "xchhuang_3dgan.py", "--iterations", 3,
+                          "--port", "--json", out, cache=tmp_path, cwd=tmp_path)  # fmt: skip
+    r = json.loads(out.read_text())
+    assert r["order"] == "d_first" and r["schedule"] is None
+    skipped = r["d_steps_skipped"]
+    assert skipped >= 1 and r["pattern"].startswith(
+        f"D's step skipped in {skipped} of the script's {3 + skipped} iterations: D forwarded "
+        "on a real batch and on G's fakes and its loss taken, but no backward")  # fmt: skip
+    assert "g_steps" not in proc.stdout
+    advice = "ganstep: a d_first() Step takes D's step under a condition with d_step_if="
+    assert advice in proc.stdout
+    assert r["port"]["code"] is None and r["port"]["notes"][0].startswith(
+        f"D's step was skipped in {skipped} of the script's iterations (see above): the port "
+        "does not read the condition, so write the Step by hand")  # fmt: skip

@@ -220,6 +220,14 @@ class _Step:
 
 NO_STEPS = "no optimizer step of G or D ran"  # a report's pattern when nothing trained
 
+# what a Step of a loop whose D step is taken under a condition is (Report.d_steps_skipped)
+GATED_D_STEP = (
+    "a d_first() Step takes D's step under a condition with d_step_if=, a function of the "
+    "D step's view saying whether D steps (the script's own condition, which the audit does "
+    "not read; reuse_fake=False where G's step makes fakes of its own); docs/loops.md#3d-gan "
+    "shows the 3D-GAN's accuracy gate so"
+)
+
 
 @dataclass
 class Report:
@@ -271,6 +279,10 @@ class Report:
     # --warmup_batches), left out of everything above, and the script's line of the first
     warm_up: int = 0
     warm_up_at: str | None = None
+    # the script's iterations whose D step was skipped: D forwarded on a real batch and on
+    # G's fakes, no backward, before a G step (a D step under a condition of the script's:
+    # the 3D-GAN's D stepped only while its accuracy is below 0.8)
+    d_steps_skipped: int = 0
 
     def as_dict(self) -> dict:
         """A JSON-ready dict (the error as its message)."""
@@ -297,6 +309,7 @@ class Report:
             "regularization_at": self.regularization_at,
             "sides": self.sides,
             **({} if self.g_and_heads is None else {"g_and_heads": self.g_and_heads.as_dict()}),
+            "d_steps_skipped": self.d_steps_skipped,
             "info_steps": self.info_steps,
             "warm_up": self.warm_up,
             **({} if self.port is None else {"port": self.port.as_dict()}),
@@ -379,6 +392,8 @@ class Report:
                 f"  ganstep: schedule {self.schedule} computes this update with the fewest "
                 f"passes; it would save about {wasted} per iteration."
             )
+        elif self.d_steps_skipped:
+            lines.append(f"  ganstep: {GATED_D_STEP}.")
         else:
             lines.append("  ganstep: no single ganstep schedule matches this update order.")
         if self.port is not None:
@@ -1003,6 +1018,8 @@ class _Analysis:
         self.info = [s for s in info_steps(rec) if s.iteration < iterations]
         self._cost: dict[tuple, int] = {}
         self._mark_recomputed_and_used()
+        # the script's iterations whose D step was skipped, where order() read them so
+        self.d_skipped = 0
 
     def _mark_recomputed_and_used(self) -> None:
         seen: set[tuple] = set()
@@ -1472,6 +1489,15 @@ class _Analysis:
             described = ", ".join(s[0] for s in shapes)
             return "other", None, pattern or f"orders per iteration: {described}"
         (order,) = orders
+        skipped = self.skipped_d_steps()
+        if skipped and order == "d_first" and set(d_counts) == {1}:
+            self.d_skipped, runs = skipped, len(d_counts) + skipped
+            return order, None, (
+                f"D's step skipped in {skipped} of the script's {runs} iterations: D "
+                "forwarded on a real batch and on G's fakes and its loss taken, but no "
+                "backward, before those G steps (a D step under a condition of the "
+                "script's); counted above from one D step to the next"
+            )  # fmt: skip
         # the counts most iterations ran (a first iteration often differs)
         n_d, n_g = _most_common(d_counts), _most_common(g_counts)
         if pattern is None and (n_d, n_g) != (1, 1):
@@ -1485,6 +1511,21 @@ class _Analysis:
                        f"{', '.join(map(str, d_counts))}")  # fmt: skip
             return order, f"d_first(g_every={k})", pattern
         return order, _schedule(order, n_d, n_g, self.reuses_z()), pattern
+
+    def skipped_d_steps(self) -> int:
+        """How many G steps followed another G step with a D step skipped between them: D
+        forwarded on data and on G's output, no backward through either (the 3D-GAN's
+        ``if d_total_acu < d_thresh:`` around D's backward and step)."""
+        steps = self.steps  # (a D step on a penalty alone between them is a D step)
+        skipped = 0
+        for before, after in zip(steps, steps[1:], strict=False):
+            if before.label != "G" or after.label != "G" or self.regularizing(before):
+                continue
+            between = [f for f in self.forwards if before.seq < f.seq < after.seq
+                       and f.label == "D" and not f.used and not f.continues]  # fmt: skip
+            if any(f.fed_by_g for f in between) and any(f.producer is None for f in between):
+                skipped += 1
+        return skipped
 
     def reuses_z(self) -> bool:
         """Whether the first D step after G's regenerates its fakes from the z of G's
@@ -1605,7 +1646,8 @@ def analyse(
                   d_profile, d_order, d_concat, a.g_between(), regularization,
                   regularization_at=regularization_at, info_steps=a.per(len(a.info)),
                   info_at=a.info[0].where if a.info else None, warm_up=len(a.warm),
-                  warm_up_at=a.warm[0].where if a.warm else None)  # fmt: skip
+                  warm_up_at=a.warm[0].where if a.warm else None,
+                  d_steps_skipped=a.d_skipped if schedule is None else 0)  # fmt: skip
 
 
 def observe_d(rec: Recorder) -> DProfile | None:

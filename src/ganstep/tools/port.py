@@ -105,6 +105,7 @@ from ..engine.views import (
     reads_real,
 )
 from .audit import (
+    GATED_D_STEP,
     PENALTY_ALONE,
     STALE_CAST,
     info_steps,
@@ -2357,6 +2358,11 @@ def port(rec, report, capture: Capture, names: dict[str, str], *,
     warm_up = _warm_up(rec)
     if warm_up is not None:
         return Port(None, n, notes=[warm_up])
+    if report.schedule is None and report.d_steps_skipped:
+        return Port(None, n, notes=[
+            f"D's step was skipped in {report.d_steps_skipped} of the script's iterations (see "
+            f"above): the port does not read the condition, so write the Step by hand: "
+            f"{GATED_D_STEP}"])  # fmt: skip
     if report.schedule is None:
         why = "no ganstep schedule matches this update order (see above)"
         if any(PENALTY_ALONE in h for h in report.hazards):  # dragan.py's
