@@ -231,18 +231,28 @@ def test_g_label_is_what_makes_the_notebook_equal():
         assert_same_sides(ours, theirs)
 
 
-@pytest.mark.parametrize("form", [{}, {"bce_with_logits": True}, {"probabilities": True}],
-                         ids=["softplus", "bce_with_logits", "probabilities"])  # fmt: skip
-def test_g_label_moves_only_gs_loss(form):
-    """L_G is the BCE of D's fake scores against g_label (BCELoss on probabilities); L_D
-    is unchanged by it."""
+# NS's three forms of its losses
+FORMS = pytest.mark.parametrize(
+    "form", [{}, {"bce_with_logits": True}, {"probabilities": True}],
+    ids=["softplus", "bce_with_logits", "probabilities"],
+)  # fmt: skip
+
+
+def scores_and_bce(form: dict) -> tuple:
+    """D's real and fake scores as ``form`` reads them (probabilities, or logits), and the
+    BCE torch computes on them against a target."""
     fake = torch.randn(7, 1, dtype=torch.float64)
     real = torch.randn(7, 1, dtype=torch.float64)
     if form.get("probabilities"):
-        fake, real = fake.sigmoid(), real.sigmoid()
-        bce = nn.functional.binary_cross_entropy
-    else:
-        bce = nn.functional.binary_cross_entropy_with_logits
+        return real.sigmoid(), fake.sigmoid(), nn.functional.binary_cross_entropy
+    return real, fake, nn.functional.binary_cross_entropy_with_logits
+
+
+@FORMS
+def test_g_label_moves_only_gs_loss(form):
+    """L_G is the BCE of D's fake scores against g_label (BCELoss on probabilities); L_D
+    is unchanged by it."""
+    real, fake, bce = scores_and_bce(form)
     smoothed = NS(g_label=0.85, **form)
     want = bce(fake, torch.full_like(fake, 0.85))
     assert smoothed.g_loss(fake)[0].item() == pytest.approx(want.item(), rel=1e-14)
@@ -281,18 +291,11 @@ def test_a_g_label_outside_0_to_1_is_refused_by_name(label):
 # --- D's target for the fakes too: fake_label (two-sided label smoothing) --------------
 
 
-@pytest.mark.parametrize("form", [{}, {"bce_with_logits": True}, {"probabilities": True}],
-                         ids=["softplus", "bce_with_logits", "probabilities"])  # fmt: skip
+@FORMS
 def test_fake_label_moves_only_ds_fake_term(form):
     """L_D's fake term is the BCE of D's fake scores against fake_label (BCELoss on
     probabilities); its real term and L_G are unchanged by it; 0 computes what NS did."""
-    fake = torch.randn(7, 1, dtype=torch.float64)
-    real = torch.randn(7, 1, dtype=torch.float64)
-    if form.get("probabilities"):
-        fake, real = fake.sigmoid(), real.sigmoid()
-        bce = nn.functional.binary_cross_entropy
-    else:
-        bce = nn.functional.binary_cross_entropy_with_logits
+    real, fake, bce = scores_and_bce(form)
     smoothed = NS(real_label=0.9, fake_label=0.15, **form)
     want = bce(real, torch.full_like(real, 0.9)) + bce(fake, torch.full_like(fake, 0.15))
     assert smoothed.d_loss(real, fake)[0].item() == pytest.approx(want.item(), rel=1e-14)
