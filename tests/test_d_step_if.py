@@ -8,7 +8,7 @@ import re
 
 import pytest
 import torch
-from helpers.wild import assert_losses, assert_same_sides, run_step
+from helpers.wild import assert_losses, assert_same_sides, build, run_step
 from hypothesis import given
 from hypothesis import strategies as st
 from torch import nn
@@ -49,17 +49,6 @@ class VoxelD(nn.Module):
         return torch.squeeze(self.net(x.view(-1, 1, CUBE, CUBE, CUBE)))
 
 
-def sides():
-    """Two identical (G, D, opt_g, opt_d) in float64, Adam at its betas (0.5, 0.999)."""
-    made = []
-    for _ in range(2):
-        torch.manual_seed(0)
-        G, D = VoxelG().double(), VoxelD().double()
-        made.append((G, D, torch.optim.Adam(G.parameters(), 0.01, betas=(0.5, 0.999)),
-                     torch.optim.Adam(D.parameters(), 0.01, betas=(0.5, 0.999))))  # fmt: skip
-    return made
-
-
 def voxels(count: int):
     gen = torch.Generator().manual_seed(4)
     return [(torch.rand(6, CUBE, CUBE, CUBE, generator=gen, dtype=torch.float64) > 0.7).double()
@@ -84,7 +73,7 @@ def accuracy_below(threshold: float):
 def run(schedule=None, **options):
     """The script on one side, the Step on the other, z from torch's generator seeded
     alike: both sides and both logs."""
-    theirs, ours = sides()
+    theirs, ours = build(VoxelG, VoxelD)
     data = voxels(8)
     torch.manual_seed(1)
     G, D, opt_g, opt_d = theirs
