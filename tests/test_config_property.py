@@ -29,7 +29,7 @@ NAMES = {
 INTS = ["z_dim", "width", "seed", "batch_size", "eval_samples", "keep", "log_every", "r1_every",
         "accumulate", "feature_steps", "eval_every", "sample_every", "ckpt_every",
         "limit", "pack"]  # fmt: skip
-FLOATS = ["r1", "lr_g", "lr_d", "beta1", "beta2", "ema"]
+FLOATS = ["r1", "lr_g", "lr_d", "beta1", "beta2", "ema", "real_label", "fake_label"]
 SMALL_INT = st.one_of(st.integers(2, 24), st.integers(-2, 24))
 SMALL_FLOAT = st.sampled_from([0.0, 1e-4, 5e-4, 0.1, 0.5, 0.99, 1.0, -1.0, math.inf, math.nan])
 WRONG = st.one_of(st.booleans(), st.text(max_size=3), st.floats(-2, 2), st.lists(SMALL_INT))

@@ -71,6 +71,14 @@ _TENSORBOARD = (
     "also write TensorBoard event files into the run folder's tensorboard/ (losses, D's "
     "scores, rates, metrics, sample pictures); needs ganstep[tensorboard]"
 )
+_REAL_LABEL = (
+    "D's target for real samples (ns, minimax, bgan, lsgan; default 1): 0.9 is one-sided "
+    "label smoothing (G's target stays 1)"
+)
+_FAKE_LABEL = (
+    "D's target for fakes (ns, minimax, bgan, lsgan; default 0): 0.1 with --real-label 0.9 "
+    "is two-sided label smoothing"
+)
 _EMA = (
     "EMA decay of G's weights for samples and metrics (default 0.99 on 2D data, 0.999 on "
     "images); 0 turns EMA off"
@@ -85,6 +93,8 @@ TRAIN_FLAGS = {
     "objective": (str, f"one of: {', '.join(OBJECTIVES)}"),
     "r1": (float, f"R1 penalty weight on real data ({', '.join(R1_OBJECTIVES)}); 0 is off"),
     "r1_every": (int, _R1_EVERY),
+    "real_label": (float, _REAL_LABEL),
+    "fake_label": (float, _FAKE_LABEL),
     "schedule": (str, f"update order, one of: {', '.join(SCHEDULES)}"),
     "fused": (bool, "simultaneous only: take G's gradient from D's backward pass (FusedProp)"),
     "accumulate": (int, "micro-batches per batch: gradients summed, one optimizer step"),

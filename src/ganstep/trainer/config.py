@@ -51,6 +51,8 @@ MAX_LR = 1e6  # far beyond any working rate; near float32's range Adam's step ov
 LIMITS = {"batch_size": 2**20, "z_dim": 2**16, "width": 2**14, "eval_samples": 10**6,
           "feature_steps": 10**6, "r1_every": 10**6, "accumulate": 2**20,
           "steps": 10**12, "limit": 10**12, "pack": 64}  # fmt: skip
+# the objectives whose losses take D's targets (--real-label, --fake-label)
+LABEL_OBJECTIVES = ("ns", "minimax", "bgan", "lsgan")
 # --augment: DiffAugment's color, translation, cutout; "ada" with ADA's adaptive p; or a
 # DiffAugment policy naming some of them ("translation,cutout").
 AUGMENTS = ("none", "diffaugment", "ada")
@@ -126,6 +128,8 @@ class Config:
     objective: str = "ns"
     r1: float | None = None
     r1_every: int | None = None
+    real_label: float = 1.0
+    fake_label: float = 0.0
     schedule: str = "d_first"
     fused: bool = False
     accumulate: int = 1
@@ -317,6 +321,22 @@ class Config:
             value = getattr(self, name)
             if value is not None and not 0 <= value < 1:  # None: the data's default
                 raise ValueError(f"{name} must be in [0, 1), got {value!r}")
+        self._check_labels()
+
+    def _check_labels(self) -> None:
+        """D's targets (label smoothing): for the objectives whose losses have them, in
+        the ranges those objectives take."""
+        if (self.real_label, self.fake_label) == (1.0, 0.0):
+            return
+        if self.objective not in LABEL_OBJECTIVES:
+            raise ValueError(
+                f"real_label and fake_label are D's targets in the losses of "
+                f"{', '.join(LABEL_OBJECTIVES)}, not of {self.objective!r}: drop them"
+            )
+        try:
+            labelled_objective(self)
+        except ValueError as e:
+            raise ValueError(str(e).replace(f"{self.objective} ", "", 1)) from None
 
     @classmethod
     def from_toml(cls, path: str | Path) -> Config:
@@ -369,3 +389,15 @@ def read_toml(path: str | Path) -> dict:
         if isinstance(values.get(key), str) and values[key].startswith("~"):
             values[key] = str(Path(values[key]).expanduser())
     return values
+
+
+def labelled_objective(cfg: Config) -> object:
+    """The run's objective with D's targets and R1 as ``cfg`` sets them, or its name where
+    it sets neither (the Step builds it then)."""
+    labels = {}
+    if (cfg.real_label, cfg.fake_label) != (1.0, 0.0):
+        labels = {"real_label": cfg.real_label, "fake_label": cfg.fake_label}
+    if not cfg.r1 and not labels:
+        return cfg.objective
+    r1 = {"r1": cfg.r1, "r1_every": cfg.r1_every} if cfg.r1 else {}
+    return OBJECTIVES[cfg.objective](**r1, **labels)

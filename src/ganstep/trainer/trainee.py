@@ -9,11 +9,10 @@ import torch
 from torch import Tensor, nn
 
 from ..engine import distributed as data_parallel
-from ..engine.objectives import OBJECTIVES
 from ..engine.regularizers import lazy_regularization
 from ..engine.schedules import simultaneous
 from ..engine.step import Step
-from .config import Config
+from .config import Config, labelled_objective
 from .data import Dataset
 from .lean_adam import LeanAdam
 from .models import PackedGenerator, build_models
@@ -58,9 +57,7 @@ class Trainee:
         if device.type == "cuda" and data.training_bytes() <= DATA_ON_GPU_BYTES:
             self.data_device = device
         self.data_gen = torch.Generator(device=self.data_device).manual_seed(stream + 2)
-        objective = cfg.objective
-        if cfg.r1:
-            objective = OBJECTIVES[cfg.objective](r1=cfg.r1, r1_every=cfg.r1_every)
+        objective = labelled_objective(cfg)
         schedule = simultaneous(fused=True) if cfg.fused else cfg.schedule
         compiled = {"none": False, "default": True}.get(cfg.compile, cfg.compile)
         # With packing the Step sees a G that makes packs; checkpoints and samples keep G.
