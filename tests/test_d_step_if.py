@@ -175,3 +175,19 @@ def test_d_step_if_is_refused_across_processes():
         check_d_step_if(lambda v: True, d_first(), 1, True, NS())
     gate = accuracy_below(0.8)
     assert check_d_step_if(gate, d_first(), 1, False, NS()) is gate
+
+
+def test_each_of_several_d_steps_is_decided_on_its_own():
+    """With d_steps=2 the gate is asked at each D step, on that step's batch: D's Adam
+    counts the steps it said yes to, and the logs hold the last D step's answer."""
+    torch.manual_seed(0)
+    G, D = VoxelG().double(), VoxelD().double()
+    opt_d = torch.optim.Adam(D.parameters(), 0.01)
+    answers = iter([True, False, False, True, True, False])
+    step = Step(G, D, torch.optim.Adam(G.parameters(), 0.01), opt_d,
+                objective=NS(probabilities=True), schedule=d_first(d_steps=2),
+                latent=generate_z, d_step_if=lambda v: next(answers))  # fmt: skip
+    data = voxels(6)
+    logs = [step([data[i], data[i + 1]]) for i in (0, 2, 4)]
+    assert [r["d_step"].item() for r in logs] == [0.0, 1.0, 0.0]
+    assert opt_d.state_dict()["state"][0]["step"].item() == 3
