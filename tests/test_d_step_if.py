@@ -85,11 +85,14 @@ def run(schedule=None, **options):
     return ours, theirs, run_step(step, data), expected
 
 
-def test_the_3dgan_as_written_equals_d_first_with_d_step_if():
+@pytest.mark.parametrize("d_order", ["real_first", "real_g_fake"])
+def test_the_3dgan_as_written_equals_d_first_with_d_step_if(d_order):
     """trainer.py: D's step taken only while its accuracy is below 0.8 (its forwards run
     and BatchNorm's statistics move either way), G's on Z drawn anew: every parameter,
-    statistic and Adam state equal to 1e-12, D's step skipped where the script's was."""
-    ours, theirs, got, expected = run(d_step_if=accuracy_below(0.8))
+    statistic and Adam state equal to 1e-12, D's step skipped where the script's was.
+    Its D runs on the real batch before G (``"real_g_fake"``); nothing else drawing,
+    the default order draws the same Z."""
+    ours, theirs, got, expected = run(d_step_if=accuracy_below(0.8), d_order=d_order)
     assert [r["d_step"] for r in got] == [r["d_step"] for r in expected]
     assert 0.0 in [r["d_step"] for r in got] and 1.0 in [r["d_step"] for r in got]
     assert_same_sides(ours, theirs)
