@@ -279,11 +279,19 @@ class NS(WithR1, Objective):
         return F.softplus(-fake).mean(), {}
 
     def fake_slopes(self, fake: Tensor) -> tuple[Tensor, Tensor]:
+        # Where D's target for the fakes is fake_label t_f, h_D = BCE(s, t_f), whose
+        # slope sigmoid(s) - t_f is 0 at sigmoid(s) = t_f (the ratio is infinite there:
+        # those samples take D's extra pass); against 0, each loss's closed form.
+        if self.fake_label:
+            d_slope = torch.sigmoid(fake) - self.fake_label
+            return d_slope, self.g_slope(fake) / d_slope
+        return self.slopes_against_0(fake)
+
+    def slopes_against_0(self, fake: Tensor) -> tuple[Tensor, Tensor]:
+        """The fused step's slopes with D's target for the fakes 0."""
         # h_D = softplus(s), h_G = softplus(-s): -sigmoid(-s) / sigmoid(s) = -exp(-s);
         # against G's target t, h_G = t softplus(-s) + (1 - t) softplus(s), whose ratio is
         # (sigmoid(s) - t) / sigmoid(s) = (1 - t) - t exp(-s)
-        if self.fake_label:
-            return self.smoothed_slopes(fake)
         if self.g_label == 1.0:
             return torch.sigmoid(fake), -torch.exp(-fake)
         t = self.g_label
@@ -292,13 +300,6 @@ class NS(WithR1, Objective):
     def g_slope(self, fake: Tensor) -> Tensor:
         """h_G'(s), L_G's slope per fake score (against G's target t: sigmoid(s) - t)."""
         return torch.sigmoid(fake) - self.g_label
-
-    def smoothed_slopes(self, fake: Tensor) -> tuple[Tensor, Tensor]:
-        """The fused step's slopes where D's target for the fakes is ``fake_label`` t_f:
-        h_D = BCE(s, t_f), whose slope sigmoid(s) - t_f is 0 at sigmoid(s) = t_f (the
-        ratio is infinite there: those samples take D's extra pass)."""
-        d_slope = torch.sigmoid(fake) - self.fake_label
-        return d_slope, self.g_slope(fake) / d_slope
 
 
 class Minimax(NS):
@@ -318,9 +319,7 @@ class Minimax(NS):
     def g_slope(self, fake: Tensor) -> Tensor:
         return -torch.sigmoid(fake)
 
-    def fake_slopes(self, fake: Tensor) -> tuple[Tensor, Tensor]:
-        if self.fake_label:
-            return self.smoothed_slopes(fake)
+    def slopes_against_0(self, fake: Tensor) -> tuple[Tensor, Tensor]:
         return torch.sigmoid(fake), torch.full_like(fake, -1.0)  # h_G = -h_D
 
 
@@ -342,10 +341,8 @@ class BGAN(NS):
     def g_slope(self, fake: Tensor) -> Tensor:
         return fake
 
-    def fake_slopes(self, fake: Tensor) -> tuple[Tensor, Tensor]:
+    def slopes_against_0(self, fake: Tensor) -> tuple[Tensor, Tensor]:
         # h_D = softplus(s), h_G = s^2 / 2: s / sigmoid(s) = s (1 + exp(-s))
-        if self.fake_label:
-            return self.smoothed_slopes(fake)
         return torch.sigmoid(fake), fake * (1 + torch.exp(-fake))
 
 
@@ -389,6 +386,8 @@ class LSGAN(WithR1, Objective):
             )
         self.real_label, self.fake_label = float(real_label), float(fake_label)
         self.g_label = float(g_label)
+        # targets of the user's; with the defaults the losses keep their forms (no
+        # subtraction of 0, one kernel fewer a loss)
         self.targets = (self.real_label, self.fake_label, self.g_label) != (1.0, 0.0, 1.0)
 
     def __repr__(self) -> str:

@@ -2358,12 +2358,12 @@ def port(rec, report, capture: Capture, names: dict[str, str], *,
     warm_up = _warm_up(rec)
     if warm_up is not None:
         return Port(None, n, notes=[warm_up])
-    if report.schedule is None and report.d_steps_skipped:
-        return Port(None, n, notes=[
-            f"D's step was skipped in {report.d_steps_skipped} of the script's iterations (see "
-            f"above): the port does not read the condition, so write the Step by hand: "
-            f"{GATED_D_STEP}"])  # fmt: skip
     if report.schedule is None:
+        if report.d_steps_skipped:  # (a D step under a condition: no schedule alone)
+            return Port(None, n, notes=[
+                f"D's step was skipped in {report.d_steps_skipped} of the script's iterations "
+                f"(see above): the port does not read the condition, so write the Step by "
+                f"hand: {GATED_D_STEP}"])  # fmt: skip
         why = "no ganstep schedule matches this update order (see above)"
         if any(PENALTY_ALONE in h for h in report.hazards):  # dragan.py's
             why += (": D stepped on its penalty alone (the first hazard), which a Step writes as "
